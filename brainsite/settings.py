@@ -1,0 +1,187 @@
+"""Brain's one settings file. Every value comes from the environment; .env.example lists them
+all with their defaults."""
+
+import os
+import secrets
+from pathlib import Path
+
+from brainsite.embedded_db import embedded_url, parse_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("BRAIN_VAR_DIR", BASE_DIR / "var"))
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    return env(name, "1" if default else "0").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    return int(env(name, str(default)))
+
+
+def _secret_key() -> str:
+    if env("BRAIN_SECRET_KEY"):
+        return env("BRAIN_SECRET_KEY")
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("BRAIN_DEBUG")
+ALLOWED_HOSTS = env("BRAIN_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+CSRF_TRUSTED_ORIGINS = [o for o in env("BRAIN_CSRF_TRUSTED_ORIGINS").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "django_htmx",
+    "template_partials",
+    "knowledge",
+    "memory",
+    "curation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "knowledge.middleware.RequestIdMiddleware",
+]
+
+ROOT_URLCONF = "brainsite.urls"
+WSGI_APPLICATION = "brainsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "knowledge.context_processors.console",
+            ],
+        },
+    }
+]
+
+# PostgreSQL always: DATABASE_URL, or the embedded server under var/pgdata.
+DATABASE_URL = env("DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+DATABASES = {"default": parse_database_url(DATABASE_URL or embedded_url())}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("BRAIN_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+MEDIA_ROOT = VAR_DIR / "media"
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRAIN_MAX_BODY_BYTES", 5 * 1024 * 1024)
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+X_FRAME_OPTIONS = "DENY"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["knowledge.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "knowledge.api_errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Brain API",
+    "DESCRIPTION": "Long-term memory for AI agents: write, review, recall and audit memories.",
+    "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+Q_CLUSTER = {
+    "name": "brain",
+    "orm": "default",
+    "workers": env_int("BRAIN_WORKERS", 2),
+    # timeout < retry, so the ORM broker never hands one task to two workers at once.
+    "timeout": 600,
+    "retry": 900,
+    "max_attempts": 3,
+    "catch_up": False,
+    "poll": 0.5,
+    "save_limit": 500,
+    "ack_failures": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("BRAIN_LOG_LEVEL", "WARNING")},
+}
+
+# --- Brain's own settings -------------------------------------------------------------------
+# Modes marked "run time" can also be changed by admins on the settings page (audited); the
+# environment gives their default.
+BRAIN_ADMIN_PASSWORD = env("BRAIN_ADMIN_PASSWORD")
+BRAIN_SHORT_TERM_TTL_HOURS = env_int("BRAIN_SHORT_TERM_TTL", 72)
+BRAIN_STRICT_ANTI_DRIFT = env_bool("BRAIN_STRICT_ANTI_DRIFT")  # run time
+BRAIN_MEMORY_INVALIDATION = env("BRAIN_MEMORY_INVALIDATION", "flag")  # run time
+BRAIN_PROVENANCE_CHECK_MINUTES = env_int("BRAIN_PROVENANCE_CHECK_MINUTES", 15)
+BRAIN_MEMORY_ACTIVATION_GATE = env("BRAIN_MEMORY_ACTIVATION_GATE", "shadow")  # run time
+BRAIN_MEMORY_CONSOLIDATION = env("BRAIN_MEMORY_CONSOLIDATION", "propose")  # run time
+BRAIN_CONSOLIDATION_SUMMARY_OVER = env_int("BRAIN_CONSOLIDATION_SUMMARY_OVER", 40)
+BRAIN_CONFLICT_ARBITER = env_bool("BRAIN_CONFLICT_ARBITER")
+BRAIN_DISTILLER_AUTO_ACTIVATE = env_bool("BRAIN_DISTILLER_AUTO_ACTIVATE")  # run time
+BRAIN_EMBEDDINGS = env("BRAIN_EMBEDDINGS", "local")  # local | openai | none
+BRAIN_EMBEDDINGS_BASE_URL = env("BRAIN_EMBEDDINGS_BASE_URL")
+BRAIN_EMBEDDINGS_MODEL = env("BRAIN_EMBEDDINGS_MODEL")
+BRAIN_EMBEDDINGS_API_KEY = env("BRAIN_EMBEDDINGS_API_KEY")
+BRAIN_MODEL_BASE_URL = env("BRAIN_MODEL_BASE_URL")
+BRAIN_MODEL = env("BRAIN_MODEL")
+BRAIN_MODEL_API_KEY = env("BRAIN_MODEL_API_KEY")
+BRAIN_MODEL_TIMEOUT_SECONDS = float(env("BRAIN_MODEL_TIMEOUT_SECONDS", "30"))
+BRAIN_MODEL_DAILY_CALLS = env_int("BRAIN_MODEL_DAILY_CALLS", 2000)
+BRAIN_MODEL_DAILY_TOKENS = env_int("BRAIN_MODEL_DAILY_TOKENS", 2_000_000)
+BRAIN_MEMO_BUDGET_TOKENS = env_int("BRAIN_MEMO_BUDGET_TOKENS", 300)
+BRAIN_DEMO = env_bool("BRAIN_DEMO")

@@ -1,0 +1,20 @@
+"""Test settings: the same embedded server, a throw-away database per run (named per process,
+so two runs on one machine never share one)."""
+
+import os
+
+from brainsite.settings import *  # noqa: F403
+from brainsite.settings import DATABASES
+
+DATABASES["default"]["TEST"] = {"NAME": f"test_brain_{os.getpid()}"}
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405  tasks run inline in tests
+BRAIN_EMBEDDINGS = "local"
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
+STATIC_ROOT = None

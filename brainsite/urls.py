@@ -1,0 +1,20 @@
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from knowledge import urls as knowledge_urls
+from knowledge.views import healthz
+
+api_patterns = [
+    *knowledge_urls.api_urlpatterns,
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("login/", auth_views.LoginView.as_view(template_name="auth/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/", include(api_patterns)),
+    path("", include(knowledge_urls.urlpatterns)),
+]

@@ -1,0 +1,135 @@
+"""The one access layer: which stores a principal (in a conversation, or browsing) may read,
+and where it may write. Console views, API views, search and exports all go through here.
+
+A store is a string: `shared` (the whole workspace), `self` (the owner agent alone),
+`private:<person>` (one agent's direct conversation with one person), `channel:<channel>` (one
+channel only). Every item also has an owner agent; `self` and `private:*` items are visible
+only to their owner agent, `shared` and `channel:*` items to every agent that reads them."""
+
+from django.db.models import Q
+from rest_framework.exceptions import PermissionDenied, ValidationError
+
+from knowledge.models import Agent, Channel, Conversation
+from knowledge.principals import Principal
+
+SHARED, SELF = "shared", "self"
+SCOPE_ALIASES = {"agent": SELF, "self": SELF, "shared": SHARED, "workspace": SHARED}
+OWNER_ONLY_PREFIXES = (SELF, "private:")
+
+
+def private_store(person_name: str) -> str:
+    return f"private:{person_name}"
+
+
+def channel_store(channel_name: str) -> str:
+    return f"channel:{channel_name}"
+
+
+def conversation_scope(channel: Channel) -> tuple[list[str], str]:
+    """(stores read, store written by default) for a new conversation in `channel` — the
+    DESIGN.md table. Fixed on the Conversation when it starts."""
+    if channel.kind == Channel.KIND_DM:
+        private = private_store(channel.person.name)
+        return [SHARED, SELF, private], private
+    if channel.memory_scope == Channel.SCOPE_CHANNEL:
+        own = channel_store(channel.name)
+        return [own, SELF], own
+    return [SHARED, SELF], SHARED
+
+
+def parse_scope(value: str) -> str:
+    """Turn an API `scope` (agent, shared, workspace, private:<person>, channel:<channel>) into a
+    store string, or raise ValidationError."""
+    value = (value or "").strip()
+    if value in SCOPE_ALIASES:
+        return SCOPE_ALIASES[value]
+    for prefix in ("private:", "channel:"):
+        if value.startswith(prefix) and len(value) > len(prefix):
+            return value
+    raise ValidationError({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
+
+
+def _store_q(store: str, agent: Agent, prefix: str) -> Q:
+    q = Q(**{f"{prefix}store": store})
+    if store == SELF or store.startswith("private:"):
+        q &= Q(**{f"{prefix}owner": agent})
+    return q
+
+
+def agent_stores(agent: Agent) -> list[str]:
+    """Every store an agent may browse outside a conversation: shared, its self store, the
+    private stores of the people it has talked to directly, and the channel-only stores of the
+    channels it takes part in."""
+    stores = [SHARED, SELF]
+    for channel in Channel.objects.filter(conversations__agent=agent).select_related("person").distinct():
+        read, _ = conversation_scope(channel)
+        stores.extend(s for s in read if s not in stores)
+    stores.extend(
+        s
+        for s in Conversation.objects.filter(agent=agent).values_list("write_store", flat=True).distinct()
+        if s not in stores
+    )
+    return stores
+
+
+def readable_q(principal: Principal, *, conversation: Conversation | None = None, prefix: str = "") -> Q:
+    """A filter for the items `principal` may read. In a conversation an agent reads exactly the
+    stores fixed on that conversation; people with a role read everything; integrations nothing."""
+    nothing = Q(pk__in=[])
+    if principal.kind == "agent":
+        agent = principal.agent
+        if conversation is not None:
+            if conversation.agent_id != agent.pk:
+                return nothing
+            stores = conversation.read_stores
+        else:
+            stores = agent_stores(agent)
+        q = nothing
+        for store in stores:
+            q |= _store_q(store, agent, prefix)
+        return q
+    if principal.is_reviewer:
+        if conversation is not None:
+            q = nothing
+            for store in conversation.read_stores:
+                q |= _store_q(store, conversation.agent, prefix)
+            return q
+        return Q()
+    return nothing
+
+
+def can_read_store(principal: Principal, *, owner: Agent, store: str) -> bool:
+    if principal.is_reviewer:
+        return True
+    if principal.kind != "agent":
+        return False
+    stores = agent_stores(principal.agent)
+    if store not in stores:
+        return False
+    return principal.agent.pk == owner.pk or not store.startswith(OWNER_ONLY_PREFIXES)
+
+
+def writable_stores(agent: Agent) -> list[str]:
+    """Stores an agent may write into on its own behalf: shared, self, and the stores of the
+    conversations it has had (a DM's private store, a channel-only store)."""
+    stores = [SHARED, SELF]
+    stores.extend(
+        s
+        for s in Conversation.objects.filter(agent=agent).values_list("write_store", flat=True).distinct()
+        if s not in stores
+    )
+    return stores
+
+
+def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
+    """Raise PermissionDenied unless `principal` may write an item owned by `owner` into
+    `store`. Agents write only as themselves; reviewers and admins may write for any agent."""
+    if principal.kind == "agent":
+        if principal.agent.pk != owner.pk:
+            raise PermissionDenied("An agent may write only as itself.")
+        if store not in writable_stores(owner):
+            raise PermissionDenied(f"Agent {owner.name} may not write into the store {store}.")
+        return
+    if principal.is_reviewer:
+        return
+    raise PermissionDenied("This token may not write memory.")

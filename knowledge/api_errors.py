@@ -1,0 +1,27 @@
+"""JSON errors for every API failure."""
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+def api_exception_handler(exc, context):
+    """Every API error is JSON: {"error": "...", "detail": ...}, with the right status code."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "Not found.")
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    detail = response.data
+    if isinstance(exc, exceptions.ValidationError):
+        body = {"error": "invalid", "fields": detail}
+    elif isinstance(detail, dict) and "detail" in detail:
+        body = {"error": str(detail["detail"])}
+        extra = {k: v for k, v in detail.items() if k != "detail"}
+        body.update(extra)
+    else:
+        body = {"error": detail}
+    if response.status_code == status.HTTP_401_UNAUTHORIZED and not response.has_header("WWW-Authenticate"):
+        response["WWW-Authenticate"] = 'Bearer realm="brain"'
+    return Response(body, status=response.status_code, headers=dict(response.items()))

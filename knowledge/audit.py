@@ -1,0 +1,80 @@
+"""The one helper that writes audit events (and their revisions) inside a write service's
+transaction, plus the snapshot function restore relies on."""
+
+import contextvars
+import datetime
+import decimal
+import uuid
+
+from django.db import connection, models
+
+from knowledge.models import AuditEvent, Revision
+
+current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("brain_request_id", default="")
+current_batch_id: contextvars.ContextVar[uuid.UUID | None] = contextvars.ContextVar(
+    "brain_batch_id", default=None
+)
+
+
+def _json_value(value):
+    if isinstance(value, datetime.datetime | datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if hasattr(value, "tolist"):  # pgvector / numpy arrays are not part of a snapshot
+        return None
+    return value
+
+
+def snapshot(obj: models.Model, exclude: tuple[str, ...] = ("embedding",)) -> dict:
+    """A JSON-safe copy of a row's concrete fields (foreign keys as ids)."""
+    data = {}
+    for field in obj._meta.concrete_fields:
+        if field.name in exclude:
+            continue
+        data[field.attname] = _json_value(getattr(obj, field.attname))
+    return data
+
+
+def audit_record(
+    action: str,
+    *,
+    actor,
+    store: str = "",
+    owner: str = "",
+    object_type: str = "",
+    object_ids=(),
+    reason: str = "",
+    counts: dict | None = None,
+    data: dict | None = None,
+    revisions=(),
+    dreaming_run: int | None = None,
+    batch_id: uuid.UUID | None = None,
+) -> AuditEvent:
+    """Write one audit event. Must run inside the caller's transaction, so the trail can never
+    disagree with the data. `revisions` is an iterable of (object_type, object_id, before, after)."""
+    assert connection.in_atomic_block, "audit_record must be called inside transaction.atomic()"
+    event = AuditEvent.objects.create(
+        action=action,
+        actor_kind=actor.kind,
+        actor_name=actor.name,
+        store=store,
+        owner=owner,
+        object_type=object_type,
+        object_ids=[str(i) for i in object_ids],
+        reason=reason,
+        counts=counts or {},
+        data=data or {},
+        batch_id=batch_id or current_batch_id.get() or uuid.uuid4(),
+        request_id=current_request_id.get(),
+        dreaming_run=dreaming_run,
+    )
+    rows = [
+        Revision(event=event, object_type=otype, object_id=str(oid), before=before, after=after)
+        for otype, oid, before, after in revisions
+    ]
+    if rows:
+        Revision.objects.bulk_create(rows)
+    return event

@@ -1,0 +1,23 @@
+from knowledge.models.audit import AuditEvent, Revision
+from knowledge.models.channels import Channel, Conversation
+from knowledge.models.entries import Entry
+from knowledge.models.memories import Memory, MemorySource, MemoryVersion
+from knowledge.models.principals import Agent, ApiToken, Integration, Person
+from knowledge.models.system import Heartbeat, Setting
+
+__all__ = [
+    "Agent",
+    "ApiToken",
+    "AuditEvent",
+    "Channel",
+    "Conversation",
+    "Entry",
+    "Heartbeat",
+    "Integration",
+    "Memory",
+    "MemorySource",
+    "MemoryVersion",
+    "Person",
+    "Revision",
+    "Setting",
+]

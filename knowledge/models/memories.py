@@ -1,0 +1,140 @@
+import hashlib
+import json
+
+from django.db import models
+from pgvector.django import VectorField
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class Memory(models.Model):
+    """The one unit of remembered content: a loose memory written through the API, or a body
+    block of an Entry (then `entry` and `position` are set)."""
+
+    QUEUED, ACTIVE, SUPERSEDED, REJECTED, INVALIDATED, EXPIRED = (
+        "queued",
+        "active",
+        "superseded",
+        "rejected",
+        "invalidated",
+        "expired",
+    )
+    STATUSES = [(s, s) for s in (QUEUED, ACTIVE, SUPERSEDED, REJECTED, INVALIDATED, EXPIRED)]
+    WORKING, EPISODIC, SEMANTIC, PROCEDURAL = "working", "episodic", "semantic", "procedural"
+    TIERS = [(t, t) for t in (WORKING, EPISODIC, SEMANTIC, PROCEDURAL)]
+    SHORT_TERM_TIERS = (WORKING, EPISODIC)
+    TIER_ORDER = [WORKING, EPISODIC, SEMANTIC, PROCEDURAL]
+
+    owner = models.ForeignKey("knowledge.Agent", on_delete=models.PROTECT, related_name="memories")
+    store = models.CharField(max_length=120)
+    entry = models.ForeignKey(
+        "knowledge.Entry", null=True, blank=True, on_delete=models.CASCADE, related_name="blocks"
+    )
+    position = models.PositiveIntegerField(null=True, blank=True)
+
+    text = models.TextField()
+    key = models.CharField(max_length=200, blank=True)
+    value = models.JSONField(null=True, blank=True)
+    tier = models.CharField(max_length=12, choices=TIERS, default=SEMANTIC)
+    category = models.CharField(max_length=40, blank=True)
+    confidence = models.FloatField(default=1.0)
+
+    status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED)
+    queue_reason = models.CharField(max_length=16, blank=True)  # new | requeued | merge | gate
+    status_reason = models.TextField(blank=True)
+    stale = models.BooleanField(default=False)
+    stale_reason = models.TextField(blank=True)
+    pinned = models.BooleanField(default=False)
+
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    content_hash = models.CharField(max_length=64)
+    version = models.PositiveIntegerField(default=1)
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_candidates"
+    )
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    replaces = models.JSONField(default=list, blank=True)  # ids a merged memory replaced
+
+    author_kind = models.CharField(max_length=16)  # agent | person | distiller | dreaming | system
+    author_name = models.CharField(max_length=150)
+    conversation = models.ForeignKey(
+        "knowledge.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="memories"
+    )
+    run_id = models.CharField(max_length=100, blank=True)
+    turn = models.IntegerField(null=True, blank=True)
+    event_id = models.CharField(max_length=100, blank=True)
+
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "memories"
+        indexes = [
+            models.Index(fields=["status", "tier"]),
+            models.Index(fields=["owner", "store", "status"]),
+            models.Index(fields=["key"]),
+            models.Index(fields=["entry", "position"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="memory_confidence_0_1", condition=models.Q(confidence__gte=0, confidence__lte=1)
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"memory {self.pk}"
+
+    @staticmethod
+    def hash_content(text: str, key: str = "", value=None) -> str:
+        payload = json.dumps({"text": text, "key": key, "value": value}, sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class MemoryVersion(models.Model):
+    """A past (or the current) text of a memory; an edit adds one, nothing is overwritten."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    key = models.CharField(max_length=200, blank=True)
+    value = models.JSONField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64)
+    author_kind = models.CharField(max_length=16)
+    author_name = models.CharField(max_length=150)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["memory", "-version"]
+        constraints = [models.UniqueConstraint(fields=["memory", "version"], name="memory_version_unique")]
+
+
+class MemorySource(models.Model):
+    """What a memory rests on: a source reference and its fingerprint when the memory was
+    written (the provenance issue fills in fingerprints and checks)."""
+
+    KINDS = ["ticket", "kb", "record", "memory", "conversation", "message", "material", "entry"]
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=16, choices=[(k, k) for k in KINDS])
+    ref = models.CharField(max_length=300)
+    fingerprint = models.CharField(max_length=64, blank=True)
+    snapshot = models.JSONField(null=True, blank=True)  # the fingerprinted fields when recorded
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["kind", "ref"])]
+        constraints = [models.UniqueConstraint(fields=["memory", "kind", "ref"], name="memory_source_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.ref}"

@@ -1,0 +1,71 @@
+"""Who is asking: one Principal type for console users, agent tokens, person tokens and
+integration tokens, so every access check is written once."""
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from knowledge.models import Agent, Integration
+
+REVIEWER, ADMIN = "reviewer", "admin"
+ROLES = (REVIEWER, ADMIN)
+
+
+def user_role(user) -> str | None:
+    """A console user's role: admin (superuser or 'admin' group), reviewer, or None."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
+    if user.is_superuser:
+        return ADMIN
+    names = {g.name for g in user.groups.all()}
+    if ADMIN in names:
+        return ADMIN
+    if REVIEWER in names:
+        return REVIEWER
+    return None
+
+
+@dataclass
+class Principal:
+    kind: str  # agent | person | integration | system
+    name: str
+    role: str | None = None  # reviewer | admin for people
+    agent: Agent | None = None
+    user: AbstractBaseUser | None = None
+    integration: Integration | None = None
+
+    # DRF and Django's permission classes look for this.
+    is_authenticated = True
+
+    @classmethod
+    def for_user(cls, user) -> "Principal":
+        return cls(kind="person", name=user.get_username(), role=user_role(user), user=user)
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> "Principal":
+        return cls(kind="agent", name=agent.name, agent=agent)
+
+    @classmethod
+    def for_integration(cls, integration: Integration) -> "Principal":
+        return cls(kind="integration", name=integration.name, integration=integration)
+
+    @classmethod
+    def system(cls, name: str = "system") -> "Principal":
+        """A background job acting on its own (the distiller, Dreaming, a schedule)."""
+        return cls(kind="system", name=name, role=ADMIN)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.kind in ("person", "system") and self.role == ADMIN
+
+    @property
+    def is_reviewer(self) -> bool:
+        """Reviewers and admins may review; admins may do everything reviewers do."""
+        return self.kind in ("person", "system") and self.role in ROLES
+
+    @property
+    def is_person(self) -> bool:
+        return self.kind == "person"
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "role": self.role}

@@ -1,0 +1,50 @@
+import pytest
+
+from tests.browser.conftest import login
+
+pytestmark = pytest.mark.browser
+
+
+def test_login_navigation_and_logout(page, world):
+    page.goto("/")
+    assert "/login/" in page.url
+    login(page, "adam")
+    assert page.locator(".username").inner_text() == "adam"
+    page.click("nav >> text=Agent library")
+    assert page.locator("h1").inner_text() == "Agent library"
+    assert page.locator("table >> text=copilot").is_visible()
+    page.click("nav >> text=Settings")
+    assert page.locator("h1").inner_text() == "Settings"
+    page.click("text=Log out")
+    page.wait_for_url("**/login/")
+
+
+def test_wrong_password_is_refused(page, world):
+    page.goto("/login/")
+    page.fill("input[name=username]", "adam")
+    page.fill("input[name=password]", "wrong")
+    page.click("button[type=submit]")
+    assert page.locator(".error").is_visible()
+
+
+def test_reviewer_sees_no_admin_navigation_and_gets_403(page, world):
+    login(page, "rita")
+    assert page.locator("nav >> text=Settings").count() == 0
+    response = page.goto("/settings/")
+    assert response.status == 403
+    assert "Not allowed" in page.locator("h1").inner_text()
+    page.goto(f"/agents/{world.copilot.name}/")
+    assert page.locator("text=New token").count() == 0
+
+
+def test_admin_makes_a_token_with_htmx_and_revokes_it(page, world):
+    login(page, "adam")
+    page.goto(f"/agents/{world.copilot.name}/")
+    page.fill("input[name=label]", "from-browser")
+    page.click("button:has-text('New token')")
+    token = page.locator("#new-token").inner_text()
+    assert token.startswith("brn_")
+    assert page.locator("text=from-browser").is_visible()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("tr:has-text('from-browser') button:has-text('Revoke')").click()
+    page.locator("tr:has-text('from-browser') >> text=revoked").wait_for()

@@ -1,0 +1,67 @@
+"""The small fixed world every test can use: an owner person, a teammate and an outsider; two
+agents (one trusted); a reviewer and an admin; channels of every kind; API clients per token."""
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from knowledge.models import Channel
+from tests import factory
+
+
+@dataclass
+class World:
+    copilot: object
+    scribe: object
+    alice: object
+    bob: object
+    outsider: object
+    reviewer: object
+    admin: object
+    general: object
+    support: object
+    dm_alice: object
+    tokens: dict
+
+    def client(self, who: str | None) -> APIClient:
+        client = APIClient()
+        if who is not None:
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.tokens[who]}")
+        return client
+
+
+@pytest.fixture
+def world(db) -> World:
+    copilot = factory.make_agent("copilot")
+    scribe = factory.make_agent("scribe", trusted=True)
+    alice, bob, outsider = (
+        factory.make_person("alice"),
+        factory.make_person("bob"),
+        factory.make_person("olga"),
+    )
+    reviewer = factory.make_user("rita", role="reviewer")
+    admin = factory.make_user("adam", role="admin")
+    from knowledge import services
+
+    integration = services.integration_create(actor=factory.SYSTEM, name="tickets")
+    tokens = {
+        "copilot": factory.make_token(agent=copilot),
+        "scribe": factory.make_token(agent=scribe),
+        "reviewer": factory.make_token(user=reviewer),
+        "admin": factory.make_token(user=admin),
+        "integration": factory.make_token(integration=integration),
+    }
+    return World(
+        copilot=copilot,
+        scribe=scribe,
+        alice=alice,
+        bob=bob,
+        outsider=outsider,
+        reviewer=reviewer,
+        admin=admin,
+        general=factory.make_channel("general"),
+        support=factory.make_channel("support", memory_scope=Channel.SCOPE_CHANNEL),
+        dm_alice=factory.make_channel("dm-alice", kind=Channel.KIND_DM, person=alice),
+        tokens=tokens,
+    )
