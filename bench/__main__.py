@@ -1,0 +1,74 @@
+import datetime
+import importlib
+import os
+import pkgutil
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "PERFORMANCE.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def fresh_database() -> None:
+    import psycopg
+
+    from brainsite.embedded_db import embedded_url
+
+    url = os.environ.get("DATABASE_URL") or embedded_url()
+    admin_url = url.rsplit("/", 1)[0] + "/postgres" + ("?" + url.split("?", 1)[1] if "?" in url else "")
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
+        conn.execute("CREATE DATABASE brain_bench")
+
+
+def main(argv: list[str]) -> int:
+    sys.path.insert(0, str(ROOT))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
+    fresh_database()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    names = [
+        m.name[len("bench_") :]
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("bench_")
+    ]
+    wanted = argv or sorted(names)
+    rows = []
+
+    def report(name, value, unit, target="", note=""):
+        rows.append((name, value, unit, target, note))
+        print(f"  {name}: {value:,.1f} {unit}  (target {target}) {note}", flush=True)
+
+    for name in wanted:
+        print(f"== {name}", flush=True)
+        start = time.perf_counter()
+        importlib.import_module(f"bench.bench_{name}").run(report)
+        print(f"   ({time.perf_counter() - start:.0f} s)", flush=True)
+
+    table = ["| benchmark | result | target | note |", "|---|---|---|---|"]
+    for name, value, unit, target, note in rows:
+        table.append(f"| {name} | {value:,.1f} {unit} | {target} | {note} |")
+    print()
+    print("\n".join(table))
+    if not argv:
+        stamp = (
+            f"Measured {datetime.date.today()} on {platform.machine()}, {os.cpu_count()} cores, `make bench`."
+        )
+        block = f"{BEGIN}\n{stamp}\n\n" + "\n".join(table) + f"\n{END}"
+        text = DOC.read_text() if DOC.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        DOC.write_text(head + block + tail)
+        print(f"\nFigures written to {DOC.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

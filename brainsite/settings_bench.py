@@ -1,0 +1,9 @@
+"""Benchmark settings: the same server, a separate database (`brain_bench`) made fresh by
+`make bench`, so benchmarks never touch your data."""
+
+from brainsite.settings import *  # noqa: F403
+from brainsite.settings import DATABASES
+
+DATABASES["default"]["NAME"] = "brain_bench"
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405

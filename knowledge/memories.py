@@ -1,0 +1,101 @@
+"""Low-level memory row operations shared by every writer of memories — the memory API
+(memory.services), entry blocks (knowledge entries), the distiller and Dreaming. They keep the
+version history and the content hash right; callers decide status and write the audit event
+in the same transaction."""
+
+from django.db import connection
+
+from knowledge.models import Memory, MemorySource, MemoryVersion
+
+
+def memory_row_create(
+    *,
+    owner,
+    store: str,
+    text: str,
+    author_kind: str,
+    author_name: str,
+    status: str = Memory.QUEUED,
+    sources=(),
+    reason: str = "",
+    **fields,
+) -> Memory:
+    """Insert a memory with version 1, its first MemoryVersion and its source rows.
+    `sources` is an iterable of {"kind", "ref"} dicts (extra keys are kept by later issues)."""
+    assert connection.in_atomic_block, "memory_row_create must run inside transaction.atomic()"
+    key, value = fields.get("key", ""), fields.get("value")
+    memory = Memory.objects.create(
+        owner=owner,
+        store=store,
+        text=text,
+        status=status,
+        author_kind=author_kind,
+        author_name=author_name,
+        content_hash=Memory.hash_content(text, key, value),
+        version=1,
+        **fields,
+    )
+    MemoryVersion.objects.create(
+        memory=memory,
+        version=1,
+        text=text,
+        key=key,
+        value=value,
+        content_hash=memory.content_hash,
+        author_kind=author_kind,
+        author_name=author_name,
+        reason=reason,
+    )
+    seen = set()
+    rows = []
+    for source in sources:
+        pair = (source["kind"], source["ref"])
+        if pair not in seen:
+            seen.add(pair)
+            rows.append(MemorySource(memory=memory, kind=source["kind"], ref=source["ref"]))
+    MemorySource.objects.bulk_create(rows)
+    return memory
+
+
+def memory_row_revise(
+    *, memory: Memory, text: str, author_kind: str, author_name: str, reason: str = "", key=None, value=...
+) -> Memory:
+    """Give a (row-locked) memory a new text: version + 1, new content hash, a new
+    MemoryVersion. The old text stays in the history. Returns the memory, saved."""
+    assert connection.in_atomic_block, "memory_row_revise must run inside transaction.atomic()"
+    if key is not None:
+        memory.key = key
+    if value is not ...:
+        memory.value = value
+    memory.text = text
+    memory.version += 1
+    memory.content_hash = Memory.hash_content(text, memory.key, memory.value)
+    memory.author_kind, memory.author_name = author_kind, author_name
+    # A new text needs a new vector; the embedding backlog picks it up.
+    memory.embedding, memory.embedding_model = None, ""
+    memory.save(
+        update_fields=[
+            "text",
+            "key",
+            "value",
+            "version",
+            "content_hash",
+            "author_kind",
+            "author_name",
+            "embedding",
+            "embedding_model",
+            "updated_at",
+        ]
+    )
+    MemoryVersion.objects.create(
+        memory=memory,
+        version=memory.version,
+        text=text,
+        key=memory.key,
+        value=memory.value,
+        content_hash=memory.content_hash,
+        author_kind=author_kind,
+        author_name=author_name,
+        reason=reason,
+    )
+    return memory
