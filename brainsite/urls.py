@@ -2,11 +2,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
 from knowledge.views import healthz
+from memory import urls as memory_urls
 
 api_patterns = [
     *knowledge_urls.api_urlpatterns,
+    *memory_urls.api_urlpatterns,
+    *curation_urls.api_urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
@@ -17,4 +21,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),
     path("", include(knowledge_urls.urlpatterns)),
+    path("", include(memory_urls.urlpatterns)),
+    path("", include(curation_urls.urlpatterns)),
 ]
