@@ -34,6 +34,7 @@ class ConsolidationPlan(models.Model):
     reverted_at = models.DateTimeField(null=True, blank=True)
     counts = models.JSONField(default=dict)
     model_note = models.TextField(blank=True)  # why the model did not (fully) take part
+    added_sources = models.JSONField(default=list, blank=True)  # MemorySource ids apply added
     error = models.TextField(blank=True)
 
     class Meta:
@@ -83,8 +84,9 @@ class ConsolidationItem(models.Model):
     memory = models.ForeignKey("knowledge.Memory", on_delete=models.PROTECT, related_name="+")
     role = models.CharField(max_length=8, choices=ROLES)
     before = models.JSONField()  # {"memory": snapshot, "sources": [source rows]}
-    after = models.JSONField(null=True, blank=True)  # the memory snapshot once applied
-    added_sources = models.JSONField(default=list, blank=True)  # MemorySource ids apply added
+    # Merged memories: the fields apply changed. Originals' changes follow from the plan (see
+    # memory.consolidation.plans), so they are not stored.
+    after = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["group", "id"]

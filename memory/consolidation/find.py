@@ -437,7 +437,10 @@ def near_duplicate_groups(rows: list[dict]) -> list[list[int]]:
     return [sorted(g)[:MAX_GROUP] for g in groups.values() if len(g) > 1]
 
 
-def _partition_rows(*, owner_id, store, exclude, with_text=True):
+def _partition_rows(*, owner_id, store):
+    """Active long-term memories a merge or summary may read (not pinned, not entry blocks, not
+    in an open plan). Memories already used by this run are filtered by the caller, in Python:
+    a NOT IN over thousands of ids is slower than reading the rows."""
     qs = Memory.objects.filter(
         status=Memory.ACTIVE, tier__in=LONG_TERM, entry__isnull=True, pinned=False
     ).exclude(
@@ -449,19 +452,20 @@ def _partition_rows(*, owner_id, store, exclude, with_text=True):
         qs = qs.filter(owner_id=owner_id)
     if store:
         qs = qs.filter(store=store)
-    if exclude:
-        qs = qs.exclude(pk__in=list(exclude))
     return qs
 
 
 def find_near_duplicates(findings: Findings, *, owner_id=None, store="", model: ModelGate) -> None:
     if model.stopped:
         return
-    qs = _partition_rows(owner_id=owner_id, store=store, exclude=findings.used())
+    used = findings.used()
+    qs = _partition_rows(owner_id=owner_id, store=store)
     partitions = defaultdict(list)
     for row in qs.order_by("owner_id", "store", "category", "id").values(
         "id", "owner_id", "store", "category", "text", "embedding"
     ):
+        if row["id"] in used:
+            continue
         partitions[(row["owner_id"], row["store"], row["category"])].append(row)
     for (owner, store_, category), rows in partitions.items():
         texts = {r["id"]: r["text"] for r in rows}
@@ -514,14 +518,22 @@ def find_summaries(findings: Findings, *, owner_id=None, store="", model: ModelG
         if remaining <= over:
             continue
         findings.counts["summaries_due"] += 1
+        if not model.usable(owner):
+            continue
         k = min(SUMMARY_BATCH, max(2, remaining - over + 1))
-        oldest = list(
-            _partition_rows(owner_id=owner, store=store_, exclude=used)
+        oldest = []
+        candidates = (
+            _partition_rows(owner_id=owner, store=store_)
             .filter(category=category)
             .order_by("created_at", "id")
-            .values_list("id", "text")[:k]
+            .values_list("id", "text")
         )
-        if len(oldest) < 2 or not model.usable(owner):
+        for memory_id, text in candidates.iterator(chunk_size=500):
+            if memory_id not in used:
+                oldest.append((memory_id, text))
+                if len(oldest) == k:
+                    break
+        if len(oldest) < 2:
             continue
         summary = model.merge(
             owner, [t for _, t in oldest], purpose="consolidation.summary", system=SUMMARY_SYSTEM

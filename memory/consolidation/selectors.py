@@ -52,19 +52,19 @@ def plan_detail(plan: ConsolidationPlan) -> list[dict]:
             }
             if item.role != ConsolidationItem.MERGED:
                 before.append(entry)
-            if item.after is not None:
-                status = item.after["memory"]["status"]
-                sources = [f"{s['kind']}:{s['ref']}" for s in item.after["sources"]]
-            else:
-                status, sources = _preview_status(plan, group, item), entry["sources"]
-                if item.role == ConsolidationItem.KEEP and group.kind == ConsolidationGroup.DUPLICATE:
-                    extra = [
-                        f"{s['kind']}:{s['ref']}"
-                        for other in group.items.all()
-                        if other.role == ConsolidationItem.FOLD
-                        for s in other.before["sources"]
-                    ]
-                    sources = list(dict.fromkeys(sources + extra))
+            if item.after is not None:  # applied (or applied and reverted): what apply did
+                status = item.after.get("status", state["status"])
+            else:  # what applying would do
+                status = _preview_status(plan, group, item)
+            sources = entry["sources"]
+            if item.role == ConsolidationItem.KEEP and group.kind == ConsolidationGroup.DUPLICATE:
+                extra = [
+                    f"{s['kind']}:{s['ref']}"
+                    for other in group.items.all()
+                    if other.role == ConsolidationItem.FOLD
+                    for s in other.before["sources"]
+                ]
+                sources = list(dict.fromkeys(sources + extra))
             if item.role != ConsolidationItem.FOLD:
                 after.append({**entry, "status": status, "sources": sources})
             else:
