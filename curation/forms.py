@@ -5,7 +5,9 @@ from knowledge.llm.profiles import profile_names
 
 class ModelProfileForm(forms.Form):
     name = forms.SlugField(max_length=64, help_text="default, light, or a name agents can use.")
-    base_url = forms.URLField(required=False, max_length=300, help_text="Blank: BRAIN_MODEL_BASE_URL.")
+    base_url = forms.URLField(
+        required=False, max_length=300, assume_scheme="https", help_text="Blank: BRAIN_MODEL_BASE_URL."
+    )
     model = forms.CharField(
         required=False, max_length=200, help_text="Blank: BRAIN_MODEL (light: BRAIN_MODEL_LIGHT)."
     )
