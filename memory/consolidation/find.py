@@ -398,20 +398,27 @@ def near_duplicate(ta, tb, va, vb) -> bool:
     )
 
 
-def near_duplicate_groups(rows: list[dict]) -> list[list[int]]:
-    """Connected groups of near-duplicates among rows of one store/category (id, text,
-    embedding). Candidate pairs come from an inverted index of key terms, skipping terms so
-    common they say nothing."""
-    terms = {r["id"]: key_terms(r["text"]) for r in rows}
-    vectors = {
-        r["id"]: (np.asarray(r["embedding"]) if r.get("embedding") is not None else None) for r in rows
-    }
+def candidate_pairs(terms: dict[int, frozenset]) -> set[tuple[int, int]]:
+    """Pairs that share enough key terms to be near-duplicates by some rule, from an inverted
+    index of key terms (terms so common they say nothing are skipped)."""
     postings: dict[str, list[int]] = defaultdict(list)
     for memory_id, ts in terms.items():
         for t in ts:
             postings[t].append(memory_id)
-    too_common = max(50, len(rows) // 20)
-    parent = {r["id"]: r["id"] for r in rows}
+    too_common = max(50, len(terms) // 20)
+    pairs = set()
+    for ids in postings.values():
+        if len(ids) < 2 or len(ids) > too_common:
+            continue
+        for n, a in enumerate(ids):
+            for b in ids[n + 1 :]:
+                pairs.add((a, b) if a < b else (b, a))
+    return {(a, b) for a, b in pairs if overlap(terms[a], terms[b]) >= LOOSE_TERM_OVERLAP}
+
+
+def group_near_duplicates(terms: dict[int, frozenset], pairs, vectors: dict) -> list[list[int]]:
+    """Connected groups of near-duplicates (at most MAX_GROUP memories each)."""
+    parent = {i: i for i in terms}
 
     def find(x):
         while parent[x] != x:
@@ -419,22 +426,33 @@ def near_duplicate_groups(rows: list[dict]) -> list[list[int]]:
             x = parent[x]
         return x
 
-    checked = set()
-    for ids in postings.values():
-        if len(ids) < 2 or len(ids) > too_common:
-            continue
-        for n, a in enumerate(ids):
-            for b in ids[n + 1 :]:
-                pair = (a, b) if a < b else (b, a)
-                if pair in checked:
-                    continue
-                checked.add(pair)
-                if find(a) != find(b) and near_duplicate(terms[a], terms[b], vectors[a], vectors[b]):
-                    parent[find(a)] = find(b)
+    for a, b in sorted(pairs):
+        if find(a) != find(b) and near_duplicate(terms[a], terms[b], vectors.get(a), vectors.get(b)):
+            parent[find(a)] = find(b)
     groups = defaultdict(list)
     for memory_id in parent:
         groups[find(memory_id)].append(memory_id)
-    return [sorted(g)[:MAX_GROUP] for g in groups.values() if len(g) > 1]
+    return sorted(sorted(g)[:MAX_GROUP] for g in groups.values() if len(g) > 1)
+
+
+def near_duplicate_groups(rows: list[dict]) -> list[list[int]]:
+    """Near-duplicate groups among rows ({"id", "text", optional "embedding"}) of one
+    store/category."""
+    terms = {r["id"]: key_terms(r["text"]) for r in rows}
+    vectors = {r["id"]: np.asarray(r["embedding"]) for r in rows if r.get("embedding") is not None}
+    return group_near_duplicates(terms, candidate_pairs(terms), vectors)
+
+
+def _vectors(ids) -> dict[int, np.ndarray]:
+    """Embeddings of these memories (those that have one), read in chunks: only memories in a
+    candidate pair are read, not every vector of the store."""
+    ids, out = sorted(ids), {}
+    for n in range(0, len(ids), 2000):
+        rows = Memory.objects.filter(pk__in=ids[n : n + 2000], embedding__isnull=False).values_list(
+            "id", "embedding"
+        )
+        out.update((i, np.asarray(v)) for i, v in rows)
+    return out
 
 
 def _partition_rows(*, owner_id, store):
@@ -460,16 +478,19 @@ def find_near_duplicates(findings: Findings, *, owner_id=None, store="", model: 
         return
     used = findings.used()
     qs = _partition_rows(owner_id=owner_id, store=store)
-    partitions = defaultdict(list)
-    for row in qs.order_by("owner_id", "store", "category", "id").values(
-        "id", "owner_id", "store", "category", "text", "embedding"
-    ):
-        if row["id"] in used:
+    partitions = defaultdict(dict)
+    for memory_id, owner, store_, category, text in qs.order_by(
+        "owner_id", "store", "category", "id"
+    ).values_list("id", "owner_id", "store", "category", "text"):
+        if memory_id not in used:
+            partitions[(owner, store_, category)][memory_id] = text
+    for (owner, store_, category), texts in partitions.items():
+        terms = {i: key_terms(t) for i, t in texts.items()}
+        pairs = candidate_pairs(terms)
+        if not pairs:
             continue
-        partitions[(row["owner_id"], row["store"], row["category"])].append(row)
-    for (owner, store_, category), rows in partitions.items():
-        texts = {r["id"]: r["text"] for r in rows}
-        for members in near_duplicate_groups(rows):
+        vectors = _vectors({i for pair in pairs for i in pair})
+        for members in group_near_duplicates(terms, pairs, vectors):
             findings.counts["near_duplicate_groups_found"] += 1
             if not model.usable(owner):
                 continue

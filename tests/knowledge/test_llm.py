@@ -201,3 +201,28 @@ def test_profiles_never_expose_or_audit_the_key(world, model_stub):
     assert "sk-very-secret" not in repr(public)
     event = AuditEvent.objects.get(action="model_profile.saved")
     assert "sk-very-secret" not in repr(event.data) + repr(list(event.revisions.values()))
+
+
+def test_a_failing_profile_says_so_until_a_call_succeeds(world, model_stub):
+    from knowledge.llm import profile_status
+
+    model_stub.respond_with(lambda body: {"status": 502, "message": "bad gateway"})
+    with pytest.raises(ModelUnavailable):
+        model_call(purpose="t", messages=ASK, profile="light")
+    status = profile_status(profile_resolve("light"))
+    assert status["unavailable"].startswith("failing:") and "HTTP 502" in status["unavailable"]
+    assert status["calls_today"] == 1 and status["api_key_set"] is True
+    model_stub.respond_with(lambda body: "fine")
+    model_call(purpose="t", messages=ASK, profile="light")
+    assert profile_status(profile_resolve("light"))["unavailable"] == ""
+
+
+def test_the_stub_also_serves_embeddings(model_stub):
+    import httpx
+
+    response = httpx.post(
+        f"{model_stub.url}/embeddings", json={"input": ["vpn reset", "reset vpn"], "model": "m"}
+    )
+    data = response.json()["data"]
+    assert len(data) == 2 and len(data[0]["embedding"]) == 384
+    assert data[0]["embedding"] == data[1]["embedding"]  # same words, same vector

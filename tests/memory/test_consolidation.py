@@ -423,3 +423,42 @@ def test_a_crowded_store_gets_its_oldest_summarised(world, model_stub, settings)
     summarised = [m.pk for m in memories[:4]]  # 8 > 5: the oldest 4 become one, leaving 5
     assert Memory.objects.get(pk=group.target_id).replaces == summarised
     assert ModelUsage.objects.get().purpose == "consolidation.summary"
+
+
+def _vector(*weights):
+    vector = [0.0] * 384
+    for n, w in enumerate(weights):
+        vector[n] = w
+    return vector
+
+
+def test_with_vectors_closeness_decides_together_with_key_terms(world, model_stub):
+    # Few shared words, but their vectors say the same thing: near-duplicates.
+    a = remember(world.copilot, "Alice wants invoices sent by e-mail")
+    b = remember(world.copilot, "Alice asks that invoices arrive by e-mail each month")
+    # Almost the same words, but the vectors disagree (Pro vs Home): not merged.
+    c = remember(world.copilot, "Bob's laptop runs Windows 11 Pro")
+    d = remember(world.copilot, "Bob's laptop runs Windows 11 Home")
+    for memory, vector in (
+        (a, _vector(1, 0.1)),
+        (b, _vector(1, 0.12)),
+        (c, _vector(0, 0, 1)),
+        (d, _vector(0, 0, 0, 1)),
+    ):
+        Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model="test")
+    model_stub.respond_with(lambda body: '{"text": "Alice wants her invoices by e-mail each month"}')
+    plan = consolidation_run(actor=SYSTEM, mode="propose")
+    group = plan.groups.get()
+    assert Memory.objects.get(pk=group.target_id).replaces == [a.pk, b.pk]
+    assert len(model_stub.chat_requests()) == 1
+
+
+def test_without_vectors_key_terms_alone_decide(world, model_stub):
+    remember(world.copilot, "Alice wants invoices sent by e-mail")
+    remember(world.copilot, "Alice asks that invoices arrive by e-mail each month")
+    c = remember(world.copilot, "Bob's laptop runs Windows 11 Pro")
+    d = remember(world.copilot, "Bob's laptop runs Windows 11 Home")
+    model_stub.respond_with(lambda body: '{"text": "Bob has a laptop with Windows 11 (Pro or Home)"}')
+    plan = consolidation_run(actor=SYSTEM, mode="propose")
+    group = plan.groups.get()
+    assert Memory.objects.get(pk=group.target_id).replaces == [c.pk, d.pk]
