@@ -17,7 +17,7 @@ def plan_list(*, state: str = "", owner=None, store: str = ""):
     return qs
 
 
-def _preview_status(plan, group, item) -> str:
+def _preview_status(item) -> str:
     if item.role == ConsolidationItem.FOLD:
         return Memory.SUPERSEDED
     if item.role == ConsolidationItem.MERGED:
@@ -31,10 +31,6 @@ def plan_detail(plan: ConsolidationPlan) -> list[dict]:
     groups = plan.groups.select_related("owner").prefetch_related(
         Prefetch("items", queryset=ConsolidationItem.objects.order_by("id"))
     )
-    current = {
-        row["id"]: row
-        for row in Memory.objects.filter(pk__in=plan.items.values("memory_id")).values("id", "status", "text")
-    }
     out = []
     for group in groups:
         before, after = [], []
@@ -55,7 +51,7 @@ def plan_detail(plan: ConsolidationPlan) -> list[dict]:
             if item.after is not None:  # applied (or applied and reverted): what apply did
                 status = item.after.get("status", state["status"])
             else:  # what applying would do
-                status = _preview_status(plan, group, item)
+                status = _preview_status(item)
             sources = entry["sources"]
             if item.role == ConsolidationItem.KEEP and group.kind == ConsolidationGroup.DUPLICATE:
                 extra = [
@@ -83,9 +79,6 @@ def plan_detail(plan: ConsolidationPlan) -> list[dict]:
                 "reason": group.reason,
                 "before": before,
                 "after": after,
-                "current": {
-                    i.memory_id: current.get(i.memory_id, {}).get("status") for i in group.items.all()
-                },
             }
         )
     return out
