@@ -153,6 +153,7 @@ def consolidation_run_view(request):
 
 
 @extend_schema(
+    operation_id="memory_consolidations_list",
     summary="List consolidation plans",
     parameters=[
         OpenApiParameter("state", str, enum=[s for s, _ in ConsolidationPlan.STATES]),
