@@ -1,19 +1,18 @@
 """Consolidation: duplicates, same-key conflicts, near-duplicates and summaries of active
 long-term memories, written as plans that can be applied and reverted exactly.
-`find` decides what changes (and calls the model); `plans` writes, applies and reverts."""
+`find` decides what changes (and calls the model); `plans` runs and writes a plan; `apply`
+applies, reverts and discards it; `common` holds what they share."""
 
-from memory.consolidation.find import find_changes, key_terms, near_duplicate_groups, overlap
-from memory.consolidation.plans import (
+from memory.consolidation.apply import plan_apply, plan_discard, plan_revert
+from memory.consolidation.common import (
     ConsolidationBusy,
     ConsolidationOff,
     PlanConflict,
-    consolidation_run,
     memory_state,
     merged_memories_activate,
-    plan_apply,
-    plan_discard,
-    plan_revert,
 )
+from memory.consolidation.find import find_changes, key_terms, near_duplicate_groups, overlap
+from memory.consolidation.plans import consolidation_run
 from memory.consolidation.selectors import plan_detail, plan_list
 
 __all__ = [
