@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('knowledge', '0003_model_profiles_and_usage'),
+        ('knowledge', '0002_initial'),
     ]
 
     operations = [
