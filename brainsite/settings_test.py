@@ -18,3 +18,5 @@ BRAIN_EMBEDDINGS = "local"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 STATIC_ROOT = None
+# Tests are hermetic: no model unless a test points a profile at the loopback stub.
+BRAIN_MODEL_BASE_URL = BRAIN_MODEL = BRAIN_MODEL_API_KEY = BRAIN_MODEL_LIGHT = ""

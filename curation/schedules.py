@@ -6,4 +6,7 @@ updates them (idempotent); nobody creates schedules by hand."""
 def schedule_table() -> list[tuple[str, str, int]]:
     return [
         ("worker heartbeat", "knowledge.tasks.worker_heartbeat", 1),
+        # issue 7: consolidation every 6 hours; finished conversations the distiller missed
+        ("memory consolidation", "curation.tasks.consolidation_scheduled", 360),
+        ("distiller sweep", "curation.tasks.distill_pending", 10),
     ]

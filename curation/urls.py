@@ -1,5 +1,14 @@
 from django.urls import path  # noqa: F401
 
+from curation import views
+
 urlpatterns = []
 
 api_urlpatterns = []
+
+# --- models page (issue 7) ---
+urlpatterns += [
+    path("models/", views.model_list, name="model-list"),
+    path("models/profiles", views.model_profile_edit, name="model-profile-edit"),
+    path("models/agents/<slug:name>", views.agent_model_edit, name="agent-model-edit"),
+]

@@ -1,5 +1,43 @@
 from django.urls import path  # noqa: F401
 
+from memory import api_consolidation, views_consolidation
+
 urlpatterns = []
 
 api_urlpatterns = []
+
+# --- consolidation (issue 7) ---
+urlpatterns += [
+    path("consolidation/", views_consolidation.plan_list_page, name="consolidation-list"),
+    path("consolidation/run", views_consolidation.plan_run, name="consolidation-run"),
+    path("consolidation/<int:plan_id>/", views_consolidation.plan_page, name="consolidation-detail"),
+    path(
+        "consolidation/<int:plan_id>/<str:action>",
+        views_consolidation.plan_action,
+        name="consolidation-action",
+    ),
+]
+api_urlpatterns += [
+    path("memory-consolidations/run", api_consolidation.consolidation_run_view, name="api-consolidation-run"),
+    path("memory-consolidations", api_consolidation.consolidation_list_view, name="api-consolidation-list"),
+    path(
+        "memory-consolidations/<int:plan_id>",
+        api_consolidation.consolidation_detail_view,
+        name="api-consolidation-detail",
+    ),
+    path(
+        "memory-consolidations/<int:plan_id>/apply",
+        api_consolidation.consolidation_apply_view,
+        name="api-consolidation-apply",
+    ),
+    path(
+        "memory-consolidations/<int:plan_id>/revert",
+        api_consolidation.consolidation_revert_view,
+        name="api-consolidation-revert",
+    ),
+    path(
+        "memory-consolidations/<int:plan_id>/discard",
+        api_consolidation.consolidation_discard_view,
+        name="api-consolidation-discard",
+    ),
+]

@@ -65,3 +65,27 @@ def world(db) -> World:
         dm_alice=factory.make_channel("dm-alice", kind=Channel.KIND_DM, person=alice),
         tokens=tokens,
     )
+
+
+@pytest.fixture(scope="session")
+def _model_stub_server():
+    from tests.model_stub import ModelStub
+
+    stub = ModelStub()
+    yield stub
+    stub.close()
+
+
+@pytest.fixture
+def model_stub(_model_stub_server, settings):
+    """The loopback model server, reset, with the default profile pointing at it (retries
+    without backoff so failure tests stay fast)."""
+    _model_stub_server.reset()
+    settings.BRAIN_MODEL_BASE_URL = _model_stub_server.url
+    settings.BRAIN_MODEL = "stub-model"
+    settings.BRAIN_MODEL_LIGHT = "stub-light"
+    settings.BRAIN_MODEL_API_KEY = "sk-stub-secret"
+    settings.BRAIN_MODEL_RETRY_BACKOFF_SECONDS = 0
+    settings.BRAIN_MODEL_TIMEOUT_SECONDS = 5
+    yield _model_stub_server
+    _model_stub_server.reset()

@@ -1,6 +1,7 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import Entry
+from knowledge.models.llm import ModelProfile, ModelUsage
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.system import Heartbeat, Setting
@@ -17,6 +18,8 @@ __all__ = [
     "Memory",
     "MemorySource",
     "MemoryVersion",
+    "ModelProfile",
+    "ModelUsage",
     "Person",
     "Revision",
     "Setting",

@@ -15,6 +15,9 @@ class Agent(models.Model):
     instructions = models.TextField(blank=True)
     trusted = models.BooleanField(default=False, help_text="Trusted writes go into force at once.")
     model_profile = models.CharField(max_length=64, blank=True)
+    # This agent's own daily model budget (blank: BRAIN_AGENT_DAILY_CALLS / _TOKENS).
+    model_daily_calls = models.PositiveIntegerField(null=True, blank=True)
+    model_daily_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -67,3 +67,101 @@ class Command(BaseCommand):
 
     def extend(self, *, actor, agents, people, channels):
         """Later capabilities add their demo data here."""
+        self.extend_consolidation(actor=actor, agents=agents, people=people, channels=channels)
+
+    def extend_consolidation(self, *, actor, agents, people, channels):
+        """Issue 7: duplicate, near-duplicate and conflicting memories, and one proposed plan.
+        Without a model configured the plan folds only the duplicates (and settles the conflict)."""
+        from knowledge.memories import memory_row_create
+        from knowledge.models import Memory
+        from memory.consolidation import consolidation_run
+        from memory.models import ConsolidationPlan
+
+        if Memory.objects.filter(run_id="demo-consolidation").exists():
+            return
+        copilot = agents["copilot"]
+        dm = Conversation.objects.filter(agent=copilot, channel=channels["dm-alice"]).first()
+        rows = [
+            # the same fact told four times, with different case and spacing
+            (
+                "shared",
+                "workspace_note",
+                "The VPN client must be version 5.2.1 or later",
+                [("ticket", "INC-101")],
+            ),
+            (
+                "shared",
+                "workspace_note",
+                "the VPN client must be version 5.2.1 or later",
+                [("ticket", "INC-117")],
+            ),
+            ("shared", "workspace_note", "The VPN  client must be version 5.2.1 or later ", [("kb", "KB-7")]),
+            (
+                "shared",
+                "workspace_note",
+                "THE VPN CLIENT MUST BE VERSION 5.2.1 OR LATER",
+                [("ticket", "INC-130")],
+            ),
+            (
+                "private:alice",
+                "preference",
+                "Alice prefers e-mail over phone calls",
+                [("conversation", str(dm.pk))],
+            ),
+            (
+                "private:alice",
+                "preference",
+                "alice prefers e-mail over phone calls",
+                [("conversation", str(dm.pk))],
+            ),
+            # near-duplicates: the light model would merge them into one statement
+            (
+                "shared",
+                "procedure",
+                "The printer on floor 3 needs a PaperCut badge tap to release jobs",
+                [("kb", "KB-12")],
+            ),
+            (
+                "shared",
+                "procedure",
+                "Printer on floor 3 releases print jobs only after a PaperCut badge tap at the device",
+                [("ticket", "INC-142")],
+            ),
+        ]
+        with transaction.atomic():
+            for store, category, text, sources in rows:
+                memory_row_create(
+                    owner=copilot,
+                    store=store,
+                    text=text,
+                    author_kind="agent",
+                    author_name=copilot.name,
+                    status=Memory.ACTIVE,
+                    sources=[{"kind": k, "ref": r} for k, r in sources],
+                    tier=Memory.PROCEDURAL if category == "procedure" else Memory.SEMANTIC,
+                    category=category,
+                    run_id="demo-consolidation",
+                )
+            # same key, different values: recency × confidence × source weight picks one
+            for value, sources, confidence in (
+                ("9-17 CET", [("record", "crm/acme")], 0.7),
+                ("8-18 CET", [], 0.9),
+            ):
+                memory_row_create(
+                    owner=copilot,
+                    store="shared",
+                    text=f"Acme's support hours are {value}",
+                    author_kind="agent",
+                    author_name=copilot.name,
+                    status=Memory.ACTIVE,
+                    sources=[{"kind": k, "ref": r} for k, r in sources],
+                    category="workspace_note",
+                    key="acme.support_hours",
+                    value=value,
+                    confidence=confidence,
+                    run_id="demo-consolidation",
+                )
+        self.stdout.write("memories for consolidation (duplicates, near-duplicates, a conflict)")
+        if not ConsolidationPlan.objects.exists():
+            plan = consolidation_run(actor=actor, mode="propose")
+            self.stdout.write(f"consolidation plan {plan.pk} ({plan.state})")

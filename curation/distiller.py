@@ -1,0 +1,229 @@
+"""The distiller: when a conversation finishes, the light model reads it and proposes one
+memory per thing learnt (facts about a person, procedures, workspace notes, preferences,
+lessons), each with the conversation as its source, into the conversation's write store.
+
+A conversation is distilled once (DistillerRun, claimed with a conditional update). The model
+is called outside any transaction; its output is validated against OUTPUT_SCHEMA before
+anything is written, and invalid output writes nothing (the usage row records why)."""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from curation.models import DistillerRun
+from knowledge.audit import audit_record, snapshot
+from knowledge.llm import LIGHT, ModelError, model_call
+from knowledge.memories import memory_row_create
+from knowledge.models import Conversation, Memory
+from knowledge.principals import Principal
+from knowledge.settings_store import setting_get
+
+ACTOR = Principal.system("distiller")
+STUCK_AFTER = timedelta(minutes=30)
+TRANSCRIPT_CHARS = 60_000  # the newest part of a very long conversation
+
+CATEGORIES = {
+    "person_fact": (Memory.SEMANTIC, "a fact about a person (who they are, what they need, how they work)"),
+    "procedure": (Memory.PROCEDURAL, "how to do something, a step that worked"),
+    "workspace_note": (Memory.SEMANTIC, "something true for the whole workspace (systems, policies, owners)"),
+    "preference": (Memory.SEMANTIC, "how someone wants things done"),
+    "lesson": (Memory.SEMANTIC, "what went wrong or right and what to do next time"),
+}
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "memories": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": r"\S"},
+                    "category": {"enum": list(CATEGORIES)},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "key": {"type": "string", "maxLength": 200},
+                },
+                "required": ["text", "category"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["memories"],
+    "additionalProperties": False,
+}
+SYSTEM = (
+    "You are the memory distiller of the AI agent {agent}. Read the finished conversation below and "
+    "write down what is worth remembering in future conversations, one memory per thing learnt. "
+    "Categories: {categories}. Each memory must stand on its own (name the person or system), state "
+    "only what the conversation says, and must not record temporary state, one-off errors, guesses "
+    "or small talk. If nothing is worth remembering, return an empty list. Reply with JSON: "
+    '{{"memories": [{{"text": "...", "category": "...", "confidence": 0.0-1.0}}]}}.'
+)
+
+
+def conversation_transcript(conversation: Conversation) -> list[dict]:
+    """The conversation's messages, oldest first, as {"speaker", "text", "at"}.
+
+    Messages are stored by the conversation-ingestion work (Message model); until that is wired
+    in here, a conversation has no transcript and the distiller skips it, saying so."""
+    return []
+
+
+def distilled_status() -> str:
+    """Where a distilled memory starts: queued for review, or active when distiller
+    auto-activation (BRAIN_DISTILLER_AUTO_ACTIVATE) is on. The one place to route through the
+    activation function (memory.services.memory_activate)."""
+    return Memory.ACTIVE if setting_get("BRAIN_DISTILLER_AUTO_ACTIVATE") else Memory.QUEUED
+
+
+def _claim(conversation: Conversation) -> DistillerRun | None:
+    run, _ = DistillerRun.objects.get_or_create(conversation=conversation)
+    now = timezone.now()
+    claimed = (
+        DistillerRun.objects.filter(pk=run.pk, attempts__lt=DistillerRun.MAX_ATTEMPTS)
+        .filter(
+            Q(state__in=[DistillerRun.PENDING, DistillerRun.FAILED])
+            | Q(state=DistillerRun.RUNNING, started_at__lt=now - STUCK_AFTER)
+        )
+        .update(state=DistillerRun.RUNNING, attempts=F("attempts") + 1, started_at=now, reason="")
+    )
+    return DistillerRun.objects.get(pk=run.pk) if claimed else None
+
+
+def _finish(run: DistillerRun, state: str, reason: str = "", usage_id=None, memory_ids=()) -> DistillerRun:
+    run.state, run.reason, run.finished_at = state, reason[:2000], timezone.now()
+    run.usage_id = usage_id if usage_id is not None else run.usage_id
+    run.memory_ids = list(memory_ids)
+    run.save(update_fields=["state", "reason", "finished_at", "usage_id", "memory_ids"])
+    return run
+
+
+def _prompt(conversation: Conversation, transcript: list[dict]) -> list[dict]:
+    lines = []
+    for message in transcript:
+        at = message.get("at")
+        stamp = f"[{at:%Y-%m-%d %H:%M}] " if hasattr(at, "strftime") else ""
+        lines.append(f"{stamp}{message.get('speaker', '?')}: {message.get('text', '')}")
+    text = "\n".join(lines)[-TRANSCRIPT_CHARS:]
+    categories = "; ".join(f"{name} = {help}" for name, (_, help) in CATEGORIES.items())
+    where = conversation.channel.name + (f" (thread {conversation.thread})" if conversation.thread else "")
+    return [
+        {"role": "system", "content": SYSTEM.format(agent=conversation.agent.name, categories=categories)},
+        {"role": "user", "content": f"Conversation in {where}:\n{text}"},
+    ]
+
+
+def distill_conversation(conversation_id: int) -> DistillerRun | None:
+    """Distil one finished conversation (idempotent: once done, never again). Returns its run,
+    or None when there is nothing to do (unknown, not finished, already done or running)."""
+    conversation = Conversation.objects.select_related("agent", "channel").filter(pk=conversation_id).first()
+    if conversation is None or conversation.status != Conversation.FINISHED:
+        return None
+    run = _claim(conversation)
+    if run is None:
+        return None
+    transcript = conversation_transcript(conversation)
+    if not transcript:
+        return _finish(run, DistillerRun.SKIPPED, "nothing to read: the conversation has no messages")
+    try:
+        reply = model_call(
+            purpose="distill",
+            messages=_prompt(conversation, transcript),
+            schema=OUTPUT_SCHEMA,
+            profile=LIGHT,
+            agent=conversation.agent,
+            actor=ACTOR,
+            max_tokens=2000,
+        )
+    except ModelError as exc:
+        return _finish(run, DistillerRun.FAILED, exc.reason, usage_id=exc.usage_id)
+    return _write(run, conversation, reply.data["memories"], usage_id=reply.usage_id)
+
+
+def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRun:
+    status = distilled_status()
+    source = [{"kind": "conversation", "ref": str(conversation.pk)}]
+    with transaction.atomic():
+        run = DistillerRun.objects.select_for_update().get(pk=run.pk)
+        if run.state != DistillerRun.RUNNING:  # someone else finished it meanwhile
+            return run
+        seen, created = set(), []
+        for proposal in proposals:
+            text = " ".join(proposal["text"].split())
+            if text.casefold() in seen:
+                continue
+            seen.add(text.casefold())
+            tier, _ = CATEGORIES[proposal["category"]]
+            memory = memory_row_create(
+                owner=conversation.agent,
+                store=conversation.write_store,
+                text=text,
+                author_kind="distiller",
+                author_name="distiller",
+                status=status,
+                queue_reason="new" if status == Memory.QUEUED else "",
+                sources=source,
+                tier=tier,
+                category=proposal["category"],
+                key=proposal.get("key", ""),
+                confidence=proposal.get("confidence", 0.8),
+                conversation=conversation,
+                reason=f"distilled from conversation {conversation.pk}",
+            )
+            created.append(memory)
+            audit_record(
+                "memory.written",
+                actor=ACTOR,
+                store=memory.store,
+                owner=conversation.agent.name,
+                object_type="memory",
+                object_ids=[memory.pk],
+                data={
+                    "content_hash": memory.content_hash,
+                    "status": memory.status,
+                    "conversation": conversation.pk,
+                    "author": "distiller",
+                },
+                revisions=[("memory", memory.pk, None, snapshot(memory))],
+            )
+        audit_record(
+            "conversation.distilled",
+            actor=ACTOR,
+            store=conversation.write_store,
+            owner=conversation.agent.name,
+            object_type="conversation",
+            object_ids=[conversation.pk],
+            counts={"memories": len(created), "proposed": len(proposals)},
+            data={"memories": [m.pk for m in created], "status": status},
+        )
+        return _finish(run, DistillerRun.DONE, usage_id=usage_id, memory_ids=[m.pk for m in created])
+
+
+def distill_enqueue(conversation: Conversation) -> None:
+    """Distil a conversation in the background once the current transaction commits."""
+    from django_q.tasks import async_task
+
+    transaction.on_commit(lambda: async_task("curation.tasks.distill_conversation", conversation.pk))
+
+
+def distill_pending(limit: int = 20) -> int:
+    """Distil finished conversations the worker missed (no run yet, or a failed attempt left)."""
+    ids = list(
+        Conversation.objects.filter(status=Conversation.FINISHED)
+        .filter(
+            Q(distiller_run__isnull=True)
+            | Q(
+                distiller_run__state=DistillerRun.FAILED,
+                distiller_run__attempts__lt=DistillerRun.MAX_ATTEMPTS,
+            )
+        )
+        .order_by("finished_at", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+    done = 0
+    for conversation_id in ids:
+        if distill_conversation(conversation_id) is not None:
+            done += 1
+    return done

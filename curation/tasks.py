@@ -1,0 +1,27 @@
+"""django-q2 entry points for curation: the distiller and scheduled consolidation."""
+
+from knowledge.principals import Principal
+
+
+def distill_conversation(conversation_id: int) -> str:
+    from curation.distiller import distill_conversation as distill
+
+    run = distill(conversation_id)
+    return run.state if run else "nothing to do"
+
+
+def distill_pending() -> int:
+    from curation.distiller import distill_pending as sweep
+
+    return sweep()
+
+
+def consolidation_scheduled() -> str:
+    """Every 6 hours: one consolidation run over every store, in the configured mode."""
+    from memory.consolidation import PlanConflict, consolidation_run
+
+    try:
+        plan = consolidation_run(actor=Principal.system("consolidation"))
+    except PlanConflict as exc:  # off, or another run is in progress
+        return exc.message
+    return f"plan {plan.pk}: {plan.state}"

@@ -1,0 +1,44 @@
+"""Governed model calls: profiles, budgets, the one client. See client.model_call.
+
+It lives in `knowledge` (the base layer) because every layer above needs it: the eval gate in
+`memory`, the distiller, consolidation merges and Dreaming in `memory`/`curation`."""
+
+from knowledge.llm.client import (
+    ModelError,
+    ModelOutputInvalid,
+    ModelReply,
+    ModelUnavailable,
+    estimate_tokens,
+    model_call,
+    parse_structured,
+)
+from knowledge.llm.profiles import (
+    DEFAULT,
+    LIGHT,
+    Profile,
+    agent_model_set,
+    model_availability,
+    model_profile_save,
+    profile_resolve,
+    profile_status,
+    usage_today,
+)
+
+__all__ = [
+    "DEFAULT",
+    "LIGHT",
+    "ModelError",
+    "ModelOutputInvalid",
+    "ModelReply",
+    "ModelUnavailable",
+    "Profile",
+    "agent_model_set",
+    "estimate_tokens",
+    "model_availability",
+    "model_call",
+    "model_profile_save",
+    "parse_structured",
+    "profile_resolve",
+    "profile_status",
+    "usage_today",
+]

@@ -1,0 +1,63 @@
+from django.db import models
+
+
+class ModelProfile(models.Model):
+    """A named OpenAI-compatible chat-completions endpoint. Blank fields inherit from the default
+    profile (BRAIN_MODEL_BASE_URL, BRAIN_MODEL, BRAIN_MODEL_API_KEY, BRAIN_MODEL_TIMEOUT_SECONDS,
+    BRAIN_MODEL_DAILY_CALLS, BRAIN_MODEL_DAILY_TOKENS), so a `light` profile may name only a
+    cheaper model on the same endpoint. The key is stored but never shown or audited."""
+
+    name = models.SlugField(max_length=64, unique=True)
+    base_url = models.URLField(max_length=300, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    api_key = models.CharField(max_length=500, blank=True)
+    timeout_seconds = models.FloatField(null=True, blank=True)
+    max_retries = models.PositiveSmallIntegerField(null=True, blank=True)
+    daily_calls = models.PositiveIntegerField(null=True, blank=True)
+    daily_tokens = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    notes = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ModelUsage(models.Model):
+    """One governed model call (or a refusal to make one): who asked, for what, what it cost and
+    how it ended. A `pending` row reserves budget while the call is in flight."""
+
+    PENDING, OK, INVALID, ERROR, TIMEOUT, REFUSED = "pending", "ok", "invalid", "error", "timeout", "refused"
+    OUTCOMES = [(o, o) for o in (PENDING, OK, INVALID, ERROR, TIMEOUT, REFUSED)]
+    # Outcomes that count against a budget: everything that reached (or is reaching) the endpoint.
+    SPENT = (PENDING, OK, INVALID, ERROR, TIMEOUT)
+
+    created_at = models.DateTimeField(db_index=True)
+    profile = models.CharField(max_length=64)
+    model = models.CharField(max_length=200, blank=True)
+    agent = models.ForeignKey(
+        "knowledge.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="model_usage"
+    )
+    actor = models.CharField(max_length=160, blank=True)  # kind:name of who asked
+    purpose = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=10, choices=OUTCOMES, default=PENDING)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    total_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["profile", "created_at"]),
+            models.Index(fields=["agent", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} via {self.profile}: {self.outcome}"

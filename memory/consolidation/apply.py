@@ -1,0 +1,380 @@
+"""Applying, reverting and discarding consolidation plans: set-wise SQL over a plan's items,
+each one transaction with its audit events. All or nothing: if any memory changed since the plan
+was made (or applied), PlanConflict and nothing is written."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.audit import audit_record, snapshot
+from knowledge.models import Agent, Memory, Revision
+from memory.consolidation.common import (
+    T_GROUP,
+    T_ITEM,
+    T_MEMORY,
+    T_REVISION,
+    T_SOURCE,
+    PlanConflict,
+    _sql,
+    actor_label,
+    merged_memories_activate,
+    merged_memories_retire,
+)
+from memory.models import ConsolidationItem, ConsolidationPlan
+
+# --- apply and revert: set-wise SQL over the plan's items --------------------------------------
+#
+# An original's item keeps `before` = {"memory": <snapshot>, "sources": [...]}. What apply does
+# to it is a pure function of the item, its group and the apply time (`_ORIGINALS`), so the memory
+# after the apply is exactly `before.memory || patch`: apply writes it, revert checks against it
+# and puts `before.memory` back. Merged memories (a few per plan) keep their `after` on the
+# item. Everything runs inside PostgreSQL, so a plan of tens of thousands of memories applies
+# and reverts in a handful of statements.
+
+
+# One row per original of the plan: p.memory_id, p.owner_id, p.store, p.b (before), p.a (patch).
+# Parameters: %(plan)s and %(stamp)s (the apply time, ISO 8601).
+_ORIGINALS = f"""
+    SELECT i.id, i.memory_id, i.role, g.owner_id, g.store, i.before->'memory' AS b,
+        CASE WHEN i.role = 'keep' THEN jsonb_build_object('updated_at', %(stamp)s::text)
+        ELSE jsonb_build_object(
+                'status', 'superseded',
+                'superseded_by_id', g.target_id,
+                'status_reason', format('%%s folded into #%%s (consolidation plan #%%s)',
+                                        replace(g.kind, '_', '-'), g.target_id, %(plan)s::bigint),
+                'updated_at', %(stamp)s::text)
+            -- time, not overwrite: a losing conflict value is closed where the winning one begins
+            || CASE WHEN g.kind = 'conflict' AND i.before->'memory'->>'valid_to' IS NULL
+                     AND coalesce(k.b->>'valid_from', k.b->>'created_at')::timestamptz
+                         > (i.before->'memory'->>'created_at')::timestamptz
+                THEN jsonb_build_object('valid_to', coalesce(k.b->>'valid_from', k.b->>'created_at'))
+                ELSE '{{}}'::jsonb END
+        END AS a
+    FROM {T_ITEM} i
+    JOIN {T_GROUP} g ON g.id = i.group_id
+    LEFT JOIN LATERAL (SELECT before->'memory' AS b FROM {T_ITEM}
+                       WHERE group_id = g.id AND role = 'keep' LIMIT 1) k ON true
+    WHERE i.plan_id = %(plan)s AND i.role IN ('fold', 'keep')"""
+
+
+def _lock_plan(plan_id: int) -> ConsolidationPlan:
+    plan = ConsolidationPlan.objects.select_for_update().filter(pk=plan_id).first()
+    if plan is None:
+        raise ConsolidationPlan.DoesNotExist(f"No consolidation plan {plan_id}.")
+    return plan
+
+
+def _lock_memories(plan: ConsolidationPlan) -> None:
+    """Row-lock every memory the plan names, in id order (no deadlocks between plans)."""
+    _sql(
+        f"""SELECT m.id FROM {T_MEMORY} m JOIN {T_ITEM} i ON i.memory_id = m.id
+            WHERE i.plan_id = %s ORDER BY m.id FOR UPDATE OF m""",
+        [plan.pk],
+        fetch=True,
+    )
+
+
+def _changed(plan: ConsolidationPlan, *, stamp: str | None) -> list[int]:
+    """Memories whose status, content, version or successor is not what the plan expects:
+    its before (to apply; stamp None) or its state after the apply at `stamp` (to revert). A
+    merged memory may be approved from the review queue before its plan is applied, so
+    queued or active both do for apply."""
+    expected = "p.b || p.a" if stamp else "p.b"
+    merged_expected = "(i.before->'memory') || coalesce(i.after, '{}'::jsonb)"
+    merged_status = (
+        "m.status IS DISTINCT FROM e->>'status'" if stamp else "m.status NOT IN ('queued', 'active')"
+    )
+    check = """m.content_hash IS DISTINCT FROM e->>'content_hash'
+               OR m.version IS DISTINCT FROM (e->>'version')::int"""
+    rows = _sql(
+        f"""WITH p AS ({_ORIGINALS})
+            SELECT p.memory_id FROM p JOIN {T_MEMORY} m ON m.id = p.memory_id
+            CROSS JOIN LATERAL (SELECT {expected} AS e) x
+            WHERE {check} OR m.status IS DISTINCT FROM e->>'status'
+                  OR m.superseded_by_id IS DISTINCT FROM (e->>'superseded_by_id')::bigint
+            UNION
+            SELECT i.memory_id FROM {T_ITEM} i JOIN {T_MEMORY} m ON m.id = i.memory_id
+            CROSS JOIN LATERAL (SELECT {merged_expected} AS e) x
+            WHERE i.plan_id = %(plan)s AND i.role = 'merged' AND ({check} OR {merged_status})
+            ORDER BY 1""",
+        {"plan": plan.pk, "stamp": stamp or ""},
+        fetch=True,
+    )
+    return [r[0] for r in rows]
+
+
+def _audit_by_store(action: str, *, actor, plan, stamp: str, revert: bool, merged) -> None:
+    """One event per owner/store naming every memory changed there (ids and counts), and one
+    revision per memory with its exact before and after snapshots."""
+    rows = _sql(
+        f"""SELECT g.owner_id, g.store, array_agg(i.memory_id ORDER BY i.id),
+                   count(*) FILTER (WHERE i.role = 'fold'), count(*) FILTER (WHERE i.role = 'keep'),
+                   count(*) FILTER (WHERE i.role = 'merged')
+            FROM {T_ITEM} i JOIN {T_GROUP} g ON g.id = i.group_id
+            WHERE i.plan_id = %s GROUP BY g.owner_id, g.store ORDER BY g.owner_id, g.store""",
+        [plan.pk],
+        fetch=True,
+    )
+    owners = dict(Agent.objects.filter(pk__in={r[0] for r in rows}).values_list("pk", "name"))
+    events = {}
+    for owner_id, store, memory_ids, folds, keeps, merged_count in rows:
+        event = audit_record(
+            action,
+            actor=actor,
+            store=store,
+            owner=owners[owner_id],
+            object_type="memory",
+            object_ids=memory_ids,
+            counts={"fold": folds, "keep": keeps, "merged": merged_count},
+            data={"plan": plan.pk},
+        )
+        events[(owner_id, store)] = event.pk
+    before, after = ("p.b || p.a", "p.b") if revert else ("p.b", "p.b || p.a")
+    keys = list(events)
+    _sql(
+        f"""WITH p AS ({_ORIGINALS})
+            INSERT INTO {T_REVISION} (event_id, object_type, object_id, before, after)
+            SELECT e.event_id, 'memory', p.memory_id::text, {before}, {after}
+            FROM p JOIN unnest(%(owners)s::bigint[], %(stores)s::text[], %(events)s::bigint[])
+                        AS e(owner_id, store, event_id)
+              ON e.owner_id = p.owner_id AND e.store = p.store
+            ORDER BY p.id""",
+        {
+            "plan": plan.pk,
+            "stamp": stamp,
+            "owners": [k[0] for k in keys],
+            "stores": [k[1] for k in keys],
+            "events": [events[k] for k in keys],
+        },
+    )
+    Revision.objects.bulk_create(
+        Revision(
+            event_id=events[(item.group.owner_id, item.group.store)],
+            object_type="memory",
+            object_id=str(item.memory_id),
+            before=before_state,
+            after=after_state,
+        )
+        for item, before_state, after_state in merged
+    )
+
+
+def _merged_items(plan) -> list[ConsolidationItem]:
+    return list(plan.items.filter(role=ConsolidationItem.MERGED).select_related("group").order_by("id"))
+
+
+def _fresh_snapshots(items) -> dict[int, dict]:
+    return {
+        m.pk: snapshot(m)
+        for m in Memory.objects.filter(pk__in=[i.memory_id for i in items]).defer("embedding")
+    }
+
+
+def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
+    """Put a proposed plan in force: folded memories superseded by their target, duplicates'
+    sources merged into the kept memory, merged memories activated. All or nothing: if any
+    memory changed since the plan was made, PlanConflict and nothing is written."""
+    now = now or timezone.now()
+    stamp = now.isoformat()
+    with transaction.atomic():
+        plan = _lock_plan(plan_id)
+        if plan.state != ConsolidationPlan.PROPOSED:
+            raise PlanConflict(
+                f"Plan {plan.pk} is {plan.state}; only a proposed plan can be applied.", state=plan.state
+            )
+        _lock_memories(plan)
+        changed = _changed(plan, stamp=None)
+        if changed:
+            raise PlanConflict(
+                f"{len(changed)} memories changed since plan {plan.pk} was made (#"
+                + ", #".join(map(str, changed[:10]))
+                + "); discard it and run consolidation again.",
+                changed=changed,
+            )
+        superseded = _sql(
+            f"""WITH p AS ({_ORIGINALS})
+                UPDATE {T_MEMORY} m SET
+                    status = coalesce(p.a->>'status', m.status),
+                    status_reason = coalesce(p.a->>'status_reason', m.status_reason),
+                    superseded_by_id = CASE WHEN p.a ? 'superseded_by_id'
+                                       THEN (p.a->>'superseded_by_id')::bigint ELSE m.superseded_by_id END,
+                    valid_to = CASE WHEN p.a ? 'valid_to' THEN (p.a->>'valid_to')::timestamptz ELSE m.valid_to END,
+                    updated_at = (p.a->>'updated_at')::timestamptz
+                FROM p WHERE m.id = p.memory_id""",
+            {"plan": plan.pk, "stamp": stamp},
+        )
+
+        # Duplicates: the kept memory carries the provenance of every copy folded into it. The
+        # ids of the source rows added are kept on the plan, so a revert removes exactly those.
+        pairs = _sql(
+            f"""SELECT i.memory_id, g.target_id FROM {T_ITEM} i JOIN {T_GROUP} g ON g.id = i.group_id
+                WHERE i.plan_id = %s AND i.role = 'fold' AND g.kind = 'duplicate'""",
+            [plan.pk],
+            fetch=True,
+        )
+        added = []
+        if pairs:
+            added = _sql(
+                f"""INSERT INTO {T_SOURCE} (memory_id, kind, ref, fingerprint, snapshot, created_at)
+                    SELECT v.keep, s.kind, s.ref, s.fingerprint, s.snapshot, %s
+                    FROM unnest(%s::bigint[], %s::bigint[]) AS v(fold, keep)
+                    JOIN {T_SOURCE} s ON s.memory_id = v.fold
+                    ORDER BY s.id
+                    ON CONFLICT (memory_id, kind, ref) DO NOTHING
+                    RETURNING id""",
+                [now, [p[0] for p in pairs], [p[1] for p in pairs]],
+                fetch=True,
+            )
+
+        merged = _merged_items(plan)
+        merged_memories_activate(memory_ids=[i.memory_id for i in merged], plan=plan, actor=actor, now=now)
+        fresh = _fresh_snapshots(merged)
+        for item in merged:
+            item.after = {k: v for k, v in fresh[item.memory_id].items() if item.before["memory"].get(k) != v}
+            item.save(update_fields=["after"])
+
+        plan.state, plan.applied_by, plan.applied_at = ConsolidationPlan.APPLIED, actor_label(actor), now
+        plan.added_sources = sorted(a[0] for a in added)
+        plan.error = ""
+        plan.save(update_fields=["state", "applied_by", "applied_at", "added_sources", "error"])
+        audit_record(
+            "memory.consolidation.apply",
+            actor=actor,
+            store=plan.store,
+            owner=plan.owner.name if plan.owner_id else "",
+            object_type="consolidation_plan",
+            object_ids=[plan.pk],
+            counts={
+                "groups": plan.groups.count(),
+                "memories": superseded + len(merged),
+                "activated": len(merged),
+                "sources_merged": len(added),
+            },
+        )
+        _audit_by_store(
+            "memory.consolidation.applied",
+            actor=actor,
+            plan=plan,
+            stamp=stamp,
+            revert=False,
+            merged=[(i, i.before["memory"], fresh[i.memory_id]) for i in merged],
+        )
+    return plan
+
+
+def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
+    """Put an applied plan's before back exactly: originals in use again with their exact
+    status, reasons, successor, validity, update time and sources; merged memories retired
+    (invalidated, rows kept). All or nothing: a memory changed since the apply → PlanConflict."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        plan = _lock_plan(plan_id)
+        if plan.state != ConsolidationPlan.APPLIED:
+            raise PlanConflict(
+                f"Plan {plan.pk} is {plan.state}; only an applied plan can be reverted.", state=plan.state
+            )
+        stamp = plan.applied_at.isoformat()
+        _lock_memories(plan)
+        changed = _changed(plan, stamp=stamp)
+        if changed:
+            raise PlanConflict(
+                f"{len(changed)} memories changed since plan {plan.pk} was applied (#"
+                + ", #".join(map(str, changed[:10]))
+                + "); undo those changes first.",
+                changed=changed,
+            )
+        restored = _sql(
+            f"""WITH p AS ({_ORIGINALS})
+                UPDATE {T_MEMORY} m SET
+                    status = p.b->>'status',
+                    status_reason = p.b->>'status_reason',
+                    superseded_by_id = (p.b->>'superseded_by_id')::bigint,
+                    valid_to = (p.b->>'valid_to')::timestamptz,
+                    queue_reason = p.b->>'queue_reason',
+                    updated_at = (p.b->>'updated_at')::timestamptz
+                FROM p WHERE m.id = p.memory_id""",
+            {"plan": plan.pk, "stamp": stamp},
+        )
+        removed = (
+            _sql(f"DELETE FROM {T_SOURCE} WHERE id = ANY(%s)", [plan.added_sources])
+            if plan.added_sources
+            else 0
+        )
+        merged = _merged_items(plan)
+        merged_memories_retire(
+            memory_ids=[i.memory_id for i in merged],
+            plan=plan,
+            status=Memory.INVALIDATED,
+            reason=f"retired: consolidation plan #{plan.pk} was reverted",
+            now=now,
+        )
+        fresh = _fresh_snapshots(merged)
+        plan.state, plan.reverted_by, plan.reverted_at = ConsolidationPlan.REVERTED, actor_label(actor), now
+        plan.save(update_fields=["state", "reverted_by", "reverted_at"])
+        audit_record(
+            "memory.consolidation.revert",
+            actor=actor,
+            store=plan.store,
+            owner=plan.owner.name if plan.owner_id else "",
+            object_type="consolidation_plan",
+            object_ids=[plan.pk],
+            counts={"restored": restored, "retired": len(merged), "sources_removed": removed},
+        )
+        _audit_by_store(
+            "memory.consolidation.reverted",
+            actor=actor,
+            plan=plan,
+            stamp=stamp,
+            revert=True,
+            merged=[(i, {**i.before["memory"], **(i.after or {})}, fresh[i.memory_id]) for i in merged],
+        )
+    return plan
+
+
+def plan_discard(*, actor, plan_id: int, reason: str = "") -> ConsolidationPlan:
+    """Drop a proposed plan: its merged memories leave the review queue as rejected and its
+    memories become free for the next run. Nothing else changes."""
+    now = timezone.now()
+    with transaction.atomic():
+        plan = _lock_plan(plan_id)
+        if plan.state != ConsolidationPlan.PROPOSED:
+            raise PlanConflict(
+                f"Plan {plan.pk} is {plan.state}; only a proposed plan can be discarded.", state=plan.state
+            )
+        merged = _merged_items(plan)
+        _lock_memories(plan)
+        current = dict(
+            Memory.objects.filter(pk__in=[i.memory_id for i in merged]).values_list("pk", "status")
+        )
+        active = [i.memory_id for i in merged if current[i.memory_id] == Memory.ACTIVE]
+        if active:
+            raise PlanConflict(
+                f"Merged memories #{', #'.join(map(str, active))} are already in force; apply the plan instead.",
+                changed=active,
+            )
+        merged_memories_retire(
+            memory_ids=[i.memory_id for i in merged if current[i.memory_id] == Memory.QUEUED],
+            plan=plan,
+            status=Memory.REJECTED,
+            reason=f"consolidation plan #{plan.pk} discarded" + (f": {reason}" if reason else ""),
+            now=now,
+        )
+        fresh = {
+            m.pk: m for m in Memory.objects.filter(pk__in=[i.memory_id for i in merged]).defer("embedding")
+        }
+        plan.state = ConsolidationPlan.DISCARDED
+        plan.save(update_fields=["state"])
+        audit_record(
+            "memory.consolidation.discarded",
+            actor=actor,
+            store=plan.store,
+            owner=plan.owner.name if plan.owner_id else "",
+            object_type="consolidation_plan",
+            object_ids=[plan.pk],
+            reason=reason,
+            counts={"rejected": len(merged)},
+            data={"merged": [i.memory_id for i in merged]},
+            revisions=[
+                ("memory", i.memory_id, i.before["memory"], snapshot(fresh[i.memory_id])) for i in merged
+            ],
+        )
+    return plan

@@ -1,0 +1,150 @@
+"""The distiller, through the real model client against the loopback model server."""
+
+import datetime
+
+import pytest
+from django.utils import timezone
+
+from curation import distiller
+from curation.distiller import distill_conversation, distill_pending
+from curation.models import DistillerRun
+from knowledge.models import AuditEvent, Conversation, Memory, ModelUsage
+from knowledge.signals import conversation_finished
+from tests import factory
+
+T0 = datetime.datetime(2026, 11, 2, 9, 0, tzinfo=datetime.UTC)
+TRANSCRIPT = [
+    {"speaker": "alice", "text": "Please never call me, e-mail works best.", "at": T0},
+    {"speaker": "copilot", "text": "Noted. To reset the VPN token, run vpn-reset then re-enrol.", "at": T0},
+]
+LEARNT = {
+    "memories": [
+        {
+            "text": "Alice prefers e-mail and does not want phone calls",
+            "category": "preference",
+            "confidence": 0.9,
+        },
+        {"text": "To reset a VPN token: run vpn-reset, then re-enrol the device", "category": "procedure"},
+    ]
+}
+
+
+@pytest.fixture
+def finished(world, monkeypatch):
+    """A finished DM conversation between copilot and alice, with a transcript."""
+    conversation = factory.make_conversation(world.copilot, world.dm_alice)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        status=Conversation.FINISHED, finished_at=timezone.now()
+    )
+    monkeypatch.setattr(
+        distiller, "conversation_transcript", lambda c: TRANSCRIPT if c.pk == conversation.pk else []
+    )
+    conversation.refresh_from_db()
+    return conversation
+
+
+def test_it_proposes_one_memory_per_thing_learnt_into_the_write_store(world, finished, model_stub):
+    model_stub.reply_json(LEARNT)
+    run = distill_conversation(finished.pk)
+    assert run.state == DistillerRun.DONE
+    memories = list(Memory.objects.filter(conversation=finished).order_by("id"))
+    assert [m.text for m in memories] == [m["text"] for m in LEARNT["memories"]]
+    for memory in memories:
+        assert (memory.owner, memory.store, memory.status) == (world.copilot, "private:alice", Memory.QUEUED)
+        assert memory.author_kind == "distiller"
+        assert list(memory.sources.values_list("kind", "ref")) == [("conversation", str(finished.pk))]
+    assert [m.tier for m in memories] == [Memory.SEMANTIC, Memory.PROCEDURAL]
+    assert memories[0].confidence == 0.9
+    (request,) = model_stub.chat_requests()
+    assert request["model"] == "stub-light"
+    assert "Please never call me" in model_stub.prompt(request)
+    usage = ModelUsage.objects.get()
+    assert (usage.purpose, usage.agent, usage.outcome, usage.actor) == (
+        "distill",
+        world.copilot,
+        "ok",
+        "system:distiller",
+    )
+    assert AuditEvent.objects.filter(action="memory.written").count() == 2
+    event = AuditEvent.objects.get(action="conversation.distilled")
+    assert "Alice" not in str(event.data) + event.reason
+
+
+def test_a_conversation_is_distilled_once(world, finished, model_stub):
+    model_stub.respond_with(lambda body: '{"memories": [{"text": "x is y", "category": "workspace_note"}]}')
+    distill_conversation(finished.pk)
+    assert distill_conversation(finished.pk) is None
+    assert distill_pending() == 0
+    assert len(model_stub.chat_requests()) == 1
+    assert Memory.objects.filter(conversation=finished).count() == 1
+
+
+def test_auto_activation_puts_distilled_memories_in_force(world, finished, model_stub, settings):
+    settings.BRAIN_DISTILLER_AUTO_ACTIVATE = True
+    model_stub.reply_json(LEARNT)
+    distill_conversation(finished.pk)
+    assert set(Memory.objects.filter(conversation=finished).values_list("status", flat=True)) == {
+        Memory.ACTIVE
+    }
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Alice likes e-mail.",  # prose, not JSON
+        '{"memories": [{"text": "Alice likes e-mail", "category": "gossip"}]}',  # unknown category
+        '{"memories": [{"text": "   "}]}',  # blank and no category
+    ],
+)
+def test_malformed_output_writes_nothing_and_is_recorded(world, finished, model_stub, reply):
+    model_stub.reply_text(reply)
+    run = distill_conversation(finished.pk)
+    assert run.state == DistillerRun.FAILED
+    assert run.reason.startswith("invalid model output")
+    assert Memory.objects.count() == 0
+    usage = ModelUsage.objects.get()
+    assert usage.outcome == "invalid" and usage.error
+    assert run.usage_id == usage.pk
+    # A later attempt with good output succeeds.
+    model_stub.reply_json(LEARNT)
+    assert distill_pending() == 1
+    run.refresh_from_db()
+    assert (run.state, run.attempts) == (DistillerRun.DONE, 2)
+
+
+def test_without_a_model_nothing_is_written_and_the_run_says_why(world, finished):
+    run = distill_conversation(finished.pk)
+    assert run.state == DistillerRun.FAILED
+    assert run.reason.startswith("not configured")
+    assert Memory.objects.count() == 0 and ModelUsage.objects.count() == 0
+
+
+def test_over_budget_the_distiller_waits(world, finished, model_stub):
+    from knowledge.llm import agent_model_set
+
+    agent_model_set(
+        actor=factory.SYSTEM, agent=world.copilot, profile="default", daily_calls=0, daily_tokens=None
+    )
+    run = distill_conversation(finished.pk)
+    assert run.state == DistillerRun.FAILED
+    assert "over budget: agent copilot" in run.reason
+    assert model_stub.chat_requests() == []
+
+
+def test_open_conversations_and_empty_ones_are_not_sent_to_the_model(world, model_stub):
+    open_one = factory.make_conversation(world.copilot, world.general)
+    assert distill_conversation(open_one.pk) is None
+    Conversation.objects.filter(pk=open_one.pk).update(status=Conversation.FINISHED)
+    run = distill_conversation(open_one.pk)
+    assert run.state == DistillerRun.SKIPPED and "no messages" in run.reason
+    assert model_stub.chat_requests() == []
+
+
+def test_finishing_a_conversation_starts_the_distiller(
+    world, finished, model_stub, django_capture_on_commit_callbacks
+):
+    model_stub.reply_json(LEARNT)
+    with django_capture_on_commit_callbacks(execute=True):
+        conversation_finished.send(sender=Conversation, conversation=finished)
+    assert DistillerRun.objects.get(conversation=finished).state == DistillerRun.DONE
+    assert Memory.objects.filter(conversation=finished).count() == 2

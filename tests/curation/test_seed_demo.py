@@ -1,0 +1,26 @@
+from django.core.management import call_command
+
+from memory.models import ConsolidationGroup, ConsolidationPlan
+
+
+def test_seed_demo_brings_a_proposed_plan_even_without_a_model(db):
+    call_command("seed_demo", verbosity=0)
+    plan = ConsolidationPlan.objects.get()
+    assert plan.state == "proposed"
+    kinds = sorted(plan.groups.values_list("kind", flat=True))
+    assert kinds == ["conflict", "duplicate", "duplicate"]  # near-duplicates wait for a model
+    assert plan.groups.get(kind=ConsolidationGroup.DUPLICATE, store="shared").items.count() == 4
+    assert "not configured" in plan.model_note
+    call_command("seed_demo", verbosity=0)  # idempotent
+    assert ConsolidationPlan.objects.count() == 1
+
+
+def test_seed_demo_merges_the_near_duplicates_when_a_model_answers(db, model_stub):
+    model_stub.respond_with(
+        lambda body: (
+            '{"text": "The floor 3 printer releases jobs only after a PaperCut badge tap at the device"}'
+        )
+    )
+    call_command("seed_demo", verbosity=0)
+    plan = ConsolidationPlan.objects.get()
+    assert plan.groups.filter(kind=ConsolidationGroup.NEAR_DUPLICATE).count() == 1

@@ -1,0 +1,182 @@
+"""A loopback model server for tests: a real HTTP server on 127.0.0.1 that speaks the OpenAI
+chat-completions protocol (and /v1/embeddings), so every model-backed feature is tested through
+the real client — including malformed JSON, HTTP errors and slow answers.
+
+Script it with a queue of replies (`reply_json`, `reply_text`, `reply_error`, `reply_malformed`,
+`reply_delay`) or a function of the request (`respond_with`). It records every request it got."""
+
+import hashlib
+import json
+import math
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ModelStub:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.replies: deque = deque()
+        self.requests: list[dict] = []
+        self.handler = None
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_GET(self):
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "stub-model"}]}).encode())
+                else:
+                    self._send(404, b'{"error": "not found"}')
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_raw": raw.decode(errors="replace")}
+                record = {"path": self.path, "headers": dict(self.headers.items()), "json": body}
+                with stub._lock:
+                    stub.requests.append(record)
+                if self.path == "/v1/embeddings":
+                    self._send(200, json.dumps(stub._embeddings(body)).encode())
+                    return
+                if self.path != "/v1/chat/completions":
+                    self._send(404, b'{"error": "not found"}')
+                    return
+                spec = stub._next(body)
+                if spec.get("delay"):
+                    time.sleep(spec["delay"])
+                if "raw" in spec:
+                    payload = spec["raw"] if isinstance(spec["raw"], bytes) else spec["raw"].encode()
+                elif spec.get("status", 200) != 200:
+                    payload = json.dumps({"error": {"message": spec.get("message", "stub error")}}).encode()
+                else:
+                    content = spec.get("content", "")
+                    usage = spec.get("usage") or {
+                        "prompt_tokens": 10 * len(body.get("messages", [])),
+                        "completion_tokens": max(1, len(content) // 4),
+                    }
+                    usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+                    payload = json.dumps(
+                        {
+                            "id": "chatcmpl-stub",
+                            "object": "chat.completion",
+                            "model": body.get("model", ""),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": usage,
+                        }
+                    ).encode()
+                try:
+                    self._send(spec.get("status", 200), payload, spec.get("headers"))
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
+
+            def _send(self, status, payload, headers=None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, name="model-stub", daemon=True)
+        self.thread.start()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def reset(self):
+        with self._lock:
+            self.replies.clear()
+            self.requests.clear()
+            self.handler = None
+
+    # --- scripting ---------------------------------------------------------------------------
+    def reply_text(self, text: str, **extra):
+        self.replies.append({"content": text, **extra})
+
+    def reply_json(self, data, **extra):
+        self.reply_text(json.dumps(data), **extra)
+
+    def reply_error(self, status: int = 500, message: str = "stub error", headers=None):
+        self.replies.append({"status": status, "message": message, "headers": headers or {}})
+
+    def reply_malformed(self, raw: str = '{"choices": [{"message": '):
+        """An HTTP 200 whose body is not JSON at all."""
+        self.replies.append({"raw": raw})
+
+    def reply_delay(self, seconds: float, text: str = "{}"):
+        self.replies.append({"content": text, "delay": seconds})
+
+    def respond_with(self, fn):
+        """Answer every request (once the queue is empty) with fn(request_json) → a reply spec
+        dict ({"content": ...} / {"status": ...}) or a plain string (the content)."""
+        self.handler = fn
+
+    def _next(self, body) -> dict:
+        with self._lock:
+            if self.replies:
+                return self.replies.popleft()
+            handler = self.handler
+        if handler is None:
+            return {"status": 500, "message": "the model stub has no scripted reply"}
+        spec = handler(body)
+        return {"content": spec} if isinstance(spec, str) else spec
+
+    # --- what it received --------------------------------------------------------------------
+    def chat_requests(self) -> list[dict]:
+        with self._lock:
+            return [r["json"] for r in self.requests if r["path"] == "/v1/chat/completions"]
+
+    @staticmethod
+    def prompt(request: dict) -> str:
+        """Every message's content of one recorded request, joined."""
+        return "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
+
+    # --- embeddings --------------------------------------------------------------------------
+    @staticmethod
+    def embed(text: str, dimensions: int = 384) -> list[float]:
+        """A deterministic bag-of-words vector: texts sharing words are close."""
+        vector = [0.0] * dimensions
+        for word in text.lower().split():
+            digest = hashlib.sha256(word.encode()).digest()
+            vector[int.from_bytes(digest[:4], "big") % dimensions] += 1.0
+        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        return [v / norm for v in vector]
+
+    def _embeddings(self, body) -> dict:
+        inputs = body.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        dims = int(body.get("dimensions") or 384)
+        return {
+            "object": "list",
+            "model": body.get("model", ""),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": self.embed(t, dims)}
+                for i, t in enumerate(inputs)
+            ],
+            "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": 0},
+        }
