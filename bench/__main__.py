@@ -13,12 +13,14 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
 def fresh_database() -> None:
+    from urllib.parse import urlparse
+
     import psycopg
 
     from brainsite.embedded_db import embedded_url
 
     url = os.environ.get("DATABASE_URL") or embedded_url()
-    admin_url = url.rsplit("/", 1)[0] + "/postgres" + ("?" + url.split("?", 1)[1] if "?" in url else "")
+    admin_url = urlparse(url)._replace(path="/postgres").geturl()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
         conn.execute("CREATE DATABASE brain_bench")

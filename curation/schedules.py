@@ -1,9 +1,12 @@
 """Every background schedule Brain runs, in one table. `manage.py brain_schedules` creates or
 updates them (idempotent); nobody creates schedules by hand."""
 
+from django.conf import settings
+
 
 # (name, function, minutes between runs)
 def schedule_table() -> list[tuple[str, str, int]]:
     return [
         ("worker heartbeat", "knowledge.tasks.worker_heartbeat", 1),
+        ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),
     ]

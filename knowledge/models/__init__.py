@@ -3,6 +3,7 @@ from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import Entry
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
+from knowledge.models.sources import SourceState
 from knowledge.models.system import Heartbeat, Setting
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "Person",
     "Revision",
     "Setting",
+    "SourceState",
 ]
