@@ -66,4 +66,7 @@ class Command(BaseCommand):
         self.stdout.write("Demo workspace ready.")
 
     def extend(self, *, actor, agents, people, channels):
-        """Later capabilities add their demo data here."""
+        """Later capabilities add their demo data here, one module each under curation/demo."""
+        from curation.demo import provenance
+
+        provenance.seed(actor=actor, agents=agents)
