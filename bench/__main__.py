@@ -13,13 +13,14 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
 def fresh_database() -> None:
+    from urllib.parse import urlparse
+
     import psycopg
 
     from brainsite.embedded_db import embedded_url
 
     url = os.environ.get("DATABASE_URL") or embedded_url()
-    base, _, query = url.partition("?")  # the socket directory in ?host= contains slashes too
-    admin_url = base.rsplit("/", 1)[0] + "/postgres" + ("?" + query if query else "")
+    admin_url = urlparse(url)._replace(path="/postgres").geturl()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
         conn.execute("CREATE DATABASE brain_bench")

@@ -1,6 +1,8 @@
 """Every background schedule Brain runs, in one table. `manage.py brain_schedules` creates or
 updates them (idempotent); nobody creates schedules by hand."""
 
+from django.conf import settings
+
 
 # (name, function, minutes between runs)
 def schedule_table() -> list[tuple[str, str, int]]:
@@ -9,4 +11,5 @@ def schedule_table() -> list[tuple[str, str, int]]:
         # issue 7: consolidation every 6 hours; finished conversations the distiller missed
         ("memory consolidation", "curation.tasks.consolidation_scheduled", 360),
         ("distiller sweep", "curation.tasks.distill_pending", 10),
+        ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),
     ]

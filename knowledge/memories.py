@@ -6,6 +6,7 @@ in the same transaction."""
 from django.db import connection
 
 from knowledge.models import Memory, MemorySource, MemoryVersion
+from knowledge.provenance import source_rows
 
 
 def memory_row_create(
@@ -21,7 +22,8 @@ def memory_row_create(
     **fields,
 ) -> Memory:
     """Insert a memory with version 1, its first MemoryVersion and its source rows.
-    `sources` is an iterable of {"kind", "ref"} dicts (extra keys are kept by later issues)."""
+    `sources` is an iterable of {"kind", "ref", optional "state"} dicts; each is recorded with
+    its fingerprint (knowledge.provenance)."""
     assert connection.in_atomic_block, "memory_row_create must run inside transaction.atomic()"
     key, value = fields.get("key", ""), fields.get("value")
     memory = Memory.objects.create(
@@ -46,14 +48,7 @@ def memory_row_create(
         author_name=author_name,
         reason=reason,
     )
-    seen = set()
-    rows = []
-    for source in sources:
-        pair = (source["kind"], source["ref"])
-        if pair not in seen:
-            seen.add(pair)
-            rows.append(MemorySource(memory=memory, kind=source["kind"], ref=source["ref"]))
-    MemorySource.objects.bulk_create(rows)
+    MemorySource.objects.bulk_create(source_rows(memory, sources))
     return memory
 
 

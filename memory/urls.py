@@ -1,10 +1,16 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-from memory import api_consolidation, views_consolidation
+from memory import api_consolidation, api_provenance, views_consolidation
 
 urlpatterns = []
 
-api_urlpatterns = []
+api_urlpatterns = [
+    # --- provenance (issue 4) ---
+    path("sources/<slug:kind>/<path:ref>", api_provenance.source_detail, name="api-source"),
+    path("memory-provenance/check", api_provenance.provenance_check, name="api-provenance-check"),
+    path("memory-provenance/stale", api_provenance.provenance_stale, name="api-provenance-stale"),
+    path("memory-provenance/<int:memory_id>", api_provenance.provenance_detail, name="api-provenance"),
+]
 
 # --- consolidation (issue 7) ---
 urlpatterns += [

@@ -4,6 +4,7 @@ from knowledge.models.entries import Entry
 from knowledge.models.llm import ModelProfile, ModelUsage
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
+from knowledge.models.sources import SourceState
 from knowledge.models.system import Heartbeat, Setting
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "Person",
     "Revision",
     "Setting",
+    "SourceState",
 ]

@@ -119,21 +119,29 @@ class MemoryVersion(models.Model):
 
 
 class MemorySource(models.Model):
-    """What a memory rests on: a source reference and its fingerprint when the memory was
-    written (the provenance issue fills in fingerprints and checks)."""
+    """What a memory rests on: a source reference, its fingerprint when the memory was written,
+    and its state at the last provenance check (see knowledge.provenance, memory.provenance)."""
 
     KINDS = ["ticket", "kb", "record", "memory", "conversation", "message", "material", "entry"]
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=16, choices=[(k, k) for k in KINDS])
     ref = models.CharField(max_length=300)
+    UNCHANGED, CHANGED, DELETED, UNTRACKED = "unchanged", "changed", "deleted", "untracked"
+    STATES = [(s, s) for s in (UNCHANGED, CHANGED, DELETED, UNTRACKED)]
+
+    # Recorded when the memory was written (or re-baselined): the fingerprint of the fields that
+    # matter for this kind, and those fields themselves so a change can be shown field by field.
     fingerprint = models.CharField(max_length=64, blank=True)
-    snapshot = models.JSONField(null=True, blank=True)  # the fingerprinted fields when recorded
+    snapshot = models.JSONField(null=True, blank=True)
+    # The result of the last provenance check.
+    state = models.CharField(max_length=10, choices=STATES, default=UNCHANGED)
+    checked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["kind", "ref"])]
+        indexes = [models.Index(fields=["kind", "ref"]), models.Index(fields=["state"])]
         constraints = [models.UniqueConstraint(fields=["memory", "kind", "ref"], name="memory_source_unique")]
 
     def __str__(self) -> str:

@@ -214,8 +214,8 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
         added = []
         if pairs:
             added = _sql(
-                f"""INSERT INTO {T_SOURCE} (memory_id, kind, ref, fingerprint, snapshot, created_at)
-                    SELECT v.keep, s.kind, s.ref, s.fingerprint, s.snapshot, %s
+                f"""INSERT INTO {T_SOURCE} (memory_id, kind, ref, fingerprint, snapshot, state, checked_at, created_at)
+                    SELECT v.keep, s.kind, s.ref, s.fingerprint, s.snapshot, s.state, s.checked_at, %s
                     FROM unnest(%s::bigint[], %s::bigint[]) AS v(fold, keep)
                     JOIN {T_SOURCE} s ON s.memory_id = v.fold
                     ORDER BY s.id

@@ -15,6 +15,7 @@ from django.utils import timezone
 from knowledge.audit import audit_record, snapshot
 from knowledge.memories import memory_row_create
 from knowledge.models import Agent, Memory, MemorySource
+from knowledge.provenance import NEVER_CHANGES
 from knowledge.settings_store import setting_get
 from memory.consolidation.apply import plan_apply
 from memory.consolidation.bulk import allocate_ids, copy_rows
@@ -128,6 +129,10 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
                         ref=source["ref"],
                         fingerprint=source["fingerprint"],
                         snapshot=source["snapshot"],
+                        # the next provenance check recomputes the state of fingerprinted sources
+                        state=MemorySource.UNTRACKED
+                        if not source["fingerprint"] and source["kind"] not in NEVER_CHANGES
+                        else MemorySource.UNCHANGED,
                     )
                 )
     MemorySource.objects.bulk_create(rows)

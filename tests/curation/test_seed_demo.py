@@ -24,3 +24,14 @@ def test_seed_demo_merges_the_near_duplicates_when_a_model_answers(db, model_stu
     call_command("seed_demo", verbosity=0)
     plan = ConsolidationPlan.objects.get()
     assert plan.groups.filter(kind=ConsolidationGroup.NEAR_DUPLICATE).count() == 1
+
+
+def test_seed_demo_is_idempotent_and_shows_a_stale_memory(db):
+    from knowledge.models import Agent, AuditEvent, Memory
+
+    call_command("seed_demo", verbosity=0)
+    counts = (Agent.objects.count(), Memory.objects.count(), AuditEvent.objects.count())
+    call_command("seed_demo", verbosity=0)
+    assert (Agent.objects.count(), Memory.objects.count(), AuditEvent.objects.count()) == counts
+    stale = Memory.objects.get(stale=True)
+    assert stale.stale_reason == "re-check: its source ticket:INC-31 changed"

@@ -66,7 +66,11 @@ class Command(BaseCommand):
         self.stdout.write("Demo workspace ready.")
 
     def extend(self, *, actor, agents, people, channels):
-        """Later capabilities add their demo data here."""
+        """Later capabilities add their demo data here (one module each under curation/demo, or a
+        method below)."""
+        from curation.demo import provenance
+
+        provenance.seed(actor=actor, agents=agents)
         self.extend_consolidation(actor=actor, agents=agents, people=people, channels=channels)
 
     def extend_consolidation(self, *, actor, agents, people, channels):

@@ -1,0 +1,157 @@
+"""Fingerprints: what a memory's sources looked like when it was written.
+
+A fingerprint covers exactly the fields whose change matters for the source's kind (seed 000):
+
+| kind         | fingerprinted                                             | also counts as a change |
+|--------------|-----------------------------------------------------------|-------------------------|
+| ticket       | title, description, status, resolution, category          | deleted                 |
+| kb           | text, resolution                                          | removed                 |
+| record       | all its fields (ref is source/type/id)                    | deleted by its source   |
+| memory       | whether it is live or superseded / rejected / invalidated | row gone                |
+| entry        | name, summary, properties and active block text (its projection) | removed          |
+| message      | its text                                                  | deleted                 |
+| material     | (no material store yet: recorded untracked)               |                         |
+| conversation | nothing — a finished conversation never changes           |                         |
+
+External kinds (ticket, kb, record) are compared with the state their owning system last pushed
+(SourceState); internal kinds with our own tables, by SQL that computes the same fingerprint at
+write time and at check time (memory.provenance)."""
+
+import hashlib
+import json
+
+from django.db import connection
+
+from knowledge.models import MemorySource, SourceState
+
+EXTERNAL_KINDS = ("ticket", "kb", "record")
+FINGERPRINT_FIELDS = {
+    "ticket": ("title", "description", "status", "resolution", "category"),
+    "kb": ("text", "resolution"),
+    "record": None,  # every field
+}
+NEVER_CHANGES = ("conversation",)
+MAX_STATE_BYTES = 64 * 1024
+
+
+def validate_ref(kind: str, ref: str) -> str | None:
+    """A message saying what is wrong with this source reference, or None."""
+    if kind not in dict(MemorySource._meta.get_field("kind").choices):
+        return f"Unknown source kind {kind!r}."
+    if not ref or len(ref) > 300:
+        return "A source ref must have 1 to 300 characters."
+    if kind == "record" and (ref.count("/") != 2 or not all(ref.split("/"))):
+        return "A record ref is source/type/id."
+    if kind in ("memory", "entry", "message", "conversation") and not ref.isdigit():
+        return f"A {kind} ref is its numeric id."
+    return None
+
+
+def fingerprint_fields(kind: str, fields: dict) -> dict:
+    """The subset of `fields` whose change matters for `kind`."""
+    wanted = FINGERPRINT_FIELDS.get(kind)
+    if wanted is None:
+        return dict(fields)
+    return {name: fields.get(name) for name in wanted}
+
+
+def fingerprint(kind: str, fields: dict) -> str:
+    payload = json.dumps(fingerprint_fields(kind, fields), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+# SQL that yields (ref, fingerprint, fields) for internal sources. %(refs)s is a text[] of refs,
+# or NULL for "every ref cited by some memory source of this kind".
+INTERNAL_SQL = {
+    "memory": """
+        SELECT m.id::text AS ref,
+               md5(CASE WHEN m.status IN ('superseded', 'rejected', 'invalidated') THEN m.status
+                        ELSE 'live' END) AS fingerprint,
+               jsonb_build_object('status', CASE WHEN m.status IN ('superseded', 'rejected', 'invalidated')
+                                                 THEN m.status ELSE 'live' END) AS fields
+        FROM knowledge_memory m
+        WHERE m.id::text = ANY(%(refs)s)
+    """,
+    "entry": """
+        SELECT e.id::text AS ref,
+               md5(concat_ws(chr(31), e.name, e.summary, e.properties::text, b.text)) AS fingerprint,
+               jsonb_build_object('name', e.name, 'summary', e.summary, 'properties', e.properties,
+                                  'text', b.text) AS fields
+        FROM knowledge_entry e
+        LEFT JOIN LATERAL (
+            SELECT coalesce(string_agg(x.text, chr(30) ORDER BY x.position, x.id), '') AS text
+            FROM knowledge_memory x WHERE x.entry_id = e.id AND x.status = 'active'
+        ) b ON true
+        WHERE e.id::text = ANY(%(refs)s)
+    """,
+}
+
+
+def internal_states(kind: str, refs: list[str]) -> dict[str, tuple[str, dict]]:
+    """{ref: (fingerprint, fields)} for the internal sources that exist; missing refs are gone."""
+    sql = INTERNAL_SQL.get(kind)
+    if sql is None or not refs:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"refs": list(refs)})
+        return {
+            ref: (fp, fields if isinstance(fields, dict) else json.loads(fields))
+            for ref, fp, fields in cursor.fetchall()
+        }
+
+
+def external_states(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], SourceState]:
+    if not pairs:
+        return {}
+    refs_by_kind: dict[str, list[str]] = {}
+    for kind, ref in pairs:
+        refs_by_kind.setdefault(kind, []).append(ref)
+    found = {}
+    for kind, refs in refs_by_kind.items():
+        for state in SourceState.objects.filter(kind=kind, ref__in=refs):
+            found[(kind, state.ref)] = state
+    return found
+
+
+def source_rows(memory, sources) -> list[MemorySource]:
+    """Unsaved MemorySource rows for `sources` ({"kind", "ref", optional "state": {...}}), each
+    with the fingerprint of its source as it is now. A source carrying its state inline that we
+    knew nothing about becomes the registry's baseline; an unknown one without state is
+    recorded *untracked* and gets its baseline when its state is first pushed."""
+    unique = {}
+    for source in sources:
+        unique.setdefault((source["kind"], str(source["ref"])), source)
+    external = [pair for pair in unique if pair[0] in EXTERNAL_KINDS]
+    registry = external_states(external)
+    internal: dict[str, dict] = {}
+    for kind in {k for k, _ in unique if k in INTERNAL_SQL}:
+        internal[kind] = internal_states(kind, [r for k, r in unique if k == kind])
+
+    rows = []
+    for (kind, ref), source in unique.items():
+        row = MemorySource(memory=memory, kind=kind, ref=ref)
+        inline = source.get("state")
+        if kind in EXTERNAL_KINDS:
+            known = registry.get((kind, ref))
+            if inline is not None:
+                row.fingerprint, row.snapshot = fingerprint(kind, inline), fingerprint_fields(kind, inline)
+                if known is None:
+                    SourceState.objects.get_or_create(
+                        kind=kind,
+                        ref=ref,
+                        defaults={"fields": inline, "fingerprint": row.fingerprint, "pushed_by": "inline"},
+                    )
+            elif known is not None and not known.deleted:
+                row.fingerprint, row.snapshot = known.fingerprint, fingerprint_fields(kind, known.fields)
+            else:
+                row.state = MemorySource.UNTRACKED
+        elif kind in internal:
+            current = internal[kind].get(ref)
+            if current is None:
+                row.state = MemorySource.UNTRACKED
+            else:
+                row.fingerprint, row.snapshot = current
+        elif kind not in NEVER_CHANGES:
+            row.state = MemorySource.UNTRACKED
+        rows.append(row)
+    return rows
