@@ -128,6 +128,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "knowledge.api_errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Brain API",
