@@ -571,6 +571,33 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
     return {"done": done, "failed": failed}
 
 
+def memory_requeue(
+    *, actor: Principal, memory_id: int, reason: str, queue_reason: str = QUEUE_REQUEUED
+) -> Memory:
+    """Send a live memory (back) to the review queue with a reason a reviewer can act on, e.g.
+    "re-check: its source ticket:INC-12 changed" (provenance), a consolidation merge or a gate
+    regression. A queued memory is not recalled until it is approved again."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["Say why the memory goes back to the queue."]})
+    if queue_reason not in (QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE):
+        raise ValidationError({"queue_reason": ["Use new, requeued, merge or gate."]})
+    with transaction.atomic():
+        memory = _lock_in(memory_id, LIVE, "requeued")
+        before = snapshot(memory)
+        memory.status, memory.queue_reason, memory.status_reason = Memory.QUEUED, queue_reason, reason
+        _save(memory, "status", "queue_reason", "status_reason")
+        _audit(
+            "memory.requeued",
+            actor=actor,
+            memory=memory,
+            before=before,
+            reason=reason,
+            data={"queue_reason": queue_reason, "from_status": before["status"]},
+        )
+    return memory
+
+
 # --- operator actions -----------------------------------------------------------------------
 
 
@@ -674,8 +701,9 @@ def _retire_batch(
     for memory in memories:
         before = snapshot(memory)
         memory.status, memory.status_reason, memory.queue_reason = Memory.EXPIRED, reason, ""
-        if memory.valid_to is None or memory.valid_to > at:
-            memory.valid_to = at
+        ends = at or memory.expires_at  # an expired memory was valid until its expiry time
+        if memory.valid_to is None or memory.valid_to > ends:
+            memory.valid_to = ends
         memory.updated_at = changed_at
         revisions.append(("memory", memory.pk, before, snapshot(memory)))
     Memory.objects.bulk_update(
@@ -721,7 +749,7 @@ def memory_expire_due(
                 memories=memories,
                 action="memory.expired",
                 reason="short-term memory reached its expiry time",
-                at=now,
+                at=None,
             )
         total += len(memories)
         if len(memories) < batch:

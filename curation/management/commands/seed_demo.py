@@ -67,3 +67,7 @@ class Command(BaseCommand):
 
     def extend(self, *, actor, agents, people, channels):
         """Later capabilities add their demo data here."""
+        from memory.demo import seed_memories
+
+        if written := seed_memories(actor=actor, agents=agents):
+            self.stdout.write(f"{written} demo memories (review queue, every lifecycle state)")
