@@ -268,3 +268,29 @@ def test_bulk_review_skips_what_another_reviewer_took(world):
     assert len(batches) == 1  # one batch id: restorable together
     with pytest.raises(Exception, match="reason"):
         services.memory_review_bulk(actor=factory.SYSTEM, memory_ids=[a.pk], action="reject", reason="")
+
+
+def test_requeue_sends_a_live_memory_back_with_its_reason(world):
+    memory = factory.make_memory(world.copilot, "INC-12 was caused by an expired certificate")
+    services.memory_requeue(
+        actor=factory.SYSTEM, memory_id=memory.pk, reason="re-check: its source ticket:INC-12 changed"
+    )
+    memory.refresh_from_db()
+    assert (memory.status, memory.queue_reason) == (Memory.QUEUED, "requeued")
+    assert memory.status_reason == "re-check: its source ticket:INC-12 changed"
+    event = AuditEvent.objects.get(action="memory.requeued")
+    assert event.data == {"queue_reason": "requeued", "from_status": "active"}
+    # Approved again, it is active again; a retired memory cannot be requeued.
+    services.memory_approve(actor=factory.SYSTEM, memory_id=memory.pk)
+    services.memory_revoke(actor=factory.SYSTEM, memory_id=memory.pk, reason="wrong")
+    with pytest.raises(services.MemoryStateConflict):
+        services.memory_requeue(actor=factory.SYSTEM, memory_id=memory.pk, reason="again")
+
+
+def test_write_serializers_do_not_share_field_objects(world):
+    from memory.serializers import MemoryWriteSerializer
+
+    a, b = MemoryWriteSerializer(data={}), MemoryWriteSerializer(data={})
+    assert a.fields["text"] is not b.fields["text"]
+    assert a.fields["sources"] is not b.fields["sources"]
+    assert a.fields["tier"].choices == b.fields["tier"].choices
