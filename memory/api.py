@@ -58,6 +58,7 @@ def _reloaded(memory: Memory) -> dict:
 
 @extend_schema(
     methods=["POST"],
+    operation_id="memory_write",
     tags=TAG,
     summary="Write a memory",
     description="Writes a memory for an agent into a store. An untrusted agent's write is queued for "
@@ -82,6 +83,7 @@ def _reloaded(memory: Memory) -> dict:
 )
 @extend_schema(
     methods=["GET"],
+    operation_id="memory_list",
     tags=TAG,
     summary="List memories",
     description="Memories the token may read (agents: the stores they may browse), newest first.",

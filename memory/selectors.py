@@ -119,22 +119,33 @@ class QueueItem:
         return text_diff_html(self.compare_to.text, self.memory.text)
 
 
-def review_queue(*, owner: str = "", reason: str = "", ids=None) -> list[QueueItem]:
-    """Queued memories, oldest first, each with what it would supersede (or the active memories
-    with the same key that it contradicts) — in a fixed number of queries."""
-    qs = (
-        Memory.objects.filter(status=Memory.QUEUED)
-        .select_related("owner", "supersedes")
-        .prefetch_related("sources")
-        .order_by("created_at", "id")
-    )
+def _queued(*, owner: str = "", reason: str = ""):
+    qs = Memory.objects.filter(status=Memory.QUEUED)
     if owner:
         qs = qs.filter(owner__name=owner)
     if reason:
         qs = qs.filter(queue_reason=reason) if reason != "new" else qs.filter(queue_reason__in=["new", ""])
+    return qs
+
+
+def review_queue(*, owner: str = "", reason: str = "", ids=None, limit: int | None = None) -> list[QueueItem]:
+    """Queued memories, oldest first (at most `limit`), each with what it would supersede (or
+    the active memories with the same key that it contradicts) — in a fixed number of queries."""
+    qs = (
+        _queued(owner=owner, reason=reason)
+        .select_related("owner", "supersedes")
+        .prefetch_related("sources")
+        .order_by("created_at", "id")
+    )
     if ids is not None:
         qs = qs.filter(pk__in=ids)
+    if limit is not None:
+        qs = qs[:limit]
     return _queue_items(list(qs))
+
+
+def review_queue_total(*, owner: str = "", reason: str = "") -> int:
+    return _queued(owner=owner, reason=reason).count()
 
 
 def _queue_items(memories: list[Memory]) -> list[QueueItem]:

@@ -57,10 +57,12 @@ def _queue_context(request, *, notice: str = "", notice_kind: str = "success") -
     owner, reason = _owner(request), request.GET.get("reason", "")
     if reason not in selectors.QUEUE_REASONS:
         reason = ""
-    items = selectors.review_queue(owner=owner, reason=reason)
+    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT)
     return {
-        "items": items[:QUEUE_LIMIT],
-        "total": len(items),
+        "items": items,
+        "total": selectors.review_queue_total(owner=owner, reason=reason)
+        if len(items) == QUEUE_LIMIT
+        else len(items),
         "limit": QUEUE_LIMIT,
         "reason": reason,
         "reason_counts": selectors.queue_reason_counts(owner),

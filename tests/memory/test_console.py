@@ -304,3 +304,13 @@ def test_console_pages_escape_memory_text(rita, world):
         body = rita.get(url).content.decode()
         assert evil not in body and "<img src=x>" not in body and "k<i>" not in body, url
         assert "&lt;script&gt;" in body
+
+
+def test_a_long_queue_shows_the_oldest_first_up_to_the_limit(rita, world, monkeypatch):
+    from memory import views
+
+    monkeypatch.setattr(views, "QUEUE_LIMIT", 3)
+    memories = [queued(world, f"waiting {i}") for i in range(5)]
+    body = rita.get("/review/").content.decode()
+    assert "5 waiting, the oldest 3 shown" in body
+    assert [f'id="memory-{m.pk}"' in body for m in memories] == [True, True, True, False, False]
