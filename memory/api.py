@@ -23,6 +23,7 @@ from memory.serializers import (
     MemoryWriteSerializer,
     PromoteSerializer,
     ReasonSerializer,
+    ReviseSerializer,
     RunFinishedSerializer,
     RunFinishSerializer,
     memory_out,
@@ -206,6 +207,21 @@ def memory_unpin(request, memory_id: int):
 def memory_revoke(request, memory_id: int):
     data = _valid(ReasonSerializer, request.data)
     memory = _act(services.memory_revoke, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Correct a memory's text (reviewers; reason required)",
+    description="The text becomes a new version; the old one stays in the history. Status is unchanged.",
+    request=ReviseSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_revise(request, memory_id: int):
+    data = _valid(ReviseSerializer, request.data)
+    memory = _act(services.memory_revise, actor=request.user, memory_id=memory_id, **data)
     return Response(_reloaded(memory))
 
 

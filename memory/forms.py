@@ -19,6 +19,11 @@ class EditApproveForm(forms.Form):
     reason = forms.CharField(max_length=2000, required=False)
 
 
+class ReviseForm(forms.Form):
+    text = forms.CharField(max_length=MAX_TEXT, error_messages={"required": "The text may not be empty."})
+    reason = forms.CharField(max_length=2000, error_messages={"required": "Say why the text changes."})
+
+
 class BulkReviewForm(forms.Form):
     ids = forms.TypedMultipleChoiceField(
         coerce=int, choices=(), error_messages={"required": "Select at least one memory."}

@@ -177,6 +177,11 @@ class ApproveSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     )
 
 
+class ReviseSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    text = serializers.CharField(max_length=MAX_TEXT)
+    reason = serializers.CharField(max_length=2000)
+
+
 class PromoteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
     confidence = serializers.FloatField(min_value=0, max_value=1, required=False)

@@ -571,6 +571,40 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
     return {"done": done, "failed": failed}
 
 
+def memory_revise(*, actor: Principal, memory_id: int, text: str, reason: str) -> Memory:
+    """A person corrects a live memory's text: a new version (the old text stays in the history)
+    with a required reason. Its status does not change."""
+    errors = {}
+    if not (text or "").strip():
+        errors["text"] = ["The text may not be empty."]
+    if not (reason or "").strip():
+        errors["reason"] = ["Say why the text changes."]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        memory = _lock_in(memory_id, LIVE, "edited")
+        if text == memory.text:
+            return memory
+        before = snapshot(memory)
+        from_version = memory.version
+        memory_row_revise(
+            memory=memory, text=text, author_kind=actor.kind, author_name=actor.name, reason=reason
+        )
+        _audit(
+            "memory.revised",
+            actor=actor,
+            memory=memory,
+            before=before,
+            reason=reason.strip(),
+            data={
+                "from_version": from_version,
+                "version": memory.version,
+                "content_hash": memory.content_hash,
+            },
+        )
+    return memory
+
+
 def memory_requeue(
     *, actor: Principal, memory_id: int, reason: str, queue_reason: str = QUEUE_REQUEUED
 ) -> Memory:

@@ -14,6 +14,7 @@ urlpatterns = [
     path("memories/<int:memory_id>/pin", views.memory_pin, name="memory-pin"),
     path("memories/<int:memory_id>/revoke", views.memory_revoke, name="memory-revoke"),
     path("memories/<int:memory_id>/promote", views.memory_promote, name="memory-promote"),
+    path("memories/<int:memory_id>/revise", views.memory_revise, name="memory-revise"),
 ]
 
 api_urlpatterns = [
@@ -25,5 +26,6 @@ api_urlpatterns = [
     path("memory/<int:memory_id>/unpin", api.memory_unpin, name="api-memory-unpin"),
     path("memory/<int:memory_id>/revoke", api.memory_revoke, name="api-memory-revoke"),
     path("memory/<int:memory_id>/promote", api.memory_promote, name="api-memory-promote"),
+    path("memory/<int:memory_id>/revise", api.memory_revise, name="api-memory-revise"),
     path("runs/<str:run_id>/finish", api.run_finish, name="api-run-finish"),
 ]

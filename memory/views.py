@@ -20,6 +20,7 @@ from memory.forms import (
     MemoryFilterForm,
     PromoteForm,
     RejectForm,
+    ReviseForm,
     RevokeForm,
     first_error,
 )
@@ -317,4 +318,20 @@ def memory_promote(request, memory_id: int):
         "Promoted.",
         tier=form.cleaned_data["tier"] or None,
         confidence=form.cleaned_data["confidence"],
+    )
+
+
+@reviewer_required
+@require_POST
+def memory_revise(request, memory_id: int):
+    form = ReviseForm(request.POST)
+    if not form.is_valid():
+        return _operate_response(request, memory_id, first_error(form), "error")
+    return _operate(
+        request,
+        memory_id,
+        services.memory_revise,
+        "Saved as a new version.",
+        text=form.cleaned_data["text"],
+        reason=form.cleaned_data["reason"],
     )

@@ -314,3 +314,31 @@ def test_a_long_queue_shows_the_oldest_first_up_to_the_limit(rita, world, monkey
     body = rita.get("/review/").content.decode()
     assert "5 waiting, the oldest 3 shown" in body
     assert [f'id="memory-{m.pk}"' in body for m in memories] == [True, True, True, False, False]
+
+
+def test_a_reviewer_corrects_an_active_memory_with_a_reason(rita, world):
+    memory = factory.make_memory(world.copilot, "Support hours end at 16:00.")
+    response = rita.post(
+        f"/memories/{memory.pk}/revise", {"text": "Support hours end at 18:00.", "reason": ""}, follow=True
+    )
+    assert "Say why the text changes." in response.content.decode()
+    body = rita.post(
+        f"/memories/{memory.pk}/revise", {"text": "Support hours end at 18:00.", "reason": "new hours"}, **HX
+    ).content.decode()
+    assert "Saved as a new version." in body and "<del>16</del><ins>18</ins>" in body
+    memory.refresh_from_db()
+    assert (memory.status, memory.version, memory.text) == (Memory.ACTIVE, 2, "Support hours end at 18:00.")
+    assert AuditEvent.objects.get(action="memory.revised").reason == "new hours"
+
+
+def test_strict_anti_drift_refusal_is_shown_on_the_card(rita, world):
+    from knowledge.services import setting_set
+
+    factory.make_memory(
+        world.copilot, "Acme prefers Slack", key="acme.channel", value="slack", confidence=0.95
+    )
+    memory = queued(world, "Acme prefers e-mail", key="acme.channel", value="email")
+    setting_set(actor=factory.SYSTEM, name="BRAIN_STRICT_ANTI_DRIFT", value=True)
+    body = rita.post(f"/review/{memory.pk}/approve", **HX).content.decode()
+    assert 'role="alert"' in body and "Strict anti-drift" in body
+    assert Memory.objects.get(pk=memory.pk).status == Memory.QUEUED

@@ -329,3 +329,15 @@ def test_list_queries_do_not_grow_with_the_page(world, django_assert_max_num_que
         response = client.get("/api/memory", {"page_size": 30})
     assert len(response.json()["results"]) == 30
     assert response.json()["results"][0]["sources"]
+
+
+def test_a_reviewer_revises_an_active_memory_and_the_history_keeps_both(world):
+    memory = factory.make_memory(world.copilot, "Support hours end at 16:00.")
+    url = f"/api/memory/{memory.pk}/revise"
+    assert post(world, "copilot", url, {"text": "x", "reason": "y"}).status_code == 403
+    response = post(world, "reviewer", url, {"text": "Support hours end at 18:00."})
+    assert response.status_code == 400 and "reason" in response.json()["fields"]
+    body = post(world, "reviewer", url, {"text": "Support hours end at 18:00.", "reason": "new hours"}).json()
+    assert (body["status"], body["version"]) == ("active", 2)
+    versions = world.client("reviewer").get(f"/api/memory/{memory.pk}").json()["versions"]
+    assert [v["text"] for v in versions] == ["Support hours end at 18:00.", "Support hours end at 16:00."]
