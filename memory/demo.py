@@ -18,7 +18,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         return 0
     copilot, scribe = agents["copilot"], agents["scribe"]
     copilot_actor, scribe_actor = Principal.for_agent(copilot), Principal.for_agent(scribe)
-    rita = Principal(kind="person", name="rita", role="reviewer")
+    rita = Principal(kind="person", name="demo-reviewer", role="reviewer")
     now = timezone.now()
     n = [0]
 
