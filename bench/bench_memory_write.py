@@ -199,7 +199,9 @@ def run(report):
                 target="≥ 300 writes/s",
                 note=f"{CLIENTS} clients, gunicorn {WORKERS} {WORKER_CLASS} workers, {count} writes in {elapsed:.0f} s, "
                 f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, {errors} errors, {os.cpu_count()} cores; CPU per write: "
-                f"web {per_write['web']:.1f} ms, db {per_write['db']:.1f} ms, clients {per_write['clients']:.1f} ms",
+                f"web {per_write['web']:.1f} ms, db {per_write['db']:.1f} ms, clients {per_write['clients']:.1f} ms "
+                f"(CPU-bound ceiling on {os.cpu_count()} idle cores: "
+                f"{os.cpu_count() * 1000 / max(sum(per_write.values()), 0.001):.0f} writes/s)",
             )
     finally:
         server.terminate()
