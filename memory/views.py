@@ -4,7 +4,7 @@ action also works as a plain form post (post, redirect, message)."""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from knowledge.models import Memory
-from knowledge.permissions import reviewer_required
+from knowledge.permissions import console_principal, reviewer_required
 from memory import selectors, services
 from memory.forms import (
     BulkReviewForm,
@@ -83,9 +83,12 @@ def review_queue(request):
     return render(request, template, _queue_context(request))
 
 
-@reviewer_required
 @require_GET
 def review_count(request):
+    """The navigation badge, polled by htmx. A logged-out or role-less user gets 204 (htmx swaps
+    nothing) rather than a login page squeezed into the badge."""
+    if not request.user.is_authenticated or not console_principal(request).is_reviewer:
+        return HttpResponse(status=204)
     return render(request, "memory/_queue_count.html")
 
 

@@ -342,3 +342,10 @@ def test_strict_anti_drift_refusal_is_shown_on_the_card(rita, world):
     body = rita.post(f"/review/{memory.pk}/approve", **HX).content.decode()
     assert 'role="alert"' in body and "Strict anti-drift" in body
     assert Memory.objects.get(pk=memory.pk).status == Memory.QUEUED
+
+
+def test_the_badge_poll_answers_204_once_logged_out(client, world):
+    queued(world)
+    assert client.get("/review/count").status_code == 204
+    client.force_login(world.reviewer)
+    assert badge(client.get("/review/count").content) == "1"
