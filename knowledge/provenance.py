@@ -101,16 +101,12 @@ def internal_states(kind: str, refs: list[str]) -> dict[str, tuple[str, dict]]:
 
 
 def external_states(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], SourceState]:
+    """The registry rows for these (kind, ref) pairs, in one query."""
     if not pairs:
         return {}
-    refs_by_kind: dict[str, list[str]] = {}
-    for kind, ref in pairs:
-        refs_by_kind.setdefault(kind, []).append(ref)
-    found = {}
-    for kind, refs in refs_by_kind.items():
-        for state in SourceState.objects.filter(kind=kind, ref__in=refs):
-            found[(kind, state.ref)] = state
-    return found
+    wanted = set(pairs)
+    rows = SourceState.objects.filter(kind__in={k for k, _ in wanted}, ref__in={r for _, r in wanted})
+    return {(s.kind, s.ref): s for s in rows if (s.kind, s.ref) in wanted}
 
 
 def source_rows(memory, sources) -> list[MemorySource]:

@@ -1,8 +1,14 @@
 """django-q2 entry points for the memory app."""
 
 from memory import provenance
+from memory.services import memory_expire_due
 
 
 def provenance_check() -> dict:
     """Every BRAIN_PROVENANCE_CHECK_MINUTES: check every tracked source (idempotent)."""
     return provenance.provenance_check()
+
+
+def expire_short_term_memory() -> int:
+    """Hourly: expire working and episodic memories whose TTL has passed. Idempotent."""
+    return memory_expire_due()

@@ -36,3 +36,34 @@ def make_channel(name=None, *, kind=Channel.KIND_SHARED, person=None, memory_sco
 
 def make_conversation(agent, channel, thread=""):
     return services.conversation_start(actor=SYSTEM, agent=agent, channel=channel, thread=thread)
+
+
+def make_memory(owner, text=None, *, store="self", actor=None, route="api_write", **fields):
+    """A memory written through the real write service. By default the system actor writes it,
+    so it is active at once; pass actor=Principal.for_agent(agent) for the agent's own route."""
+    from memory.services import memory_write
+
+    return memory_write(
+        actor=actor or SYSTEM,
+        owner=owner,
+        store=store,
+        text=text or f"memory {next(_seq)}",
+        route=route,
+        **fields,
+    )
+
+
+def make_queued_memory(owner, text=None, *, store="self", **fields):
+    """A memory waiting for review: an untrusted agent's own write, or for a trusted agent a
+    distiller proposal (auto-activation is off by default)."""
+    from memory.services import memory_write
+
+    actor, route = (SYSTEM, "distiller") if owner.trusted else (Principal.for_agent(owner), "api_write")
+    return memory_write(
+        actor=actor,
+        owner=owner,
+        store=store,
+        text=text or f"queued memory {next(_seq)}",
+        route=route,
+        **fields,
+    )

@@ -69,7 +69,10 @@ class Command(BaseCommand):
         """Later capabilities add their demo data here (one module each under curation/demo, or a
         method below)."""
         from curation.demo import provenance
+        from memory.demo import seed_memories
 
+        if written := seed_memories(actor=actor, agents=agents):
+            self.stdout.write(f"{written} demo memories (review queue, every lifecycle state)")
         provenance.seed(actor=actor, agents=agents)
         self.extend_consolidation(actor=actor, agents=agents, people=people, channels=channels)
 

@@ -1,0 +1,318 @@
+"""Small input/output serializers for the memory API. No business logic here: services decide."""
+
+import copy
+import json
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from knowledge import access
+from knowledge.models import Agent, Channel, Conversation, Memory, MemorySource, Person
+
+MAX_TEXT = 20_000
+MAX_SOURCES = 50
+
+
+class RejectUnknownFieldsMixin:
+    """A misspelt field (`teir`) is an error, not silently ignored."""
+
+    def validate(self, attrs):
+        unknown = sorted(set(getattr(self, "initial_data", {}) or {}) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().validate(attrs)
+
+
+class FreshFieldsMixin:
+    """DRF deep-copies every declared field for each serializer instance, which is two thirds of
+    the validation time of a memory write. Fields never mutate their constructor arguments, so
+    building each field fresh from them gives the same fields, several times cheaper. (Nested
+    serializers are still deep-copied.)"""
+
+    def get_fields(self):
+        return {
+            name: copy.deepcopy(field)
+            if isinstance(field, serializers.BaseSerializer)
+            else field.__class__(*field._args, **field._kwargs)
+            for name, field in self._declared_fields.items()
+        }
+
+
+class SourceSerializer(FreshFieldsMixin, serializers.Serializer):
+    kind = serializers.ChoiceField(choices=MemorySource.KINDS)
+    ref = serializers.CharField(max_length=300)
+
+
+class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializers.Serializer):
+    agent = serializers.SlugField(
+        max_length=64, required=False, help_text="Owner agent; an agent token may name only itself (default)."
+    )
+    scope = serializers.CharField(
+        max_length=120,
+        help_text="agent (= self), shared (or workspace), private:<person>, channel:<channel>.",
+    )
+    text = serializers.CharField(
+        max_length=MAX_TEXT, required=False, help_text="Required unless both key and value are given."
+    )
+    sources = SourceSerializer(many=True, required=False, max_length=MAX_SOURCES)
+    tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, default=Memory.SEMANTIC)
+    category = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
+    key = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    value = serializers.JSONField(required=False, allow_null=True, default=None)
+    confidence = serializers.FloatField(min_value=0, max_value=1, default=1.0)
+    supersedes = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    valid_to = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    expires_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Working and episodic tiers only; default now + BRAIN_SHORT_TERM_TTL hours.",
+    )
+    run_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    turn = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
+    event_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    conversation = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="One of the agent's conversations; its working memories are cleared when it finishes.",
+    )
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        principal = self.context["principal"]
+        errors = {}
+
+        try:
+            attrs["store"] = access.parse_scope(attrs.pop("scope"))
+        except serializers.ValidationError as exc:
+            errors.update(exc.detail)
+        store = attrs.get("store", "")
+        if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
+            errors["scope"] = [f"There is no person named {store[8:]}."]
+        if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
+            errors["scope"] = [f"There is no channel named {store[8:]}."]
+
+        name = attrs.pop("agent", None)
+        owner = None
+        if name is None:
+            if principal.kind == "agent":
+                owner = principal.agent
+            else:
+                errors["agent"] = ["This field is required for tokens that are not an agent's."]
+        elif principal.kind == "agent" and name == principal.agent.name:
+            owner = principal.agent
+        else:
+            owner = Agent.objects.filter(name=name).first()
+            if owner is None:
+                errors["agent"] = [f"There is no agent named {name}."]
+        attrs["owner"] = owner
+
+        if not attrs.get("text", "").strip():
+            if attrs["key"] and attrs["value"] is not None:
+                rendered = json.dumps(attrs["value"], sort_keys=True, ensure_ascii=False)
+                attrs["text"] = f"{attrs['key']} = {rendered}"[:MAX_TEXT]
+            else:
+                errors["text"] = ["Give the memory's text (or both key and value)."]
+
+        if attrs["valid_from"] and attrs["valid_to"] and attrs["valid_to"] <= attrs["valid_from"]:
+            errors["valid_to"] = ["valid_to must be after valid_from."]
+        if attrs["expires_at"] is not None:
+            if attrs["tier"] not in Memory.SHORT_TERM_TIERS:
+                errors["expires_at"] = ["Only working and episodic memories expire."]
+            elif attrs["expires_at"] <= timezone.now():
+                errors["expires_at"] = ["expires_at is in the past."]
+
+        if attrs["supersedes"] is not None:
+            target = Memory.objects.select_related("owner").filter(pk=attrs["supersedes"]).first()
+            if target is None:
+                errors["supersedes"] = [f"There is no memory {attrs['supersedes']} you can see."]
+            attrs["supersedes"] = target
+        if attrs["conversation"] is not None:
+            conversation = Conversation.objects.filter(pk=attrs["conversation"]).first()
+            if conversation is None or owner is None or conversation.agent_id != owner.pk:
+                errors["conversation"] = [
+                    f"Agent {name or owner} has no conversation {attrs['conversation']}."
+                ]
+            attrs["conversation"] = conversation
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class MemoryListQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES], required=False)
+    tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
+    category = serializers.CharField(max_length=40, required=False)
+    store = serializers.CharField(
+        max_length=120, required=False, help_text="A store or scope (agent = self)."
+    )
+    agent = serializers.SlugField(max_length=64, required=False)
+    key = serializers.CharField(max_length=200, required=False)
+    q = serializers.CharField(max_length=200, required=False, help_text="Words in the text or key.")
+    stale = serializers.BooleanField(required=False, allow_null=True, default=None)
+    pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
+    page = serializers.IntegerField(min_value=1, default=1)
+    page_size = serializers.IntegerField(min_value=1, max_value=200, default=50)
+
+    def validate_store(self, value):
+        return access.SCOPE_ALIASES.get(value, value)
+
+
+class ReasonSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+class ApproveSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    text = serializers.CharField(
+        max_length=MAX_TEXT,
+        required=False,
+        help_text="Edit-then-approve: the reviewer's text becomes a new version.",
+    )
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    supersedes = serializers.IntegerField(
+        min_value=1, required=False, help_text="Also retire this memory (e.g. the one it contradicts)."
+    )
+
+
+class ReviseSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    text = serializers.CharField(max_length=MAX_TEXT)
+    reason = serializers.CharField(max_length=2000)
+
+
+class PromoteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
+    confidence = serializers.FloatField(min_value=0, max_value=1, required=False)
+
+
+class RunFinishSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    agent = serializers.SlugField(
+        max_length=64, required=False, help_text="Reviewers: limit to one agent's run."
+    )
+
+
+class AuthorSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    name = serializers.CharField()
+
+
+class VersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    text = serializers.CharField()
+    content_hash = serializers.CharField()
+    author = AuthorSerializer()
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class MemorySerializer(serializers.Serializer):
+    """The memory as the API returns it (documentation; `memory_out` builds it fast)."""
+
+    id = serializers.IntegerField()
+    agent = serializers.CharField()
+    store = serializers.CharField()
+    text = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    tier = serializers.CharField()
+    category = serializers.CharField()
+    confidence = serializers.FloatField()
+    status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES])
+    queue_reason = serializers.CharField()
+    status_reason = serializers.CharField()
+    stale = serializers.BooleanField()
+    stale_reason = serializers.CharField()
+    pinned = serializers.BooleanField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    content_hash = serializers.CharField()
+    version = serializers.IntegerField()
+    supersedes = serializers.IntegerField(allow_null=True)
+    superseded_by = serializers.IntegerField(allow_null=True)
+    sources = SourceSerializer(many=True)
+    author = AuthorSerializer()
+    conversation = serializers.IntegerField(allow_null=True)
+    run_id = serializers.CharField()
+    turn = serializers.IntegerField(allow_null=True)
+    event_id = serializers.CharField()
+    entry = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class MemoryDetailSerializer(MemorySerializer):
+    versions = VersionSerializer(many=True)
+
+
+class MemoryPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    results = MemorySerializer(many=True)
+
+
+class RunFinishedSerializer(serializers.Serializer):
+    run_id = serializers.CharField()
+    cleared = serializers.IntegerField()
+    memory_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+def _dt(value):
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def memory_out(memory: Memory, sources=None) -> dict:
+    """The API body of one memory (the fields of MemorySerializer). `sources` defaults to the
+    memory's prefetched sources, or the list a write just recorded."""
+    if sources is None:
+        sources = getattr(memory, "source_list", None)
+    if sources is None:
+        sources = [{"kind": s.kind, "ref": s.ref} for s in memory.sources.all()]
+    return {
+        "id": memory.pk,
+        "agent": memory.owner.name,
+        "store": memory.store,
+        "text": memory.text,
+        "key": memory.key,
+        "value": memory.value,
+        "tier": memory.tier,
+        "category": memory.category,
+        "confidence": memory.confidence,
+        "status": memory.status,
+        "queue_reason": memory.queue_reason,
+        "status_reason": memory.status_reason,
+        "stale": memory.stale,
+        "stale_reason": memory.stale_reason,
+        "pinned": memory.pinned,
+        "valid_from": _dt(memory.valid_from),
+        "valid_to": _dt(memory.valid_to),
+        "expires_at": _dt(memory.expires_at),
+        "content_hash": memory.content_hash,
+        "version": memory.version,
+        "supersedes": memory.supersedes_id,
+        "superseded_by": memory.superseded_by_id,
+        "sources": sources,
+        "author": {"kind": memory.author_kind, "name": memory.author_name},
+        "conversation": memory.conversation_id,
+        "run_id": memory.run_id,
+        "turn": memory.turn,
+        "event_id": memory.event_id,
+        "entry": memory.entry_id,
+        "created_at": _dt(memory.created_at),
+        "updated_at": _dt(memory.updated_at),
+    }
+
+
+def version_out(version) -> dict:
+    return {
+        "version": version.version,
+        "text": version.text,
+        "content_hash": version.content_hash,
+        "author": {"kind": version.author_kind, "name": version.author_name},
+        "reason": version.reason,
+        "created_at": _dt(version.created_at),
+    }

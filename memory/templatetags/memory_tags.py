@@ -1,0 +1,28 @@
+import json
+
+from django import template
+
+register = template.Library()
+
+STATUS_BADGES = {"active": "ok", "queued": "warn", "rejected": "bad", "invalidated": "bad"}
+
+
+@register.filter
+def tojson(value) -> str:
+    """A JSON value for display (autoescaped by the template like any other string)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def status_badge(status: str) -> str:
+    return STATUS_BADGES.get(status, "")
+
+
+@register.filter
+def event_label(action: str) -> str:
+    return action.removeprefix("memory.").replace("_", " ")
+
+
+@register.filter
+def get_item(mapping, key):
+    return mapping.get(key) if hasattr(mapping, "get") else None
