@@ -183,7 +183,7 @@ def setting_set(*, actor: Principal, name: str, value) -> Setting:
     choices = MODES[name]["choices"]
     if choices is not None and value not in choices:
         raise ValidationError({"value": [f"Choose one of {', '.join(map(str, choices))}."]})
-    from knowledge.settings_store import setting_get
+    from knowledge.settings_store import setting_cache_clear, setting_get
 
     with transaction.atomic():
         old = setting_get(name)
@@ -196,4 +196,6 @@ def setting_set(*, actor: Principal, name: str, value) -> Setting:
             data={"from": old, "to": value},
             revisions=[("setting", name, {"value": old}, {"value": value})],
         )
+        transaction.on_commit(setting_cache_clear)
+    setting_cache_clear()
     return setting

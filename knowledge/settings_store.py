@@ -1,6 +1,8 @@
 """Run-time modes: the environment gives the default, admins may override it (audited) on the
 settings page. Read them with setting_get(name); never read the Django setting directly."""
 
+import time
+
 from django.conf import settings
 
 MODES = {
@@ -27,10 +29,25 @@ MODES = {
 }
 
 
+# The overrides are read in one query and kept for a few seconds per process, so the hot paths
+# (every memory write reads two or three modes) do not pay a query each; a change made in this
+# process is seen at once, one made in another process within CACHE_SECONDS.
+CACHE_SECONDS = 5.0
+_cache: dict = {"at": -CACHE_SECONDS, "values": {}}
+
+
+def setting_cache_clear() -> None:
+    _cache["at"] = -CACHE_SECONDS
+
+
 def setting_get(name: str):
     from knowledge.models import Setting
 
-    row = Setting.objects.filter(name=name).values_list("value", flat=True).first()
-    if row is not None:
-        return row
+    now = time.monotonic()
+    if now - _cache["at"] >= CACHE_SECONDS:
+        _cache["values"] = dict(Setting.objects.values_list("name", "value"))
+        _cache["at"] = now
+    value = _cache["values"].get(name)
+    if value is not None:
+        return value
     return getattr(settings, name)

@@ -3,9 +3,9 @@
 Each hook is a small function so a later capability can replace its body without touching the
 activation function itself:
 
-- `gate_before_activation` — the eval gate (issue 8). In `enforce` mode it will run the gate
-  check and hold a memory that regresses a case (or whose check could not run) in the queue.
-  Until then it always allows.
+- `gate_before_activation` — the eval gate (memory.gate). In `enforce` mode it runs the gate
+  check and holds a memory that regresses a case (or whose check could not run) in the queue;
+  in `shadow` mode it queues a background check.
 - `route_goes_active` — who goes into force at once (the DESIGN.md table), including the
   distiller's auto-activation setting.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from knowledge.models import Memory
 from knowledge.principals import Principal
 from knowledge.settings_store import setting_get
+from memory import gate
 
 API_WRITE, DISTILLER, DREAMING, REVIEW = "api_write", "distiller", "dreaming", "review"
 ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW)
@@ -34,9 +35,10 @@ def gate_before_activation(memory: Memory, *, route: str) -> GateDecision:
     """EVAL GATE HOOK (issue 8): decide whether `memory` may go into force now.
 
     Called by memory_activate after the route decided "active" and before anything changes.
-    Return GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
-    queue_reason "gate". Must not write memory text anywhere; may write audit events."""
-    return ALLOW
+    Returns GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
+    queue_reason "gate" (see memory.gate for the modes)."""
+    allow, reason, verdict = gate.gate_before_activation(memory=memory)
+    return GateDecision(allow=allow, reason=reason, verdict=verdict)
 
 
 def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:

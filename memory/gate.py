@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from knowledge.audit import audit_record
 from knowledge.models import Memory
+from knowledge.principals import Principal
 from knowledge.settings_store import setting_get
 from memory.models import EvalDataset, GateCheck
 
@@ -193,19 +194,20 @@ def gate_run_pending(*, actor, limit: int = 50) -> int:
     return done
 
 
-def gate_before_activation(*, actor, memory: Memory) -> tuple[bool, str]:
-    """Called by the one activation function before a memory goes into force. Returns
-    (allow, reason). enforce: runs the check now — regressed or error holds the memory in the
-    review queue with the failing cases as the reason; untested and pass go ahead (and are
-    audited). shadow: goes ahead; a check is queued after commit. off: goes ahead."""
+def gate_before_activation(*, memory: Memory) -> tuple[bool, str, str]:
+    """Called by the one activation function before a memory goes into force; returns
+    (allow, reason, verdict). enforce: runs the check now — regressed or error holds the memory
+    in the review queue with the failing cases as the reason; untested and pass go ahead (every
+    verdict is audited). shadow: goes ahead; a background check is queued after commit. off:
+    goes ahead unchecked."""
     mode = setting_get("BRAIN_MEMORY_ACTIVATION_GATE")
     if mode == ENFORCE:
-        check = gate_check_run(actor=actor, memory=memory, trigger=ENFORCE)
+        check = gate_check_run(actor=Principal.system("eval-gate"), memory=memory, trigger=ENFORCE)
         if check.verdict == GateCheck.REGRESSED:
-            return False, f"gate: {check.reason}"
+            return False, f"gate: {check.reason}", check.verdict
         if check.verdict == GateCheck.ERROR:
-            return False, f"gate: the check could not run ({check.reason})"
-        return True, ""
+            return False, f"gate: the check could not run ({check.reason})", check.verdict
+        return True, "", check.verdict
     if mode == SHADOW:
         transaction.on_commit(lambda: gate_enqueue(memory=memory))
-    return True, ""
+    return True, "", ""

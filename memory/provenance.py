@@ -182,6 +182,7 @@ WITH f AS (
 )
 INSERT INTO knowledge_revision (event_id, object_type, object_id, before, after)
 SELECT upd.event_id, 'memory', upd.id::text, upd.before, upd.after FROM upd
+RETURNING object_id
 """
 
 
@@ -204,11 +205,13 @@ def _act(mode: str, actor: Principal, now) -> dict:
                 "request_id": current_request_id.get(),
             },
         )
-        acted = cursor.rowcount
+        ids = [int(row[0]) for row in cursor.fetchall()]
+    acted = len(ids)
     return {
         "stale": acted,
         "requeued": acted if mode == "requeue" else 0,
         "invalidated": acted if mode == "invalidate" else 0,
+        "ids": ids,
     }
 
 
@@ -218,6 +221,35 @@ def _lifecycle(memory: Memory) -> dict:
 
 def _json(value):
     return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _act_until_settled(mode: str, actor: Principal, now, counts: dict) -> list[int]:
+    """Act on the findings; a retired memory changes the fingerprint of the memory sources that
+    cite it, so repeat until nothing more retires (transitive staleness)."""
+    ids = []
+    for _ in range(MAX_ROUNDS):
+        acted = _act(mode, actor, now)
+        ids.extend(acted.pop("ids"))
+        for key, value in acted.items():
+            counts[key] += value
+        if not acted["invalidated"]:
+            break
+        _refresh_states(now, kinds=["memory"])
+    return ids
+
+
+def provenance_recheck_memory_sources(*, actor: Principal, now=None) -> list[int]:
+    """Right after a memory retires (superseded, rejected, revoked): recheck the memory sources
+    that cite memories and act on the dependants per the current mode, transitively. Returns
+    the ids acted on. Runs in the caller's transaction."""
+    mode = setting_get("BRAIN_MEMORY_INVALIDATION")
+    if mode == "off":
+        return []
+    now = now or timezone.now()
+    counts = {"stale": 0, "requeued": 0, "invalidated": 0}
+    with transaction.atomic():
+        _refresh_states(now, kinds=["memory"])
+        return _act_until_settled(mode, actor, now, counts)
 
 
 def provenance_check(*, actor: Principal | None = None, now=None) -> dict:
@@ -242,14 +274,7 @@ def provenance_check(*, actor: Principal | None = None, now=None) -> dict:
         return counts
     with transaction.atomic():
         _refresh_states(now)
-        for _ in range(MAX_ROUNDS):
-            acted = _act(mode, actor, now)
-            for key, value in acted.items():
-                counts[key] += value
-            if not acted["invalidated"]:
-                break
-            # Retired memories change the fingerprint of memory sources citing them.
-            _refresh_states(now, kinds=["memory"])
+        _act_until_settled(mode, actor, now, counts)
         tracked = MemorySource.objects.exclude(kind__in=NEVER_CHANGES)
         for state, n in tracked.values_list("state").annotate(n=Count("id")).order_by():
             counts[state] = n

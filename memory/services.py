@@ -22,6 +22,7 @@ from knowledge.models import Agent, AuditEvent, Conversation, Memory
 from knowledge.principals import Principal
 from knowledge.settings_store import setting_get
 from memory.activation_hooks import API_WRITE, REVIEW, ROUTES, gate_before_activation, route_goes_active
+from memory.provenance import provenance_rebaseline, provenance_recheck_memory_sources
 from memory.selectors import contradicts
 
 ANTI_DRIFT_CONFIDENCE = 0.9
@@ -176,7 +177,10 @@ def memory_mark_dependants_stale(*, actor: Principal, memory: Memory, reason: st
     """Flag every live memory that cites `memory` as a source (`memory:<id>`) as stale with
     `reason`, audited as memory.stale. Returns the ids newly flagged (already-stale ones are left
     alone, so calling it twice writes nothing twice). Runs in the caller's transaction if any.
-    (The provenance capability may extend what a stale memory undergoes by invalidation mode.)"""
+    In requeue and invalidate modes the provenance machinery acts on the dependants instead
+    (back to the queue, or retired — transitively), exactly as a provenance check would."""
+    if setting_get("BRAIN_MEMORY_INVALIDATION") in ("requeue", "invalidate"):
+        return provenance_recheck_memory_sources(actor=actor)
     with transaction.atomic():
         dependants = list(
             Memory.objects.select_for_update(of=("self",))
@@ -479,6 +483,12 @@ def memory_approve(
                 _save(memory, "supersedes")
             queue_reason = memory.queue_reason
             status = memory_activate(actor=actor, memory=memory, route=REVIEW)
+            if status == Memory.ACTIVE and memory.stale:
+                # Approving a memory that went stale confirms it still holds: its sources are
+                # re-baselined to their current state.
+                provenance_rebaseline(memory)
+                memory.stale, memory.stale_reason = False, ""
+                _save(memory, "stale", "stale_reason")
             data = {"queue_reason": queue_reason, "status": status, "version": memory.version}
             if edited:
                 data.update(edited=True, from_version=from_version, content_hash=memory.content_hash)

@@ -89,3 +89,13 @@ def model_stub(_model_stub_server, settings):
     settings.BRAIN_MODEL_TIMEOUT_SECONDS = 5
     yield _model_stub_server
     _model_stub_server.reset()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings_cache():
+    """Run-time settings are cached per process; every test starts from the database."""
+    from knowledge.settings_store import setting_cache_clear
+
+    setting_cache_clear()
+    yield
+    setting_cache_clear()

@@ -33,4 +33,7 @@ def test_seed_demo_is_idempotent_and_shows_a_stale_memory(db):
     counts = (Agent.objects.count(), Memory.objects.count(), AuditEvent.objects.count())
     call_command("seed_demo", verbosity=0)
     assert (Agent.objects.count(), Memory.objects.count(), AuditEvent.objects.count()) == counts
-    assert Memory.objects.filter(stale=True, stale_reason="re-check: its source ticket:INC-31 changed").count() == 1
+    assert (
+        Memory.objects.filter(stale=True, stale_reason="re-check: its source ticket:INC-31 changed").count()
+        == 1
+    )
