@@ -18,7 +18,8 @@ from knowledge.llm import LIGHT, ModelError, model_call
 from knowledge.memories import memory_row_create
 from knowledge.models import Conversation, Memory
 from knowledge.principals import Principal
-from knowledge.settings_store import setting_get
+from memory.activation_hooks import DISTILLER
+from memory.services import MemoryConflict, memory_activate
 
 ACTOR = Principal.system("distiller")
 STUCK_AFTER = timedelta(minutes=30)
@@ -71,11 +72,18 @@ def conversation_transcript(conversation: Conversation) -> list[dict]:
     return []
 
 
-def distilled_status() -> str:
-    """Where a distilled memory starts: queued for review, or active when distiller
-    auto-activation (BRAIN_DISTILLER_AUTO_ACTIVATE) is on. The one place to route through the
-    activation function (memory.services.memory_activate)."""
-    return Memory.ACTIVE if setting_get("BRAIN_DISTILLER_AUTO_ACTIVATE") else Memory.QUEUED
+def distilled_activate(memory: Memory) -> str:
+    """A distilled memory starts queued and passes the one activation function (route
+    distiller): it stays queued for review, or goes into force when distiller auto-activation
+    (BRAIN_DISTILLER_AUTO_ACTIVATE) is on and the gate lets it. A memory that strict anti-drift
+    refuses stays queued with the reason."""
+    try:
+        with transaction.atomic():
+            return memory_activate(actor=ACTOR, memory=memory, route=DISTILLER)
+    except MemoryConflict as exc:
+        memory.status_reason = f"contradicts active memories {exc.conflicts_with}"
+        memory.save(update_fields=["status_reason", "updated_at"])
+        return Memory.QUEUED
 
 
 def _claim(conversation: Conversation) -> DistillerRun | None:
@@ -143,7 +151,6 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
 
 
 def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRun:
-    status = distilled_status()
     source = [{"kind": "conversation", "ref": str(conversation.pk)}]
     with transaction.atomic():
         run = DistillerRun.objects.select_for_update().get(pk=run.pk)
@@ -162,8 +169,8 @@ def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRu
                 text=text,
                 author_kind="distiller",
                 author_name="distiller",
-                status=status,
-                queue_reason="new" if status == Memory.QUEUED else "",
+                status=Memory.QUEUED,
+                queue_reason="new",
                 sources=source,
                 tier=tier,
                 category=proposal["category"],
@@ -172,6 +179,7 @@ def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRu
                 conversation=conversation,
                 reason=f"distilled from conversation {conversation.pk}",
             )
+            distilled_activate(memory)
             created.append(memory)
             audit_record(
                 "memory.written",
@@ -196,7 +204,7 @@ def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRu
             object_type="conversation",
             object_ids=[conversation.pk],
             counts={"memories": len(created), "proposed": len(proposals)},
-            data={"memories": [m.pk for m in created], "status": status},
+            data={"memories": [m.pk for m in created], "statuses": sorted({m.status for m in created})},
         )
         return _finish(run, DistillerRun.DONE, usage_id=usage_id, memory_ids=[m.pk for m in created])
 

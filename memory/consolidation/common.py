@@ -81,14 +81,24 @@ def memory_state(memory: Memory, sources) -> dict:
 
 
 def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, actor, now) -> None:
-    """Put a plan's merged memories into force. This is the one step that belongs to the
-    activation function (memory.services.memory_activate) once it exists: route it there."""
-    Memory.objects.filter(pk__in=memory_ids, status=Memory.QUEUED).update(
-        status=Memory.ACTIVE,
-        queue_reason="",
-        status_reason=f"consolidation plan #{plan.pk} applied",
-        updated_at=now,
-    )
+    """Put a plan's merged memories into force through the one activation function (route
+    review: applying a plan is a reviewer's decision, or the apply mode's), so the eval gate and
+    strict anti-drift see them like any other memory. If one is held or refused, the whole apply
+    fails and writes nothing — the originals must not be folded away behind a held memory."""
+    from memory.activation_hooks import REVIEW
+    from memory.services import MemoryConflict, memory_activate
+
+    for memory in (
+        Memory.objects.select_for_update().filter(pk__in=memory_ids, status=Memory.QUEUED).order_by("pk")
+    ):
+        try:
+            status = memory_activate(actor=actor, memory=memory, route=REVIEW, now=now)
+        except MemoryConflict as exc:
+            raise PlanConflict(f"merged memory #{memory.pk} contradicts active memories {exc.conflicts_with}")
+        if status != Memory.ACTIVE:
+            raise PlanConflict(f"merged memory #{memory.pk} was held: {memory.status_reason}")
+        memory.status_reason = f"consolidation plan #{plan.pk} applied"
+        memory.save(update_fields=["status_reason", "updated_at"])
 
 
 def merged_memories_retire(
