@@ -1,6 +1,15 @@
 from django.urls import path
 
-from memory import api, api_consolidation, api_gate, api_provenance, views, views_consolidation, views_gate
+from memory import (
+    api,
+    api_consolidation,
+    api_gate,
+    api_provenance,
+    views,
+    views_consolidation,
+    views_gate,
+    views_provenance,
+)
 
 # --- memories and the review queue (issue 3) ---
 urlpatterns = [
@@ -16,6 +25,15 @@ urlpatterns = [
     path("memories/<int:memory_id>/revoke", views.memory_revoke, name="memory-revoke"),
     path("memories/<int:memory_id>/promote", views.memory_promote, name="memory-promote"),
     path("memories/<int:memory_id>/revise", views.memory_revise, name="memory-revise"),
+    # --- provenance (issue 4) ---
+    path("memories/stale/", views_provenance.stale_list, name="stale-list"),
+    path("memories/stale/check", views_provenance.stale_check, name="stale-check"),
+    path("memories/stale/<int:memory_id>", views_provenance.stale_action, name="stale-action"),
+    path(
+        "memories/<int:memory_id>/confirm-sources",
+        views_provenance.memory_confirm_sources,
+        name="memory-confirm-sources",
+    ),
 ]
 
 api_urlpatterns = [
@@ -81,6 +99,7 @@ urlpatterns += [
     path("gate/datasets/", views_gate.dataset_list, name="dataset-list"),
     path("gate/datasets/<str:name>/", views_gate.dataset_edit, name="dataset-edit"),
     path("gate/datasets/<str:name>/export.jsonl", views_gate.dataset_export, name="dataset-export"),
+    path("memories/<int:memory_id>/gate-check", views_gate.memory_gate_check, name="memory-gate-check"),
 ]
 
 api_urlpatterns += [

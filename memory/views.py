@@ -24,6 +24,7 @@ from memory.forms import (
     RevokeForm,
     first_error,
 )
+from memory.selectors_provenance import memory_provenance
 
 QUEUE_LIMIT = 100
 PAGE_SIZE = 50
@@ -253,6 +254,8 @@ def _detail_context(request, memory_id: int, **extra) -> dict:
         "chain": selectors.supersession_chain(memory),
         "history": selectors.memory_audit_history(memory),
         "dependants": selectors.memory_dependants(memory),
+        "provenance": memory_provenance(memory),
+        "gate_check": memory.gate_checks.exclude(verdict__in=["pending", "running"]).first(),
         "queue_item": queue_item,
         "promote_form": PromoteForm(),
         "tiers_above": Memory.TIER_ORDER[Memory.TIER_ORDER.index(memory.tier) + 1 :],

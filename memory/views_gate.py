@@ -4,12 +4,13 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from knowledge.permissions import admin_required, reviewer_required
 from knowledge.settings_store import setting_get
-from memory import eval_datasets
+from memory import eval_datasets, selectors
+from memory.gate import gate_check_run
 from memory.models import EvalDataset, GateCheck
 
 MAX_UPLOAD_BYTES = 1024 * 1024
@@ -130,3 +131,14 @@ def dataset_export(request, name):
     response = HttpResponse(eval_datasets.cases_to_jsonl(dataset.cases), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{dataset.name}.jsonl"'
     return response
+
+
+@reviewer_required
+@require_POST
+def memory_gate_check(request, memory_id: int):
+    """Run the gate on one memory now from its page; records the verdict, changes nothing else."""
+    memory = selectors.memory_get_for(request.principal, memory_id)
+    check = gate_check_run(actor=request.principal, memory=memory, trigger="manual")
+    level = messages.success if check.verdict in (GateCheck.PASS, GateCheck.UNTESTED) else messages.warning
+    level(request, f"Gate verdict: {check.verdict}{' — ' + check.reason if check.reason else ''}")
+    return redirect("memory-detail", memory_id=memory.pk)
