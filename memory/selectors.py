@@ -13,6 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from knowledge import access
 from knowledge.models import AuditEvent, Memory
 from knowledge.principals import Principal
+from memory.models import GateCheck
 
 QUEUE_REASONS = ["new", "requeued", "merge", "gate"]
 QUEUE_REASON_LABELS = {
@@ -111,6 +112,7 @@ class QueueItem:
     compare_to: Memory | None = None  # the memory it would supersede, or one it contradicts
     relation: str = ""  # "supersedes" | "contradicts"
     contradicts: list[Memory] = field(default_factory=list)
+    gate_check: object = None  # the latest finished eval-gate verdict, if any
 
     @property
     def diff(self) -> SafeString | None:
@@ -157,9 +159,20 @@ def _queue_items(memories: list[Memory]) -> list[QueueItem]:
         ).order_by("-created_at")
         for other in active:
             by_key.setdefault((other.key, other.store), []).append(other)
+    gate_checks = (
+        {
+            check.memory_id: check
+            for check in GateCheck.objects.filter(memory_id__in=[m.pk for m in memories])
+            .exclude(verdict__in=[GateCheck.PENDING, GateCheck.RUNNING])
+            .order_by("memory_id", "-created_at", "-id")
+            .distinct("memory_id")
+        }
+        if memories
+        else {}
+    )
     items = []
     for memory in memories:
-        item = QueueItem(memory=memory)
+        item = QueueItem(memory=memory, gate_check=gate_checks.get(memory.pk))
         if memory.key:
             item.contradicts = [
                 other
