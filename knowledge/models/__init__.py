@@ -1,6 +1,6 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
-from knowledge.models.entries import Entry
+from knowledge.models.entries import CurationGuide, Entry, EntryRelation
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.system import Heartbeat, Setting
@@ -11,7 +11,9 @@ __all__ = [
     "AuditEvent",
     "Channel",
     "Conversation",
+    "CurationGuide",
     "Entry",
+    "EntryRelation",
     "Heartbeat",
     "Integration",
     "Memory",

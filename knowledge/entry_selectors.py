@@ -1,0 +1,269 @@
+"""Reads of entries, their bodies, relations, history and curation guides, and entry search.
+
+Search is PostgreSQL full-text search over a trigger-maintained `search_document` (name and
+aliases weight A, summary B, body blocks C; GIN index) plus trigram matching of names and
+aliases without pg_trgm: `name_trigrams` holds the entry's trigram set (GIN index), a query's
+trigrams come from the same SQL function (`brain_trigrams`), and an entry matches when it
+contains at least TRIGRAM_MATCH of the query's trigrams — so a partial or misspelt name or
+alias still finds it. The score adds the text rank, the share of the query's trigrams found and
+a little of the share of the entry's own trigrams matched (closer names first)."""
+
+import dataclasses
+import datetime
+import math
+import re
+
+from django.core.exceptions import EmptyResultSet, FullResultSet
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q
+from django.http import Http404
+
+from knowledge import access
+from knowledge.entries import BODY_STATUSES
+from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Revision
+from knowledge.principals import Principal
+
+TRIGRAM_MATCH = 0.6
+MAX_PAGE_SIZE = 100
+WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = False) -> Entry:
+    """The entry if `principal` may read it; 404 otherwise (an unreadable entry is not
+    distinguishable from a missing one)."""
+    manager = Entry.all_objects if include_deleted else Entry.objects
+    try:
+        entry_id = int(entry_id)
+    except (TypeError, ValueError):
+        raise Http404("No such entry.")
+    entry = manager.filter(access.readable_q(principal), pk=entry_id).select_related("owner").first()
+    if entry is None:
+        raise Http404("No such entry.")
+    return entry
+
+
+def entry_body(entry: Entry) -> list[Memory]:
+    """The entry's body: active and queued blocks in order, with their sources."""
+    return list(
+        Memory.objects.filter(entry=entry, status__in=BODY_STATUSES)
+        .order_by("position", "id")
+        .prefetch_related("sources")
+    )
+
+
+def entry_relations(principal: Principal, entry: Entry) -> tuple[list, list]:
+    """(outgoing, incoming) relations whose other end is live and readable by `principal`."""
+    readable = Entry.objects.filter(access.readable_q(principal)).values("pk")
+    outgoing = (
+        EntryRelation.objects.filter(source=entry, target__in=readable)
+        .select_related("target")
+        .order_by("predicate", "id")
+    )
+    incoming = (
+        EntryRelation.objects.filter(target=entry, source__in=readable)
+        .select_related("source")
+        .order_by("predicate", "id")
+    )
+    return list(outgoing), list(incoming)
+
+
+def entry_history(entry: Entry):
+    """Audit events that changed this entry, its blocks or its relations, newest first."""
+    block_ids = [str(i) for i in Memory.objects.filter(entry=entry).values_list("pk", flat=True)]
+    relation_ids = [
+        str(i)
+        for i in EntryRelation.objects.filter(Q(source=entry) | Q(target=entry)).values_list("pk", flat=True)
+    ]
+    touched = Q(revisions__object_type="entry", revisions__object_id=str(entry.pk))
+    if block_ids:
+        touched |= Q(revisions__object_type="memory", revisions__object_id__in=block_ids)
+    if relation_ids:
+        touched |= Q(revisions__object_type="relation", revisions__object_id__in=relation_ids)
+    ids = AuditEvent.objects.filter(touched).values("pk")
+    return (
+        AuditEvent.objects.filter(Q(pk__in=ids) | Q(data__entry=entry.pk))
+        .annotate(restorable=Exists(Revision.objects.filter(event=OuterRef("pk"))))
+        .order_by("-created_at", "-id")
+    )
+
+
+def guide_for(owner: Agent) -> CurationGuide:
+    """The principal's curation guide, or an unsaved one with the defaults (version 0)."""
+    guide = CurationGuide.objects.filter(owner=owner).first()
+    if guide is None:
+        guide = CurationGuide(
+            owner=owner,
+            domain_types=list(CurationGuide.DEFAULT_DOMAIN_TYPES),
+            page_thresholds=dict(CurationGuide.DEFAULT_PAGE_THRESHOLDS),
+            update_rules=CurationGuide.DEFAULT_UPDATE_RULES,
+            version=0,
+        )
+    return guide
+
+
+def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
+    """Readable by people with a role and by the owner agent itself (it is in its self store)."""
+    if not access.can_read_store(principal, owner=owner, store=CurationGuide.STORE):
+        raise Http404("No such curation guide.")
+    return guide_for(owner)
+
+
+def entry_types(owner: Agent | None = None) -> list[str]:
+    """Types to offer in forms: the guide's domain types (or the defaults) and the types in use."""
+    types = list(CurationGuide.DEFAULT_DOMAIN_TYPES)
+    guides = CurationGuide.objects.filter(owner=owner) if owner else CurationGuide.objects.all()
+    for guide_types in guides.values_list("domain_types", flat=True):
+        types.extend(t for t in guide_types if t not in types)
+    return types
+
+
+# --- search ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class EntryFilters:
+    q: str = ""
+    type: str = ""
+    store: str = ""
+    author: str = ""
+    owner: Agent | None = None
+    updated_after: datetime.datetime | None = None
+    updated_before: datetime.datetime | None = None
+    deleted: bool = False
+    sort: str = "updated"  # updated | name (a search is always ranked)
+
+
+@dataclasses.dataclass
+class EntryPage:
+    entries: list
+    count: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.count / self.page_size))
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 1
+
+
+def tsquery_text(q: str) -> str:
+    """A to_tsquery string for free text: every word must match, the last one as a prefix (so
+    results come while typing). Only letters and digits reach the query parser."""
+    words = WORDS.findall(q.lower())[:12]
+    if not words:
+        return ""
+    return " & ".join([*words[:-1], words[-1] + ":*"])
+
+
+def _query_trigrams(q: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT brain_trigrams(%s)", [q[:300]])
+        return list(cursor.fetchone()[0])
+
+
+def _filtered(principal: Principal, f: EntryFilters):
+    manager = Entry.all_objects.filter(deleted_at__isnull=False) if f.deleted else Entry.objects.all()
+    qs = manager.filter(access.readable_q(principal))
+    if f.owner is not None:
+        qs = qs.filter(owner=f.owner)
+    if f.type:
+        qs = qs.filter(type=f.type.lower())
+    if f.store:
+        qs = qs.filter(store=f.store)
+    if f.author:
+        qs = qs.filter(Q(block_authors__contains=[f.author]) | Q(author_name=f.author))
+    if f.updated_after:
+        qs = qs.filter(updated_at__gte=f.updated_after)
+    if f.updated_before:
+        qs = qs.filter(updated_at__lt=f.updated_before)
+    return qs
+
+
+def entry_search(principal: Principal, f: EntryFilters, *, page: int = 1, page_size: int = 25) -> EntryPage:
+    """One page of the entries `principal` may read that pass the filters: ranked by relevance
+    when `f.q` is given, else newest change first (or by name)."""
+    page_size = max(1, min(int(page_size), MAX_PAGE_SIZE))
+    page = max(1, int(page))
+    offset = (page - 1) * page_size
+    qs = _filtered(principal, f)
+    q = (f.q or "").strip()
+    if not q:
+        order = ["name", "id"] if f.sort == "name" else ["-updated_at", "-id"]
+        count = qs.count()
+        rows = list(qs.select_related("owner").order_by(*order)[offset : offset + page_size])
+        return EntryPage(rows, count, page, page_size)
+
+    ids, count = _ranked_ids(qs, q, limit=page_size, offset=offset)
+    if not ids and page > 1:
+        count = _ranked_ids(qs, q, limit=1, offset=0)[1]
+    by_id = Entry.all_objects.select_related("owner").in_bulk(ids)
+    return EntryPage([by_id[i] for i in ids if i in by_id], count, page, page_size)
+
+
+def _ranked_ids(qs, q: str, *, limit: int, offset: int) -> tuple[list[int], int]:
+    """(one page of ids, total matches) of the entries in `qs` that match `q`, best first."""
+    tsq = tsquery_text(q)
+    trigrams = _query_trigrams(q)
+    if not tsq and not trigrams:
+        return [], 0
+    need = max(1, math.ceil(TRIGRAM_MATCH * len(trigrams)))
+    compiler = qs.query.get_compiler(connection=connection)
+    try:
+        where_sql, where_params = compiler.compile(qs.query.where)
+    except EmptyResultSet:
+        return [], 0
+    except FullResultSet:
+        where_sql, where_params = "", []
+    where_sql = where_sql or "true"
+    table = Entry._meta.db_table
+    fts_match = f"{table}.search_document @@ to_tsquery('english', %s)" if tsq else "false"
+    fts_params = [tsq] if tsq else []
+    rank = f"ts_rank({table}.search_document, to_tsquery('english', %s))" if tsq else "0"
+    tri_match = f"{table}.name_trigrams && %s::text[]" if trigrams else "false"
+    tri_hits = (
+        f"(SELECT count(*) FROM unnest({table}.name_trigrams) AS g WHERE g = ANY(%s::text[]))"
+        if trigrams
+        else "0"
+    )
+    tri_params = [trigrams] if trigrams else []
+    sql = f"""
+        SELECT id, count(*) OVER () AS total FROM (
+          SELECT {table}.id AS id,
+                 {fts_match} AS fts_match,
+                 CASE WHEN {fts_match} THEN {rank} ELSE 0 END AS fts,
+                 CASE WHEN {tri_match} THEN {tri_hits} ELSE 0 END AS hits,
+                 greatest(cardinality({table}.name_trigrams), 1) AS n
+            FROM {table}
+           WHERE ({where_sql}) AND ({fts_match} OR {tri_match})
+        ) AS c
+        WHERE c.fts_match OR c.hits >= %s
+        ORDER BY (CASE WHEN c.hits >= %s THEN c.hits::float / %s + 0.5 * c.hits::float / c.n ELSE 0 END)
+                 + c.fts DESC, c.id
+        LIMIT %s OFFSET %s
+    """
+    params = [
+        *fts_params,  # fts_match column
+        *fts_params,  # CASE condition
+        *fts_params,  # rank
+        *tri_params,  # CASE condition
+        *tri_params,  # hits
+        *where_params,
+        *fts_params,
+        *tri_params,
+        need,
+        need,
+        max(1, len(trigrams)),
+        limit,
+        offset,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [r[0] for r in rows], (rows[0][1] if rows else 0)
