@@ -75,19 +75,21 @@ def _shown(value) -> str:
 TOKENS = re.compile(r"\s+|[^\s]+")
 
 
-def word_diff(before: str, after: str) -> str:
-    """HTML marking removed words <del> and added words <ins>; every piece escaped."""
+def word_diff(before: str, after: str) -> tuple[str, str]:
+    """(before, after) as HTML: removed words marked <del> in the first, added words <ins> in
+    the second; every piece escaped."""
     a, b = TOKENS.findall(before), TOKENS.findall(after)
-    out = []
+    old, new = [], []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
-            out.append(escape("".join(a[i1:i2])))
+            old.append(escape("".join(a[i1:i2])))
+            new.append(escape("".join(b[j1:j2])))
             continue
         if i2 > i1:
-            out.append(f"<del>{escape(''.join(a[i1:i2]))}</del>")
+            old.append(f"<del>{escape(''.join(a[i1:i2]))}</del>")
         if j2 > j1:
-            out.append(f"<ins>{escape(''.join(b[j1:j2]))}</ins>")
-    return mark_safe("".join(out))
+            new.append(f"<ins>{escape(''.join(b[j1:j2]))}</ins>")
+    return mark_safe("".join(old)), mark_safe("".join(new))
 
 
 def changed_fields(before: dict | None, after: dict | None) -> list[dict]:
@@ -103,6 +105,6 @@ def changed_fields(before: dict | None, after: dict | None) -> list[dict]:
             continue
         row = {"field": field, "before": _shown(old) if before else "", "after": _shown(new) if after else ""}
         if isinstance(old, str) and isinstance(new, str) and old != new:
-            row["diff"] = word_diff(old, new)
+            row["before"], row["after"] = word_diff(old, new)
         rows.append(row)
     return rows

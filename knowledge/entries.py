@@ -176,13 +176,14 @@ def _body(entry: Entry, *, lock: bool = False):
 def _audit(action, *, actor, entry, revisions, reason="", counts=None, data=None):
     """The audit event of an entry change; the objects it names are those its revisions hold."""
     types = {r[0] for r in revisions}
+    single = len(types) == 1 and len(revisions) <= 50
     return audit_record(
         action,
         actor=actor,
         store=entry.store,
         owner=entry.owner.name,
-        object_type=types.pop() if len(types) == 1 else "entry",
-        object_ids=[r[1] for r in revisions] if len(revisions) <= 50 else [entry.pk],
+        object_type=types.pop() if single else "entry",
+        object_ids=[r[1] for r in revisions] if single else [entry.pk],
         reason=reason,
         counts=counts,
         data={"entry": entry.pk, **(data or {})},

@@ -71,7 +71,7 @@ class EntryCreateForm(EntryMetaForm):
     owner = forms.ModelChoiceField(queryset=Agent.objects.all(), to_field_name="name")
     scope = forms.CharField(
         initial="shared",
-        help_text="shared, agent (the owner's self store), private:<person> or channel:<channel>.",
+        help_text="shared, agent (the owner's self store), private:PERSON or channel:CHANNEL.",
         widget=forms.TextInput(attrs={"list": "entry-scopes"}),
     )
     first_block = forms.CharField(

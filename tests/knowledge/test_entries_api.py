@@ -34,13 +34,16 @@ def test_agent_creates_an_entry_with_blocks_and_gets_their_ids(world):
     assert body["blocks"][0]["sources"] == KB
     assert {b["status"] for b in body["blocks"]} == {"active"}  # scribe is trusted
     block_ids = [b["id"] for b in body["blocks"]]
-    assert list(Memory.objects.filter(entry_id=body["id"]).order_by("position").values_list("pk", flat=True)) == (
-        block_ids
-    )
+    assert list(
+        Memory.objects.filter(entry_id=body["id"]).order_by("position").values_list("pk", flat=True)
+    ) == (block_ids)
     event = AuditEvent.objects.get(pk=body["audit_event"])
     assert event.action == "entry.created" and event.owner == "scribe" and event.counts == {"blocks": 2}
     assert "Version 5.2.1" not in str(event.data)  # ids and counts, never text
-    assert {(r.object_type, r.before is None) for r in event.revisions.all()} == {("entry", True), ("memory", True)}
+    assert {(r.object_type, r.before is None) for r in event.revisions.all()} == {
+        ("entry", True),
+        ("memory", True),
+    }
 
 
 def test_untrusted_agent_blocks_wait_for_review_and_person_blocks_are_active(world):
@@ -57,7 +60,10 @@ def test_bad_input_is_refused_per_field_and_writes_nothing(world):
     cases = [
         ({"name": "", "owner": "copilot"}, "name"),
         ({"owner": "copilot", "properties": ["not", "an", "object"]}, "properties"),
-        ({"owner": "copilot", "blocks": [{"text": "x", "sources": [{"kind": "rumour", "ref": "1"}]}]}, "blocks"),
+        (
+            {"owner": "copilot", "blocks": [{"text": "x", "sources": [{"kind": "rumour", "ref": "1"}]}]},
+            "blocks",
+        ),
         ({"owner": "copilot", "scope": "everywhere"}, "scope"),
         ({}, "owner"),  # a person must name the owner agent
         ({"owner": "nobody"}, "owner"),
@@ -88,7 +94,9 @@ def test_agents_read_only_the_entries_their_stores_allow(world):
     assert copilot.get(f"/api/entries/{mine.pk}").status_code == 200
     # readable but owned by another agent: reading yes, writing no
     assert copilot.get(f"/api/entries/{shared.pk}").status_code == 200
-    assert copilot.patch(f"/api/entries/{shared.pk}", {"summary": "mine now"}, format="json").status_code == 403
+    assert (
+        copilot.patch(f"/api/entries/{shared.pk}", {"summary": "mine now"}, format="json").status_code == 403
+    )
     assert {e["name"] for e in copilot.get("/api/entries", {"q": "notes"}).json()["results"]} == names
     assert world.client("integration").get("/api/entries").status_code == 403
 
@@ -103,8 +111,12 @@ def catalogue(world):
         summary="Where the internal services run.",
         blocks=["Three worker nodes in Frankfurt."],
     )
-    make_entry(world.copilot, name="Alice Martin", type="person", aliases=["Ali"], blocks=["Leads the IT team."])
-    make_entry(world.copilot, name="Onboarding policy", type="policy", blocks=["New laptops run Kubernetes tools."])
+    make_entry(
+        world.copilot, name="Alice Martin", type="person", aliases=["Ali"], blocks=["Leads the IT team."]
+    )
+    make_entry(
+        world.copilot, name="Onboarding policy", type="policy", blocks=["New laptops run Kubernetes tools."]
+    )
     make_entry(world.scribe, name="Payroll system", type="system", summary="Salaries are paid on the 25th.")
 
 
@@ -152,10 +164,14 @@ def test_filters_by_type_store_owner_author_and_update_time(world, catalogue):
     entry = Entry.objects.get(name="Alice Martin")
     block = entry.blocks.get()
     admin.patch(
-        f"/api/entries/{entry.pk}/blocks/{block.pk}", {"text": "Leads IT.", "reason": "shorter"}, format="json"
+        f"/api/entries/{entry.pk}/blocks/{block.pk}",
+        {"text": "Leads IT.", "reason": "shorter"},
+        format="json",
     )
     assert _names(admin, author="adam") == ["Alice Martin"]
-    Entry.objects.filter(name="Payroll system").update(updated_at=timezone.now() - datetime.timedelta(days=30))
+    Entry.objects.filter(name="Payroll system").update(
+        updated_at=timezone.now() - datetime.timedelta(days=30)
+    )
     week_ago = (timezone.now() - datetime.timedelta(days=7)).date().isoformat()
     assert "Payroll system" not in _names(admin, updated_after=week_ago)
     assert _names(admin, updated_before=week_ago) == ["Payroll system"]
@@ -184,7 +200,9 @@ def test_metadata_edit_is_versioned_audited_and_refuses_a_stale_version(world):
     entry = make_entry(world.copilot, name="VPN", aliases=["vpn"])
     admin = world.client("admin")
     response = admin.patch(
-        f"/api/entries/{entry.pk}", {"summary": "Company VPN.", "aliases": ["GP"], "version": 1}, format="json"
+        f"/api/entries/{entry.pk}",
+        {"summary": "Company VPN.", "aliases": ["GP"], "version": 1},
+        format="json",
     )
     assert response.status_code == 200
     assert response.json()["version"] == 2 and response.json()["aliases"] == ["GP"]
@@ -208,12 +226,19 @@ def test_correcting_a_block_requires_a_reason_and_keeps_the_history(world):
         assert refused.status_code == 400
         assert refused.json()["fields"]["reason"] == ["A reason is required to correct a block."]
     assert Memory.objects.get(pk=block.pk).version == 1
-    response = admin.patch(url, {"text": "Client 5.2.2 fixes VPN-4012.", "reason": "5.2.1 was wrong"}, format="json")
+    response = admin.patch(
+        url, {"text": "Client 5.2.2 fixes VPN-4012.", "reason": "5.2.1 was wrong"}, format="json"
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["version"] == 2 and body["author"] == {"kind": "person", "name": "adam"}
-    versions = list(Memory.objects.get(pk=block.pk).versions.order_by("version").values_list("text", "reason"))
-    assert versions == [("Client 5.2.1 fixes VPN-4012.", ""), ("Client 5.2.2 fixes VPN-4012.", "5.2.1 was wrong")]
+    versions = list(
+        Memory.objects.get(pk=block.pk).versions.order_by("version").values_list("text", "reason")
+    )
+    assert versions == [
+        ("Client 5.2.1 fixes VPN-4012.", ""),
+        ("Client 5.2.2 fixes VPN-4012.", "5.2.1 was wrong"),
+    ]
     event = AuditEvent.objects.get(pk=body["audit_event"])
     assert event.action == "block.corrected" and event.reason == "5.2.1 was wrong"
     assert event.revisions.get().before["text"] == "Client 5.2.1 fixes VPN-4012."
@@ -308,7 +333,9 @@ def test_projection_is_the_markdown_of_the_active_blocks(world):
         properties={"vendor": "Palo Alto"},
         blocks=[{"text": "Use client 5.2.2.", "sources": KB}],
     )
-    world.client("copilot").post(f"/api/entries/{entry.pk}/blocks", {"text": "Unreviewed guess."}, format="json")
+    world.client("copilot").post(
+        f"/api/entries/{entry.pk}/blocks", {"text": "Unreviewed guess."}, format="json"
+    )
     markdown = world.client("copilot").get(f"/api/entries/{entry.pk}/projection").json()["markdown"]
     assert markdown.startswith("# VPN\n")
     assert "GlobalProtect" in markdown and "Palo Alto" in markdown and "The company VPN." in markdown

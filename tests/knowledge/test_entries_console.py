@@ -22,7 +22,10 @@ def vpn(world):
         type="system",
         aliases=["GlobalProtect"],
         summary="The company VPN.",
-        blocks=[{"text": "Use client 5.2.1.", "sources": [{"kind": "kb", "ref": "KB-7"}]}, "Needs admin rights."],
+        blocks=[
+            {"text": "Use client 5.2.1.", "sources": [{"kind": "kb", "ref": "KB-7"}]},
+            "Needs admin rights.",
+        ],
     )
 
 
@@ -77,7 +80,9 @@ def test_correcting_a_block_with_a_reason_shows_the_new_author_and_version(admin
     url = f"/knowledge/entries/{vpn.pk}/blocks/{block.pk}/correct"
     form = admin.get(url, **HX)
     assert b'name="reason"' in form.content and b"Use client 5.2.1." in form.content
-    saved = admin.post(url, {"text": "Use client 5.2.2.", "reason": "5.2.1 is withdrawn", "version": "1"}, **HX)
+    saved = admin.post(
+        url, {"text": "Use client 5.2.2.", "reason": "5.2.1 is withdrawn", "version": "1"}, **HX
+    )
     assert saved.status_code == 200
     fragment = saved.content.decode()
     assert f'id="block-{block.pk}"' in fragment and "Use client 5.2.2." in fragment
@@ -112,13 +117,20 @@ def test_metadata_form_validates_properties_json(admin, world, vpn):
 
 def test_blocks_are_added_reordered_and_removed_with_plain_posts(admin, world, vpn):
     first, second = vpn.created_blocks
-    assert admin.post(f"/knowledge/entries/{vpn.pk}/blocks", {"text": "Third.", "sources": "kb:KB-9"}).status_code == 302
+    assert (
+        admin.post(
+            f"/knowledge/entries/{vpn.pk}/blocks", {"text": "Third.", "sources": "kb:KB-9"}
+        ).status_code
+        == 302
+    )
     third = Memory.objects.get(entry=vpn, text="Third.")
     assert [s.ref for s in third.sources.all()] == ["KB-9"]
     bad = admin.post(f"/knowledge/entries/{vpn.pk}/blocks", {"text": "x", "sources": "rumour:1"})
     assert bad.status_code == 400 and b"Source kind must be one of" in bad.content
     admin.post(f"/knowledge/entries/{vpn.pk}/blocks/{third.pk}/move", {"position": "0"})
-    order = list(Memory.objects.filter(entry=vpn, status="active").order_by("position").values_list("text", flat=True))
+    order = list(
+        Memory.objects.filter(entry=vpn, status="active").order_by("position").values_list("text", flat=True)
+    )
     assert order == ["Third.", "Use client 5.2.1.", "Needs admin rights."]
     fragment = admin.post(f"/knowledge/entries/{vpn.pk}/blocks/{second.pk}/remove", **HX)
     assert b"Needs admin rights." not in fragment.content and b"<html" not in fragment.content
@@ -195,14 +207,17 @@ def test_entry_audit_tab_lists_its_history(admin, world, vpn):
 
 def test_the_audit_tab_filters_and_previews_an_event(admin, world, vpn):
     block = vpn.created_blocks[0]
-    admin.post(f"/knowledge/entries/{vpn.pk}/blocks/{block.pk}/correct", {"text": "Use client 5.2.2.", "reason": "why"})
+    admin.post(
+        f"/knowledge/entries/{vpn.pk}/blocks/{block.pk}/correct",
+        {"text": "Use client 5.2.2.", "reason": "why"},
+    )
     event = AuditEvent.objects.get(action="block.corrected")
     listed = admin.get("/knowledge/audit/", {"action": "block.corrected"}).content.decode()
     created = AuditEvent.objects.get(action="entry.created")
     assert f"event-{event.pk}" in listed and f"event-{created.pk}" not in listed
     assert admin.get("/knowledge/audit/", {"actor": "nobody"}).content.count(b'id="event-') == 0
     detail = admin.get(f"/knowledge/audit/{event.pk}/").content.decode()
-    assert "<del>5.2.1.</del><ins>5.2.2.</ins>" in detail
+    assert "<del>5.2.1.</del>" in detail and "<ins>5.2.2.</ins>" in detail
     assert "Preview restore" in detail
 
 
@@ -214,5 +229,21 @@ def test_reviewers_edit_entries_but_agents_pages_need_a_role(client, world, vpn)
     assert client.get("/knowledge/entries/").status_code == 403
     client.force_login(world.reviewer)
     block = vpn.created_blocks[0]
-    ok = client.post(f"/knowledge/entries/{vpn.pk}/blocks/{block.pk}/correct", {"text": "By Rita.", "reason": "r"})
+    ok = client.post(
+        f"/knowledge/entries/{vpn.pk}/blocks/{block.pk}/correct", {"text": "By Rita.", "reason": "r"}
+    )
     assert ok.status_code == 302 and Memory.objects.get(pk=block.pk).author_name == "rita"
+
+
+def test_audit_previews_escape_the_texts_they_compare(admin, world, vpn):
+    block = vpn.created_blocks[0]
+    url = f"/knowledge/entries/{vpn.pk}/blocks/{block.pk}/correct"
+    admin.post(url, {"text": "<script>alert(1)</script> new", "reason": "<b>why</b>"})
+    event = AuditEvent.objects.get(action="block.corrected")
+    for page in (
+        admin.get(f"/knowledge/audit/{event.pk}/"),
+        admin.get("/knowledge/audit/restore", {"events": event.pk}),
+    ):
+        body = page.content.decode()
+        assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
+        assert "<b>why</b>" not in body

@@ -27,7 +27,9 @@ def test_an_admin_edits_a_guide_in_versions_with_an_audit_trail(world):
     body = first.json()
     assert body["version"] == 1 and body["store"] == "self" and body["updated_by"] == "adam"
     assert body["domain_types"] == ["person", "system", "vendor"]
-    second = admin.put("/api/guides/copilot", {"update_rules": "Never store guesses.", "version": 1}, format="json")
+    second = admin.put(
+        "/api/guides/copilot", {"update_rules": "Never store guesses.", "version": 1}, format="json"
+    )
     assert second.json()["version"] == 2 and second.json()["taxonomy"] == GUIDE["taxonomy"]
     stale = admin.put("/api/guides/copilot", {"taxonomy": "flat", "version": 1}, format="json")
     assert stale.status_code == 409
@@ -35,7 +37,10 @@ def test_an_admin_edits_a_guide_in_versions_with_an_audit_trail(world):
     assert [e.action for e in events] == ["guide.created", "guide.updated"]
     assert events[1].owner == "copilot" and events[1].store == "self"
     rev = events[1].revisions.get()
-    assert rev.before["update_rules"] == GUIDE["update_rules"] and rev.after["update_rules"] == "Never store guesses."
+    assert (
+        rev.before["update_rules"] == GUIDE["update_rules"]
+        and rev.after["update_rules"] == "Never store guesses."
+    )
     bad = admin.put("/api/guides/copilot", {"page_thresholds": {"max": "many"}}, format="json")
     assert bad.status_code == 400 and "page_thresholds" in bad.json()["fields"]
 

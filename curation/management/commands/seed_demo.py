@@ -67,3 +67,7 @@ class Command(BaseCommand):
 
     def extend(self, *, actor, agents, people, channels):
         """Later capabilities add their demo data here."""
+        from knowledge.demo_entries import seed_entries
+
+        if created := seed_entries(agents=agents):
+            self.stdout.write(f"{created} knowledge entries")
