@@ -18,7 +18,8 @@ def fresh_database() -> None:
     from brainsite.embedded_db import embedded_url
 
     url = os.environ.get("DATABASE_URL") or embedded_url()
-    admin_url = url.rsplit("/", 1)[0] + "/postgres" + ("?" + url.split("?", 1)[1] if "?" in url else "")
+    base, _, query = url.partition("?")  # the embedded server's socket path is in the query
+    admin_url = base.rsplit("/", 1)[0] + "/postgres" + (f"?{query}" if query else "")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
         conn.execute("CREATE DATABASE brain_bench")

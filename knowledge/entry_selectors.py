@@ -1,31 +1,20 @@
-"""Reads of entries, their bodies, relations, history and curation guides, and entry search.
-
-Search is PostgreSQL full-text search over a trigger-maintained `search_document` (name and
-aliases weight A, summary B, body blocks C; GIN index) plus trigram matching of names and
-aliases without pg_trgm: `name_trigrams` holds the entry's trigram set (GIN index), a query's
-trigrams come from the same SQL function (`brain_trigrams`), and an entry matches when it
-contains at least TRIGRAM_MATCH of the query's trigrams — so a partial or misspelt name or
-alias still finds it. The score adds the text rank, the share of the query's trigrams found and
-a little of the share of the entry's own trigrams matched (closer names first)."""
+"""Reads of entries, their bodies, relations, history and curation guides, and the entries list
+(ranked search itself is in knowledge.entry_search)."""
 
 import dataclasses
 import datetime
 import math
-import re
 
-from django.core.exceptions import EmptyResultSet, FullResultSet
-from django.db import connection
 from django.db.models import Exists, OuterRef, Q
 from django.http import Http404
 
 from knowledge import access
 from knowledge.entries import BODY_STATUSES
+from knowledge.entry_search import ranked_ids
 from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Revision
 from knowledge.principals import Principal
 
-TRIGRAM_MATCH = 0.6
 MAX_PAGE_SIZE = 100
-WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = False) -> Entry:
@@ -153,21 +142,6 @@ class EntryPage:
         return self.page > 1
 
 
-def tsquery_text(q: str) -> str:
-    """A to_tsquery string for free text: every word must match, the last one as a prefix (so
-    results come while typing). Only letters and digits reach the query parser."""
-    words = WORDS.findall(q.lower())[:12]
-    if not words:
-        return ""
-    return " & ".join([*words[:-1], words[-1] + ":*"])
-
-
-def _query_trigrams(q: str) -> list[str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT brain_trigrams(%s)", [q[:300]])
-        return list(cursor.fetchone()[0])
-
-
 def _filtered(principal: Principal, f: EntryFilters):
     manager = Entry.all_objects.filter(deleted_at__isnull=False) if f.deleted else Entry.objects.all()
     qs = manager.filter(access.readable_q(principal))
@@ -200,70 +174,8 @@ def entry_search(principal: Principal, f: EntryFilters, *, page: int = 1, page_s
         rows = list(qs.select_related("owner").order_by(*order)[offset : offset + page_size])
         return EntryPage(rows, count, page, page_size)
 
-    ids, count = _ranked_ids(qs, q, limit=page_size, offset=offset)
+    ids, count = ranked_ids(qs, q, limit=page_size, offset=offset)
     if not ids and page > 1:
-        count = _ranked_ids(qs, q, limit=1, offset=0)[1]
+        count = ranked_ids(qs, q, limit=1, offset=0)[1]
     by_id = Entry.all_objects.select_related("owner").in_bulk(ids)
     return EntryPage([by_id[i] for i in ids if i in by_id], count, page, page_size)
-
-
-def _ranked_ids(qs, q: str, *, limit: int, offset: int) -> tuple[list[int], int]:
-    """(one page of ids, total matches) of the entries in `qs` that match `q`, best first."""
-    tsq = tsquery_text(q)
-    trigrams = _query_trigrams(q)
-    if not tsq and not trigrams:
-        return [], 0
-    need = max(1, math.ceil(TRIGRAM_MATCH * len(trigrams)))
-    compiler = qs.query.get_compiler(connection=connection)
-    try:
-        where_sql, where_params = compiler.compile(qs.query.where)
-    except EmptyResultSet:
-        return [], 0
-    except FullResultSet:
-        where_sql, where_params = "", []
-    where_sql = where_sql or "true"
-    table = Entry._meta.db_table
-    fts_match = f"{table}.search_document @@ to_tsquery('english', %s)" if tsq else "false"
-    fts_params = [tsq] if tsq else []
-    rank = f"ts_rank({table}.search_document, to_tsquery('english', %s))" if tsq else "0"
-    tri_match = f"{table}.name_trigrams && %s::text[]" if trigrams else "false"
-    tri_hits = (
-        f"(SELECT count(*) FROM unnest({table}.name_trigrams) AS g WHERE g = ANY(%s::text[]))"
-        if trigrams
-        else "0"
-    )
-    tri_params = [trigrams] if trigrams else []
-    sql = f"""
-        SELECT id, count(*) OVER () AS total FROM (
-          SELECT {table}.id AS id,
-                 {fts_match} AS fts_match,
-                 CASE WHEN {fts_match} THEN {rank} ELSE 0 END AS fts,
-                 CASE WHEN {tri_match} THEN {tri_hits} ELSE 0 END AS hits,
-                 greatest(cardinality({table}.name_trigrams), 1) AS n
-            FROM {table}
-           WHERE ({where_sql}) AND ({fts_match} OR {tri_match})
-        ) AS c
-        WHERE c.fts_match OR c.hits >= %s
-        ORDER BY (CASE WHEN c.hits >= %s THEN c.hits::float / %s + 0.5 * c.hits::float / c.n ELSE 0 END)
-                 + c.fts DESC, c.id
-        LIMIT %s OFFSET %s
-    """
-    params = [
-        *fts_params,  # fts_match column
-        *fts_params,  # CASE condition
-        *fts_params,  # rank
-        *tri_params,  # CASE condition
-        *tri_params,  # hits
-        *where_params,
-        *fts_params,
-        *tri_params,
-        need,
-        need,
-        max(1, len(trigrams)),
-        limit,
-        offset,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return [r[0] for r in rows], (rows[0][1] if rows else 0)

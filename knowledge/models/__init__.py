@@ -1,6 +1,6 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
-from knowledge.models.entries import CurationGuide, Entry, EntryRelation
+from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.system import Heartbeat, Setting
@@ -14,6 +14,7 @@ __all__ = [
     "CurationGuide",
     "Entry",
     "EntryRelation",
+    "EntrySearch",
     "Heartbeat",
     "Integration",
     "Memory",

@@ -20,10 +20,10 @@ class Entry(models.Model):
     (`entry`, `position`); blocks in the body are the active and queued ones.
 
     A deleted entry keeps its row (`deleted_at` set) and its blocks are retired, so its delete
-    audit record can restore it exactly. `search_document`, `name_trigrams`, `block_count` and
-    `block_authors` are derived by database triggers (migration 0004_entry_search) from the
-    entry's fields and its body blocks, whoever writes them; values written from Python are
-    overwritten on every insert and update."""
+    audit record can restore it exactly. `head_vector`, `name_trigrams`, `block_count` and
+    `block_authors` (and the EntrySearch document) are derived by database triggers (migration 0004_entry_search)
+    from the entry's fields and its body blocks, whoever writes them; values written from
+    Python are overwritten on every insert and update."""
 
     name = models.CharField(max_length=300)
     type = models.CharField(max_length=64, blank=True)
@@ -39,12 +39,13 @@ class Entry(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
-    search_document = SearchVectorField(null=True, editable=False)
-    name_trigrams = ArrayField(models.TextField(), default=list, blank=True, editable=False)
+    head_vector = SearchVectorField(null=True, editable=False)  # name, aliases (A), summary (B)
+    # The trigrams of name and aliases, each packed into a bigint (brain_trigram_codes in SQL).
+    name_trigrams = ArrayField(models.BigIntegerField(), default=list, blank=True, editable=False)
     block_count = models.PositiveIntegerField(default=0, editable=False)
     block_authors = ArrayField(models.TextField(), default=list, blank=True, editable=False)
 
-    DERIVED_FIELDS = ("search_document", "name_trigrams", "block_count", "block_authors")
+    DERIVED_FIELDS = ("head_vector", "name_trigrams", "block_count", "block_authors")
 
     objects = LiveEntryManager()
     all_objects = AllEntryManager()
@@ -55,8 +56,8 @@ class Entry(models.Model):
         verbose_name_plural = "entries"
         indexes = [
             models.Index(fields=["owner", "store"]),
-            models.Index(fields=["-updated_at"], name="entry_updated_idx"),
-            GinIndex(fields=["search_document"], name="entry_search_gin"),
+            models.Index(fields=["-updated_at", "-id"], name="entry_updated_idx"),
+            models.Index(fields=["name", "id"], name="entry_name_idx"),
             GinIndex(fields=["name_trigrams"], name="entry_trigram_gin"),
             GinIndex(fields=["block_authors"], name="entry_authors_gin"),
         ]
@@ -67,6 +68,18 @@ class Entry(models.Model):
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
+
+
+class EntrySearch(models.Model):
+    """An entry's full-text document (name and aliases weight A, summary B, body blocks C),
+    written only by the database trigger. A table of its own so entry rows stay narrow: lists,
+    counts and filters never read the documents."""
+
+    entry = models.OneToOneField(Entry, primary_key=True, on_delete=models.CASCADE, related_name="search")
+    document = SearchVectorField()
+
+    class Meta:
+        indexes = [GinIndex(fields=["document"], name="entry_search_gin")]
 
 
 class EntryRelation(models.Model):
