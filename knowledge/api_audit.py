@@ -149,6 +149,7 @@ AUDIT_PARAMS = [
         },
     ),
     summary="The audit trail, newest first",
+    operation_id="audit_list",
 )
 @api_view(["GET"])
 @permission_classes([IsReviewer])

@@ -357,7 +357,11 @@ LIST_PARAMS = [
 
 
 @extend_schema(
-    methods=["GET"], parameters=LIST_PARAMS, responses=EntryPageOut, summary="Search and list entries"
+    methods=["GET"],
+    parameters=LIST_PARAMS,
+    responses=EntryPageOut,
+    summary="Search and list entries",
+    operation_id="entries_list",
 )
 @extend_schema(
     methods=["POST"],

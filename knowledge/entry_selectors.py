@@ -56,21 +56,25 @@ def entry_relations(principal: Principal, entry: Entry) -> tuple[list, list]:
     return list(outgoing), list(incoming)
 
 
-def entry_history(entry: Entry):
-    """Audit events that changed this entry, its blocks or its relations, newest first."""
+def entry_history(entry: Entry, *, limit: int = 500):
+    """Audit events about this entry (entry services record `data.entry`), and any other event
+    whose revisions touched the entry, its blocks or its relations — newest first."""
     block_ids = [str(i) for i in Memory.objects.filter(entry=entry).values_list("pk", flat=True)]
     relation_ids = [
         str(i)
         for i in EntryRelation.objects.filter(Q(source=entry) | Q(target=entry)).values_list("pk", flat=True)
     ]
-    touched = Q(revisions__object_type="entry", revisions__object_id=str(entry.pk))
+    touched = Q(object_type="entry", object_id=str(entry.pk))
     if block_ids:
-        touched |= Q(revisions__object_type="memory", revisions__object_id__in=block_ids)
+        touched |= Q(object_type="memory", object_id__in=block_ids)
     if relation_ids:
-        touched |= Q(revisions__object_type="relation", revisions__object_id__in=relation_ids)
-    ids = AuditEvent.objects.filter(touched).values("pk")
+        touched |= Q(object_type="relation", object_id__in=relation_ids)
+    ids = set(
+        AuditEvent.objects.filter(data__entry=entry.pk).order_by("-id").values_list("pk", flat=True)[:limit]
+    )
+    ids |= set(Revision.objects.filter(touched).order_by("-id").values_list("event_id", flat=True)[:limit])
     return (
-        AuditEvent.objects.filter(Q(pk__in=ids) | Q(data__entry=entry.pk))
+        AuditEvent.objects.filter(pk__in=ids)
         .annotate(restorable=Exists(Revision.objects.filter(event=OuterRef("pk"))))
         .order_by("-created_at", "-id")
     )
