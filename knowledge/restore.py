@@ -103,9 +103,15 @@ class Restorer:
         a, b = self.content(current), self.content(expected)
         return [k for k in b if a.get(k) != b[k]]
 
-    def lock(self, ids: list[str]) -> dict[str, dict | None]:
-        rows = self.model._base_manager.select_for_update(of=("self",)).filter(pk__in=[int(i) for i in ids])
-        found = {str(obj.pk): self.read(obj) for obj in rows.order_by("pk")}
+    def lock(self, ids: list[str], rows: dict | None = None) -> dict[str, dict | None]:
+        """Row-lock the objects and return their current values (None: no such object). The
+        locked objects go into `rows` (by id), for `write`."""
+        locked = self.model._base_manager.select_for_update(of=("self",)).filter(pk__in=[int(i) for i in ids])
+        found = {}
+        for obj in locked.order_by("pk"):
+            found[str(obj.pk)] = self.read(obj)
+            if rows is not None:
+                rows[str(obj.pk)] = obj
         return {i: found.get(i) for i in ids}
 
     def read(self, obj) -> dict:
@@ -118,9 +124,10 @@ class Restorer:
         return (value or {}).get("store", ""), ""
 
     def write(
-        self, object_id: str, current: dict | None, target: dict | None, *, actor, fields
+        self, object_id: str, current: dict | None, target: dict | None, *, actor, fields, row=None
     ) -> dict | None:
-        """Make the object equal `target` on `fields` (None: remove it); return its new value."""
+        """Make the object equal `target` on `fields` (None: remove it); return its new value.
+        `row` is the object `lock` locked, if any."""
         raise NotImplementedError
 
 
@@ -155,7 +162,7 @@ class EntryRestorer(Restorer):
     def scope(self, value):
         return (value or {}).get("store", ""), ""
 
-    def write(self, object_id, current, target, *, actor, fields):
+    def write(self, object_id, current, target, *, actor, fields, row=None):
         if current is None:
             entry = Entry(pk=int(object_id))
             fields = [k for k in target if k not in self.derived_fields]
@@ -209,14 +216,18 @@ class MemoryRestorer(Restorer):
         "embedding_model",
     )
 
-    def lock(self, ids):
-        rows = (
+    def lock(self, ids, rows=None):
+        locked = (
             Memory.objects.select_for_update(of=("self",))
             .filter(pk__in=[int(i) for i in ids])
             .prefetch_related("sources")
             .order_by("pk")
         )
-        found = {str(m.pk): block_snapshot(m) for m in rows}
+        found = {}
+        for memory in locked:
+            found[str(memory.pk)] = block_snapshot(memory)
+            if rows is not None:
+                rows[str(memory.pk)] = memory
         return {i: found.get(i) for i in ids}
 
     def label(self, object_id, value):
@@ -224,7 +235,7 @@ class MemoryRestorer(Restorer):
             return f"block {object_id} of entry {value['entry_id']}"
         return f"memory {object_id}"
 
-    def write(self, object_id, current, target, *, actor, fields):
+    def write(self, object_id, current, target, *, actor, fields, row=None):
         reason = "restored from the audit trail"
         if current is None:
             memory = Memory(
@@ -244,11 +255,12 @@ class MemoryRestorer(Restorer):
             )
             self._sources(memory, target.get("sources", []))
             return block_snapshot(Memory.objects.get(pk=memory.pk))
-        memory = Memory.objects.get(pk=int(object_id))
+        memory = row if row is not None else Memory.objects.get(pk=int(object_id))
+        sources = current.get("sources", [])
         if target is None:
             memory.status, memory.status_reason = Memory.INVALIDATED, "withdrawn by a restore"
             memory.save(update_fields=["status", "status_reason", "updated_at"])
-            return block_snapshot(memory)
+            return {**snapshot(memory), "sources": sources}
         content = {k: target[k] for k in ("text", "key", "value") if k in target}
         if any(getattr(memory, k) != v for k, v in content.items()):
             memory_row_revise(
@@ -267,7 +279,8 @@ class MemoryRestorer(Restorer):
             memory.save(update_fields=[*plain, "updated_at"])
         if "sources" in fields:
             self._sources(memory, target["sources"])
-        return block_snapshot(Memory.objects.prefetch_related("sources").get(pk=memory.pk))
+            sources = sorted(list(pair) for pair in target["sources"])
+        return {**snapshot(memory), "sources": sources}
 
     @staticmethod
     def _sources(memory, pairs):
@@ -300,7 +313,7 @@ class RelationRestorer(Restorer):
             return f"relation {object_id} ({value['source_id']} {value['predicate']} {value['target_id']})"
         return f"relation {object_id}"
 
-    def write(self, object_id, current, target, *, actor, fields):
+    def write(self, object_id, current, target, *, actor, fields, row=None):
         if target is None:
             EntryRelation.objects.filter(pk=int(object_id)).delete()
             return None
@@ -329,7 +342,7 @@ class GuideRestorer(Restorer):
     def scope(self, value):
         return CurationGuide.STORE, ""
 
-    def write(self, object_id, current, target, *, actor, fields):
+    def write(self, object_id, current, target, *, actor, fields, row=None):
         if target is None:
             CurationGuide.objects.filter(pk=int(object_id)).delete()
             return None
@@ -351,7 +364,7 @@ class SettingRestorer(Restorer):
     content_fields = ("value",)
     derived_fields = ()
 
-    def lock(self, ids):
+    def lock(self, ids, rows=None):
         from knowledge.settings_store import setting_get
 
         list(Setting.objects.select_for_update().filter(name__in=ids).order_by("name"))
@@ -360,7 +373,7 @@ class SettingRestorer(Restorer):
     def label(self, object_id, value):
         return f"setting {object_id}"
 
-    def write(self, object_id, current, target, *, actor, fields):
+    def write(self, object_id, current, target, *, actor, fields, row=None):
         Setting.objects.update_or_create(name=object_id, defaults={"value": (target or {}).get("value")})
         return {"value": (target or {}).get("value")}
 
@@ -414,9 +427,10 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
         for _, rev in pending:
             if rev.object_id not in by_type[rev.object_type]:
                 by_type[rev.object_type].append(rev.object_id)
-        current = {}
+        current, locked = {}, defaultdict(dict)
         for object_type in sorted(by_type):
-            for object_id, value in RESTORERS[object_type].lock(by_type[object_type]).items():
+            restorer = RESTORERS[object_type]
+            for object_id, value in restorer.lock(by_type[object_type], locked[object_type]).items():
                 current[(object_type, object_id)] = value
 
         state, changed, steps, conflicts = dict(current), defaultdict(set), [], []
@@ -466,7 +480,9 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
                 continue
             if before is None and target is None:
                 continue
-            after = restorer.write(object_id, before, target, actor=actor, fields=fields)
+            after = restorer.write(
+                object_id, before, target, actor=actor, fields=fields, row=locked[object_type].get(object_id)
+            )
             revisions.append((object_type, object_id, before, after))
             store, _ = restorer.scope(after or before)
             stores.add(store)
