@@ -331,17 +331,16 @@ def entry_delete(*, actor: Principal, entry_id: int, reason: str = "") -> Entry:
         entry = _lock_entry(actor, entry_id)
         before = entry_snapshot(entry)
         blocks = _body(entry, lock=True)
-        revisions = [("entry", entry.pk, before, None)]
-        now = timezone.now()
+        block_revisions = []
         for block in blocks:
             block_before = block_snapshot(block)
             block.status, block.status_reason = REMOVED_STATUS, "entry deleted"
             block.save(update_fields=["status", "status_reason", "updated_at"])
-            revisions.append(("memory", block.pk, block_before, block_snapshot(block)))
-        entry.deleted_at = now
+            block_revisions.append(("memory", block.pk, block_before, block_snapshot(block)))
+        entry.deleted_at = timezone.now()
         entry.author_kind, entry.author_name = actor.kind, actor.name
         entry.save(update_fields=["deleted_at", "author_kind", "author_name", "updated_at"])
-        revisions[0] = ("entry", entry.pk, before, entry_snapshot(entry))
+        revisions = [("entry", entry.pk, before, entry_snapshot(entry)), *block_revisions]
         relations = (
             EntryRelation.objects.filter(source=entry).count()
             + EntryRelation.objects.filter(target=entry).exclude(source=entry).count()

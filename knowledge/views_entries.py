@@ -49,10 +49,10 @@ def _form_errors(form, exc: APIException) -> None:
         for field, msgs in detail.items():
             msgs = msgs if isinstance(msgs, list) else [msgs]
             for msg in msgs:
-                form.add_error(
-                    field if field in form.fields else None,
-                    f"{field}: {msg}" if field not in form.fields else str(msg),
-                )
+                if field in form.fields:
+                    form.add_error(field, str(msg))
+                else:  # a field the form does not show (e.g. "blocks"): say which
+                    form.add_error(None, f"{field}: {msg}")
     else:
         for msg in detail if isinstance(detail, list) else [detail]:
             form.add_error(None, str(msg))
