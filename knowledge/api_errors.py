@@ -25,3 +25,12 @@ def api_exception_handler(exc, context):
     if response.status_code == status.HTTP_401_UNAUTHORIZED and not response.has_header("WWW-Authenticate"):
         response["WWW-Authenticate"] = 'Bearer realm="brain"'
     return Response(body, status=response.status_code, headers=dict(response.items()))
+
+
+class Conflict(exceptions.APIException):
+    """409: the object changed since the caller read it (or a restore would overwrite a later
+    change); nothing was written."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The object changed since you read it; nothing was written."
+    default_code = "conflict"

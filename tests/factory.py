@@ -67,3 +67,19 @@ def make_queued_memory(owner, text=None, *, store="self", **fields):
         route=route,
         **fields,
     )
+
+
+def make_entry(owner, *, name=None, store="shared", actor=None, blocks=(), **fields):
+    """An entry owned by `owner` (written by a person admin unless `actor` is given), with body
+    blocks given as texts or {"text", "sources"} dicts."""
+    from knowledge.entries import entry_create
+
+    actor = actor or Principal(kind="person", name="tests", role="admin")
+    return entry_create(
+        actor=actor,
+        owner=owner,
+        store=store,
+        name=name or f"entry {next(_seq)}",
+        blocks=[b if isinstance(b, dict) else {"text": b} for b in blocks],
+        **fields,
+    )

@@ -1,6 +1,6 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
-from knowledge.models.entries import Entry
+from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.llm import ModelProfile, ModelUsage
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
@@ -13,7 +13,10 @@ __all__ = [
     "AuditEvent",
     "Channel",
     "Conversation",
+    "CurationGuide",
     "Entry",
+    "EntryRelation",
+    "EntrySearch",
     "Heartbeat",
     "Integration",
     "Memory",

@@ -1,6 +1,7 @@
 import uuid
 
 from django.db import models
+from django.db.models.fields.json import KeyTransform
 
 
 class AuditEvent(models.Model):
@@ -24,7 +25,11 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["actor_kind", "actor_name"])]
+        indexes = [
+            models.Index(fields=["actor_kind", "actor_name"]),
+            # An entry's history (entry services record the entry id in `data`).
+            models.Index(KeyTransform("entry", "data"), name="audit_data_entry_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_kind}:{self.actor_name}"

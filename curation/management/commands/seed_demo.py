@@ -74,6 +74,10 @@ class Command(BaseCommand):
         if written := seed_memories(actor=actor, agents=agents):
             self.stdout.write(f"{written} demo memories (review queue, every lifecycle state)")
         provenance.seed(actor=actor, agents=agents)
+        from knowledge.demo_entries import seed_entries
+
+        if created := seed_entries(agents=agents):
+            self.stdout.write(f"{created} knowledge entries")
         self.extend_consolidation(actor=actor, agents=agents, people=people, channels=channels)
 
     def extend_consolidation(self, *, actor, agents, people, channels):

@@ -1,0 +1,110 @@
+"""Reads of the audit trail: filtered, newest first, and the before/after of each revision
+presented for people (changed fields, with a word diff for texts)."""
+
+import dataclasses
+import datetime
+import difflib
+import json
+import re
+
+from django.db.models import Exists, OuterRef, Q
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from knowledge.models import AuditEvent, Revision
+
+# Columns of a snapshot that say nothing to a person comparing two values.
+HIDDEN_FIELDS = {"id", "created_at", "updated_at", "embedding", "embedding_model", "content_hash"}
+
+
+@dataclasses.dataclass
+class AuditFilters:
+    store: str = ""
+    action: str = ""  # exact, or a prefix ending in "." or "*" (entry., block.*)
+    actor: str = ""
+    owner: str = ""
+    object_type: str = ""
+    entry: int | None = None
+    dreaming_run: int | None = None
+    since: datetime.datetime | None = None
+    until: datetime.datetime | None = None
+    restorable: bool = False
+
+
+def audit_events(f: AuditFilters):
+    qs = AuditEvent.objects.all()
+    if f.store:
+        qs = qs.filter(store=f.store)
+    if f.action:
+        if f.action.endswith(("*", ".")):
+            qs = qs.filter(action__startswith=f.action.rstrip("*"))
+        else:
+            qs = qs.filter(action=f.action)
+    if f.actor:
+        qs = qs.filter(actor_name=f.actor)
+    if f.owner:
+        qs = qs.filter(owner=f.owner)
+    if f.object_type:
+        qs = qs.filter(Q(object_type=f.object_type) | Q(revisions__object_type=f.object_type)).distinct()
+    if f.entry is not None:
+        qs = qs.filter(data__entry=f.entry)
+    if f.dreaming_run is not None:
+        qs = qs.filter(dreaming_run=f.dreaming_run)
+    if f.since:
+        qs = qs.filter(created_at__gte=f.since)
+    if f.until:
+        qs = qs.filter(created_at__lt=f.until)
+    has_revisions = Exists(Revision.objects.filter(event=OuterRef("pk")))
+    if f.restorable:
+        qs = qs.filter(has_revisions)
+    return qs.annotate(restorable=has_revisions).order_by("-created_at", "-id")
+
+
+def audit_actions() -> list[str]:
+    return list(AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct())
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+TOKENS = re.compile(r"\s+|[^\s]+")
+
+
+def word_diff(before: str, after: str) -> tuple[str, str]:
+    """(before, after) as HTML: removed words marked <del> in the first, added words <ins> in
+    the second; every piece escaped."""
+    a, b = TOKENS.findall(before), TOKENS.findall(after)
+    old, new = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            old.append(escape("".join(a[i1:i2])))
+            new.append(escape("".join(b[j1:j2])))
+            continue
+        if i2 > i1:
+            old.append(f"<del>{escape(''.join(a[i1:i2]))}</del>")
+        if j2 > j1:
+            new.append(f"<ins>{escape(''.join(b[j1:j2]))}</ins>")
+    return mark_safe("".join(old)), mark_safe("".join(new))
+
+
+def changed_fields(before: dict | None, after: dict | None) -> list[dict]:
+    """[{field, before, after, diff}] for the fields that differ (all fields of a creation or a
+    deletion), for display."""
+    before, after = before or {}, after or {}
+    rows = []
+    for field in sorted(set(before) | set(after)):
+        if field in HIDDEN_FIELDS:
+            continue
+        old, new = before.get(field), after.get(field)
+        if old == new and before and after:
+            continue
+        row = {"field": field, "before": _shown(old) if before else "", "after": _shown(new) if after else ""}
+        if isinstance(old, str) and isinstance(new, str) and old != new:
+            row["before"], row["after"] = word_diff(old, new)
+        rows.append(row)
+    return rows
