@@ -6,4 +6,5 @@ updates them (idempotent); nobody creates schedules by hand."""
 def schedule_table() -> list[tuple[str, str, int]]:
     return [
         ("worker heartbeat", "knowledge.tasks.worker_heartbeat", 1),
+        ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
     ]

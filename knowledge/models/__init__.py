@@ -1,7 +1,9 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import Entry
+from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
+from knowledge.models.messages import ChannelIntegration, Episode, Message
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.system import Heartbeat, Setting
 
@@ -10,14 +12,18 @@ __all__ = [
     "ApiToken",
     "AuditEvent",
     "Channel",
+    "ChannelIntegration",
     "Conversation",
     "Entry",
+    "Episode",
     "Heartbeat",
     "Integration",
     "Memory",
     "MemorySource",
     "MemoryVersion",
+    "Message",
     "Person",
+    "PinnedMemo",
     "Revision",
     "Setting",
 ]

@@ -2,7 +2,7 @@ import hashlib
 import json
 
 from django.db import models
-from pgvector.django import VectorField
+from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -83,6 +83,13 @@ class Memory(models.Model):
             models.Index(fields=["owner", "store", "status"]),
             models.Index(fields=["key"]),
             models.Index(fields=["entry", "position"]),
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
         ]
         constraints = [
             models.CheckConstraint(

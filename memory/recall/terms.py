@@ -1,0 +1,139 @@
+"""Keyword scoring: which terms of a query matter, and how much.
+
+PostgreSQL's ts_rank knows nothing about how rare a word is, so "how do I fix E4012 on the VPN"
+would rank a hundred VPN messages above the one naming E4012. We weight each query lexeme by its
+inverse document frequency instead (BM25's idf, with binary term frequency). Frequencies come
+from the planner's statistics (`pg_stats.most_common_elems` of the tsvector column or expression
+index, kept fresh by autovacuum's ANALYZE); a lexeme the statistics do not list as common is
+counted exactly with a capped index lookup (it is rare, so that is cheap)."""
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from django.db import connection
+
+STATS_TTL_SECONDS = 300
+COUNT_CAP = 2000
+# Lexemes found in more than this share of documents only score; they do not widen the candidate
+# set of the index scan (unless the query has nothing rarer).
+COMMON_SHARE = 0.05
+
+
+@dataclass
+class Term:
+    lexeme: str
+    idf: float
+    share: float  # estimated share of documents containing it
+
+    @property
+    def tsquery(self) -> str:
+        return quote_lexeme(self.lexeme)
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """A tsquery literal matching exactly this (already normalised) lexeme."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def query_lexemes(q: str) -> list[str]:
+    """The normalised lexemes of a query, in the english configuration the indexes use (stop
+    words dropped, words stemmed; "ERR-4012" gives err-4012, err and 4012)."""
+    if not q.strip():
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(array_agg(lexeme), '{}') FROM unnest(to_tsvector('english'::regconfig, %s))",
+            [q[:2000]],
+        )
+        return list(cursor.fetchone()[0])
+
+
+_lock = threading.Lock()
+_stats: dict[tuple[str, str], tuple[float, float, dict[str, float], float]] = {}
+
+
+def _table_stats(
+    stats_table: str, stats_column: str, rows_table: str
+) -> tuple[float, dict[str, float], float]:
+    """(document count, {common lexeme: share}, smallest listed share) — cached per process."""
+    key = (stats_table, stats_column)
+    now = time.monotonic()
+    cached = _stats.get(key)
+    if cached and now - cached[0] < STATS_TTL_SECONDS:
+        return cached[1], cached[2], cached[3]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+            "WHERE tablename = %s AND attname = %s",
+            [stats_table, stats_column],
+        )
+        row = cursor.fetchone()
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [rows_table])
+        reltuples = (cursor.fetchone() or [0])[0] or 0
+        if reltuples <= 0:
+            cursor.execute(f"SELECT count(*) FROM {rows_table}")  # never analysed: small
+            reltuples = cursor.fetchone()[0]
+    common: dict[str, float] = {}
+    floor = 0.0
+    if row and row[0]:
+        elems, freqs = row
+        common = {e: float(f) for e, f in zip(elems, freqs, strict=False)}
+        # most_common_elem_freqs ends with min, max and null share: the first is the floor.
+        floor = float(freqs[len(elems)]) if len(freqs) > len(elems) else min(common.values())
+    with _lock:
+        _stats[key] = (now, float(reltuples), common, floor)
+    return float(reltuples), common, floor
+
+
+def forget_stats() -> None:
+    """Drop cached statistics (tests, and after a bulk load)."""
+    with _lock:
+        _stats.clear()
+
+
+def bm25_idf(docs: float, containing: float) -> float:
+    containing = min(max(containing, 0.0), docs)
+    return math.log(1 + (docs - containing + 0.5) / (containing + 0.5))
+
+
+def weigh_terms(
+    lexemes: list[str], *, stats_table: str, stats_column: str, rows_table: str, tsv_sql: str
+) -> list[Term]:
+    """Each lexeme with its idf over `rows_table` (whose tsvector is `tsv_sql`, an expression on
+    the bare table name). Lexemes that occur nowhere are dropped."""
+    if not lexemes:
+        return []
+    docs, common, floor = _table_stats(stats_table, stats_column, rows_table)
+    docs = max(docs, 1.0)
+    counted: dict[str, float] = {}
+    rare = [lx for lx in lexemes if lx not in common]
+    if rare:
+        parts = ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {rows_table} WHERE {tsv_sql} @@ %s::tsquery "
+            f"LIMIT {COUNT_CAP}) s)"
+            for _ in rare
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {parts}", [quote_lexeme(lx) for lx in rare])
+            counted = dict(zip(rare, cursor.fetchone(), strict=True))
+    terms = []
+    for lx in lexemes:
+        if lx in common:
+            containing = common[lx] * docs
+        else:
+            containing = float(counted.get(lx, 0))
+            if containing == 0:
+                continue
+            if containing >= COUNT_CAP and floor:
+                containing = max(containing, floor * docs)
+        terms.append(Term(lexeme=lx, idf=bm25_idf(docs, containing), share=containing / docs))
+    return terms
+
+
+def candidate_terms(terms: list[Term]) -> list[Term]:
+    """The terms that select candidates from the index: all but the very common ones, unless the
+    query has nothing else."""
+    selective = [t for t in terms if t.share <= COMMON_SHARE]
+    return selective or terms
