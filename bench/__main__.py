@@ -18,7 +18,9 @@ def fresh_database() -> None:
     from brainsite.embedded_db import embedded_url
 
     url = os.environ.get("DATABASE_URL") or embedded_url()
-    admin_url = url.rsplit("/", 1)[0] + "/postgres" + ("?" + url.split("?", 1)[1] if "?" in url else "")
+    # The query may hold a socket path (?host=/…/pgdata): split it off before touching the path.
+    base, _, query = url.partition("?")
+    admin_url = base.rsplit("/", 1)[0] + "/postgres" + ("?" + query if query else "")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
         conn.execute("CREATE DATABASE brain_bench")

@@ -48,7 +48,9 @@ class IsAgentOrReviewer(BasePermission):
 
 
 class ChannelIn(serializers.Serializer):
-    name = serializers.RegexField(SLUG, max_length=100)
+    name = serializers.RegexField(
+        SLUG, max_length=100, error_messages={"invalid": "Use letters, digits, - and _ only."}
+    )
     kind = serializers.ChoiceField(
         choices=[Channel.KIND_SHARED, Channel.KIND_DM], default=Channel.KIND_SHARED
     )
@@ -142,7 +144,14 @@ def channel_create(request):
 class MessageIn(serializers.Serializer):
     channel = serializers.RegexField(SLUG, max_length=100)
     thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    speaker = serializers.RegexField(SPEAKER, max_length=71)
+    speaker = serializers.RegexField(
+        SPEAKER,
+        max_length=71,
+        error_messages={
+            "invalid": "A speaker is a person or agent name (letters, digits, - and _), "
+            "optionally prefixed with person: or agent:."
+        },
+    )
     text = serializers.CharField(max_length=100_000, trim_whitespace=False)
     ts = serializers.DateTimeField(required=False)
     external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)

@@ -149,7 +149,19 @@ class Expander:
         if cand.kind == ENTRY:
             return _plain(cand, entry_text(cand.obj), cap)
         if cand.kind == MESSAGE:
-            return _messages_item(cand, "", self.context.get(cand.key) or [cand.obj], cand.id, cap)
+            context = self.context.get(cand.key) or [cand.obj]
+            if cand.obj.thread and len(context) > self.params.thread_messages:
+                # A long thread: the hit and the messages nearest to it.
+                ids = [m.id for m in context]
+                centre = ids.index(cand.id) if cand.id in ids else 0
+                start = max(
+                    0,
+                    min(
+                        centre - self.params.thread_messages // 2, len(context) - self.params.thread_messages
+                    ),
+                )
+                context = context[start : start + self.params.thread_messages]
+            return _messages_item(cand, "", context, cand.id, cap)
         if cand.kind == EPISODE:
             head = episode_head(cand.obj)
             context = self.context.get(cand.key, [])[: self.params.episode_messages]

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from knowledge.models import Memory
-from memory.recall.params import RecallParams
+from memory.recall.params import VECTOR_ROUTES, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, RouteHit
 
 SECONDS_PER_DAY = 86400.0
@@ -52,14 +52,25 @@ class Candidate:
 
 
 def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Candidate]:
-    """score = sum over routes of weight / (rrf_k + rank), ranks from 1."""
+    """Reciprocal-rank fusion, weighted by how well each hit matches:
+
+        fused = sum over routes of weight × quality^quality_exponent / (rrf_k + rank)
+
+    Plain RRF (exponent 0) lets a route with nothing relevant push its best irrelevant hit as
+    high as another route's exact match; the quality factor (matched share of the query's idf
+    for keyword routes, cosine similarity for vector routes) damps that. Vector hits below
+    `min_similarity` do not take part."""
     candidates: dict[tuple[str, int], Candidate] = {}
     for route, hits in rankings.items():
         weight = params.weights.get(route, 1.0)
+        vector = route in VECTOR_ROUTES
         for rank, hit in enumerate(hits, start=1):
+            if vector and hit.score < params.min_similarity:
+                continue
             cand = candidates.setdefault((hit.kind, hit.id), Candidate(kind=hit.kind, id=hit.id))
             cand.routes[route] = {"rank": rank, "score": round(hit.score, 4)}
-            cand.fused += weight / (params.rrf_k + rank)
+            quality = max(0.0, min(1.0, hit.quality)) ** params.quality_exponent
+            cand.fused += weight * quality / (params.rrf_k + rank)
     return sorted(candidates.values(), key=lambda c: -c.fused)
 
 

@@ -15,21 +15,25 @@ VECTOR_ROUTES = (VECTOR_KNOWLEDGE, VECTOR_EPISODES)
 @dataclass(frozen=True)
 class RecallParams:
     # Reciprocal-rank fusion: score = sum over routes of weight / (rrf_k + rank).
-    rrf_k: int = 60
+    rrf_k: int = 20
     weights: dict = field(
         default_factory=lambda: {
-            KEYWORD_KNOWLEDGE: 1.0,
-            VECTOR_KNOWLEDGE: 1.0,
-            KEYWORD_MESSAGES: 1.0,
-            VECTOR_EPISODES: 1.0,
+            KEYWORD_KNOWLEDGE: 0.75,
+            VECTOR_KNOWLEDGE: 1.5,
+            KEYWORD_MESSAGES: 0.75,
+            VECTOR_EPISODES: 1.5,
         }
     )
+    # Each hit's contribution is multiplied by its match quality (0..1) to this power; 0 is
+    # plain RRF. Vector hits below min_similarity (cosine) are dropped from fusion.
+    quality_exponent: float = 1.0
+    min_similarity: float = 0.2
     # Candidates each route contributes (at least; a larger k asks for more).
     route_limit: int = 50
     # Temporal decay. Messages, episodes and short-term memories lose half their score every
     # `message_half_life_days`; knowledge (semantic and procedural memories, entries) loses at
     # most (1 - knowledge_floor), with its own half-life, so it never vanishes for not being edited.
-    message_half_life_days: float = 30.0
+    message_half_life_days: float = 180.0
     knowledge_half_life_days: float = 180.0
     knowledge_floor: float = 0.8
     # A memory whose validity has ended (valid_to in the past) is history: it ranks below current

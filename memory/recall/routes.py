@@ -24,7 +24,8 @@ MEMORY, ENTRY, MESSAGE, EPISODE = "memory", "entry", "message", "episode"
 class RouteHit:
     kind: str
     id: int
-    score: float
+    score: float  # the route's own score: summed idf of matched terms, or cosine similarity
+    quality: float = 1.0  # how well the hit matches, 0..1: matched share of the query's idf, or cosine
 
 
 @dataclass
@@ -122,7 +123,8 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
                 f"ORDER BY score DESC, knowledge_memory.id DESC LIMIT %s",
                 [*sparams, _or_query(candidate_terms(terms)), *wparams, *lparams, inp.limit],
             )
-            hits += [RouteHit(MEMORY, r[0], float(r[1])) for r in rows]
+            total = sum(t.idf for t in terms)
+            hits += [RouteHit(MEMORY, r[0], float(r[1]), float(r[1]) / total) for r in rows]
         except NothingVisible:
             pass
     entry_tsv = fts.entry_tsv("knowledge_entry")
@@ -144,10 +146,11 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
                 f"ORDER BY score DESC, knowledge_entry.id DESC LIMIT %s",
                 [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
             )
-            hits += [RouteHit(ENTRY, r[0], float(r[1])) for r in rows]
+            total = sum(t.idf for t in terms)
+            hits += [RouteHit(ENTRY, r[0], float(r[1]), float(r[1]) / total) for r in rows]
         except NothingVisible:
             pass
-    hits.sort(key=lambda h: -h.score)
+    hits.sort(key=lambda h: -h.quality)  # memories and entries are scored against different statistics
     return hits[: inp.limit]
 
 
@@ -173,7 +176,8 @@ def keyword_messages(inp: RouteInput) -> list[RouteHit]:
         f"ORDER BY score DESC, knowledge_message.ts DESC LIMIT %s",
         [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
     )
-    return [RouteHit(MESSAGE, r[0], float(r[1])) for r in rows]
+    total = sum(t.idf for t in terms)
+    return [RouteHit(MESSAGE, r[0], float(r[1]), float(r[1]) / total) for r in rows]
 
 
 def _nearest(table: str, kind: str, where: str, params: list, inp: RouteInput) -> list[RouteHit]:
@@ -199,7 +203,7 @@ def _nearest(table: str, kind: str, where: str, params: list, inp: RouteInput) -
             rows = cursor.fetchall()
             cursor.execute("SET LOCAL enable_indexscan = on")
     rows.sort(key=lambda r: r[1])  # relaxed order: re-sort by distance
-    return [RouteHit(kind, r[0], 1.0 - float(r[1])) for r in rows]
+    return [RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1]))) for r in rows]
 
 
 def vector_knowledge(inp: RouteInput) -> list[RouteHit]:
