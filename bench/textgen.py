@@ -5,52 +5,221 @@ for a given seed."""
 
 import random
 
-FIRST = (
-    "alice bob carol dave erin frank grace heidi ivan judy karl laura mallory nina oscar peggy quentin "
-    "rupert sybil trent ursula victor wendy xavier yara zoe amir bea chen dmitri elena farah goran hana "
-    "ines jamal kenji lucia mateo noor olu priya rafael sofia tomas uma wei yusuf"
-).split()
-SYSTEMS = (
-    "VPN|Okta|Jira|Confluence|GitLab|Salesforce|Zendesk|the build server|the staging cluster|the payroll "
-    "system|Slack|the wiki|the CRM|the data warehouse|Grafana|the billing service|the mobile app|the web "
-    "shop|the search index|the mail gateway|the print server|Kubernetes|the API gateway|Snowflake|"
-    "the HR portal|SAP|the ticket queue|the customer portal|the analytics dashboard|Outlook"
-).split("|")
-DEVICES = (
-    "laptop|docking station|monitor|headset|badge reader|printer on floor two|printer on floor three|"
-    "conference room screen|phone|keyboard|webcam|wifi access point|label printer|projector"
-).split("|")
-PROBLEMS = (
-    "keeps crashing|is really slow today|won't start|shows a blank screen|logs me out every hour|"
-    "rejects my password|times out|is stuck on updating|lost all my settings|throws a certificate warning|"
-    "drops the connection|won't sync|freezes when I share my screen|prints garbage characters|"
-    "says my license expired|cannot find the network drive"
-).split("|")
-FIXES = (
-    "clearing the cache fixed it|a restart did the trick|I reinstalled the client and it works now|"
-    "IT pushed a new certificate|the vendor released a patch|we rolled back yesterday's change|"
-    "resetting the token solved it|it was a full disk|DNS was pointing at the old host|"
-    "the firewall rule was missing|someone unplugged the switch|the license was renewed"
-).split("|")
-PROJECTS = (
-    "Atlas|Borealis|Cobalt|Delta migration|Evergreen|Falcon|Gemini rollout|Harbor|Ion|Juniper|"
-    "Keystone|Lighthouse|Meridian|Nimbus|Orion|Pioneer|Quartz|Redwood|Sapphire|Tundra"
-).split("|")
-CUSTOMERS = (
-    "Northwind|Contoso|Globex|Initech|Umbrella Health|Stark Logistics|Wayne Foods|Acme Retail|Hooli|"
-    "Vandelay Imports|Soylent Labs|Tyrell Energy|Cyberdyne Freight|Gringotts Bank|Oceanic Air|"
-    "Pied Piper|Massive Dynamic|Wonka Sweets|Duff Brewing|Monarch Paper"
-).split("|")
-PLACES = (
-    "the big meeting room|the kitchen|reception|the third floor|the parking garage|the rooftop|"
-    "the Berlin office|the Lisbon office|the warehouse|the lab|the quiet room|the lobby"
-).split("|")
-DAYS = "Monday Tuesday Wednesday Thursday Friday".split()
-FOODS = "pizza|tacos|sushi|curry|salad bowls|bagels|pastries|barbecue|dumplings|soup".split("|")
-TOPICS = (
-    "onboarding|the quarterly review|the offsite|expense policy|the security training|the hiring plan|"
-    "the roadmap|the budget|the release notes|the incident review|the customer survey|the pricing change"
-).split("|")
+FIRST = [
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "erin",
+    "frank",
+    "grace",
+    "heidi",
+    "ivan",
+    "judy",
+    "karl",
+    "laura",
+    "mallory",
+    "nina",
+    "oscar",
+    "peggy",
+    "quentin",
+    "rupert",
+    "sybil",
+    "trent",
+    "ursula",
+    "victor",
+    "wendy",
+    "xavier",
+    "yara",
+    "zoe",
+    "amir",
+    "bea",
+    "chen",
+    "dmitri",
+    "elena",
+    "farah",
+    "goran",
+    "hana",
+    "ines",
+    "jamal",
+    "kenji",
+    "lucia",
+    "mateo",
+    "noor",
+    "olu",
+    "priya",
+    "rafael",
+    "sofia",
+    "tomas",
+    "uma",
+    "wei",
+    "yusuf",
+]
+SYSTEMS = [
+    "VPN",
+    "Okta",
+    "Jira",
+    "Confluence",
+    "GitLab",
+    "Salesforce",
+    "Zendesk",
+    "the build server",
+    "the staging cluster",
+    "the payroll system",
+    "Slack",
+    "the wiki",
+    "the CRM",
+    "the data warehouse",
+    "Grafana",
+    "the billing service",
+    "the mobile app",
+    "the web shop",
+    "the search index",
+    "the mail gateway",
+    "the print server",
+    "Kubernetes",
+    "the API gateway",
+    "Snowflake",
+    "the HR portal",
+    "SAP",
+    "the ticket queue",
+    "the customer portal",
+    "the analytics dashboard",
+    "Outlook",
+]
+DEVICES = [
+    "laptop",
+    "docking station",
+    "monitor",
+    "headset",
+    "badge reader",
+    "printer on floor two",
+    "printer on floor three",
+    "conference room screen",
+    "phone",
+    "keyboard",
+    "webcam",
+    "wifi access point",
+    "label printer",
+    "projector",
+]
+PROBLEMS = [
+    "keeps crashing",
+    "is really slow today",
+    "won't start",
+    "shows a blank screen",
+    "logs me out every hour",
+    "rejects my password",
+    "times out",
+    "is stuck on updating",
+    "lost all my settings",
+    "throws a certificate warning",
+    "drops the connection",
+    "won't sync",
+    "freezes when I share my screen",
+    "prints garbage characters",
+    "says my license expired",
+    "cannot find the network drive",
+]
+FIXES = [
+    "clearing the cache fixed it",
+    "a restart did the trick",
+    "I reinstalled the client and it works now",
+    "IT pushed a new certificate",
+    "the vendor released a patch",
+    "we rolled back yesterday's change",
+    "resetting the token solved it",
+    "it was a full disk",
+    "DNS was pointing at the old host",
+    "the firewall rule was missing",
+    "someone unplugged the switch",
+    "the license was renewed",
+]
+PROJECTS = [
+    "Atlas",
+    "Borealis",
+    "Cobalt",
+    "Delta migration",
+    "Evergreen",
+    "Falcon",
+    "Gemini rollout",
+    "Harbor",
+    "Ion",
+    "Juniper",
+    "Keystone",
+    "Lighthouse",
+    "Meridian",
+    "Nimbus",
+    "Orion",
+    "Pioneer",
+    "Quartz",
+    "Redwood",
+    "Sapphire",
+    "Tundra",
+]
+CUSTOMERS = [
+    "Northwind",
+    "Contoso",
+    "Globex",
+    "Initech",
+    "Umbrella Health",
+    "Stark Logistics",
+    "Wayne Foods",
+    "Acme Retail",
+    "Hooli",
+    "Vandelay Imports",
+    "Soylent Labs",
+    "Tyrell Energy",
+    "Cyberdyne Freight",
+    "Gringotts Bank",
+    "Oceanic Air",
+    "Pied Piper",
+    "Massive Dynamic",
+    "Wonka Sweets",
+    "Duff Brewing",
+    "Monarch Paper",
+]
+PLACES = [
+    "the big meeting room",
+    "the kitchen",
+    "reception",
+    "the third floor",
+    "the parking garage",
+    "the rooftop",
+    "the Berlin office",
+    "the Lisbon office",
+    "the warehouse",
+    "the lab",
+    "the quiet room",
+    "the lobby",
+]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+FOODS = [
+    "pizza",
+    "tacos",
+    "sushi",
+    "curry",
+    "salad bowls",
+    "bagels",
+    "pastries",
+    "barbecue",
+    "dumplings",
+    "soup",
+]
+TOPICS = [
+    "onboarding",
+    "the quarterly review",
+    "the offsite",
+    "expense policy",
+    "the security training",
+    "the hiring plan",
+    "the roadmap",
+    "the budget",
+    "the release notes",
+    "the incident review",
+    "the customer survey",
+    "the pricing change",
+]
 
 MESSAGE_TEMPLATES = [
     "My {device} {problem} since {day}.",
@@ -131,14 +300,52 @@ ENTRY_TEMPLATES = [
     ("{system} runbook", "system", "How to operate and recover {system}; owner {name}."),
     ("{topic} policy", "policy", "What the company expects about {topic}; maintained by {name}."),
 ]
-SURNAMES = (
-    "Martin Okafor Nguyen Smith Garcia Kowalski Rossi Tanaka Silva Cohen Haddad Novak Larsen Dubois "
-    "Moreau Fischer Petrov Ali Kim Lopez"
-).split()
-ROLES = "engineer|designer|product manager|account executive|support lead|data analyst|SRE|recruiter".split(
-    "|"
-)
-MONTHS = "January February March April May June July August September October November December".split()
+SURNAMES = [
+    "Martin",
+    "Okafor",
+    "Nguyen",
+    "Smith",
+    "Garcia",
+    "Kowalski",
+    "Rossi",
+    "Tanaka",
+    "Silva",
+    "Cohen",
+    "Haddad",
+    "Novak",
+    "Larsen",
+    "Dubois",
+    "Moreau",
+    "Fischer",
+    "Petrov",
+    "Ali",
+    "Kim",
+    "Lopez",
+]
+ROLES = [
+    "engineer",
+    "designer",
+    "product manager",
+    "account executive",
+    "support lead",
+    "data analyst",
+    "SRE",
+    "recruiter",
+]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 class TextGen:

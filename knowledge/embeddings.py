@@ -17,7 +17,6 @@ backend or model shows up as a re-embedding backlog.
 """
 
 import hashlib
-import os
 import threading
 from pathlib import Path
 
@@ -98,7 +97,7 @@ class LocalEmbedder:
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = int(os.environ.get("BRAIN_EMBEDDING_THREADS", "0") or 0)
+        options.intra_op_num_threads = int(getattr(settings, "BRAIN_EMBEDDING_THREADS", 0) or 0)
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = onnxruntime.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -112,7 +112,9 @@ def browse(request, kind, pk):
         data = Browser(request.principal, conversation).open(kind, pk)
     except PermissionDenied as exc:
         raise DjangoPermissionDenied(str(exc.detail)) from None
-    return render(request, "memory/browse.html", {"kind": kind, "data": data, "conversation": conversation})
+    lines = data.get("thread") or data.get("context") or data.get("messages") or []
+    context = {"kind": kind, "data": data, "lines": lines, "conversation": conversation}
+    return render(request, "memory/browse.html", context)
 
 
 @reviewer_required

@@ -95,7 +95,9 @@ def test_bad_messages_are_refused_whole_with_field_messages(world):
     errors = response.json()["fields"]["messages"]
     assert list(errors) == ["1"] and set(errors["1"]) == {"speaker", "text"}
     assert "person or agent name" in errors["1"]["speaker"][0]
-    response = client.post("/api/messages", {"channel": "nowhere", "speaker": "a", "text": "x"}, format="json")
+    response = client.post(
+        "/api/messages", {"channel": "nowhere", "speaker": "a", "text": "x"}, format="json"
+    )
     assert response.status_code == 400
     too_many = [{"channel": "general", "speaker": "a", "text": "x"}] * 1001
     assert client.post("/api/messages", {"messages": too_many}, format="json").status_code == 400
@@ -113,7 +115,12 @@ def test_a_conversation_is_opened_with_its_fixed_scope_and_finished_once(world):
     conv = response.json()
     assert conv["read_stores"] == ["shared", "self", "private:alice"]
     assert conv["write_store"] == "private:alice"
-    assert client.post("/api/conversations", {"agent": "scribe", "channel": "general"}, format="json").status_code == 403
+    assert (
+        client.post(
+            "/api/conversations", {"agent": "scribe", "channel": "general"}, format="json"
+        ).status_code
+        == 403
+    )
 
     assert client.post(f"/api/conversations/{conv['id']}/finish").status_code == 200
     again = client.post(f"/api/conversations/{conv['id']}/finish")
@@ -125,9 +132,13 @@ def test_a_conversation_is_opened_with_its_fixed_scope_and_finished_once(world):
 
 def test_a_changed_routing_rule_applies_to_the_next_conversation_only(world):
     client = world.client("copilot")
-    first = client.post("/api/conversations", {"agent": "copilot", "channel": "general"}, format="json").json()
+    first = client.post(
+        "/api/conversations", {"agent": "copilot", "channel": "general"}, format="json"
+    ).json()
     Channel.objects.filter(pk=world.general.pk).update(memory_scope="channel")
-    second = client.post("/api/conversations", {"agent": "copilot", "channel": "general"}, format="json").json()
+    second = client.post(
+        "/api/conversations", {"agent": "copilot", "channel": "general"}, format="json"
+    ).json()
     assert first["write_store"] == "shared"
     assert second["write_store"] == "channel:general"
     assert client.get(f"/api/conversations/{first['id']}").json()["write_store"] == "shared"
