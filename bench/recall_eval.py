@@ -14,7 +14,7 @@ from dataclasses import replace
 from memory.recall import memory_search, resolve_scope
 from memory.recall.fuse import apply_decay, fuse
 from memory.recall.params import DEFAULT_PARAMS, ROUTES, RecallParams
-from memory.recall.search import _load, recall_candidates
+from memory.recall.search import recall_candidates
 
 KS = (1, 5, 10, 50)
 
@@ -54,14 +54,7 @@ class Evaluation:
         totals = {k: 0.0 for k in KS}
         types: dict[str, dict] = {}
         for question, _, now, ranking in self.cases:
-            candidates = fuse(ranking.rankings, params)
-            objs = {c.key: c.obj for c in ranking.candidates}
-            for c in candidates:
-                c.obj = objs.get(c.key)
-            missing = [c for c in candidates if c.obj is None]
-            if missing:
-                _load(missing)
-            candidates = apply_decay([c for c in candidates if c.obj is not None], now, params)
+            candidates = apply_decay(fuse(ranking.rankings, params), now, params)
             labels = _labels(self.world, candidates)
             t = types.setdefault(question["type"], {"n": 0, **{k: 0.0 for k in KS}})
             t["n"] += 1

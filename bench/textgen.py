@@ -396,3 +396,25 @@ class TextGen:
         if etype == "organization" and self.rng.random() < 0.5:
             aliases = ["".join(w[0] for w in name.split()).upper() + str(self.rng.randint(1, 99))]
         return f"{name} {self.rng.randint(1, 9999)}", etype, summary.format(**slots), aliases
+
+
+QUESTION_TEMPLATES = [
+    "How do I fix error {code} in {system}?",
+    "Why does {system} {problem}?",
+    "What did {name} say about {project}?",
+    "When is the {customer} renewal?",
+    "Who owns {system}?",
+    "What happened with ticket {ticket}?",
+    "Is there lunch on {day}?",
+    "When is {topic}?",
+    "My {device} {problem}, what should I do?",
+    "What is the status of {project}?",
+    "Did {customer} sign?",
+    "How do I export a report from {system}?",
+    "Where is the {device}?",
+    "Who covers for {name}?",
+]
+
+
+def question(gen: TextGen) -> str:
+    return gen.rng.choice(QUESTION_TEMPLATES).format(**gen._slots())

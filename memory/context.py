@@ -126,7 +126,14 @@ def context_compile(
 def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memories) -> dict:
     forced = [m for m in include_memories]
     excluded = set(exclude_memory_ids) | {m.pk for m in forced if m.pk}
-    ranking = recall_candidates(scope, q=q, now=now, params=params, exclude_memory_ids=tuple(excluded))
+    ranking = recall_candidates(
+        scope,
+        q=q,
+        now=now,
+        params=params,
+        exclude_memory_ids=tuple(excluded),
+        hydrate_top=2 * MAX_RECALLED_ITEMS,
+    )
     best = sum(params.weights.values()) / (params.rrf_k + 1)
     expander = Expander(scope, now, params)
     pool = ranking.candidates[: 2 * MAX_RECALLED_ITEMS]
@@ -156,7 +163,7 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
     chosen_text, chosen_items, used = [], [], 0
     shown_messages: set[int] = set()
     for memory in forced:  # the gate's candidate goes first, rendered as recall renders memories
-        cand = Candidate(kind=MEMORY, id=memory.pk or 0, obj=memory, decay=1.0)
+        cand = Candidate.for_memory(memory, decay=1.0)
         text = truncate_to_tokens(memory_text(memory), max(cap - count_tokens(item_label(cand)) - 1, 0))
         rendered = f"{item_label(cand)}\n{text}"
         tokens = count_tokens(rendered)

@@ -12,8 +12,10 @@ from django.db import connection
 from knowledge.models import Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.recall.fuse import Candidate
+from memory.recall.load import hydrate
 from memory.recall.params import RecallParams
-from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, NothingVisible, where_sql
+from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
+from memory.recall.scope import NothingVisible
 
 
 @dataclass
@@ -65,6 +67,8 @@ class Expander:
         self.context: dict[tuple[str, int], list[Message]] = {}
 
     def prefetch(self, candidates: list[Candidate]) -> None:
+        hydrate(candidates)
+        candidates = [c for c in candidates if c.obj is not None]
         visible = Message.objects.filter(self.scope.message_q, ts__lte=self.now).select_related(None)
         fields = ("id", "channel_id", "thread", "speaker_name", "text", "ts", "external_id", "episode_id")
         threads = {
@@ -103,7 +107,7 @@ class Expander:
         """Each lone hit with up to `nearby_messages` neighbours either side in its channel's
         main timeline, in one query."""
         try:
-            where, params = where_sql(Message, self.scope.message_q)
+            where, params = self.scope.where(Message)
         except NothingVisible:
             return {}
         n = self.params.nearby_messages
@@ -143,7 +147,11 @@ class Expander:
 
     def item(self, cand: Candidate, cap: int) -> Item | None:
         """The candidate's text (with its context) cut to at most `cap` tokens, or None when not
-        even the hit itself fits in a useful form."""
+        even the hit itself fits in a useful form (or its row is gone)."""
+        if cand.obj is None:
+            hydrate([cand])
+            if cand.obj is None:
+                return None
         if cand.kind == MEMORY:
             return _plain(cand, memory_text(cand.obj), cap)
         if cand.kind == ENTRY:

@@ -22,7 +22,8 @@ class Candidate:
     decay: float = 1.0
     rerank: float | None = None
     score: float = 0.0
-    obj: object = None
+    stamp: tuple = (None, None, None, None)  # (time, tier, valid_to, confidence) from the route
+    obj: object = None  # the row, loaded only for candidates that may be shown
 
     @property
     def key(self) -> tuple[str, int]:
@@ -30,14 +31,16 @@ class Candidate:
 
     @property
     def time(self) -> datetime | None:
-        obj = self.obj
-        if obj is None:
-            return None
-        if self.kind == MESSAGE:
-            return obj.ts
-        if self.kind == EPISODE:
-            return obj.end_ts
-        return obj.updated_at
+        """A message's time, an episode's end, a memory's or entry's last change."""
+        return self.stamp[0]
+
+    @property
+    def tier(self) -> str | None:
+        return self.stamp[1]
+
+    @property
+    def valid_to(self) -> datetime | None:
+        return self.stamp[2]
 
     @property
     def confidence(self) -> float:
@@ -45,10 +48,16 @@ class Candidate:
         confidence; curated entries 1.0; raw conversation (messages, episodes) 0.7, because what
         someone said is evidence, not a checked fact."""
         if self.kind == MEMORY:
-            return float(self.obj.confidence)
+            return float(self.stamp[3] if self.stamp[3] is not None else 1.0)
         if self.kind == ENTRY:
             return 1.0
         return 0.7
+
+    @classmethod
+    def for_memory(cls, memory, **kw) -> "Candidate":
+        """A candidate made from a memory row (e.g. one the eval gate forces into context)."""
+        stamp = (memory.updated_at, memory.tier, memory.valid_to, memory.confidence)
+        return cls(kind=MEMORY, id=memory.pk or 0, obj=memory, stamp=stamp, **kw)
 
 
 def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Candidate]:
@@ -67,7 +76,9 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
         for rank, hit in enumerate(hits, start=1):
             if vector and hit.score < params.min_similarity:
                 continue
-            cand = candidates.setdefault((hit.kind, hit.id), Candidate(kind=hit.kind, id=hit.id))
+            cand = candidates.get((hit.kind, hit.id))
+            if cand is None:
+                cand = candidates[(hit.kind, hit.id)] = Candidate(kind=hit.kind, id=hit.id, stamp=hit.stamp)
             cand.routes[route] = {"rank": rank, "score": round(hit.score, 4)}
             quality = max(0.0, min(1.0, hit.quality)) ** params.quality_exponent
             cand.fused += weight * quality / (params.rrf_k + rank)
@@ -90,12 +101,12 @@ def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
     age = (now - when).total_seconds()
     if cand.kind in (MESSAGE, EPISODE):
         return _half_life(age, params.message_half_life_days)
-    if cand.kind == MEMORY and cand.obj.tier in Memory.SHORT_TERM_TIERS:
+    if cand.kind == MEMORY and cand.tier in Memory.SHORT_TERM_TIERS:
         factor = _half_life(age, params.message_half_life_days)
     else:
         floor = params.knowledge_floor
         factor = floor + (1 - floor) * _half_life(age, params.knowledge_half_life_days)
-    if cand.kind == MEMORY and cand.obj.valid_to is not None and cand.obj.valid_to <= now:
+    if cand.kind == MEMORY and cand.valid_to is not None and cand.valid_to <= now:
         factor *= params.history_factor
     return factor
 
@@ -120,7 +131,7 @@ def apply_reranker(q: str, candidates: list[Candidate], params: RecallParams) ->
     reranker = get_reranker()
     if reranker is None or not candidates:
         return candidates, "off"
-    top = candidates[: params.rerank_top]
+    top = [c for c in candidates[: params.rerank_top] if c.obj is not None]
     try:
         scores = list(reranker(q, top))
         if len(scores) != len(top):
@@ -130,4 +141,5 @@ def apply_reranker(q: str, candidates: list[Candidate], params: RecallParams) ->
     for cand, relevance in zip(top, scores, strict=True):
         cand.rerank = max(0.0, min(1.0, float(relevance)))
         cand.score = cand.score * (0.5 + cand.rerank)
-    return sorted(top, key=lambda c: -c.score) + candidates[params.rerank_top :], "on"
+    rest = [c for c in candidates if c.rerank is None]
+    return sorted(top + rest, key=lambda c: -c.score), "on"

@@ -5,19 +5,33 @@ All SQL here filters with the visibility conditions compiled from `knowledge.acc
 hand-written store test), and repeats the full-text expressions of `knowledge.fts` exactly so
 PostgreSQL uses their GIN indexes."""
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connection
-from django.db.models import Q
 
 from knowledge import fts
 from knowledge.models import Entry, Episode, Memory, Message
-from memory.recall.terms import Term, candidate_terms, query_lexemes, weigh_terms
+from memory.recall.scope import NothingVisible, RecallScope
+from memory.recall.terms import Corpus, Term, candidate_terms, query_lexemes, weigh_terms
+
+CORPORA = [
+    Corpus(
+        "memory", "knowledge_memory", fts.memory_tsv("knowledge_memory"), "memory_text_fts", "to_tsvector"
+    ),
+    Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry"), "entry_text_fts", "to_tsvector"),
+    Corpus("message", "knowledge_message", "knowledge_message.search", "knowledge_message", "search"),
+]
 
 MEMORY, ENTRY, MESSAGE, EPISODE = "memory", "entry", "message", "episode"
+TABLE = {
+    MEMORY: "knowledge_memory",
+    ENTRY: "knowledge_entry",
+    MESSAGE: "knowledge_message",
+    EPISODE: "knowledge_episode",
+}
 
 
 @dataclass
@@ -26,6 +40,23 @@ class RouteHit:
     id: int
     score: float  # the route's own score: summed idf of matched terms, or cosine similarity
     quality: float = 1.0  # how well the hit matches, 0..1: matched share of the query's idf, or cosine
+    # What decay needs, read in the route's own query so non-winners are never loaded:
+    # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts.
+    stamp: tuple = (None, None, None, None)
+
+
+# The stamp columns of each kind, for a table referenced by its bare name.
+STAMP = {
+    MEMORY: "knowledge_memory.updated_at, knowledge_memory.tier, knowledge_memory.valid_to, "
+    "knowledge_memory.confidence",
+    ENTRY: "knowledge_entry.updated_at, NULL, NULL, NULL",
+    MESSAGE: "knowledge_message.ts, NULL, NULL, NULL",
+    EPISODE: "knowledge_episode.end_ts, NULL, NULL, NULL",
+}
+
+
+def _keyword_hits(kind: str, rows, total_idf: float) -> list[RouteHit]:
+    return [RouteHit(kind, r[0], float(r[1]), float(r[1]) / total_idf, tuple(r[2:6])) for r in rows]
 
 
 @dataclass
@@ -33,13 +64,13 @@ class RouteInput:
     q: str
     now: datetime
     limit: int
-    knowledge_q: Q
-    message_q: Q
+    scope: RecallScope
     exclude_memory_ids: tuple = ()
     vector: np.ndarray | None = None
     embedding_model: str = ""
     ef_search: int = 100
     _lexemes: list | None = None
+    _terms: dict | None = None
 
     @property
     def lexemes(self) -> list[str]:
@@ -47,21 +78,11 @@ class RouteInput:
             self._lexemes = query_lexemes(self.q)
         return self._lexemes
 
-
-class NothingVisible(Exception):
-    """The visibility filter admits nothing: the route has no candidates."""
-
-
-def where_sql(model, q: Q) -> tuple[str, list]:
-    """The WHERE clause (on the bare table name) of `model.objects.filter(q)`."""
-    query = model.objects.filter(q).query
-    try:
-        sql, params = query.get_compiler(connection=connection).compile(query.where)
-    except FullResultSet:
-        return "TRUE", []
-    except EmptyResultSet:
-        raise NothingVisible from None
-    return sql, list(params)
+    def terms(self, corpus: str) -> list[Term]:
+        """The query's weighted terms in one corpus (all corpora are weighed in one go)."""
+        if self._terms is None:
+            self._terms = weigh_terms(self.lexemes, CORPORA)
+        return self._terms[corpus]
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -104,50 +125,36 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
     aliases, summary), idf-weighted, one ranking for both."""
     hits: list[RouteHit] = []
     memory_tsv = fts.memory_tsv("knowledge_memory")
-    terms = weigh_terms(
-        inp.lexemes,
-        stats_table="memory_text_fts",
-        stats_column="to_tsvector",
-        rows_table="knowledge_memory",
-        tsv_sql=memory_tsv,
-    )
+    terms = inp.terms("memory")
     if terms:
         try:
-            where, wparams = where_sql(Memory, inp.knowledge_q)
+            where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
             score, sparams = _score_sql(terms, "t.v")
             rows = _fetch(
-                f"SELECT knowledge_memory.id, {score} AS score FROM knowledge_memory, "
+                f"SELECT knowledge_memory.id, {score} AS score, {STAMP[MEMORY]} FROM knowledge_memory, "
                 f"LATERAL (SELECT {memory_tsv} AS v) t "
                 f"WHERE {memory_tsv} @@ %s::tsquery AND ({where}) AND {live} "
                 f"ORDER BY score DESC, knowledge_memory.id DESC LIMIT %s",
                 [*sparams, _or_query(candidate_terms(terms)), *wparams, *lparams, inp.limit],
             )
-            total = sum(t.idf for t in terms)
-            hits += [RouteHit(MEMORY, r[0], float(r[1]), float(r[1]) / total) for r in rows]
+            hits += _keyword_hits(MEMORY, rows, sum(t.idf for t in terms))
         except NothingVisible:
             pass
     entry_tsv = fts.entry_tsv("knowledge_entry")
-    terms = weigh_terms(
-        inp.lexemes,
-        stats_table="entry_text_fts",
-        stats_column="to_tsvector",
-        rows_table="knowledge_entry",
-        tsv_sql=entry_tsv,
-    )
+    terms = inp.terms("entry")
     if terms:
         try:
-            where, wparams = where_sql(Entry, inp.knowledge_q)
+            where, wparams = inp.scope.where(Entry)
             score, sparams = _score_sql(terms, "t.v")
             rows = _fetch(
-                f"SELECT knowledge_entry.id, {score} AS score FROM knowledge_entry, "
+                f"SELECT knowledge_entry.id, {score} AS score, {STAMP[ENTRY]} FROM knowledge_entry, "
                 f"LATERAL (SELECT {entry_tsv} AS v) t "
                 f"WHERE {entry_tsv} @@ %s::tsquery AND ({where}) AND knowledge_entry.created_at <= %s "
                 f"ORDER BY score DESC, knowledge_entry.id DESC LIMIT %s",
                 [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
             )
-            total = sum(t.idf for t in terms)
-            hits += [RouteHit(ENTRY, r[0], float(r[1]), float(r[1]) / total) for r in rows]
+            hits += _keyword_hits(ENTRY, rows, sum(t.idf for t in terms))
         except NothingVisible:
             pass
     hits.sort(key=lambda h: -h.quality)  # memories and entries are scored against different statistics
@@ -156,45 +163,43 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
 
 def keyword_messages(inp: RouteInput) -> list[RouteHit]:
     """Full text over the messages of the scope said before `now`, idf-weighted."""
-    terms = weigh_terms(
-        inp.lexemes,
-        stats_table="knowledge_message",
-        stats_column="search",
-        rows_table="knowledge_message",
-        tsv_sql="knowledge_message.search",
-    )
+    terms = inp.terms("message")
     if not terms:
         return []
     try:
-        where, wparams = where_sql(Message, inp.message_q)
+        where, wparams = inp.scope.where(Message)
     except NothingVisible:
         return []
     score, sparams = _score_sql(terms, "knowledge_message.search")
     rows = _fetch(
-        f"SELECT knowledge_message.id, {score} AS score FROM knowledge_message "
+        f"SELECT knowledge_message.id, {score} AS score, {STAMP[MESSAGE]} FROM knowledge_message "
         f"WHERE knowledge_message.search @@ %s::tsquery AND ({where}) AND knowledge_message.ts <= %s "
         f"ORDER BY score DESC, knowledge_message.ts DESC LIMIT %s",
         [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
     )
-    total = sum(t.idf for t in terms)
-    return [RouteHit(MESSAGE, r[0], float(r[1]), float(r[1]) / total) for r in rows]
+    return _keyword_hits(MESSAGE, rows, sum(t.idf for t in terms))
 
 
-def _nearest(table: str, kind: str, where: str, params: list, inp: RouteInput) -> list[RouteHit]:
+def search_settings(ef_search: int) -> str:
+    """Transaction-local settings of every vector route: a search width of at least the number
+    of rows asked for, and iterative scans, so a filtered search keeps scanning until it has them."""
+    return f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+
+
+def _nearest(kind: str, where: str, params: list, inp: RouteInput) -> list[RouteHit]:
     """The rows nearest the query vector (cosine) under a filter. HNSW with iterative scans
     (relaxed order) keeps scanning until the filter has its rows; if the index still returns
     fewer than asked (a very selective filter, or vectors of the current model still missing),
     the same query runs exactly without the index."""
     vec = vector_literal(inp.vector)
+    table = TABLE[kind]
     sql = (
-        f"SELECT {table}.id, {table}.embedding <=> %s::vector AS distance FROM {table} "
+        f"SELECT {table}.id, {table}.embedding <=> %s::vector AS distance, {STAMP[kind]} FROM {table} "
         f"WHERE {table}.embedding_model = %s AND ({where}) "
         f"ORDER BY distance LIMIT %s"
     )
     args = [vec, inp.embedding_model, *params, inp.limit]
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(inp.ef_search)}")
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    with connection.cursor() as cursor:  # hnsw.ef_search and iterative scans: see search_settings
         cursor.execute(sql, args)
         rows = cursor.fetchall()
         if len(rows) < inp.limit:
@@ -203,17 +208,34 @@ def _nearest(table: str, kind: str, where: str, params: list, inp: RouteInput) -
             rows = cursor.fetchall()
             cursor.execute("SET LOCAL enable_indexscan = on")
     rows.sort(key=lambda r: r[1])  # relaxed order: re-sort by distance
-    return [RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1]))) for r in rows]
+    return [RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6])) for r in rows]
 
 
 def vector_knowledge(inp: RouteInput) -> list[RouteHit]:
     """Nearest memories (loose and entry blocks) to the query vector."""
     try:
-        where, wparams = where_sql(Memory, inp.knowledge_q)
+        where, wparams = inp.scope.where(Memory)
     except NothingVisible:
         return []
     live, lparams = _live_memory_sql("knowledge_memory", inp)
-    return _nearest("knowledge_memory", MEMORY, f"({where}) AND {live}", [*wparams, *lparams], inp)
+    return _nearest(MEMORY, f"({where}) AND {live}", [*wparams, *lparams], inp)
+
+
+_episodes_seen = {"at": -1e9, "any": False}
+EPISODE_CHECK_SECONDS = 60
+
+
+def episodes_exist() -> bool:
+    """Whether stage A has made any episode yet (checked at most once a minute per process):
+    until then the episode half of the route costs nothing."""
+    now = time.monotonic()
+    if not _episodes_seen["any"] and now - _episodes_seen["at"] > EPISODE_CHECK_SECONDS:
+        _episodes_seen.update(at=now, any=Episode.objects.exists())
+    return _episodes_seen["any"]
+
+
+def forget_episode_check() -> None:
+    _episodes_seen.update(at=-1e9, any=False)
 
 
 def vector_episodes(inp: RouteInput) -> list[RouteHit]:
@@ -221,22 +243,22 @@ def vector_episodes(inp: RouteInput) -> list[RouteHit]:
     messages (a message no episode covers is its own summary). One ranking by similarity."""
     try:
         # Episodes carry the same channel and store fields as messages, so one filter serves both.
-        where, wparams = where_sql(Episode, inp.message_q)
+        where, wparams = inp.scope.where(Episode)
     except NothingVisible:
         return []
-    episodes = _nearest(
-        "knowledge_episode",
-        EPISODE,
-        f"({where}) AND knowledge_episode.start_ts <= %s",
-        [*wparams, inp.now],
-        inp,
-    )
+    episodes = []
+    if episodes_exist():
+        episodes = _nearest(
+            EPISODE,
+            f"({where}) AND knowledge_episode.start_ts <= %s",
+            [*wparams, inp.now],
+            inp,
+        )
     try:
-        mwhere, mparams = where_sql(Message, inp.message_q)
+        mwhere, mparams = inp.scope.where(Message)
     except NothingVisible:
         return episodes
     messages = _nearest(
-        "knowledge_message",
         MESSAGE,
         f"({mwhere}) AND knowledge_message.episode_id IS NULL AND knowledge_message.ts <= %s",
         [*mparams, inp.now],

@@ -5,14 +5,20 @@ playground — so the playground shows exactly what the agent itself would get. 
 only from `knowledge.access` (`readable_q` for memories and entries, `message_readable_q` for
 messages and episodes)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from django.core.exceptions import EmptyResultSet, FullResultSet
+from django.db import connection
 from django.db.models import Q
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from knowledge import access
-from knowledge.models import Agent, Channel, Conversation
+from knowledge.models import Agent, Channel, Conversation, Episode, Message
 from knowledge.principals import Principal
+
+
+class NothingVisible(Exception):
+    """The scope admits no row of this kind: a route has no candidates."""
 
 
 @dataclass
@@ -21,6 +27,24 @@ class RecallScope:
     conversation: Conversation  # unsaved when the scope was previewed for a channel
     knowledge_q: Q  # memories and entries the agent may read here
     message_q: Q  # messages and episodes the agent may read here
+    _where: dict = field(default_factory=dict, repr=False)
+
+    def where(self, model) -> tuple[str, list]:
+        """The visibility filter for `model` as SQL on its bare table name (compiled once per
+        scope from the access-layer Q; raw route queries splice it in). Raises NothingVisible."""
+        if model not in self._where:
+            q = self.message_q if model in (Message, Episode) else self.knowledge_q
+            query = model.objects.filter(q).query
+            try:
+                sql, params = query.get_compiler(connection=connection).compile(query.where)
+                self._where[model] = (sql, list(params))
+            except FullResultSet:
+                self._where[model] = ("TRUE", [])
+            except EmptyResultSet:
+                self._where[model] = None
+        if self._where[model] is None:
+            raise NothingVisible
+        return self._where[model]
 
     @property
     def channel(self) -> Channel:

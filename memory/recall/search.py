@@ -9,14 +9,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge import embeddings
-from knowledge.models import Channel, Entry, Episode, Memory, Message
+from knowledge.models import Channel
 from memory.recall import routes as R
 from memory.recall.expand import Expander, Item, pack
-from memory.recall.fuse import Candidate, apply_decay, apply_reranker, fuse
+from memory.recall.fuse import Candidate, apply_decay, apply_reranker, fuse, get_reranker
+from memory.recall.load import hydrate
 from memory.recall.params import (
     DEFAULT_PARAMS,
     KEYWORD_KNOWLEDGE,
@@ -77,32 +78,6 @@ def _query_vector(q: str) -> tuple[object, str, str, float]:
         return None, "", f"unavailable: {exc}", (time.perf_counter() - start) * 1000
 
 
-def _load(candidates: list[Candidate]) -> list[Candidate]:
-    """Attach each candidate's row (one query per kind); drop any that vanished meanwhile."""
-    ids: dict[str, list[int]] = {}
-    for c in candidates:
-        ids.setdefault(c.kind, []).append(c.id)
-    rows: dict[tuple[str, int], object] = {}
-    if ids.get(R.MEMORY):
-        for m in Memory.objects.filter(pk__in=ids[R.MEMORY]).select_related("entry", "owner"):
-            rows[(R.MEMORY, m.pk)] = m
-    if ids.get(R.ENTRY):
-        for e in Entry.objects.filter(pk__in=ids[R.ENTRY]).select_related("owner"):
-            rows[(R.ENTRY, e.pk)] = e
-    if ids.get(R.MESSAGE):
-        for m in Message.objects.filter(pk__in=ids[R.MESSAGE]).defer("search", "embedding"):
-            rows[(R.MESSAGE, m.pk)] = m
-    if ids.get(R.EPISODE):
-        for e in Episode.objects.filter(pk__in=ids[R.EPISODE]).defer("embedding"):
-            rows[(R.EPISODE, e.pk)] = e
-    kept = []
-    for c in candidates:
-        c.obj = rows.get(c.key)
-        if c.obj is not None:
-            kept.append(c)
-    return kept
-
-
 def recall_candidates(
     scope: RecallScope,
     *,
@@ -112,8 +87,10 @@ def recall_candidates(
     limit: int | None = None,
     exclude_memory_ids=(),
     routes=ROUTES,
+    hydrate_top: int = 40,
 ) -> Ranking:
-    """Run the routes in `scope`, fuse, load and decay. `limit` is each route's list length."""
+    """Run the routes in `scope`, fuse and decay; load the rows of the best `hydrate_top`
+    candidates (and those a reranker sees). `limit` is each route's list length."""
     now = now or timezone.now()
     limit = max(limit or params.route_limit, 1)
     vector, model, vector_reason, embed_ms = (None, "", "not asked", 0.0)
@@ -123,8 +100,7 @@ def recall_candidates(
         q=q,
         now=now,
         limit=limit,
-        knowledge_q=scope.knowledge_q,
-        message_q=scope.message_q,
+        scope=scope,
         exclude_memory_ids=tuple(exclude_memory_ids),
         vector=vector,
         embedding_model=model,
@@ -133,6 +109,9 @@ def recall_candidates(
     rankings: dict[str, list[R.RouteHit]] = {}
     info: dict[str, dict] = {}
     with transaction.atomic():  # SET LOCAL of the vector routes needs a transaction
+        if vector is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(R.search_settings(inp.ef_search))
         for route in ROUTES:
             if route not in routes:
                 info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
@@ -148,8 +127,8 @@ def recall_candidates(
                 "ms": round((time.perf_counter() - start) * 1000, 2),
                 "reason": "",
             }
-    candidates = _load(fuse(rankings, params))
-    candidates = apply_decay(candidates, now, params)
+    candidates = apply_decay(fuse(rankings, params), now, params)
+    hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
         rankings=rankings, candidates=candidates, routes=info, reranker=reranker, embed_ms=round(embed_ms, 2)
@@ -179,6 +158,7 @@ def memory_search(
         limit=max(params.route_limit, 2 * k),
         exclude_memory_ids=exclude_memory_ids,
         routes=routes,
+        hydrate_top=2 * k,
     )
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])

@@ -91,6 +91,9 @@ def forget_stats() -> None:
     """Drop cached statistics (tests, and after a bulk load)."""
     with _lock:
         _stats.clear()
+    from memory.recall.routes import forget_episode_check
+
+    forget_episode_check()
 
 
 def bm25_idf(docs: float, containing: float) -> float:
@@ -98,38 +101,55 @@ def bm25_idf(docs: float, containing: float) -> float:
     return math.log(1 + (docs - containing + 0.5) / (containing + 0.5))
 
 
-def weigh_terms(
-    lexemes: list[str], *, stats_table: str, stats_column: str, rows_table: str, tsv_sql: str
-) -> list[Term]:
-    """Each lexeme with its idf over `rows_table` (whose tsvector is `tsv_sql`, an expression on
-    the bare table name). Lexemes that occur nowhere are dropped."""
+@dataclass(frozen=True)
+class Corpus:
+    """A keyword-searchable table: where its statistics live and its tsvector expression (on the
+    bare table name)."""
+
+    name: str
+    rows_table: str
+    tsv_sql: str
+    stats_table: str
+    stats_column: str
+
+
+def weigh_terms(lexemes: list[str], corpora: list[Corpus]) -> dict[str, list[Term]]:
+    """Each lexeme with its idf in each corpus (lexemes that occur nowhere in a corpus are
+    dropped from it). Rare lexemes of all corpora are counted in one round trip."""
+    out: dict[str, list[Term]] = {c.name: [] for c in corpora}
     if not lexemes:
-        return []
-    docs, common, floor = _table_stats(stats_table, stats_column, rows_table)
-    docs = max(docs, 1.0)
-    counted: dict[str, float] = {}
-    rare = [lx for lx in lexemes if lx not in common]
-    if rare:
-        parts = ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {rows_table} WHERE {tsv_sql} @@ %s::tsquery "
-            f"LIMIT {COUNT_CAP}) s)"
-            for _ in rare
-        )
+        return out
+    stats = {c.name: _table_stats(c.stats_table, c.stats_column, c.rows_table) for c in corpora}
+    parts, params, keys = [], [], []
+    for c in corpora:
+        common = stats[c.name][1]
+        for lx in lexemes:
+            if lx not in common:
+                parts.append(
+                    f"(SELECT count(*) FROM (SELECT 1 FROM {c.rows_table} WHERE {c.tsv_sql} @@ %s::tsquery "
+                    f"LIMIT {COUNT_CAP}) s)"
+                )
+                params.append(quote_lexeme(lx))
+                keys.append((c.name, lx))
+    counted: dict[tuple[str, str], int] = {}
+    if parts:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {parts}", [quote_lexeme(lx) for lx in rare])
-            counted = dict(zip(rare, cursor.fetchone(), strict=True))
-    terms = []
-    for lx in lexemes:
-        if lx in common:
-            containing = common[lx] * docs
-        else:
-            containing = float(counted.get(lx, 0))
-            if containing == 0:
-                continue
-            if containing >= COUNT_CAP and floor:
-                containing = max(containing, floor * docs)
-        terms.append(Term(lexeme=lx, idf=bm25_idf(docs, containing), share=containing / docs))
-    return terms
+            cursor.execute(f"SELECT {', '.join(parts)}", params)
+            counted = dict(zip(keys, cursor.fetchone(), strict=True))
+    for c in corpora:
+        docs, common, floor = stats[c.name]
+        docs = max(docs, 1.0)
+        for lx in lexemes:
+            if lx in common:
+                containing = common[lx] * docs
+            else:
+                containing = float(counted.get((c.name, lx), 0))
+                if containing == 0:
+                    continue
+                if containing >= COUNT_CAP and floor:
+                    containing = max(containing, floor * docs)
+            out[c.name].append(Term(lexeme=lx, idf=bm25_idf(docs, containing), share=containing / docs))
+    return out
 
 
 def candidate_terms(terms: list[Term]) -> list[Term]:

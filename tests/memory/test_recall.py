@@ -351,3 +351,37 @@ def test_browse_opens_the_thread_behind_a_result_within_scope(world, general_cha
     assert world.client("reviewer").get(f"/api/memory/browse/message/{dm_message}").status_code == 200
     conv_body = client.get(f"/api/memory/browse/conversation/{conv.pk}").json()
     assert conv_body["write_store"] == "shared"
+
+
+def test_an_episode_is_found_by_its_summary_and_expands_to_its_messages(world):
+    from knowledge.models import Episode, Message
+    from memory.recall.terms import forget_stats
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    ids = post(world.general, SUPPORT_CHAT)
+    episode = Episode.objects.create(
+        channel=world.general,
+        store="shared",
+        topic="VPN outage after the client update",
+        summary="Remote access broke for several people; reconnecting showed an error code.",
+        likely_question="Why can't I connect from home?",
+        resolution="Re-import the profile.",
+        start_ts=NOW - timedelta(days=30),
+        end_ts=NOW - timedelta(days=28),
+    )
+    Message.objects.filter(pk__in=ids[:3]).update(episode=episode)
+    factory.embed_all()
+    forget_stats()
+    result = search(world.client("copilot"), conversation=conv.pk, q="why can't people work from home")
+    top = result["results"][0]
+    assert (top["kind"], top["id"]) == ("episode", episode.pk)
+    assert [m["external_id"] for m in top["messages"]] == ["s-1", "s-2", "s-3"]
+    assert "Resolution: Re-import the profile." in top["text"]
+    # messages an episode covers leave the vector route to it (keyword search still finds them)
+    assert not any(r["kind"] == "message" and r["id"] in ids[:3] for r in result["results"])
+    assert (
+        world.client("copilot")
+        .get(f"/api/memory/browse/episode/{episode.pk}")
+        .json()["topic"]
+        .startswith("VPN")
+    )
