@@ -119,9 +119,9 @@ def _speakers(actor: Principal, names: set[str]) -> dict[str, tuple[str, int]]:
 _INSERT = """
 INSERT INTO knowledge_message
   (id, channel_id, thread, store, speaker_person_id, speaker_agent_id, speaker_name, text, ts,
-   external_id, posted_by, embedding_model, created_at)
+   external_id, posted_by, created_at)
 SELECT u.id, u.channel_id, u.thread, u.store, u.person_id, u.agent_id, u.speaker_name, u.text, u.ts,
-       u.external_id, %s, '', %s
+       u.external_id, %s, %s
 FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[],
             %s::text[], %s::timestamptz[], %s::text[])
   AS u(id, channel_id, thread, store, person_id, agent_id, speaker_name, text, ts, external_id)

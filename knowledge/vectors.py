@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from knowledge import embeddings
-from knowledge.models import Episode, Memory, Message
+from knowledge.models import Episode, Memory, Message, MessageVector
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +26,24 @@ BATCH = 256
 
 @dataclass(frozen=True)
 class Kind:
+    """One kind of row that gets a vector. `t` is the row's table; the vector lives in the row
+    itself (`embedding`, `embedding_model`) or, for messages, in a side table aliased `v`."""
+
     name: str
     table: str
-    select: str  # columns to embed, with the row id first; `t` is the table alias
+    select: str  # columns to embed, with the row id first
     join: str = ""
     where: str = "TRUE"  # which rows are worth a vector at all
+    side_table: str = ""  # messages: knowledge_messagevector (message_id, model, embedding)
+
+    @property
+    def current_sql(self) -> str:
+        """True when the row has a vector from the model given as the parameter."""
+        return "v.model = %s" if self.side_table else "t.embedding_model = %s"
+
+    @property
+    def vector_join(self) -> str:
+        return f"LEFT JOIN {self.side_table} v ON v.message_id = t.id" if self.side_table else ""
 
 
 BACKLOG = [
@@ -42,7 +55,7 @@ BACKLOG = [
         # Rejected, superseded, invalidated and expired memories are never recalled.
         where="t.status IN ('queued', 'active')",
     ),
-    Kind("messages", Message._meta.db_table, "t.id, t.text"),
+    Kind("messages", Message._meta.db_table, "t.id, t.text", side_table=MessageVector._meta.db_table),
     Kind("episodes", Episode._meta.db_table, "t.id, t.topic, t.summary, t.likely_question, t.resolution"),
 ]
 
@@ -68,7 +81,8 @@ def backlog_counts() -> dict[str, int]:
     with connection.cursor() as cursor:
         for kind in BACKLOG:
             cursor.execute(
-                f"SELECT count(*) FROM {kind.table} t WHERE ({kind.where}) AND t.embedding_model <> %s",
+                f"SELECT count(*) FROM {kind.table} t {kind.vector_join} "
+                f"WHERE ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE",
                 [model],
             )
             out[kind.name] = cursor.fetchone()[0]
@@ -82,8 +96,8 @@ def coverage() -> dict[str, dict]:
     with connection.cursor() as cursor:
         for kind in BACKLOG:
             cursor.execute(
-                f"SELECT count(*), count(*) FILTER (WHERE t.embedding_model = %s) FROM {kind.table} t "
-                f"WHERE {kind.where}",
+                f"SELECT count(*), count(*) FILTER (WHERE {kind.current_sql}) FROM {kind.table} t "
+                f"{kind.vector_join} WHERE {kind.where}",
                 [model or "\x00none"],
             )
             total, current = cursor.fetchone()
@@ -100,8 +114,8 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH) -> tu
     embedded, last id seen); (0, after_id) when nothing is left."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {kind.select} FROM {kind.table} t {kind.join} "
-            f"WHERE t.id > %s AND ({kind.where}) AND t.embedding_model <> %s "
+            f"SELECT {kind.select} FROM {kind.table} t {kind.join} {kind.vector_join} "
+            f"WHERE t.id > %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE "
             f"ORDER BY t.id LIMIT %s FOR UPDATE OF t SKIP LOCKED",
             [after_id, model, batch],
         )
@@ -109,12 +123,22 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH) -> tu
         if not rows:
             return 0, after_id
         vectors = embeddings.embed_texts([embedding_text(kind.name, r) for r in rows])
-        cursor.execute(
-            f"UPDATE {kind.table} t SET embedding = d.v::vector, embedding_model = %s "
-            f"FROM unnest(%s::bigint[], %s::text[]) AS d(id, v) "
-            f"WHERE t.id = d.id AND t.embedding_model <> %s",
-            [model, [r[0] for r in rows], [_vector_sql(v) for v in vectors], model],
-        )
+        ids, literals = [r[0] for r in rows], [_vector_sql(v) for v in vectors]
+        if kind.side_table:
+            cursor.execute(
+                f"INSERT INTO {kind.side_table} AS v (message_id, model, embedding) "
+                f"SELECT d.id, %s, d.v::vector FROM unnest(%s::bigint[], %s::text[]) AS d(id, v) "
+                f"ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding "
+                f"WHERE v.model <> EXCLUDED.model",
+                [model, ids, literals],
+            )
+        else:
+            cursor.execute(
+                f"UPDATE {kind.table} t SET embedding = d.v::vector, embedding_model = %s "
+                f"FROM unnest(%s::bigint[], %s::text[]) AS d(id, v) "
+                f"WHERE t.id = d.id AND t.embedding_model <> %s",
+                [model, ids, literals, model],
+            )
         return cursor.rowcount, rows[-1][0]
 
 

@@ -1,6 +1,7 @@
 """API: memory_search, memory_browse, the pinned memo, context compilation and status."""
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
@@ -106,7 +107,7 @@ def memory_search_view(request):
 
 
 @extend_schema(
-    responses={200: serializers.DictField()},
+    responses={200: OpenApiTypes.OBJECT},
     parameters=[
         OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=list(KINDS)),
         OpenApiParameter(
@@ -240,7 +241,7 @@ def context_view(request, agent: str):
 
 
 @extend_schema(
-    responses={200: serializers.DictField()},
+    responses={200: OpenApiTypes.OBJECT},
     summary="Recall health: embedding configuration, vector coverage and backlog per kind",
 )
 @api_view(["GET"])

@@ -27,7 +27,7 @@ def message_dict(m: Message, channels: dict | None = None) -> dict:
 
 
 def _messages(qs) -> list[dict]:
-    rows = list(qs.select_related("channel").defer("search", "embedding")[:MAX_MESSAGES])
+    rows = list(qs.select_related("channel").defer("search")[:MAX_MESSAGES])
     return [message_dict(m) for m in rows]
 
 

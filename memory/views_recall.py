@@ -1,7 +1,7 @@
 """Console: the recall playground (why did an agent remember that?), memory_browse pages and the
 pinned-memo editor. They call the same scope, search, browse and memo code as the API."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -82,7 +82,7 @@ def playground(request):
                 except ValueError:
                     raise ValidationError({"now": ["Use an ISO time, e.g. 2026-03-01T12:00."]}) from None
                 if timezone.is_naive(now):
-                    now = timezone.make_aware(now, timezone.utc)
+                    now = timezone.make_aware(now, UTC)
             scope = resolve_scope(request.principal, agent=agent, conversation=conversation, channel=channel)
             outcome = memory_search(
                 scope, q=form["q"], k=form["k"], budget_tokens=form["budget_tokens"], now=now

@@ -3,7 +3,7 @@ from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import Entry
 from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
-from knowledge.models.messages import ChannelIntegration, Episode, Message
+from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.system import Heartbeat, Setting
 
@@ -22,6 +22,7 @@ __all__ = [
     "MemorySource",
     "MemoryVersion",
     "Message",
+    "MessageVector",
     "Person",
     "PinnedMemo",
     "Revision",

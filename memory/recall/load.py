@@ -6,10 +6,10 @@ from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 
 QUERYSETS = {
     MEMORY: lambda: Memory.objects.select_related("entry", "owner").defer(
-        "embedding", "value", "status_reason", "stale_reason"
+        "embedding", "search", "value", "status_reason", "stale_reason"
     ),
     ENTRY: lambda: Entry.objects.select_related("owner"),
-    MESSAGE: lambda: Message.objects.defer("search", "embedding"),
+    MESSAGE: lambda: Message.objects.defer("search"),
     EPISODE: lambda: Episode.objects.defer("embedding"),
 }
 

@@ -18,11 +18,11 @@ from memory.recall.scope import NothingVisible, RecallScope
 from memory.recall.terms import Corpus, Term, candidate_terms, query_lexemes, weigh_terms
 
 CORPORA = [
-    Corpus(
-        "memory", "knowledge_memory", fts.memory_tsv("knowledge_memory"), "memory_text_fts", "to_tsvector"
-    ),
+    Corpus("memory", "knowledge_memory", fts.memory_tsv("knowledge_memory"), "knowledge_memory", "search"),
     Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry"), "entry_text_fts", "to_tsvector"),
-    Corpus("message", "knowledge_message", "knowledge_message.search", "knowledge_message", "search"),
+    Corpus(
+        "message", "knowledge_message", fts.message_tsv("knowledge_message"), "knowledge_message", "search"
+    ),
 ]
 
 MEMORY, ENTRY, MESSAGE, EPISODE = "memory", "entry", "message", "episode"
@@ -130,10 +130,9 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
         try:
             where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
-            score, sparams = _score_sql(terms, "t.v")
+            score, sparams = _score_sql(terms, memory_tsv)
             rows = _fetch(
-                f"SELECT knowledge_memory.id, {score} AS score, {STAMP[MEMORY]} FROM knowledge_memory, "
-                f"LATERAL (SELECT {memory_tsv} AS v) t "
+                f"SELECT knowledge_memory.id, {score} AS score, {STAMP[MEMORY]} FROM knowledge_memory "
                 f"WHERE {memory_tsv} @@ %s::tsquery AND ({where}) AND {live} "
                 f"ORDER BY score DESC, knowledge_memory.id DESC LIMIT %s",
                 [*sparams, _or_query(candidate_terms(terms)), *wparams, *lparams, inp.limit],
@@ -193,12 +192,20 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput) -> list[Route
     the same query runs exactly without the index."""
     vec = vector_literal(inp.vector)
     table = TABLE[kind]
+    if kind == MESSAGE:  # message vectors live in their own table (knowledge.MessageVector)
+        source, vector_col, model_col = (
+            "knowledge_messagevector v JOIN knowledge_message ON knowledge_message.id = v.message_id",
+            "v.embedding",
+            "v.model",
+        )
+    else:
+        source, vector_col, model_col = table, f"{table}.embedding", f"{table}.embedding_model"
     sql = (
-        f"SELECT {table}.id, {table}.embedding <=> %s::vector AS distance, {STAMP[kind]} FROM {table} "
-        f"WHERE {table}.embedding_model = %s AND ({where}) "
-        f"ORDER BY distance LIMIT %s"
+        f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]} FROM {source} "
+        f"WHERE {model_col} = %s AND ({where}) "
+        f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
     )
-    args = [vec, inp.embedding_model, *params, inp.limit]
+    args = [vec, inp.embedding_model, *params, vec, inp.limit]
     with connection.cursor() as cursor:  # hnsw.ef_search and iterative scans: see search_settings
         cursor.execute(sql, args)
         rows = cursor.fetchall()

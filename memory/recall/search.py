@@ -108,9 +108,11 @@ def recall_candidates(
     )
     rankings: dict[str, list[R.RouteHit]] = {}
     info: dict[str, dict] = {}
-    with transaction.atomic():  # SET LOCAL of the vector routes needs a transaction
-        if vector is not None:
-            with connection.cursor() as cursor:
+    with transaction.atomic():  # SET LOCAL needs a transaction
+        with connection.cursor() as cursor:
+            # Search queries are short: JIT compilation would cost more than it saves.
+            cursor.execute("SET LOCAL jit = off")
+            if vector is not None:
                 cursor.execute(R.search_settings(inp.ef_search))
         for route in ROUTES:
             if route not in routes:

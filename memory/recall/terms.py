@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from django.db import connection
 
 STATS_TTL_SECONDS = 300
-COUNT_CAP = 2000
-# Lexemes found in more than this share of documents only score; they do not widen the candidate
-# set of the index scan (unless the query has nothing rarer).
-COMMON_SHARE = 0.05
+# A lexeme missing from the most-common list is counted exactly up to this many documents (a
+# bounded index lookup); above it, it is assumed to be as common as the least common listed one.
+COUNT_CAP = 200
+# The index scan that selects candidates uses the rarest lexemes whose documents add up to at most
+# CANDIDATE_DOCS (always at least the rarest one); commoner lexemes only score. A document that
+# matches nothing but common words would rank low anyway, and this bounds the rows a search reads.
+CANDIDATE_DOCS = 2000
 
 
 @dataclass
@@ -26,6 +29,7 @@ class Term:
     lexeme: str
     idf: float
     share: float  # estimated share of documents containing it
+    docs: float = 0.0  # estimated number of documents containing it
 
     @property
     def tsquery(self) -> str:
@@ -146,14 +150,21 @@ def weigh_terms(lexemes: list[str], corpora: list[Corpus]) -> dict[str, list[Ter
                 containing = float(counted.get((c.name, lx), 0))
                 if containing == 0:
                     continue
-                if containing >= COUNT_CAP and floor:
+                if containing >= COUNT_CAP:
                     containing = max(containing, floor * docs)
-            out[c.name].append(Term(lexeme=lx, idf=bm25_idf(docs, containing), share=containing / docs))
+            out[c.name].append(
+                Term(lexeme=lx, idf=bm25_idf(docs, containing), share=containing / docs, docs=containing)
+            )
     return out
 
 
 def candidate_terms(terms: list[Term]) -> list[Term]:
-    """The terms that select candidates from the index: all but the very common ones, unless the
-    query has nothing else."""
-    selective = [t for t in terms if t.share <= COMMON_SHARE]
-    return selective or terms
+    """The terms whose index entries select candidates: the rarest ones, while their documents
+    add up to at most CANDIDATE_DOCS (at least the rarest term)."""
+    chosen, total = [], 0.0
+    for term in sorted(terms, key=lambda t: t.docs):
+        if chosen and total + term.docs > CANDIDATE_DOCS:
+            break
+        chosen.append(term)
+        total += term.docs
+    return chosen

@@ -7,7 +7,7 @@ from django.test import override_settings
 from curation.tasks import embedding_backlog_run
 from knowledge import embeddings
 from knowledge.memories import memory_row_revise
-from knowledge.models import Memory, Message
+from knowledge.models import Memory, Message, MessageVector
 from knowledge.vectors import backlog_counts, coverage
 from tests import factory
 
@@ -20,7 +20,7 @@ def test_ingestion_leaves_vectors_to_the_worker_which_embeds_everything(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(3)])
     assert len(callbacks) == 1  # the backlog job is queued after commit, not run in the request
-    assert Message.objects.filter(embedding__isnull=True).count() == 3
+    assert not MessageVector.objects.exists()
     assert backlog_counts() == {"memories": 1, "messages": 3, "episodes": 0}
 
     done = embedding_backlog_run()
@@ -35,7 +35,7 @@ def test_ingestion_leaves_vectors_to_the_worker_which_embeds_everything(
 def test_the_queued_job_runs_after_commit(world, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         factory.post_messages(world.general, [{"speaker": "alice", "text": "embedded by the kicked job"}])
-    assert Message.objects.get().embedding_model == embeddings.model_name()
+    assert MessageVector.objects.get(message=Message.objects.get()).model == embeddings.model_name()
 
 
 def test_a_new_text_and_a_new_model_make_backlog(world):

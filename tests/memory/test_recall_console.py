@@ -71,3 +71,15 @@ def test_admins_edit_the_memo_reviewers_only_read_it(client, world):
     )
     assert b"its budget is 300" in over.content
     assert PinnedMemo.objects.get(agent=world.copilot).version == 1
+
+
+def test_the_playground_replays_a_past_moment(client, world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    factory.post_messages(world.general, [{"speaker": "alice", "text": "Error E4012 again"}])
+    login(client, world.reviewer)
+    page = client.get(
+        "/recall/", {"agent": "copilot", "conversation": conv.pk, "q": "E4012", "now": "2020-01-01T12:00"}
+    )
+    assert page.context["outcome"]["results"] == []
+    bad = client.get("/recall/", {"agent": "copilot", "conversation": conv.pk, "q": "E4012", "now": "soon"})
+    assert "ISO time" in bad.content.decode()

@@ -67,3 +67,8 @@ class Command(BaseCommand):
 
     def extend(self, *, actor, agents, people, channels):
         """Later capabilities add their demo data here."""
+        from curation.demo_conversations import seed_conversations
+
+        stored = seed_conversations(actor=actor, agents=agents, channels=channels)
+        if stored:
+            self.stdout.write(f"{stored} demo messages (the worker embeds them)")
