@@ -204,7 +204,14 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     embedder = get_embedder()
     if embedder is None:
         raise EmbeddingError("Embeddings are off (BRAIN_EMBEDDINGS=none).")
-    return embedder.embed(list(texts))
+    texts = list(texts)
+    # Chat repeats itself ("ok", "thanks!"): embed each distinct text once.
+    unique = list(dict.fromkeys(texts))
+    if len(unique) == len(texts):
+        return embedder.embed(texts)
+    vectors = embedder.embed(unique)
+    index = {text: i for i, text in enumerate(unique)}
+    return vectors[[index[t] for t in texts]]
 
 
 def embed_query(text: str) -> np.ndarray | None:

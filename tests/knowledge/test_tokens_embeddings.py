@@ -120,3 +120,9 @@ def test_an_unreachable_endpoint_is_a_clear_error():
         with pytest.raises(embeddings.EmbeddingError, match="failed"):
             embeddings.embed_texts(["x"])
         assert embeddings.embed_query("x") is None
+
+
+def test_repeated_texts_get_the_same_vector_in_their_places():
+    vectors = embeddings.embed_texts(["ok", "The VPN is down", "ok"])
+    assert vectors.shape == (3, 384)
+    assert np.allclose(vectors[0], vectors[2]) and not np.allclose(vectors[0], vectors[1])
