@@ -134,3 +134,57 @@ def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
     if principal.is_reviewer:
         return
     raise PermissionDenied("This token may not write memory.")
+
+
+# --- Messages and episodes (evidence) ---------------------------------------------------------
+# A message keeps the store its channel had when it arrived (`message_store`). An agent reads a
+# message when it takes part in the message's channel (has a conversation there) and, inside a
+# conversation, only when the message's channel is the conversation's channel or the message's
+# store is one the conversation reads. So a DM's messages are read only in that DM (or another DM
+# with the same person), a channel-only channel's only in that channel, and shared channels'
+# messages in any conversation that reads `shared`. Episodes follow the same rule.
+
+
+def message_store(channel: Channel) -> str:
+    """The store a message said in `channel` now belongs to: the channel's default write store."""
+    return conversation_scope(channel)[1]
+
+
+def participating_channel_ids(agent: Agent):
+    """A subquery of the ids of the channels `agent` takes part in (it opened a conversation)."""
+    return Conversation.objects.filter(agent=agent).values("channel_id")
+
+
+def message_readable_q(
+    principal: Principal, *, conversation: Conversation | None = None, prefix: str = ""
+) -> Q:
+    """A filter for the messages (or episodes) `principal` may read — in `conversation` when one
+    is given (it may be unsaved: a scope preview for a channel). People with a role read
+    everything outside a conversation; integrations read nothing."""
+    nothing = Q(pk__in=[])
+    if principal.kind == "agent":
+        agent = principal.agent
+        if conversation is not None and conversation.agent_id != agent.pk:
+            return nothing
+    elif principal.is_reviewer:
+        if conversation is None:
+            return Q()
+        agent = conversation.agent
+    else:
+        return nothing
+    taking_part = Q(**{f"{prefix}channel_id__in": participating_channel_ids(agent)})
+    if conversation is None:
+        return taking_part
+    own_channel = Q(**{f"{prefix}channel_id": conversation.channel_id})
+    return own_channel | (taking_part & Q(**{f"{prefix}store__in": list(conversation.read_stores)}))
+
+
+def can_post_message(principal: Principal, channel: Channel) -> bool:
+    """Integrations and agents post to channels they take part in; admins to any channel."""
+    if principal.is_admin:
+        return True
+    if principal.kind == "agent":
+        return Conversation.objects.filter(agent=principal.agent, channel=channel).exists()
+    if principal.kind == "integration":
+        return channel.integrations.filter(integration=principal.integration).exists()
+    return False

@@ -83,3 +83,42 @@ def make_entry(owner, *, name=None, store="shared", actor=None, blocks=(), **fie
         blocks=[b if isinstance(b, dict) else {"text": b} for b in blocks],
         **fields,
     )
+
+
+# --- Conversations in, memory out (issue 6) -----------------------------------------------------
+
+
+def post_messages(channel, rows, *, actor=SYSTEM):
+    """Store messages through the real ingestion service. `rows`: dicts with speaker, text and
+    optional ts, thread, external_id. Returns the stored ids in order."""
+    from knowledge import messages
+
+    result = messages.message_ingest(
+        actor=actor, messages=[messages.MessageIn(channel=channel, **row) for row in rows]
+    )
+    return result.ids
+
+
+def make_memory_row(owner, text, *, store="shared", status="active", **fields):
+    """A memory row written the way every writer writes one (knowledge.memories)."""
+    from django.db import transaction
+
+    from knowledge.memories import memory_row_create
+
+    with transaction.atomic():
+        return memory_row_create(
+            owner=owner,
+            store=store,
+            text=text,
+            author_kind="system",
+            author_name="tests",
+            status=status,
+            **fields,
+        )
+
+
+def embed_all():
+    """Drain the embedding backlog with the real local embedder (what the worker does)."""
+    from knowledge.vectors import run_backlog
+
+    return run_backlog(max_seconds=120)

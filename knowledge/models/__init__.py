@@ -2,7 +2,9 @@ from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.llm import ModelProfile, ModelUsage
+from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
+from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.sources import SourceState
 from knowledge.models.system import Heartbeat, Setting
@@ -12,19 +14,24 @@ __all__ = [
     "ApiToken",
     "AuditEvent",
     "Channel",
+    "ChannelIntegration",
     "Conversation",
     "CurationGuide",
     "Entry",
     "EntryRelation",
     "EntrySearch",
+    "Episode",
     "Heartbeat",
     "Integration",
     "Memory",
     "MemorySource",
     "MemoryVersion",
+    "Message",
+    "MessageVector",
     "ModelProfile",
     "ModelUsage",
     "Person",
+    "PinnedMemo",
     "Revision",
     "Setting",
     "SourceState",

@@ -1,8 +1,10 @@
 import hashlib
 import json
 
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from pgvector.django import VectorField
+from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -71,6 +73,12 @@ class Memory(models.Model):
 
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
+    # Full text of key and text, kept by PostgreSQL (the keyword route of recall reads it).
+    search = models.GeneratedField(
+        expression=SearchVector("key", "text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -83,6 +91,14 @@ class Memory(models.Model):
             models.Index(fields=["owner", "store", "status"]),
             models.Index(fields=["key"]),
             models.Index(fields=["entry", "position"]),
+            GinIndex(fields=["search"], name="memory_search_gin"),
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
         ]
         constraints = [
             models.CheckConstraint(

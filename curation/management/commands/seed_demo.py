@@ -78,6 +78,10 @@ class Command(BaseCommand):
 
         if created := seed_entries(agents=agents):
             self.stdout.write(f"{created} knowledge entries")
+        from curation.demo_conversations import seed_conversations
+
+        if stored := seed_conversations(actor=actor, agents=agents, channels=channels):
+            self.stdout.write(f"{stored} demo messages (the worker embeds them)")
         self.extend_consolidation(actor=actor, agents=agents, people=people, channels=channels)
 
     def extend_consolidation(self, *, actor, agents, people, channels):

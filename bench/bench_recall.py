@@ -1,0 +1,223 @@
+"""Recall at scale: 100,000 messages (posted through the API), 20,000 memories and 5,000 entries
+(with 10,000 block memories), every text embedded by the backlog job with the local model; then
+memory_search latency through the API (query embedding included).
+
+Figures: ingestion throughput (embedding deferred), embedding backlog throughput (end to end:
+claim, embed, write vectors into HNSW-indexed columns), and search latency p50/p95."""
+
+import os
+import random
+import statistics
+import time
+from datetime import timedelta
+
+from django.test import override_settings
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from bench.recall_seed import ACTOR, agent, analyze, bulk_entries, bulk_memories, reset_recall_tables
+from bench.textgen import FIRST, TextGen, question
+from knowledge import embeddings, messages, services
+from knowledge.models import Channel, Conversation, Integration, Memory
+from knowledge.vectors import backlog_counts, run_backlog
+
+# BRAIN_BENCH_SCALE=0.05 makes a quick trial run; the reported figures are at scale 1.
+SCALE = float(os.environ.get("BRAIN_BENCH_SCALE", "1"))
+MESSAGES = int(100_000 * SCALE) // 1000 * 1000 or 1000
+MEMORIES = int(20_000 * SCALE)
+ENTRIES = int(5_000 * SCALE)
+BATCH = 1_000
+QUERIES = 400
+DAYS = 180
+
+
+def _token(**owner) -> str:
+    return services.token_create(actor=ACTOR, **owner)
+
+
+def _client(raw: str) -> APIClient:
+    client = APIClient(HTTP_HOST="localhost")  # an allowed host, as a real client would send
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+def _world(rng):
+    copilot = agent("copilot")
+    integration = Integration.objects.filter(name="slack").first() or services.integration_create(
+        actor=ACTOR, name="slack"
+    )
+    channels = []
+    for i in range(24):
+        scope = Channel.SCOPE_CHANNEL if i % 6 == 5 else Channel.SCOPE_SHARED
+        channels.append(
+            messages.channel_open(
+                actor=ACTOR, name=f"team-{i}", memory_scope=scope, integrations=[integration]
+            )
+        )
+    for name in FIRST[:12]:
+        person = services.person_get_or_create(actor=ACTOR, name=name)
+        channels.append(
+            messages.channel_open(
+                actor=ACTOR,
+                name=f"dm-{name}",
+                kind=Channel.KIND_DM,
+                person=person,
+                integrations=[integration],
+            )
+        )
+    for channel in channels:
+        services.conversation_start(actor=ACTOR, agent=copilot, channel=channel)
+    return copilot, integration, channels
+
+
+def _ingest(report, client, channels, gen, rng):
+    now = timezone.now()
+    weights = [8 if c.kind == Channel.KIND_SHARED else 1 for c in channels]
+    threads = {c.name: [f"t{c.pk}-{i}" for i in range(40)] for c in channels}
+    elapsed = 0.0
+    for start in range(0, MESSAGES, BATCH):
+        rows = []
+        for i in range(start, start + BATCH):
+            channel = rng.choices(channels, weights)[0]
+            row = {
+                "channel": channel.name,
+                "speaker": channel.person.name
+                if channel.kind == "dm" and rng.random() < 0.6
+                else gen.speaker(),
+                "text": gen.message(),
+                "ts": (
+                    now - timedelta(days=DAYS * (1 - i / MESSAGES), minutes=rng.random() * 60)
+                ).isoformat(),
+                "external_id": f"m-{i}",
+            }
+            if rng.random() < 0.15:
+                row["thread"] = rng.choice(threads[channel.name])
+            rows.append(row)
+        t0 = time.perf_counter()
+        response = client.post("/api/messages", {"messages": rows}, format="json")
+        elapsed += time.perf_counter() - t0
+        assert response.status_code == 201, response.content[:500]
+    report(
+        "message ingestion through POST /api/messages",
+        MESSAGES / elapsed,
+        "messages/s",
+        target="≥ 1,000 messages/s",
+        note=f"{MESSAGES:,} messages in batches of {BATCH:,}, one client, embedding deferred",
+    )
+
+
+def _knowledge(copilot, channels, gen, rng):
+    now = timezone.now()
+    people = [c.person.name for c in channels if c.kind == Channel.KIND_DM]
+    only = [c.name for c in channels if c.memory_scope == Channel.SCOPE_CHANNEL and c.kind == "shared"]
+    rows = []
+    for _ in range(MEMORIES):
+        roll = rng.random()
+        store = (
+            "shared"
+            if roll < 0.7
+            else "self"
+            if roll < 0.85
+            else f"private:{rng.choice(people)}"
+            if roll < 0.95
+            else f"channel:{rng.choice(only)}"
+        )
+        when = now - timedelta(days=rng.uniform(0, DAYS))
+        status_roll = rng.random()
+        row = {"owner": copilot, "store": store, "text": gen.memory(), "created_at": when, "updated_at": when}
+        if status_roll < 0.05:
+            row["status"] = Memory.QUEUED
+        elif status_roll < 0.10:
+            row.update(tier=Memory.EPISODIC, expires_at=when + timedelta(hours=72))
+        rows.append(row)
+    bulk_memories(rows)
+    entry_rows = []
+    for _ in range(ENTRIES):
+        name, etype, summary, aliases = gen.entry()
+        entry_rows.append(
+            {
+                "owner": copilot,
+                "store": "shared",
+                "name": name,
+                "type": etype,
+                "aliases": aliases,
+                "summary": summary,
+                "blocks": [gen.memory(), gen.memory()],
+                "when": now - timedelta(days=rng.uniform(0, DAYS)),
+            }
+        )
+    bulk_entries(entry_rows)
+
+
+def _embed(report):
+    backlog = sum(backlog_counts().values())
+    sample = [m.text for m in Memory.objects.all()[:4000]]
+    t0 = time.perf_counter()
+    embeddings.embed_texts(sample)
+    model_only = len(sample) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    done = run_backlog(max_seconds=7200)
+    elapsed = time.perf_counter() - t0
+    embedded = sum(v for k, v in done.items() if isinstance(v, int))
+    report(
+        "embedding backlog throughput",
+        embedded / elapsed,
+        "texts/s",
+        target="≥ 500 texts/s",
+        note=f"{embedded:,} of {backlog:,} backlog texts (memories, blocks, messages), claim + embed + "
+        f"write into HNSW-indexed columns; the model alone: {model_only:,.0f} texts/s",
+    )
+
+
+def _latency(report, copilot, gen, rng):
+    raw = _token(agent=copilot)
+    client = _client(raw)
+    conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
+    questions = [question(gen) for _ in range(QUERIES)]
+    timings, routes = [], {}
+    for i in range(QUERIES + 20):
+        conv = rng.choice(conversations)
+        body = {"agent": "copilot", "conversation": conv.pk, "q": questions[i % QUERIES], "k": 10}
+        t0 = time.perf_counter()
+        response = client.post("/api/memory/search", body, format="json")
+        spent = (time.perf_counter() - t0) * 1000
+        assert response.status_code == 200, response.content[:500]
+        if i < 20:  # warm-up: model load, statistics, connection
+            continue
+        timings.append(spent)
+        payload = response.json()
+        for name, info in payload["routes"].items():
+            routes.setdefault(name, []).append(info["ms"])
+        routes.setdefault("query embedding", []).append(payload["embedding_ms"])
+    timings.sort()
+    p50 = statistics.median(timings)
+    p95 = timings[int(len(timings) * 0.95) - 1]
+    p99 = timings[int(len(timings) * 0.99) - 1]
+    breakdown = ", ".join(f"{name} {statistics.mean(v):.1f}" for name, v in routes.items())
+    report(
+        "memory_search latency p50",
+        p50,
+        "ms",
+        note=f"{len(timings)} searches through the API, k=10, budget 2,000, random conversations "
+        "(shared, channel-only and DM scopes), query embedding included",
+    )
+    report(
+        "memory_search latency p95",
+        p95,
+        "ms",
+        target="≤ 50 ms",
+        note=f"p99 {p99:.0f} ms; mean ms per step: {breakdown}",
+    )
+
+
+def run(report):
+    rng = random.Random(2026)
+    gen = TextGen(2026)
+    reset_recall_tables()
+    copilot, integration, channels = _world(rng)
+    with override_settings(BRAIN_EMBEDDING_KICK=False):
+        _ingest(report, _client(_token(integration=integration)), channels, gen, rng)
+    _knowledge(copilot, channels, gen, rng)
+    _embed(report)
+    analyze()
+    _latency(report, copilot, gen, rng)

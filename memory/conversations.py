@@ -1,0 +1,48 @@
+"""Finishing a conversation, and what happens when one ends."""
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import status
+from rest_framework.exceptions import APIException
+
+from knowledge.audit import audit_record
+from knowledge.models import Conversation
+from knowledge.principals import Principal
+
+
+class AlreadyFinished(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "This conversation is already finished."
+    default_code = "conflict"
+
+
+def conversation_finish(*, actor: Principal, conversation_id: int) -> Conversation:
+    """Close an open conversation (row-locked: of two concurrent finishes exactly one wins, the
+    other gets AlreadyFinished → 409). Its stores stay as they were fixed at the start."""
+    with transaction.atomic():
+        conversation = (
+            Conversation.objects.select_for_update().select_related("agent").get(pk=conversation_id)
+        )
+        if conversation.status == Conversation.FINISHED:
+            raise AlreadyFinished()
+        conversation.status = Conversation.FINISHED
+        conversation.finished_at = timezone.now()
+        conversation.save(update_fields=["status", "finished_at"])
+
+        # --- Conversation-end hooks (the lead wires these in when merging) -----------------
+        # 1. Working memory of this conversation is cleared, in this same transaction:
+        #        memory_clear_working(actor=actor, conversation=conversation)   # memory issue
+        # 2. The distiller learns from the finished conversation, after commit:
+        #        transaction.on_commit(lambda: async_task("curation.tasks.distill_conversation",
+        #                                                  conversation.pk))       # distiller issue
+        # ---------------------------------------------------------------------------------------
+
+        audit_record(
+            "conversation.finished",
+            actor=actor,
+            store=conversation.write_store,
+            owner=conversation.agent.name,
+            object_type="conversation",
+            object_ids=[conversation.pk],
+        )
+    return conversation

@@ -1,0 +1,271 @@
+"""Expansion of winning candidates and their fitting into the token budget.
+
+A message in a thread brings its thread, a lone message its chronological neighbours, an
+episode its messages; a memory or entry stands alone. Every item is cut to a per-candidate cap
+(nearest messages to the hit first), and items are taken in score order until the total budget
+is full. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
+
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from knowledge.models import Message
+from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.recall.fuse import Candidate
+from memory.recall.load import hydrate
+from memory.recall.params import RecallParams
+from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
+from memory.recall.scope import NothingVisible
+
+
+@dataclass
+class Item:
+    candidate: Candidate
+    text: str
+    tokens: int
+    messages: list = field(default_factory=list)  # [{"id", "external_id", "speaker", "ts", "hit"}]
+    also_hits: list = field(default_factory=list)  # other candidates this item's text already holds
+
+    @property
+    def message_ids(self) -> set[int]:
+        return {m["id"] for m in self.messages}
+
+
+def message_line(message: Message) -> str:
+    return f"[{message.ts:%Y-%m-%d %H:%M}] {message.speaker_name}: {message.text}"
+
+
+def memory_text(memory) -> str:
+    """A memory as recall shows it; an entry block is prefixed with its entry's name, because a
+    block ("prefers email") means nothing without its topic."""
+    if memory.entry_id is not None:
+        return f"{memory.entry.name}: {memory.text}"
+    return memory.text
+
+
+def entry_text(entry) -> str:
+    head = entry.name
+    if entry.aliases:
+        head += f" (also: {', '.join(entry.aliases)})"
+    if entry.type:
+        head += f" [{entry.type}]"
+    return f"{head}: {entry.summary}" if entry.summary else head
+
+
+def episode_head(episode) -> str:
+    parts = [f"Episode: {episode.topic}", episode.summary]
+    if episode.resolution:
+        parts.append(f"Resolution: {episode.resolution}")
+    return "\n".join(p for p in parts if p)
+
+
+class Expander:
+    """Fetches the context of message and episode winners in a few batched queries."""
+
+    def __init__(self, scope, now, params: RecallParams):
+        self.scope, self.now, self.params = scope, now, params
+        self.context: dict[tuple[str, int], list[Message]] = {}
+
+    def prefetch(self, candidates: list[Candidate]) -> None:
+        hydrate(candidates)
+        candidates = [c for c in candidates if c.obj is not None]
+        visible = Message.objects.filter(self.scope.message_q, ts__lte=self.now).select_related(None)
+        fields = ("id", "channel_id", "thread", "speaker_name", "text", "ts", "external_id", "episode_id")
+        threads = {
+            (c.obj.channel_id, c.obj.thread)
+            for c in candidates
+            if c.kind == MESSAGE and c.obj.thread and c.key not in self.context
+        }
+        by_thread: dict[tuple[int, str], list[Message]] = {}
+        if threads:
+            from django.db.models import Q
+
+            q = Q(pk__in=[])
+            for channel_id, thread in threads:
+                q |= Q(channel_id=channel_id, thread=thread)
+            for m in visible.filter(q).only(*fields).order_by("ts", "id"):
+                by_thread.setdefault((m.channel_id, m.thread), []).append(m)
+        lone = [c for c in candidates if c.kind == MESSAGE and not c.obj.thread and c.key not in self.context]
+        nearby = self._nearby([c.id for c in lone]) if lone else {}
+        episodes = [c.id for c in candidates if c.kind == EPISODE and c.key not in self.context]
+        by_episode: dict[int, list[Message]] = {}
+        if episodes:
+            for m in visible.filter(episode_id__in=episodes).only(*fields).order_by("ts", "id"):
+                by_episode.setdefault(m.episode_id, []).append(m)
+        for c in candidates:
+            if c.key in self.context:
+                continue
+            if c.kind == MESSAGE:
+                if c.obj.thread:
+                    self.context[c.key] = by_thread.get((c.obj.channel_id, c.obj.thread)) or [c.obj]
+                else:
+                    self.context[c.key] = nearby.get(c.id) or [c.obj]
+            elif c.kind == EPISODE:
+                self.context[c.key] = by_episode.get(c.id, [])
+
+    def _nearby(self, hit_ids: list[int]) -> dict[int, list[Message]]:
+        """Each lone hit with up to `nearby_messages` neighbours either side in its channel's
+        main timeline, in one query."""
+        try:
+            where, params = self.scope.where(Message)
+        except NothingVisible:
+            return {}
+        n = self.params.nearby_messages
+        cols = "id, channel_id, thread, speaker_name, text, ts, external_id, episode_id"
+        side = (
+            "(SELECT {cols} FROM knowledge_message WHERE knowledge_message.channel_id = hm.channel_id "
+            "AND knowledge_message.thread = '' AND knowledge_message.ts <= %s AND ({where}) "
+            "AND (knowledge_message.ts, knowledge_message.id) {op} (hm.ts, hm.id) "
+            "ORDER BY knowledge_message.ts {order}, knowledge_message.id {order} LIMIT %s)"
+        )
+        sql = (
+            f"SELECT h.hit, n.* FROM unnest(%s::bigint[]) AS h(hit) "
+            f"JOIN knowledge_message hm ON hm.id = h.hit CROSS JOIN LATERAL ("
+            f"{side.format(cols=cols, where=where, op='<', order='DESC')} UNION ALL "
+            f"(SELECT {cols} FROM knowledge_message WHERE knowledge_message.id = hm.id) UNION ALL "
+            f"{side.format(cols=cols, where=where, op='>', order='ASC')}) n"
+        )
+        args = [hit_ids, self.now, *params, n, self.now, *params, n]
+        out: dict[int, list[Message]] = {}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, args)
+            for hit, *row in cursor.fetchall():
+                m = Message(
+                    id=row[0],
+                    channel_id=row[1],
+                    thread=row[2],
+                    speaker_name=row[3],
+                    text=row[4],
+                    ts=row[5],
+                    external_id=row[6],
+                    episode_id=row[7],
+                )
+                out.setdefault(hit, []).append(m)
+        for messages in out.values():
+            messages.sort(key=lambda m: (m.ts, m.id))
+        return out
+
+    def item(self, cand: Candidate, cap: int) -> Item | None:
+        """The candidate's text (with its context) cut to at most `cap` tokens, or None when not
+        even the hit itself fits in a useful form (or its row is gone)."""
+        if cand.obj is None:
+            hydrate([cand])
+            if cand.obj is None:
+                return None
+        if cand.kind == MEMORY:
+            return _plain(cand, memory_text(cand.obj), cap)
+        if cand.kind == ENTRY:
+            return _plain(cand, entry_text(cand.obj), cap)
+        if cand.kind == MESSAGE:
+            context = self.context.get(cand.key) or [cand.obj]
+            if cand.obj.thread and len(context) > self.params.thread_messages:
+                # A long thread: the hit and the messages nearest to it.
+                ids = [m.id for m in context]
+                centre = ids.index(cand.id) if cand.id in ids else 0
+                start = max(
+                    0,
+                    min(
+                        centre - self.params.thread_messages // 2, len(context) - self.params.thread_messages
+                    ),
+                )
+                context = context[start : start + self.params.thread_messages]
+            return _messages_item(cand, "", context, cand.id, cap)
+        if cand.kind == EPISODE:
+            head = episode_head(cand.obj)
+            context = self.context.get(cand.key, [])[: self.params.episode_messages]
+            return _messages_item(cand, head, context, None, cap)
+        return None
+
+
+def _plain(cand: Candidate, text: str, cap: int) -> Item | None:
+    text = truncate_to_tokens(text, cap)
+    if not text or text == "…":
+        return None
+    return Item(candidate=cand, text=text, tokens=count_tokens(text))
+
+
+def _messages_item(cand: Candidate, head: str, messages: list[Message], hit_id, cap: int) -> Item | None:
+    """Keep the hit and the messages nearest to it (alternating before/after) within `cap`,
+    then print them in order."""
+    if not messages:
+        return _plain(cand, head, cap) if head else None
+    head_tokens = count_tokens(head)
+    if head and head_tokens > cap // 2:
+        head = truncate_to_tokens(head, cap // 2)
+        head_tokens = count_tokens(head)
+    budget = cap - head_tokens
+    ids = [m.id for m in messages]
+    centre = ids.index(hit_id) if hit_id in ids else 0
+    order = [centre]
+    for step in range(1, len(messages)):
+        for idx in (centre - step, centre + step) if hit_id is not None else (step,):
+            if 0 <= idx < len(messages):
+                order.append(idx)
+    chosen: dict[int, str] = {}
+    used = 0
+    for idx in order:
+        line = message_line(messages[idx])
+        cost = count_tokens(line)
+        if used + cost > budget:
+            if idx == centre and hit_id is not None:
+                line = truncate_to_tokens(line, budget - used)
+                cost = count_tokens(line)
+                if not line or line == "…":
+                    return None
+            else:
+                continue
+        chosen[idx] = line
+        used += cost
+    if hit_id is not None and centre not in chosen:
+        return None
+    lines = [chosen[i] for i in sorted(chosen)]
+    text = "\n".join(([head] if head else []) + lines)
+    kept = [messages[i] for i in sorted(chosen)]
+    return Item(
+        candidate=cand,
+        text=text,
+        tokens=count_tokens(text),
+        messages=[
+            {
+                "id": m.id,
+                "external_id": m.external_id,
+                "speaker": m.speaker_name,
+                "ts": m.ts,
+                "hit": m.id == hit_id,
+            }
+            for m in kept
+        ],
+    )
+
+
+def item_cap(budget_tokens: int, params: RecallParams) -> int:
+    return min(budget_tokens, max(params.min_item_tokens, int(budget_tokens * params.item_share)))
+
+
+def pack(
+    candidates: list[Candidate], expander: Expander, *, k: int, budget_tokens: int, params
+) -> list[Item]:
+    """Take candidates in order, expanded and capped, until k items or the budget is used up. A
+    message already shown inside an earlier item is not repeated; the earlier item notes it."""
+    cap = item_cap(budget_tokens, params)
+    items: list[Item] = []
+    used = 0
+    shown: dict[int, Item] = {}  # message id -> item that shows it
+    for cand in candidates:
+        if len(items) >= k:
+            break
+        if cand.kind == MESSAGE and cand.id in shown:
+            shown[cand.id].also_hits.append(cand)
+            continue
+        remaining = budget_tokens - used
+        if remaining <= 0:
+            break
+        item = expander.item(cand, min(cap, remaining))
+        if item is None:
+            continue
+        assert item.tokens <= remaining
+        items.append(item)
+        used += item.tokens
+        for mid in item.message_ids:
+            shown.setdefault(mid, item)
+    return items

@@ -1,0 +1,145 @@
+"""Reciprocal-rank fusion of the routes, temporal decay, and the optional reranker."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from knowledge.models import Memory
+from memory.recall.params import VECTOR_ROUTES, RecallParams
+from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, RouteHit
+
+SECONDS_PER_DAY = 86400.0
+
+
+@dataclass
+class Candidate:
+    kind: str
+    id: int
+    routes: dict = field(default_factory=dict)  # route -> {"rank": int, "score": float}
+    fused: float = 0.0
+    decay: float = 1.0
+    rerank: float | None = None
+    score: float = 0.0
+    stamp: tuple = (None, None, None, None)  # (time, tier, valid_to, confidence) from the route
+    obj: object = None  # the row, loaded only for candidates that may be shown
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.kind, self.id)
+
+    @property
+    def time(self) -> datetime | None:
+        """A message's time, an episode's end, a memory's or entry's last change."""
+        return self.stamp[0]
+
+    @property
+    def tier(self) -> str | None:
+        return self.stamp[1]
+
+    @property
+    def valid_to(self) -> datetime | None:
+        return self.stamp[2]
+
+    @property
+    def confidence(self) -> float:
+        """How much recall should trust this item, for context compilation: a memory's own
+        confidence; curated entries 1.0; raw conversation (messages, episodes) 0.7, because what
+        someone said is evidence, not a checked fact."""
+        if self.kind == MEMORY:
+            return float(self.stamp[3] if self.stamp[3] is not None else 1.0)
+        if self.kind == ENTRY:
+            return 1.0
+        return 0.7
+
+    @classmethod
+    def for_memory(cls, memory, **kw) -> "Candidate":
+        """A candidate made from a memory row (e.g. one the eval gate forces into context)."""
+        stamp = (memory.updated_at, memory.tier, memory.valid_to, memory.confidence)
+        return cls(kind=MEMORY, id=memory.pk or 0, obj=memory, stamp=stamp, **kw)
+
+
+def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Candidate]:
+    """Reciprocal-rank fusion, weighted by how well each hit matches:
+
+        fused = sum over routes of weight × quality^quality_exponent / (rrf_k + rank)
+
+    Plain RRF (exponent 0) lets a route with nothing relevant push its best irrelevant hit as
+    high as another route's exact match; the quality factor (matched share of the query's idf
+    for keyword routes, cosine similarity for vector routes) damps that. Vector hits below
+    `min_similarity` do not take part."""
+    candidates: dict[tuple[str, int], Candidate] = {}
+    for route, hits in rankings.items():
+        weight = params.weights.get(route, 1.0)
+        vector = route in VECTOR_ROUTES
+        for rank, hit in enumerate(hits, start=1):
+            if vector and hit.score < params.min_similarity:
+                continue
+            cand = candidates.get((hit.kind, hit.id))
+            if cand is None:
+                cand = candidates[(hit.kind, hit.id)] = Candidate(kind=hit.kind, id=hit.id, stamp=hit.stamp)
+            cand.routes[route] = {"rank": rank, "score": round(hit.score, 4)}
+            quality = max(0.0, min(1.0, hit.quality)) ** params.quality_exponent
+            cand.fused += weight * quality / (params.rrf_k + rank)
+    return sorted(candidates.values(), key=lambda c: -c.fused)
+
+
+def _half_life(age_seconds: float, days: float) -> float:
+    if days <= 0:
+        return 1.0
+    return 0.5 ** (max(age_seconds, 0.0) / (days * SECONDS_PER_DAY))
+
+
+def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
+    """Messages, episodes and short-term memories decay fully with age; knowledge (semantic and
+    procedural memories, entries) only down to `knowledge_floor`. Memories whose validity ended
+    are history and rank below current ones."""
+    when = cand.time
+    if when is None:
+        return 1.0
+    age = (now - when).total_seconds()
+    if cand.kind in (MESSAGE, EPISODE):
+        return _half_life(age, params.message_half_life_days)
+    if cand.kind == MEMORY and cand.tier in Memory.SHORT_TERM_TIERS:
+        factor = _half_life(age, params.message_half_life_days)
+    else:
+        floor = params.knowledge_floor
+        factor = floor + (1 - floor) * _half_life(age, params.knowledge_half_life_days)
+    if cand.kind == MEMORY and cand.valid_to is not None and cand.valid_to <= now:
+        factor *= params.history_factor
+    return factor
+
+
+def apply_decay(candidates: list[Candidate], now: datetime, params: RecallParams) -> list[Candidate]:
+    for cand in candidates:
+        cand.decay = decay_factor(cand, now, params)
+        cand.score = cand.fused * cand.decay
+    return sorted(candidates, key=lambda c: -c.score)
+
+
+def get_reranker():
+    """The configured reranker (`BRAIN_RECALL_RERANKER`, a dotted path to a callable taking
+    `(query, candidates)` and returning one relevance in [0, 1] per candidate), or None."""
+    path = getattr(settings, "BRAIN_RECALL_RERANKER", "")
+    return import_string(path) if path else None
+
+
+def apply_reranker(q: str, candidates: list[Candidate], params: RecallParams) -> tuple[list[Candidate], str]:
+    """Let the optional reranker re-weigh the top candidates: score × (0.5 + relevance). A failing
+    reranker changes nothing (recall must answer) and its reason is reported."""
+    reranker = get_reranker()
+    if reranker is None or not candidates:
+        return candidates, "off"
+    top = [c for c in candidates[: params.rerank_top] if c.obj is not None]
+    try:
+        scores = list(reranker(q, top))
+        if len(scores) != len(top):
+            raise ValueError(f"reranker returned {len(scores)} scores for {len(top)} candidates")
+    except Exception as exc:  # noqa: BLE001 - any reranker failure falls back to fused order
+        return candidates, f"failed: {exc}"
+    for cand, relevance in zip(top, scores, strict=True):
+        cand.rerank = max(0.0, min(1.0, float(relevance)))
+        cand.score = cand.score * (0.5 + cand.rerank)
+    rest = [c for c in candidates if c.rerank is None]
+    return sorted(top + rest, key=lambda c: -c.score), "on"

@@ -1,0 +1,61 @@
+"""The knobs of memory_search, in one place. The defaults were chosen by measurement on the
+labelled set in bench/data/recall_eval.json (`python -m bench recall_quality`); docs/RECALL.md
+records the runs that chose them. Change them only with a new measurement."""
+
+from dataclasses import dataclass, field, replace
+
+KEYWORD_KNOWLEDGE = "keyword_knowledge"
+VECTOR_KNOWLEDGE = "vector_knowledge"
+KEYWORD_MESSAGES = "keyword_messages"
+VECTOR_EPISODES = "vector_episodes"  # episode summaries, plus messages no episode covers yet
+ROUTES = (KEYWORD_KNOWLEDGE, VECTOR_KNOWLEDGE, KEYWORD_MESSAGES, VECTOR_EPISODES)
+VECTOR_ROUTES = (VECTOR_KNOWLEDGE, VECTOR_EPISODES)
+
+
+@dataclass(frozen=True)
+class RecallParams:
+    # Reciprocal-rank fusion: score = sum over routes of weight / (rrf_k + rank).
+    rrf_k: int = 20
+    weights: dict = field(
+        default_factory=lambda: {
+            KEYWORD_KNOWLEDGE: 0.75,
+            VECTOR_KNOWLEDGE: 1.5,
+            KEYWORD_MESSAGES: 0.75,
+            VECTOR_EPISODES: 1.5,
+        }
+    )
+    # Each hit's contribution is multiplied by its match quality (0..1) to this power; 0 is
+    # plain RRF. Vector hits below min_similarity (cosine) are dropped from fusion.
+    quality_exponent: float = 1.0
+    min_similarity: float = 0.2
+    # Candidates each route contributes (at least; a larger k asks for more).
+    route_limit: int = 50
+    # Temporal decay. Messages, episodes and short-term memories lose half their score every
+    # `message_half_life_days`; knowledge (semantic and procedural memories, entries) loses at
+    # most (1 - knowledge_floor), with its own half-life, so it never vanishes for not being edited.
+    message_half_life_days: float = 180.0
+    knowledge_half_life_days: float = 180.0
+    knowledge_floor: float = 0.8
+    # A memory whose validity has ended (valid_to in the past) is history: it ranks below current
+    # knowledge by this factor but stays findable.
+    history_factor: float = 0.5
+    # Expansion: a lone message brings this many neighbours on each side; a thread at most
+    # thread_messages messages (those nearest the hit first); an episode its first messages.
+    nearby_messages: int = 2
+    thread_messages: int = 12
+    episode_messages: int = 8
+    # Per-candidate cap: no result may take more than this share of the budget (nor less than
+    # min_item_tokens, so a tiny budget still shows whole short results).
+    item_share: float = 0.25
+    min_item_tokens: int = 64
+    # HNSW search width; iterative scans (relaxed order) continue until the filtered query has
+    # its rows.
+    ef_search: int = 100
+    # Candidates handed to an optional reranker.
+    rerank_top: int = 30
+
+    def with_weights(self, **weights) -> "RecallParams":
+        return replace(self, weights={**self.weights, **weights})
+
+
+DEFAULT_PARAMS = RecallParams()

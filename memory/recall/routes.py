@@ -1,0 +1,275 @@
+"""The four retrieval routes of memory_search. Each returns its own ranking of candidates (kind,
+id, route score), best first, inside the scope it is given; fusion happens elsewhere.
+
+All SQL here filters with the visibility conditions compiled from `knowledge.access` (never a
+hand-written store test), and repeats the full-text expressions of `knowledge.fts` exactly so
+PostgreSQL uses their GIN indexes."""
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db import connection
+
+from knowledge import fts
+from knowledge.models import Entry, Episode, Memory, Message
+from memory.recall.scope import NothingVisible, RecallScope
+from memory.recall.terms import Corpus, Term, candidate_terms, query_lexemes, weigh_terms
+
+CORPORA = [
+    Corpus("memory", "knowledge_memory", fts.memory_tsv("knowledge_memory"), "knowledge_memory", "search"),
+    Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry"), "entry_text_fts", "to_tsvector"),
+    Corpus(
+        "message", "knowledge_message", fts.message_tsv("knowledge_message"), "knowledge_message", "search"
+    ),
+]
+
+MEMORY, ENTRY, MESSAGE, EPISODE = "memory", "entry", "message", "episode"
+TABLE = {
+    MEMORY: "knowledge_memory",
+    ENTRY: "knowledge_entry",
+    MESSAGE: "knowledge_message",
+    EPISODE: "knowledge_episode",
+}
+
+
+@dataclass
+class RouteHit:
+    kind: str
+    id: int
+    score: float  # the route's own score: summed idf of matched terms, or cosine similarity
+    quality: float = 1.0  # how well the hit matches, 0..1: matched share of the query's idf, or cosine
+    # What decay needs, read in the route's own query so non-winners are never loaded:
+    # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts.
+    stamp: tuple = (None, None, None, None)
+
+
+# The stamp columns of each kind, for a table referenced by its bare name.
+STAMP = {
+    MEMORY: "knowledge_memory.updated_at, knowledge_memory.tier, knowledge_memory.valid_to, "
+    "knowledge_memory.confidence",
+    ENTRY: "knowledge_entry.updated_at, NULL, NULL, NULL",
+    MESSAGE: "knowledge_message.ts, NULL, NULL, NULL",
+    EPISODE: "knowledge_episode.end_ts, NULL, NULL, NULL",
+}
+
+
+def _keyword_hits(kind: str, rows, total_idf: float) -> list[RouteHit]:
+    return [RouteHit(kind, r[0], float(r[1]), float(r[1]) / total_idf, tuple(r[2:6])) for r in rows]
+
+
+@dataclass
+class RouteInput:
+    q: str
+    now: datetime
+    limit: int
+    scope: RecallScope
+    exclude_memory_ids: tuple = ()
+    vector: np.ndarray | None = None
+    embedding_model: str = ""
+    ef_search: int = 100
+    _lexemes: list | None = None
+    _terms: dict | None = None
+
+    @property
+    def lexemes(self) -> list[str]:
+        if self._lexemes is None:
+            self._lexemes = query_lexemes(self.q)
+        return self._lexemes
+
+    def terms(self, corpus: str) -> list[Term]:
+        """The query's weighted terms in one corpus (all corpora are weighed in one go)."""
+        if self._terms is None:
+            self._terms = weigh_terms(self.lexemes, CORPORA)
+        return self._terms[corpus]
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+
+
+def _score_sql(terms: list[Term], tsv: str) -> tuple[str, list]:
+    parts, params = [], []
+    for term in terms:
+        parts.append(f"({tsv} @@ %s::tsquery)::int * %s")
+        params += [term.tsquery, term.idf]
+    return " + ".join(parts), params
+
+
+def _or_query(terms: list[Term]) -> str:
+    return " | ".join(t.tsquery for t in terms)
+
+
+def _live_memory_sql(table: str, inp: RouteInput) -> tuple[str, list]:
+    """Only active memories, not expired at `now`, already written at `now`, not excluded."""
+    sql = (
+        f"{table}.status = 'active' AND ({table}.expires_at IS NULL OR {table}.expires_at > %s) "
+        f"AND {table}.created_at <= %s"
+    )
+    params: list = [inp.now, inp.now]
+    if inp.exclude_memory_ids:
+        sql += f" AND NOT ({table}.id = ANY(%s))"
+        params.append(list(inp.exclude_memory_ids))
+    return sql, params
+
+
+def _fetch(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
+    """Full text over memory text (loose memories and entry blocks) and entry fields (name,
+    aliases, summary), idf-weighted, one ranking for both."""
+    hits: list[RouteHit] = []
+    memory_tsv = fts.memory_tsv("knowledge_memory")
+    terms = inp.terms("memory")
+    if terms:
+        try:
+            where, wparams = inp.scope.where(Memory)
+            live, lparams = _live_memory_sql("knowledge_memory", inp)
+            score, sparams = _score_sql(terms, memory_tsv)
+            rows = _fetch(
+                f"SELECT knowledge_memory.id, {score} AS score, {STAMP[MEMORY]} FROM knowledge_memory "
+                f"WHERE {memory_tsv} @@ %s::tsquery AND ({where}) AND {live} "
+                f"ORDER BY score DESC, knowledge_memory.id DESC LIMIT %s",
+                [*sparams, _or_query(candidate_terms(terms)), *wparams, *lparams, inp.limit],
+            )
+            hits += _keyword_hits(MEMORY, rows, sum(t.idf for t in terms))
+        except NothingVisible:
+            pass
+    entry_tsv = fts.entry_tsv("knowledge_entry")
+    terms = inp.terms("entry")
+    if terms:
+        try:
+            where, wparams = inp.scope.where(Entry)
+            score, sparams = _score_sql(terms, "t.v")
+            rows = _fetch(
+                f"SELECT knowledge_entry.id, {score} AS score, {STAMP[ENTRY]} FROM knowledge_entry, "
+                f"LATERAL (SELECT {entry_tsv} AS v) t "
+                f"WHERE {entry_tsv} @@ %s::tsquery AND ({where}) AND knowledge_entry.created_at <= %s "
+                f"ORDER BY score DESC, knowledge_entry.id DESC LIMIT %s",
+                [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
+            )
+            hits += _keyword_hits(ENTRY, rows, sum(t.idf for t in terms))
+        except NothingVisible:
+            pass
+    hits.sort(key=lambda h: -h.quality)  # memories and entries are scored against different statistics
+    return hits[: inp.limit]
+
+
+def keyword_messages(inp: RouteInput) -> list[RouteHit]:
+    """Full text over the messages of the scope said before `now`, idf-weighted."""
+    terms = inp.terms("message")
+    if not terms:
+        return []
+    try:
+        where, wparams = inp.scope.where(Message)
+    except NothingVisible:
+        return []
+    score, sparams = _score_sql(terms, "knowledge_message.search")
+    rows = _fetch(
+        f"SELECT knowledge_message.id, {score} AS score, {STAMP[MESSAGE]} FROM knowledge_message "
+        f"WHERE knowledge_message.search @@ %s::tsquery AND ({where}) AND knowledge_message.ts <= %s "
+        f"ORDER BY score DESC, knowledge_message.ts DESC LIMIT %s",
+        [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
+    )
+    return _keyword_hits(MESSAGE, rows, sum(t.idf for t in terms))
+
+
+def search_settings(ef_search: int) -> str:
+    """Transaction-local settings of every vector route: a search width of at least the number
+    of rows asked for, and iterative scans, so a filtered search keeps scanning until it has them."""
+    return f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+
+
+def _nearest(kind: str, where: str, params: list, inp: RouteInput) -> list[RouteHit]:
+    """The rows nearest the query vector (cosine) under a filter. HNSW with iterative scans
+    (relaxed order) keeps scanning until the filter has its rows; if the index still returns
+    fewer than asked (a very selective filter, or vectors of the current model still missing),
+    the same query runs exactly without the index."""
+    vec = vector_literal(inp.vector)
+    table = TABLE[kind]
+    if kind == MESSAGE:  # message vectors live in their own table (knowledge.MessageVector)
+        source, vector_col, model_col = (
+            "knowledge_messagevector v JOIN knowledge_message ON knowledge_message.id = v.message_id",
+            "v.embedding",
+            "v.model",
+        )
+    else:
+        source, vector_col, model_col = table, f"{table}.embedding", f"{table}.embedding_model"
+    sql = (
+        f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]} FROM {source} "
+        f"WHERE {model_col} = %s AND ({where}) "
+        f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
+    )
+    args = [vec, inp.embedding_model, *params, vec, inp.limit]
+    with connection.cursor() as cursor:  # hnsw.ef_search and iterative scans: see search_settings
+        cursor.execute(sql, args)
+        rows = cursor.fetchall()
+        if len(rows) < inp.limit:
+            cursor.execute("SET LOCAL enable_indexscan = off")
+            cursor.execute(sql, args)
+            rows = cursor.fetchall()
+            cursor.execute("SET LOCAL enable_indexscan = on")
+    rows.sort(key=lambda r: r[1])  # relaxed order: re-sort by distance
+    return [RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6])) for r in rows]
+
+
+def vector_knowledge(inp: RouteInput) -> list[RouteHit]:
+    """Nearest memories (loose and entry blocks) to the query vector."""
+    try:
+        where, wparams = inp.scope.where(Memory)
+    except NothingVisible:
+        return []
+    live, lparams = _live_memory_sql("knowledge_memory", inp)
+    return _nearest(MEMORY, f"({where}) AND {live}", [*wparams, *lparams], inp)
+
+
+_episodes_seen = {"at": -1e9, "any": False}
+EPISODE_CHECK_SECONDS = 60
+
+
+def episodes_exist() -> bool:
+    """Whether stage A has made any episode yet (checked at most once a minute per process):
+    until then the episode half of the route costs nothing."""
+    now = time.monotonic()
+    if not _episodes_seen["any"] and now - _episodes_seen["at"] > EPISODE_CHECK_SECONDS:
+        _episodes_seen.update(at=now, any=Episode.objects.exists())
+    return _episodes_seen["any"]
+
+
+def forget_episode_check() -> None:
+    _episodes_seen.update(at=-1e9, any=False)
+
+
+def vector_episodes(inp: RouteInput) -> list[RouteHit]:
+    """Nearest episode summaries — and, while stage A has not covered them yet, nearest
+    messages (a message no episode covers is its own summary). One ranking by similarity."""
+    try:
+        # Episodes carry the same channel and store fields as messages, so one filter serves both.
+        where, wparams = inp.scope.where(Episode)
+    except NothingVisible:
+        return []
+    episodes = []
+    if episodes_exist():
+        episodes = _nearest(
+            EPISODE,
+            f"({where}) AND knowledge_episode.start_ts <= %s",
+            [*wparams, inp.now],
+            inp,
+        )
+    try:
+        mwhere, mparams = inp.scope.where(Message)
+    except NothingVisible:
+        return episodes
+    messages = _nearest(
+        MESSAGE,
+        f"({mwhere}) AND knowledge_message.episode_id IS NULL AND knowledge_message.ts <= %s",
+        [*mparams, inp.now],
+        inp,
+    )
+    merged = sorted(episodes + messages, key=lambda h: -h.score)
+    return merged[: inp.limit]

@@ -1,0 +1,104 @@
+"""Who is recalling, and from where: the scope every route of a memory_search runs inside.
+
+The scope is always computed *as the agent* — even when a reviewer asks in the recall
+playground — so the playground shows exactly what the agent itself would get. Visibility comes
+only from `knowledge.access` (`readable_q` for memories and entries, `message_readable_q` for
+messages and episodes)."""
+
+from dataclasses import dataclass, field
+
+from django.core.exceptions import EmptyResultSet, FullResultSet
+from django.db import connection
+from django.db.models import Q
+from rest_framework.exceptions import PermissionDenied, ValidationError
+
+from knowledge import access
+from knowledge.models import Agent, Channel, Conversation, Episode, Message
+from knowledge.principals import Principal
+
+
+class NothingVisible(Exception):
+    """The scope admits no row of this kind: a route has no candidates."""
+
+
+@dataclass
+class RecallScope:
+    agent: Agent
+    conversation: Conversation  # unsaved when the scope was previewed for a channel
+    knowledge_q: Q  # memories and entries the agent may read here
+    message_q: Q  # messages and episodes the agent may read here
+    _where: dict = field(default_factory=dict, repr=False)
+
+    def where(self, model) -> tuple[str, list]:
+        """The visibility filter for `model` as SQL on its bare table name (compiled once per
+        scope from the access-layer Q; raw route queries splice it in). Raises NothingVisible."""
+        if model not in self._where:
+            q = self.message_q if model in (Message, Episode) else self.knowledge_q
+            query = model.objects.filter(q).query
+            try:
+                sql, params = query.get_compiler(connection=connection).compile(query.where)
+                self._where[model] = (sql, list(params))
+            except FullResultSet:
+                self._where[model] = ("TRUE", [])
+            except EmptyResultSet:
+                self._where[model] = None
+        if self._where[model] is None:
+            raise NothingVisible
+        return self._where[model]
+
+    @property
+    def channel(self) -> Channel:
+        return self.conversation.channel
+
+    def describe(self) -> dict:
+        return {
+            "agent": self.agent.name,
+            "conversation": self.conversation.pk,
+            "channel": self.channel.name,
+            "thread": self.conversation.thread,
+            "read_stores": list(self.conversation.read_stores),
+            "write_store": self.conversation.write_store,
+        }
+
+
+def resolve_scope(
+    principal: Principal,
+    *,
+    agent: Agent,
+    conversation: Conversation | None = None,
+    channel: Channel | None = None,
+) -> RecallScope:
+    """The scope of a search by `principal` for `agent`, set by a conversation (its fixed
+    stores) or by a channel (the stores a conversation opened there now would get).
+
+    Agents may search only as themselves, and only in channels they take part in; reviewers and
+    admins may look through any agent's eyes (the recall playground); integrations never."""
+    if principal.kind == "agent":
+        if principal.agent.pk != agent.pk:
+            raise PermissionDenied("An agent may search only its own memory.")
+    elif not principal.is_reviewer:
+        raise PermissionDenied("This token may not search memory.")
+    if conversation is not None:
+        if conversation.agent_id != agent.pk:
+            raise PermissionDenied(f"Conversation {conversation.pk} is not a conversation of {agent.name}.")
+        if channel is not None and channel.pk != conversation.channel_id:
+            raise ValidationError({"channel": ["The conversation is in another channel."]})
+    elif channel is not None:
+        if (
+            principal.kind == "agent"
+            and not Conversation.objects.filter(agent=agent, channel=channel).exists()
+        ):
+            raise PermissionDenied(
+                f"{agent.name} takes no part in {channel.name}: open a conversation there first."
+            )
+        read, write = access.conversation_scope(channel)
+        conversation = Conversation(agent=agent, channel=channel, read_stores=read, write_store=write)
+    else:
+        raise ValidationError({"conversation": ["Give a conversation or a channel."]})
+    as_agent = Principal.for_agent(agent)
+    return RecallScope(
+        agent=agent,
+        conversation=conversation,
+        knowledge_q=access.readable_q(as_agent, conversation=conversation),
+        message_q=access.message_readable_q(as_agent, conversation=conversation),
+    )

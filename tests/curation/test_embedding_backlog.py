@@ -1,0 +1,67 @@
+"""The embedding backlog job: what lacks a vector gets one from the current model, in the
+worker; a model change is a backlog; edits clear the vector."""
+
+from django.db import transaction
+from django.test import override_settings
+
+from curation.tasks import embedding_backlog_run
+from knowledge import embeddings
+from knowledge.memories import memory_row_revise
+from knowledge.models import Memory, Message, MessageVector
+from knowledge.vectors import backlog_counts, coverage
+from tests import factory
+
+
+def test_ingestion_leaves_vectors_to_the_worker_which_embeds_everything(
+    world, django_capture_on_commit_callbacks
+):
+    memory = factory.make_memory_row(world.copilot, "Alice prefers email")
+    rejected = factory.make_memory_row(world.copilot, "never recalled", status="rejected")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(3)])
+    assert len(callbacks) == 1  # the backlog job is queued after commit, not run in the request
+    assert not MessageVector.objects.exists()
+    assert backlog_counts() == {"memories": 1, "messages": 3, "episodes": 0}
+
+    done = embedding_backlog_run()
+    assert done == {"memories": 1, "messages": 3, "episodes": 0}
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+    memory.refresh_from_db()
+    assert memory.embedding_model == embeddings.model_name() and len(memory.embedding) == 384
+    assert Memory.objects.get(pk=rejected.pk).embedding is None
+    assert embedding_backlog_run() == {"memories": 0, "messages": 0, "episodes": 0}  # idempotent
+
+
+def test_the_queued_job_runs_after_commit(world, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        factory.post_messages(world.general, [{"speaker": "alice", "text": "embedded by the kicked job"}])
+    assert MessageVector.objects.get(message=Message.objects.get()).model == embeddings.model_name()
+
+
+def test_a_new_text_and_a_new_model_make_backlog(world):
+    memory = factory.make_memory_row(world.copilot, "The office opens at 8")
+    factory.embed_all()
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        memory_row_revise(
+            memory=locked, text="The office opens at 9", author_kind="person", author_name="rita"
+        )
+    assert backlog_counts()["memories"] == 1
+    factory.embed_all()
+    with override_settings(
+        BRAIN_EMBEDDINGS="openai",
+        BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+        BRAIN_EMBEDDINGS_MODEL="other",
+    ):
+        assert backlog_counts()["memories"] == 1  # vectors of another model do not count
+        result = embedding_backlog_run()
+        assert "error" in result  # the endpoint is down: nothing written, the reason reported
+        assert coverage()["memories"] == {"total": 1, "embedded": 0, "backlog": 1}
+    assert coverage()["memories"] == {"total": 1, "embedded": 1, "backlog": 0}
+
+
+@override_settings(BRAIN_EMBEDDINGS="none")
+def test_with_embeddings_off_the_job_does_nothing(world):
+    factory.make_memory_row(world.copilot, "x")
+    assert "skipped" in embedding_backlog_run()
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}

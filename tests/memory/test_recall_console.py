@@ -1,0 +1,85 @@
+"""The recall playground, memory_browse pages and the memo editor in the console."""
+
+from knowledge.models import PinnedMemo
+from tests import factory
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_the_playground_shows_each_route_rank_and_the_budget(client, world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "Error E4012 on the <b>VPN</b>", "external_id": "x-1"}]
+    )
+    factory.embed_all()
+    login(client, world.reviewer)
+    page = client.get(
+        "/recall/", {"agent": "copilot", "conversation": conv.pk, "q": "E4012", "budget_tokens": 100}
+    )
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "keyword_messages" in html and 'id="recall-results"' in html
+    assert "&lt;b&gt;VPN&lt;/b&gt;" in html and "<b>VPN</b>" not in html
+    outcome = page.context["outcome"]
+    assert outcome["results"][0]["routes"]["keyword_messages"]["rank"] == 1
+    assert outcome["used_tokens"] <= 100
+    assert f"/recall/browse/message/{outcome['results'][0]['id']}?conversation={conv.pk}" in html
+    fragment = client.get(
+        "/recall/", {"agent": "copilot", "channel": "general", "q": "E4012"}, HTTP_HX_REQUEST="true"
+    )
+    assert b"<html" not in fragment.content and b"recall-results" in fragment.content
+
+
+def test_the_playground_explains_bad_input(client, world):
+    login(client, world.reviewer)
+    page = client.get("/recall/", {"agent": "copilot", "q": "x"})
+    assert "Give a conversation or a channel" in page.content.decode()
+
+
+def test_browse_pages_open_the_source_behind_a_result(client, world):
+    ids = factory.post_messages(
+        world.general,
+        [{"speaker": "alice", "text": f"line {i}", "thread": "t", "external_id": f"t-{i}"} for i in range(3)],
+    )
+    login(client, world.reviewer)
+    page = client.get(f"/recall/browse/message/{ids[1]}")
+    assert page.status_code == 200
+    assert all(f"t-{i}" in page.content.decode() for i in range(3))
+    assert client.get("/recall/browse/message/999999").status_code == 404
+    client.logout()
+    assert client.get(f"/recall/browse/message/{ids[1]}").status_code == 302
+
+
+def test_admins_edit_the_memo_reviewers_only_read_it(client, world):
+    login(client, world.reviewer)
+    assert client.get(f"/agents/{world.copilot.name}/memo").status_code == 200
+    assert client.post(f"/agents/{world.copilot.name}/memo", {"text": "x", "version": 0}).status_code == 403
+    client.logout()
+    login(client, world.admin)
+    preview = client.post(f"/agents/{world.copilot.name}/memo", {"text": "Be brief.", "preview": "1"})
+    assert b"4 / 300 tokens" in preview.content and not PinnedMemo.objects.exists()
+    saved = client.post(
+        f"/agents/{world.copilot.name}/memo", {"text": "Be brief.", "version": 0}, follow=True
+    )
+    assert b"Pinned memo saved" in saved.content
+    assert PinnedMemo.objects.get(agent=world.copilot).text == "Be brief."
+    over = client.post(
+        f"/agents/{world.copilot.name}/memo", {"text": "word " * 400, "version": 1}, follow=True
+    )
+    assert b"its budget is 300" in over.content
+    assert PinnedMemo.objects.get(agent=world.copilot).version == 1
+
+
+def test_the_playground_replays_a_past_moment(client, world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    factory.post_messages(world.general, [{"speaker": "alice", "text": "Error E4012 again"}])
+    login(client, world.reviewer)
+    page = client.get(
+        "/recall/", {"agent": "copilot", "conversation": conv.pk, "q": "E4012", "now": "2020-01-01T12:00"}
+    )
+    assert page.context["outcome"]["results"] == []
+    bad = client.get("/recall/", {"agent": "copilot", "conversation": conv.pk, "q": "E4012", "now": "soon"})
+    assert "ISO time" in bad.content.decode()
