@@ -16,7 +16,7 @@ from curation.models import DistillerRun
 from knowledge.audit import audit_record, snapshot
 from knowledge.llm import LIGHT, ModelError, model_call
 from knowledge.memories import memory_row_create
-from knowledge.models import Conversation, Memory
+from knowledge.models import Conversation, Memory, Message
 from knowledge.principals import Principal
 from memory.activation_hooks import DISTILLER
 from memory.services import MemoryConflict, memory_activate
@@ -64,12 +64,23 @@ SYSTEM = (
 )
 
 
-def conversation_transcript(conversation: Conversation) -> list[dict]:
-    """The conversation's messages, oldest first, as {"speaker", "text", "at"}.
+TRANSCRIPT_MESSAGES = 200
 
-    Messages are stored by the conversation-ingestion work (Message model); until that is wired
-    in here, a conversation has no transcript and the distiller skips it, saying so."""
-    return []
+
+def conversation_transcript(conversation: Conversation) -> list[dict]:
+    """The conversation's messages, oldest first, as {"speaker", "text", "at"}: the messages of
+    its channel (and thread, if it has one) dated while it was open — or, when messages were
+    imported with older timestamps, the latest ones up to its end. At most TRANSCRIPT_MESSAGES."""
+    messages = Message.objects.filter(channel_id=conversation.channel_id)
+    if conversation.thread:
+        messages = messages.filter(thread=conversation.thread)
+    end = conversation.finished_at or timezone.now()
+    during = messages.filter(ts__gte=conversation.started_at, ts__lte=end)
+    chosen = during if during.exists() else messages.filter(ts__lte=end)
+    rows = list(chosen.order_by("-ts", "-id")[:TRANSCRIPT_MESSAGES].values("speaker_name", "text", "ts"))
+    return [
+        {"speaker": r["speaker_name"], "text": r["text"], "at": r["ts"].isoformat()} for r in reversed(rows)
+    ]
 
 
 def distilled_activate(memory: Memory) -> str:

@@ -13,5 +13,6 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("distiller sweep", "curation.tasks.distill_pending", 10),
         ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),
         ("short-term memory expiry", "memory.tasks.expire_short_term_memory", 60),
+        ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
         ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
     ]

@@ -63,6 +63,11 @@ def fingerprint(kind: str, fields: dict) -> str:
 # SQL that yields (ref, fingerprint, fields) for internal sources. %(refs)s is a text[] of refs,
 # or NULL for "every ref cited by some memory source of this kind".
 INTERNAL_SQL = {
+    "message": """
+        SELECT m.id::text AS ref, md5(m.text) AS fingerprint, jsonb_build_object('text', m.text) AS fields
+        FROM knowledge_message m
+        WHERE m.id::text = ANY(%(refs)s)
+    """,
     "memory": """
         SELECT m.id::text AS ref,
                md5(CASE WHEN m.status IN ('superseded', 'rejected', 'invalidated') THEN m.status

@@ -187,3 +187,9 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
         shown_messages |= item.message_ids
     text = "\n".join(chosen_text)
     return {"name": "recalled_memory", "text": text, "tokens": count_tokens(text), "items": chosen_items}
+
+
+def context_text(compiled: dict) -> str:
+    """The prompt text of a compiled context: its non-empty sections, in order, separated by a
+    blank line. The eval gate sends exactly this as the system message."""
+    return "\n\n".join(section["text"] for section in compiled["sections"] if section["text"])

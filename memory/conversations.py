@@ -8,6 +8,8 @@ from rest_framework.exceptions import APIException
 from knowledge.audit import audit_record
 from knowledge.models import Conversation
 from knowledge.principals import Principal
+from knowledge.signals import conversation_finished
+from memory.services import memory_clear_working
 
 
 class AlreadyFinished(APIException):
@@ -29,13 +31,10 @@ def conversation_finish(*, actor: Principal, conversation_id: int) -> Conversati
         conversation.finished_at = timezone.now()
         conversation.save(update_fields=["status", "finished_at"])
 
-        # --- Conversation-end hooks (the lead wires these in when merging) -----------------
-        # 1. Working memory of this conversation is cleared, in this same transaction:
-        #        memory_clear_working(actor=actor, conversation=conversation)   # memory issue
-        # 2. The distiller learns from the finished conversation, after commit:
-        #        transaction.on_commit(lambda: async_task("curation.tasks.distill_conversation",
-        #                                                  conversation.pk))       # distiller issue
-        # ---------------------------------------------------------------------------------------
+        # Working memory of this conversation is cleared in this same transaction; the
+        # distiller (curation, listening to this signal) learns from it after commit.
+        memory_clear_working(actor=actor, conversation=conversation)
+        conversation_finished.send(sender=Conversation, conversation=conversation)
 
         audit_record(
             "conversation.finished",

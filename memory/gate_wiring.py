@@ -2,11 +2,28 @@
 
 from knowledge.llm import ModelError, model_call
 from knowledge.principals import Principal
+from memory.context import context_compile, context_text
 from memory.gate import GateUnavailable
+from memory.recall.scope import store_scope
+
+GATE_BUDGET_TOKENS = 2000
+
+
+def gate_context(*, agent, q: str, candidate, with_candidate: bool) -> dict:
+    """The context the agent gets for a gate case's turn in the candidate's store: the candidate
+    left out of recall (even when it is already active), or placed first in recalled memory
+    exactly as recall places a memory."""
+    return context_compile(
+        store_scope(agent, candidate.store),
+        q=q,
+        budget_tokens=GATE_BUDGET_TOKENS,
+        exclude_memory_ids=[candidate.pk],
+        include_memories=[candidate] if with_candidate else [],
+    )
 
 
 def compile_context_text(*, agent, q: str, candidate, with_candidate: bool) -> str:
-    raise GateUnavailable("context compilation is not available")
+    return context_text(gate_context(agent=agent, q=q, candidate=candidate, with_candidate=with_candidate))
 
 
 def ask_agent(*, agent, messages: list[dict], purpose: str) -> str:

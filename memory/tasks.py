@@ -12,3 +12,11 @@ def provenance_check() -> dict:
 def expire_short_term_memory() -> int:
     """Hourly: expire working and episodic memories whose TTL has passed. Idempotent."""
     return memory_expire_due()
+
+
+def gate_run_pending() -> int:
+    """Every 15 minutes (shadow mode): run the queued eval-gate checks."""
+    from knowledge.principals import Principal
+    from memory.gate import gate_run_pending as run
+
+    return run(actor=Principal.system("eval-gate"))

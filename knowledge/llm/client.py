@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from knowledge.llm.profiles import budget_refusal, profile_resolve
 from knowledge.models import Agent, ModelUsage
+from knowledge.tokens import count_tokens
 
 RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
 LOCK_NAMESPACE = 7007  # pg advisory lock namespace for budget reservations
@@ -61,9 +62,10 @@ class ModelReply:
 
 
 def estimate_tokens(text: str) -> int:
-    """A cheap upper-bound-ish token estimate (≈ 4 characters a token) used to reserve budget
-    before a call; the endpoint's own usage figures replace it afterwards."""
-    return max(1, (len(text) + 3) // 4)
+    """The token estimate used to reserve budget before a call (and when an endpoint reports no
+    usage): the one token counter, knowledge.tokens.count_tokens. The endpoint's own usage
+    figures replace it afterwards."""
+    return max(1, count_tokens(text))
 
 
 def _actor_label(actor) -> str:

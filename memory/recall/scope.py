@@ -54,11 +54,30 @@ class RecallScope:
         return {
             "agent": self.agent.name,
             "conversation": self.conversation.pk,
-            "channel": self.channel.name,
+            "channel": self.channel.name if self.conversation.channel_id else None,
             "thread": self.conversation.thread,
             "read_stores": list(self.conversation.read_stores),
             "write_store": self.conversation.write_store,
         }
+
+
+def store_scope(agent: Agent, store: str) -> RecallScope:
+    """The scope of a turn that writes into `store`, outside any channel: what the agent reads
+    there (the DESIGN.md table) — used by the eval gate to compile a case's context."""
+    if store.startswith("private:"):
+        read = [access.SHARED, access.SELF, store]
+    elif store.startswith("channel:"):
+        read = [store, access.SELF]
+    else:
+        read = [access.SHARED, access.SELF]
+    conversation = Conversation(agent=agent, read_stores=read, write_store=store)
+    as_agent = Principal.for_agent(agent)
+    return RecallScope(
+        agent=agent,
+        conversation=conversation,
+        knowledge_q=access.readable_q(as_agent, conversation=conversation),
+        message_q=access.message_readable_q(as_agent, conversation=conversation),
+    )
 
 
 def resolve_scope(

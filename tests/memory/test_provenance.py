@@ -275,3 +275,56 @@ def test_the_check_runs_a_constant_number_of_queries(world, django_assert_max_nu
     with django_assert_max_num_queries(20):
         counts = provenance_check(actor=SYSTEM)
     assert counts["stale"] == 30
+
+
+def test_editing_or_deleting_a_cited_message_makes_dependants_stale(world):
+    from knowledge.models import Message
+    from tests.factory import post_messages
+
+    edited_id, deleted_id = post_messages(
+        world.general,
+        [
+            {"speaker": "alice", "text": "The VPN portal moved to vpn2.example.com"},
+            {"speaker": "bob", "text": "Printer fixed"},
+        ],
+    )
+    edited = write(world, text="portal moved", sources=[{"kind": "message", "ref": str(edited_id)}])
+    deleted = write(world, text="printer ok", sources=[{"kind": "message", "ref": str(deleted_id)}])
+    assert check(world)["stale"] == 0
+    Message.objects.filter(pk=edited_id).update(text="The VPN portal moved to vpn3.example.com")
+    Message.objects.filter(pk=deleted_id).delete()
+    assert check(world)["stale"] == 2
+    edited.refresh_from_db()
+    deleted.refresh_from_db()
+    assert edited.stale_reason == f"re-check: its source message:{edited_id} changed"
+    assert deleted.stale_reason == f"re-check: its source message:{deleted_id} was deleted"
+
+
+def test_a_requeued_memory_is_absent_from_recall_until_approved(world):
+    from tests.factory import make_conversation
+
+    make_conversation(world.copilot, world.general)
+    set_mode("requeue")
+    push(world, "ticket", "INC-77", TICKET)
+    memory = write(
+        world, text="Zebra-7 printers need firmware 9.4", sources=[{"kind": "ticket", "ref": "INC-77"}]
+    )
+
+    def recalled():
+        body = (
+            world.client("copilot")
+            .post(
+                "/api/memory/search",
+                {"agent": "copilot", "q": "Zebra-7 firmware", "channel": "general"},
+                format="json",
+            )
+            .json()
+        )
+        return [r["id"] for r in body["results"] if r["kind"] == "memory"]
+
+    assert memory.pk in recalled()
+    push(world, "ticket", "INC-77", {**TICKET, "resolution": "firmware 9.5"})
+    check(world)
+    assert memory.pk not in recalled()
+    world.client("reviewer").post(f"/api/memory/{memory.pk}/approve", {}, format="json")
+    assert memory.pk in recalled()
