@@ -37,3 +37,11 @@ def test_seed_demo_is_idempotent_and_shows_a_stale_memory(db):
         Memory.objects.filter(stale=True, stale_reason="re-check: its source ticket:INC-31 changed").count()
         == 1
     )
+
+
+def test_seed_demo_brings_a_gate_dataset_for_the_copilot(db):
+    from memory.models import EvalDataset
+
+    call_command("seed_demo", verbosity=0)
+    dataset = EvalDataset.objects.get(name="memory-gate-copilot")
+    assert [c["id"] for c in dataset.cases] == ["vpn-fix", "printer-floor-3", "no-passwords"]

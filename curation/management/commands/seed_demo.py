@@ -74,6 +74,10 @@ class Command(BaseCommand):
         if written := seed_memories(actor=actor, agents=agents):
             self.stdout.write(f"{written} demo memories (review queue, every lifecycle state)")
         provenance.seed(actor=actor, agents=agents)
+        from curation.demo import gate
+
+        if gate.seed(actor=actor):
+            self.stdout.write("gate dataset memory-gate-copilot (3 cases)")
         from knowledge.demo_entries import seed_entries
 
         if created := seed_entries(agents=agents):
