@@ -28,14 +28,14 @@ from knowledge.projection import entry_markdown
 # --- serializers -----------------------------------------------------------------------------------
 
 
-class SourceSerializer(serializers.Serializer):
+class EntrySourceSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=MemorySource.KINDS)
     ref = serializers.CharField(max_length=300)
 
 
 class BlockInSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=entries.MAX_TEXT)
-    sources = SourceSerializer(many=True, required=False, default=list)
+    sources = EntrySourceSerializer(many=True, required=False, default=list)
 
 
 class BlockAddSerializer(BlockInSerializer):
@@ -45,7 +45,7 @@ class BlockAddSerializer(BlockInSerializer):
 class BlockPatchSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=entries.MAX_TEXT, required=False)
     reason = serializers.CharField(max_length=2000, required=False, allow_blank=True)
-    sources = SourceSerializer(many=True, required=False)
+    sources = EntrySourceSerializer(many=True, required=False)
     position = serializers.IntegerField(required=False, min_value=0)
     version = serializers.IntegerField(required=False, min_value=1, help_text="Expected current version.")
 
@@ -86,7 +86,7 @@ class EntryPatchSerializer(serializers.Serializer):
 class RelationInSerializer(serializers.Serializer):
     predicate = serializers.CharField(max_length=100)
     target = serializers.IntegerField(help_text="The related entry's id.")
-    sources = SourceSerializer(many=True, required=False, default=list, help_text="At least one.")
+    sources = EntrySourceSerializer(many=True, required=False, default=list, help_text="At least one.")
     valid_from = serializers.DateField(required=False, allow_null=True, default=None)
     valid_to = serializers.DateField(required=False, allow_null=True, default=None)
 
@@ -104,7 +104,9 @@ class GuideInSerializer(serializers.Serializer):
     version = serializers.IntegerField(required=False, min_value=0, help_text="Expected current version.")
 
 
-AuthorOut = inline_serializer("Author", {"kind": serializers.CharField(), "name": serializers.CharField()})
+AuthorOut = inline_serializer(
+    "BlockAuthor", {"kind": serializers.CharField(), "name": serializers.CharField()}
+)
 BlockOut = inline_serializer(
     "EntryBlock",
     {
@@ -115,7 +117,7 @@ BlockOut = inline_serializer(
         "version": serializers.IntegerField(),
         "content_hash": serializers.CharField(),
         "author": AuthorOut,
-        "sources": SourceSerializer(many=True),
+        "sources": EntrySourceSerializer(many=True),
         "updated_at": serializers.DateTimeField(),
     },
 )
@@ -126,7 +128,7 @@ RelationOut = inline_serializer(
         "predicate": serializers.CharField(),
         "source": serializers.DictField(),
         "target": serializers.DictField(),
-        "sources": SourceSerializer(many=True),
+        "sources": EntrySourceSerializer(many=True),
         "valid_from": serializers.DateField(allow_null=True),
         "valid_to": serializers.DateField(allow_null=True),
         "author": AuthorOut,

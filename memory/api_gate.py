@@ -1,6 +1,7 @@
 """API for eval datasets and the eval gate."""
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
@@ -57,8 +58,15 @@ def _body(request) -> dict:
     return request.data
 
 
-@extend_schema(methods=["POST"], request=DatasetIn, summary="Create an eval dataset")
-@extend_schema(methods=["GET"], summary="List eval datasets")
+@extend_schema(
+    methods=["POST"], request=DatasetIn, summary="Create an eval dataset", responses=OpenApiTypes.OBJECT
+)
+@extend_schema(
+    methods=["GET"],
+    summary="List eval datasets",
+    operation_id="eval_datasets_list",
+    responses=OpenApiTypes.OBJECT,
+)
 @api_view(["GET", "POST"])
 @permission_classes([IsAdmin])
 def datasets(request):
@@ -74,9 +82,16 @@ def datasets(request):
     return Response(dataset_json(dataset), status=status.HTTP_201_CREATED)
 
 
-@extend_schema(methods=["PUT"], request=DatasetIn, summary="Replace an eval dataset's cases")
-@extend_schema(methods=["GET"], summary="One eval dataset")
-@extend_schema(methods=["DELETE"], summary="Delete an eval dataset", request=None)
+@extend_schema(
+    methods=["PUT"],
+    request=DatasetIn,
+    summary="Replace an eval dataset's cases",
+    responses=OpenApiTypes.OBJECT,
+)
+@extend_schema(methods=["GET"], summary="One eval dataset", responses=OpenApiTypes.OBJECT)
+@extend_schema(
+    methods=["DELETE"], summary="Delete an eval dataset", request=None, responses=OpenApiTypes.OBJECT
+)
 @api_view(["GET", "PUT", "DELETE"])
 @permission_classes([IsAdmin])
 def dataset_detail(request, name):
@@ -103,7 +118,9 @@ def dataset_detail(request, name):
 
 
 @extend_schema(
-    summary="Run the eval gate on one memory now (records the verdict, changes nothing else)", request=None
+    summary="Run the eval gate on one memory now (records the verdict, changes nothing else)",
+    request=None,
+    responses=OpenApiTypes.OBJECT,
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
@@ -121,6 +138,7 @@ def gate_check(request, memory_id):
         OpenApiParameter("limit", int),
         OpenApiParameter("offset", int),
     ],
+    responses=OpenApiTypes.OBJECT,
 )
 @api_view(["GET"])
 @permission_classes([IsReviewer])

@@ -2,6 +2,7 @@
 one memory's provenance, and the stale list."""
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
@@ -41,7 +42,20 @@ def _check_source_ref(kind: str, ref: str) -> None:
         },
     ),
 )
-@extend_schema(methods=["DELETE"], summary="Record that an external source is gone", request=None)
+@extend_schema(
+    methods=["DELETE"],
+    summary="Record that an external source is gone",
+    request=None,
+    responses=inline_serializer(
+        "SourceGone",
+        {
+            "kind": serializers.CharField(),
+            "ref": serializers.CharField(),
+            "fingerprint": serializers.CharField(),
+            "deleted": serializers.BooleanField(),
+        },
+    ),
+)
 @api_view(["PUT", "DELETE"])
 @permission_classes([IsIntegrationOrAdmin])
 def source_detail(request, kind, ref):
@@ -92,7 +106,9 @@ def _readable_memory(request, memory_id) -> Memory:
     return memory
 
 
-@extend_schema(summary="What a memory rests on, and each source's state at its last check")
+@extend_schema(
+    summary="What a memory rests on, and each source's state at its last check", responses=OpenApiTypes.OBJECT
+)
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def provenance_detail(request, memory_id):
@@ -108,6 +124,7 @@ def provenance_detail(request, memory_id):
         OpenApiParameter("limit", int),
         OpenApiParameter("offset", int),
     ],
+    responses=OpenApiTypes.OBJECT,
 )
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
