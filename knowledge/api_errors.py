@@ -34,3 +34,17 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The object changed since you read it; nothing was written."
     default_code = "conflict"
+
+
+def error_text(exc: Exception) -> str:
+    """One line for a person: the messages of a ValidationError (or any API error), joined."""
+    detail = getattr(exc, "detail", None)
+    if isinstance(detail, dict):
+        if "detail" in detail:
+            return str(detail["detail"])
+        return "; ".join(
+            str(m) for msgs in detail.values() for m in (msgs if isinstance(msgs, list) else [msgs])
+        )
+    if isinstance(detail, list):
+        return "; ".join(str(m) for m in detail)
+    return str(detail or exc)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from knowledge import selectors, services
+from knowledge.api_errors import error_text
 from knowledge.forms import AgentEditForm, AgentForm
 from knowledge.models import Agent, ApiToken, Heartbeat
 from knowledge.permissions import admin_required, reviewer_required
@@ -135,7 +136,7 @@ def settings_page(request):
             services.setting_set(actor=request.principal, name=name, value=value)
             messages.success(request, f"{name} is now {raw}.")
         except ValidationError as exc:
-            messages.error(request, "; ".join(str(m) for msgs in exc.detail.values() for m in msgs))
+            messages.error(request, error_text(exc))
         return redirect("settings")
     modes = [
         {"name": name, "value": setting_get(name), "default": getattr(settings, name), **spec}

@@ -11,6 +11,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
+from knowledge.api_errors import error_text
 from knowledge.models import Memory
 from knowledge.permissions import console_principal, reviewer_required
 from memory import selectors, services
@@ -39,17 +40,6 @@ def _next(request, default: str) -> str:
     if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return default
-
-
-def _error_text(exc: Exception) -> str:
-    detail = getattr(exc, "detail", None)
-    if isinstance(detail, dict):
-        if "detail" in detail:
-            return str(detail["detail"])
-        return "; ".join(
-            str(m) for msgs in detail.values() for m in (msgs if isinstance(msgs, list) else [msgs])
-        )
-    return str(detail or exc)
 
 
 # --- the review queue ---------------------------------------------------------------------
@@ -132,7 +122,7 @@ def _review(request, memory_id: int, service, done, **kwargs):
     except Memory.DoesNotExist:
         raise Http404(f"There is no memory {memory_id}.")
     except (services.MemoryConflict, services.MemoryStateConflict, ValidationError) as exc:
-        return _item_response(request, memory_id, error=_error_text(exc))
+        return _item_response(request, memory_id, error=error_text(exc))
     return _item_response(request, memory_id, done=done(memory) if callable(done) else done)
 
 
@@ -280,7 +270,7 @@ def _operate(request, memory_id: int, service, done: str, **kwargs):
     except Memory.DoesNotExist:
         raise Http404(f"There is no memory {memory_id}.")
     except (services.MemoryStateConflict, ValidationError) as exc:
-        notice, kind = _error_text(exc), "error"
+        notice, kind = error_text(exc), "error"
     return _operate_response(request, memory_id, notice, kind)
 
 

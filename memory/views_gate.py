@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
+from knowledge.api_errors import error_text
 from knowledge.permissions import admin_required, reviewer_required
 from knowledge.settings_store import setting_get
 from memory import eval_datasets, selectors
@@ -22,15 +23,6 @@ UPLOAD_TYPES = {
     "application/octet-stream",
     "",
 }
-
-
-def _errors(exc: ValidationError) -> str:
-    detail = exc.detail
-    if isinstance(detail, dict):
-        return "; ".join(
-            str(m) for msgs in detail.values() for m in (msgs if isinstance(msgs, list) else [msgs])
-        )
-    return "; ".join(str(m) for m in detail)
 
 
 def _jsonl_from_request(request) -> str:
@@ -81,7 +73,7 @@ def dataset_list(request):
             cases = eval_datasets.cases_from_jsonl(_jsonl_from_request(request))
             eval_datasets.dataset_create(actor=request.principal, name=name, kind="agent_turn", cases=cases)
         except ValidationError as exc:
-            messages.error(request, _errors(exc))
+            messages.error(request, error_text(exc))
             return render(
                 request,
                 "memory/datasets.html",
@@ -116,7 +108,7 @@ def dataset_edit(request, name):
         except ValueError:
             messages.error(request, "The form is missing its version; reload the page.")
         except ValidationError as exc:
-            messages.error(request, _errors(exc))
+            messages.error(request, error_text(exc))
             return render(request, "memory/dataset_edit.html", {"dataset": dataset, "text": text}, status=400)
         else:
             messages.success(request, f"Saved {len(cases)} cases.")

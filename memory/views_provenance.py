@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
+from knowledge.api_errors import error_text
 from knowledge.models import Memory
 from knowledge.permissions import reviewer_required
 from knowledge.settings_store import setting_get
@@ -55,7 +56,7 @@ def stale_action(request, memory_id: int):
         else:
             raise Http404("Unknown action.")
     except ValidationError as exc:
-        error = "; ".join(str(m) for msgs in exc.detail.values() for m in msgs)
+        error = error_text(exc)
     except services.MemoryStateConflict as exc:
         error = str(exc)
     memory = Memory.objects.select_related("owner").get(pk=memory.pk)
