@@ -151,7 +151,7 @@ class MemorySource(models.Model):
     fingerprint = models.CharField(max_length=64, blank=True)
     snapshot = models.JSONField(null=True, blank=True)
     # The result of the last provenance check.
-    state = models.CharField(max_length=10, choices=STATES, default=UNCHANGED)
+    state = models.CharField(max_length=10, choices=STATES, default=UNCHANGED, db_default=UNCHANGED)
     checked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
