@@ -32,9 +32,16 @@ def reset_recall_tables() -> None:
 
 
 def analyze() -> None:
+    """What autovacuum would have done by now after a bulk load: statistics and visibility maps."""
     with connection.cursor() as cursor:
-        for table in ("knowledge_memory", "knowledge_entry", "knowledge_message", "knowledge_episode"):
-            cursor.execute(f"ANALYZE {table}")
+        for table in (
+            "knowledge_memory",
+            "knowledge_entry",
+            "knowledge_message",
+            "knowledge_messagevector",
+            "knowledge_episode",
+        ):
+            cursor.execute(f"VACUUM ANALYZE {table}")
     from memory.recall.terms import forget_stats
 
     forget_stats()

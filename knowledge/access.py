@@ -150,9 +150,27 @@ def message_store(channel: Channel) -> str:
     return conversation_scope(channel)[1]
 
 
-def participating_channel_ids(agent: Agent):
-    """A subquery of the ids of the channels `agent` takes part in (it opened a conversation)."""
-    return Conversation.objects.filter(agent=agent).values("channel_id")
+def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str]]:
+    """(id, kind, name, person name) of every channel `agent` takes part in."""
+    return list(
+        Channel.objects.filter(conversations__agent=agent)
+        .values_list("pk", "kind", "name", "person__name")
+        .distinct()
+    )
+
+
+def _channels_holding(channels, stores) -> list[int]:
+    """The channels among `channels` whose messages can be in one of `stores`: a DM's messages
+    are in its person's private store; a shared channel's in `shared` or its own channel store
+    (whichever its routing rule was when they arrived)."""
+    ids = []
+    for pk, kind, name, person in channels:
+        if kind == Channel.KIND_DM:
+            if private_store(person) in stores:
+                ids.append(pk)
+        elif SHARED in stores or channel_store(name) in stores:
+            ids.append(pk)
+    return ids
 
 
 def message_readable_q(
@@ -160,7 +178,8 @@ def message_readable_q(
 ) -> Q:
     """A filter for the messages (or episodes) `principal` may read — in `conversation` when one
     is given (it may be unsaved: a scope preview for a channel). People with a role read
-    everything outside a conversation; integrations read nothing."""
+    everything outside a conversation; integrations read nothing. Channel ids are spelled out
+    (not a subquery) so PostgreSQL can use the channel indexes."""
     nothing = Q(pk__in=[])
     if principal.kind == "agent":
         agent = principal.agent
@@ -172,11 +191,15 @@ def message_readable_q(
         agent = conversation.agent
     else:
         return nothing
-    taking_part = Q(**{f"{prefix}channel_id__in": participating_channel_ids(agent)})
+    channels = _participating_channels(agent)
     if conversation is None:
-        return taking_part
+        return Q(**{f"{prefix}channel_id__in": [c[0] for c in channels]})
     own_channel = Q(**{f"{prefix}channel_id": conversation.channel_id})
-    return own_channel | (taking_part & Q(**{f"{prefix}store__in": list(conversation.read_stores)}))
+    stores = list(conversation.read_stores)
+    others = [pk for pk in _channels_holding(channels, stores) if pk != conversation.channel_id]
+    if not others:
+        return own_channel
+    return own_channel | Q(**{f"{prefix}channel_id__in": others, f"{prefix}store__in": stores})
 
 
 def can_post_message(principal: Principal, channel: Channel) -> bool:

@@ -126,7 +126,7 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
     hits: list[RouteHit] = []
     memory_tsv = fts.memory_tsv("knowledge_memory")
     terms = inp.terms("memory")
-    if terms:
+    if candidate_terms(terms):
         try:
             where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
@@ -142,7 +142,7 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
             pass
     entry_tsv = fts.entry_tsv("knowledge_entry")
     terms = inp.terms("entry")
-    if terms:
+    if candidate_terms(terms):
         try:
             where, wparams = inp.scope.where(Entry)
             score, sparams = _score_sql(terms, "t.v")
@@ -163,7 +163,7 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
 def keyword_messages(inp: RouteInput) -> list[RouteHit]:
     """Full text over the messages of the scope said before `now`, idf-weighted."""
     terms = inp.terms("message")
-    if not terms:
+    if not candidate_terms(terms):
         return []
     try:
         where, wparams = inp.scope.where(Message)
@@ -179,17 +179,31 @@ def keyword_messages(inp: RouteInput) -> list[RouteHit]:
     return _keyword_hits(MESSAGE, rows, sum(t.idf for t in terms))
 
 
+MAX_SCAN_TUPLES = 10_000
+
+
 def search_settings(ef_search: int) -> str:
     """Transaction-local settings of every vector route: a search width of at least the number
-    of rows asked for, and iterative scans, so a filtered search keeps scanning until it has them."""
-    return f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+    of rows asked for, and iterative scans, so a filtered search keeps scanning until it has them
+    — but not forever: past MAX_SCAN_TUPLES a filter is selective enough for the exact query."""
+    return (
+        f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"
+    )
 
 
-def _nearest(kind: str, where: str, params: list, inp: RouteInput) -> list[RouteHit]:
-    """The rows nearest the query vector (cosine) under a filter. HNSW with iterative scans
-    (relaxed order) keeps scanning until the filter has its rows; if the index still returns
-    fewer than asked (a very selective filter, or vectors of the current model still missing),
-    the same query runs exactly without the index."""
+def _nearest(
+    kind: str, where: str, params: list, inp: RouteInput, *, exact_first: bool = False
+) -> list[RouteHit]:
+    """The rows nearest the query vector (cosine) under a filter.
+
+    Normally HNSW with iterative scans (relaxed order): the scan continues until the filter has
+    its rows, up to `hnsw.max_scan_tuples`. If it still returns fewer than asked (a very
+    selective filter, or vectors of the current model still missing), the same query runs once
+    more exactly: the ordering is written so no vector index can serve it (`+ 0`), so PostgreSQL
+    filters first (through the ordinary indexes) and computes every distance. (Measured on
+    100,000 messages, a channel-only scope holding 4 % of them is still faster through HNSW: the
+    exact query is only the fallback.)"""
     vec = vector_literal(inp.vector)
     table = TABLE[kind]
     if kind == MESSAGE:  # message vectors live in their own table (knowledge.MessageVector)
@@ -200,20 +214,19 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput) -> list[Route
         )
     else:
         source, vector_col, model_col = table, f"{table}.embedding", f"{table}.embedding_model"
-    sql = (
+    base = (
         f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]} FROM {source} "
         f"WHERE {model_col} = %s AND ({where}) "
-        f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
     )
+    indexed = base + f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
+    exact = base + f"ORDER BY ({vector_col} <=> %s::vector) + 0 LIMIT %s"
     args = [vec, inp.embedding_model, *params, vec, inp.limit]
     with connection.cursor() as cursor:  # hnsw.ef_search and iterative scans: see search_settings
-        cursor.execute(sql, args)
+        cursor.execute(indexed, args)
         rows = cursor.fetchall()
         if len(rows) < inp.limit:
-            cursor.execute("SET LOCAL enable_indexscan = off")
-            cursor.execute(sql, args)
+            cursor.execute(exact, args)
             rows = cursor.fetchall()
-            cursor.execute("SET LOCAL enable_indexscan = on")
     rows.sort(key=lambda r: r[1])  # relaxed order: re-sort by distance
     return [RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6])) for r in rows]
 

@@ -110,8 +110,9 @@ def recall_candidates(
     info: dict[str, dict] = {}
     with transaction.atomic():  # SET LOCAL needs a transaction
         with connection.cursor() as cursor:
-            # Search queries are short: JIT compilation would cost more than it saves.
-            cursor.execute("SET LOCAL jit = off")
+            # Search queries are short: JIT compilation and parallel workers cost more than they
+            # save, and parallel workers take cores from concurrent requests.
+            cursor.execute("SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0")
             if vector is not None:
                 cursor.execute(R.search_settings(inp.ef_search))
         for route in ROUTES:

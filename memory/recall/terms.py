@@ -22,6 +22,10 @@ COUNT_CAP = 200
 # CANDIDATE_DOCS (always at least the rarest one); commoner lexemes only score. A document that
 # matches nothing but common words would rank low anyway, and this bounds the rows a search reads.
 CANDIDATE_DOCS = 2000
+# A lexeme in more than this share of a corpus (and in more than CANDIDATE_DOCS documents) does
+# not select candidates at all: it tells too little. A query made only of such words finds nothing by keyword there (the vector routes
+# still answer it).
+MAX_CANDIDATE_SHARE = 0.05
 
 
 @dataclass
@@ -160,9 +164,12 @@ def weigh_terms(lexemes: list[str], corpora: list[Corpus]) -> dict[str, list[Ter
 
 def candidate_terms(terms: list[Term]) -> list[Term]:
     """The terms whose index entries select candidates: the rarest ones, while their documents
-    add up to at most CANDIDATE_DOCS (at least the rarest term)."""
+    add up to at most CANDIDATE_DOCS (at least the rarest term), never one found in more than
+    MAX_CANDIDATE_SHARE of a large corpus. Empty: the corpus has no useful candidates for the query."""
     chosen, total = [], 0.0
     for term in sorted(terms, key=lambda t: t.docs):
+        if term.share > MAX_CANDIDATE_SHARE and term.docs > CANDIDATE_DOCS:
+            break
         if chosen and total + term.docs > CANDIDATE_DOCS:
             break
         chosen.append(term)
