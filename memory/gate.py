@@ -198,7 +198,8 @@ def gate_before_activation(*, memory: Memory) -> tuple[bool, str, str]:
     """Called by the one activation function before a memory goes into force; returns
     (allow, reason, verdict). enforce: runs the check now — regressed or error holds the memory
     in the review queue with the failing cases as the reason; untested and pass go ahead (every
-    verdict is audited). shadow: goes ahead; a background check is queued after commit. off:
+    verdict is audited). shadow: goes ahead; a background check is queued after commit (when the
+    agent has a gate dataset). off:
     goes ahead unchecked."""
     mode = setting_get("BRAIN_MEMORY_ACTIVATION_GATE")
     if mode == ENFORCE:
@@ -208,6 +209,7 @@ def gate_before_activation(*, memory: Memory) -> tuple[bool, str, str]:
         if check.verdict == GateCheck.ERROR:
             return False, f"gate: the check could not run ({check.reason})", check.verdict
         return True, "", check.verdict
-    if mode == SHADOW:
+    if mode == SHADOW and gate_dataset_for(memory.owner) is not None:
+        # Agents without a gate dataset are untested: nothing to queue, nothing to spend.
         transaction.on_commit(lambda: gate_enqueue(memory=memory))
     return True, "", ""

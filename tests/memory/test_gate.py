@@ -182,3 +182,14 @@ def test_only_reviewers_run_checks(world, gated):
     assert world.client("copilot").post(f"/api/memory-gate/{memory.pk}/check").status_code == 403
     assert world.client("reviewer").post("/api/memory-gate/999999/check").status_code == 404
     assert world.client("reviewer").get("/api/memory-gate/checks?verdict=nope").status_code == 400
+
+
+def test_shadow_mode_queues_nothing_for_an_agent_without_a_dataset(
+    world, model_stub, django_capture_on_commit_callbacks
+):
+    memory = write(world, BAD)
+    with django_capture_on_commit_callbacks(execute=True):
+        world.client("reviewer").post(f"/api/memory/{memory.pk}/approve", {}, format="json")
+    memory.refresh_from_db()
+    assert memory.status == Memory.ACTIVE
+    assert not GateCheck.objects.exists()
