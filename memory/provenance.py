@@ -33,8 +33,6 @@ from knowledge.provenance import (
 )
 from knowledge.settings_store import setting_get
 
-MODES = ("flag", "requeue", "invalidate", "off")
-LIVE_STATUSES = (Memory.ACTIVE, Memory.QUEUED)
 LIFECYCLE_FIELDS = ("status", "stale", "stale_reason", "queue_reason", "status_reason", "valid_to")
 MAX_ROUNDS = 20
 
