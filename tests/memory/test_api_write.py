@@ -212,12 +212,12 @@ def test_a_conversation_links_the_memory_to_it(world):
 
 def test_the_number_of_queries_per_write_is_bounded(world, django_assert_max_num_queries):
     """The hot path: token lookup, memory + version + sources inserts, one registry lookup for
-    the external sources' fingerprints, (activation update for a trusted write), audit event +
-    revision. The test wraps everything in a transaction, so the
+    the external sources' fingerprints, (for a trusted write: the gate-dataset lookup of shadow
+    mode and the activation update), audit event + revision. The test wraps everything in a transaction, so the
     write's own transaction shows up as a SAVEPOINT/RELEASE pair (two more "queries")."""
     client = world.client("scribe")
     client.post("/api/memory", VPN, format="json")  # token last_used_at is written once a minute
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):
         response = client.post(
             "/api/memory",
             {**VPN, "sources": [{"kind": "kb", "ref": "KB-7"}, {"kind": "ticket", "ref": "INC-1"}]},
