@@ -116,24 +116,29 @@ FROM (
                 ELSE 'changed' END AS new_state
     FROM knowledge_memorysource ms2
     LEFT JOIN cur ON cur.ref = ms2.ref
-    WHERE ms2.kind = %(kind)s
+    WHERE ms2.kind = %(kind)s {only}
 ) x
 WHERE ms.id = x.id AND ms.state <> x.new_state
 """
 
 
-def _refresh_states(now, kinds=None) -> None:
+def _refresh_states(now, kinds=None, refs=None) -> None:
     """Recompute every tracked source's state, one statement per kind; only rows whose state
-    changed are written (`checked_at` is when the state last changed)."""
+    changed are written (`checked_at` is when the state last changed). With `refs`, only the
+    sources citing those refs (of `kinds`) are recomputed."""
     with connection.cursor() as cursor:
         if kinds is None:
             cursor.execute(EXTERNAL_UPDATE, {"now": now, "kinds": list(EXTERNAL_KINDS)})
         for kind, sql in INTERNAL_SQL.items():
             if kinds is not None and kind not in kinds:
                 continue
+            if refs is not None:
+                statement = INTERNAL_UPDATE.format(sql=sql, only="AND ms2.ref = ANY(%(refs)s)")
+                cursor.execute(statement, {"now": now, "kind": kind, "refs": list(refs)})
+                continue
             cited = "SELECT DISTINCT ref FROM knowledge_memorysource WHERE kind = %(kind)s"
             internal = sql.replace("= ANY(%(refs)s)", f"IN ({cited})")
-            cursor.execute(INTERNAL_UPDATE.format(sql=internal), {"now": now, "kind": kind})
+            cursor.execute(INTERNAL_UPDATE.format(sql=internal, only=""), {"now": now, "kind": kind})
 
 
 # What each mode does to a memory with a changed source (f = the finding, with the old values).
@@ -223,22 +228,23 @@ def _json(value):
 
 def _act_until_settled(mode: str, actor: Principal, now, counts: dict) -> list[int]:
     """Act on the findings; a retired memory changes the fingerprint of the memory sources that
-    cite it, so repeat until nothing more retires (transitive staleness)."""
+    cite it, so repeat (rechecking only those) until nothing more retires (transitive staleness)."""
     ids = []
     for _ in range(MAX_ROUNDS):
         acted = _act(mode, actor, now)
-        ids.extend(acted.pop("ids"))
+        round_ids = acted.pop("ids")
+        ids.extend(round_ids)
         for key, value in acted.items():
             counts[key] += value
         if not acted["invalidated"]:
             break
-        _refresh_states(now, kinds=["memory"])
+        _refresh_states(now, kinds=["memory"], refs=[str(i) for i in round_ids])
     return ids
 
 
-def provenance_recheck_memory_sources(*, actor: Principal, now=None) -> list[int]:
-    """Right after a memory retires (superseded, rejected, revoked): recheck the memory sources
-    that cite memories and act on the dependants per the current mode, transitively. Returns
+def provenance_recheck_memory_sources(*, actor: Principal, retired, now=None) -> list[int]:
+    """Right after memory `retired` retires (superseded, rejected, revoked): recheck the memory
+    sources that cite it and act on the dependants per the current mode, transitively. Returns
     the ids acted on. Runs in the caller's transaction."""
     mode = setting_get("BRAIN_MEMORY_INVALIDATION")
     if mode == "off":
@@ -246,7 +252,7 @@ def provenance_recheck_memory_sources(*, actor: Principal, now=None) -> list[int
     now = now or timezone.now()
     counts = {"stale": 0, "requeued": 0, "invalidated": 0}
     with transaction.atomic():
-        _refresh_states(now, kinds=["memory"])
+        _refresh_states(now, kinds=["memory"], refs=[str(retired.pk)])
         return _act_until_settled(mode, actor, now, counts)
 
 

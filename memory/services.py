@@ -180,7 +180,7 @@ def memory_mark_dependants_stale(*, actor: Principal, memory: Memory, reason: st
     In requeue and invalidate modes the provenance machinery acts on the dependants instead
     (back to the queue, or retired — transitively), exactly as a provenance check would."""
     if setting_get("BRAIN_MEMORY_INVALIDATION") in ("requeue", "invalidate"):
-        return provenance_recheck_memory_sources(actor=actor)
+        return provenance_recheck_memory_sources(actor=actor, retired=memory)
     with transaction.atomic():
         dependants = list(
             Memory.objects.select_for_update(of=("self",))

@@ -328,3 +328,29 @@ def test_a_requeued_memory_is_absent_from_recall_until_approved(world):
     assert memory.pk not in recalled()
     world.client("reviewer").post(f"/api/memory/{memory.pk}/approve", {}, format="json")
     assert memory.pk in recalled()
+
+
+def test_revoking_a_memory_follows_the_invalidation_mode_for_its_dependants(world):
+    base = write(world, text="base fact")
+    derived = write(world, text="derived", sources=[{"kind": "memory", "ref": str(base.pk)}])
+    derived2 = write(world, text="derived twice", sources=[{"kind": "memory", "ref": str(derived.pk)}])
+    unrelated = write(world, text="unrelated", sources=[{"kind": "memory", "ref": str(derived2.pk + 1000)}])
+    set_mode("invalidate")
+    response = world.client("reviewer").post(
+        f"/api/memory/{base.pk}/revoke", {"reason": "wrong"}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    for memory in (derived, derived2, unrelated):
+        memory.refresh_from_db()
+    assert derived.status == derived2.status == Memory.INVALIDATED
+    assert unrelated.status == Memory.ACTIVE and not unrelated.stale
+
+
+def test_rejecting_a_memory_requeues_its_dependants_in_requeue_mode(world):
+    base = write(world, text="queued fact", status=Memory.QUEUED)
+    derived = write(world, text="derived", sources=[{"kind": "memory", "ref": str(base.pk)}])
+    set_mode("requeue")
+    world.client("reviewer").post(f"/api/memory/{base.pk}/reject", {"reason": "no"}, format="json")
+    derived.refresh_from_db()
+    assert (derived.status, derived.queue_reason) == (Memory.QUEUED, "requeued")
+    assert derived.stale_reason == f"re-check: its source memory:{base.pk} changed"
