@@ -420,3 +420,70 @@ def test_an_optional_reranker_reweighs_and_a_failing_one_changes_nothing(world, 
         failed = search(world.client("copilot"), conversation=conv.pk, q=q, k=3)
     assert failed["reranker"].startswith("failed: model unavailable")
     assert [r["id"] for r in failed["results"]] == [r["id"] for r in plain["results"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_routes_run_side_by_side_with_the_same_results(world, general_chat):
+    """Lanes: each route on its own connection and thread; the rankings equal those of the
+    routes run in order (inside a transaction, where lanes must not be used)."""
+    import threading
+
+    from django.db import transaction
+
+    from memory.recall import lanes, recall_candidates, resolve_scope
+    from memory.recall import search as S
+
+    conv, _ = general_chat
+    factory.make_memory_row(world.copilot, "VPN outages are escalated to the network team.")
+    factory.embed_all()
+    scope = resolve_scope(factory.SYSTEM, agent=world.copilot, conversation=conv)
+    now = timezone.now()
+    threads = []
+    original = S._timed
+
+    def spy(route, inp):
+        threads.append(threading.current_thread().name)
+        return original(route, inp)
+
+    S._timed = spy
+    try:
+        assert lanes.available()
+        apart = recall_candidates(scope, q="VPN error after the update", now=now)
+        lane_threads = [t for t in threads if t.startswith("recall-lane-")]
+        threads.clear()
+        with transaction.atomic():
+            assert not lanes.available()
+            together = recall_candidates(scope, q="VPN error after the update", now=now)
+        assert not any(t.startswith("recall-lane-") for t in threads)
+    finally:
+        S._timed = original
+    assert len(lane_threads) == 3  # both keyword routes and one vector route; the other ran here
+    assert set(apart.rankings) == set(together.rankings) == set(S.ROUTES)
+    for route, hits in together.rankings.items():
+        assert [(h.kind, h.id) for h in apart.rankings[route]] == [(h.kind, h.id) for h in hits]
+        assert apart.routes[route]["ran"] and apart.routes[route]["hits"] == len(hits)
+    assert all(together.rankings[r] for r in ("keyword_messages", "vector_knowledge", "vector_episodes"))
+    assert [(c.kind, c.id) for c in apart.candidates] == [(c.kind, c.id) for c in together.candidates]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_route_on_a_lane_fails_the_search_and_the_lane_keeps_working(world, general_chat):
+    from memory.recall import recall_candidates, resolve_scope
+    from memory.recall import routes as R
+    from memory.recall import search as S
+
+    conv, _ = general_chat
+    scope = resolve_scope(factory.SYSTEM, agent=world.copilot, conversation=conv)
+
+    def broken(inp):
+        R._fetch("SELECT no_such_column FROM knowledge_message", [])
+
+    original = S.ROUTE_FUNCTIONS["keyword_messages"]
+    S.ROUTE_FUNCTIONS["keyword_messages"] = broken
+    try:
+        with pytest.raises(Exception, match="no_such_column"):
+            recall_candidates(scope, q="VPN error", now=NOW)
+    finally:
+        S.ROUTE_FUNCTIONS["keyword_messages"] = original
+    for _ in range(3):  # every lane still answers
+        assert recall_candidates(scope, q="VPN error", now=NOW).rankings["keyword_messages"]
