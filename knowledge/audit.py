@@ -9,6 +9,7 @@ import uuid
 from django.db import connection, models
 
 from knowledge.models import AuditEvent, Revision
+from knowledge.rowsql import insert_with_children
 
 current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("brain_request_id", default="")
 current_batch_id: contextvars.ContextVar[uuid.UUID | None] = contextvars.ContextVar(
@@ -56,7 +57,7 @@ def audit_record(
     """Write one audit event. Must run inside the caller's transaction, so the trail can never
     disagree with the data. `revisions` is an iterable of (object_type, object_id, before, after)."""
     assert connection.in_atomic_block, "audit_record must be called inside transaction.atomic()"
-    event = AuditEvent.objects.create(
+    event = AuditEvent(
         action=action,
         actor_kind=actor.kind,
         actor_name=actor.name,
@@ -75,6 +76,5 @@ def audit_record(
         Revision(event=event, object_type=otype, object_id=str(oid), before=before, after=after)
         for otype, oid, before, after in revisions
     ]
-    if rows:
-        Revision.objects.bulk_create(rows)
+    insert_with_children(event, ("event", rows))  # one statement: this runs in every write
     return event

@@ -5,8 +5,9 @@ in the same transaction."""
 
 from django.db import connection
 
-from knowledge.models import Memory, MemorySource, MemoryVersion
+from knowledge.models import Memory, MemoryVersion
 from knowledge.provenance import source_rows
+from knowledge.rowsql import insert_with_children
 
 
 def memory_row_create(
@@ -26,7 +27,7 @@ def memory_row_create(
     its fingerprint (knowledge.provenance)."""
     assert connection.in_atomic_block, "memory_row_create must run inside transaction.atomic()"
     key, value = fields.get("key", ""), fields.get("value")
-    memory = Memory.objects.create(
+    memory = Memory(
         owner=owner,
         store=store,
         text=text,
@@ -37,7 +38,7 @@ def memory_row_create(
         version=1,
         **fields,
     )
-    MemoryVersion.objects.create(
+    version = MemoryVersion(
         memory=memory,
         version=1,
         text=text,
@@ -48,7 +49,8 @@ def memory_row_create(
         author_name=author_name,
         reason=reason,
     )
-    MemorySource.objects.bulk_create(source_rows(memory, sources))
+    # One statement for the three (every writer of memories passes here).
+    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
     return memory
 
 

@@ -8,7 +8,7 @@ regression or a check that could not run keeps the memory queued), off."""
 
 import re
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.audit import audit_record
@@ -49,11 +49,24 @@ def has_expectations(case: dict) -> bool:
     return any(case.get("expect", {}).get(key) for key in ("contains", "regex", "excludes"))
 
 
+def gate_dataset_names(agent) -> list[str]:
+    return [f"memory-gate-{agent.name}", "memory-gate"]
+
+
+def gate_tested(agent) -> bool:
+    """Whether the agent has a gate dataset (asked on every activation in shadow mode: one
+    plain query)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {EvalDataset._meta.db_table} WHERE name = ANY(%s))",
+            [gate_dataset_names(agent)],
+        )
+        return cursor.fetchone()[0]
+
+
 def gate_dataset_for(agent) -> EvalDataset | None:
     """`memory-gate-<agent>` if it exists, else `memory-gate`, else None (untested)."""
-    datasets = {
-        d.name: d for d in EvalDataset.objects.filter(name__in=[f"memory-gate-{agent.name}", "memory-gate"])
-    }
+    datasets = {d.name: d for d in EvalDataset.objects.filter(name__in=gate_dataset_names(agent))}
     return datasets.get(f"memory-gate-{agent.name}") or datasets.get("memory-gate")
 
 
@@ -209,7 +222,7 @@ def gate_before_activation(*, memory: Memory) -> tuple[bool, str, str]:
         if check.verdict == GateCheck.ERROR:
             return False, f"gate: the check could not run ({check.reason})", check.verdict
         return True, "", check.verdict
-    if mode == SHADOW and gate_dataset_for(memory.owner) is not None:
+    if mode == SHADOW and gate_tested(memory.owner):
         # Agents without a gate dataset are untested: nothing to queue, nothing to spend.
         transaction.on_commit(lambda: gate_enqueue(memory=memory))
     return True, "", ""

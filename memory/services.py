@@ -20,6 +20,7 @@ from knowledge.audit import audit_record, snapshot
 from knowledge.memories import memory_row_create, memory_row_revise
 from knowledge.models import Agent, AuditEvent, Conversation, Memory
 from knowledge.principals import Principal
+from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
 from memory.activation_hooks import API_WRITE, REVIEW, ROUTES, gate_before_activation, route_goes_active
 from memory.provenance import provenance_rebaseline, provenance_recheck_memory_sources
@@ -108,7 +109,7 @@ def _lock_in(memory_id: int, states: Iterable[str], action: str) -> Memory:
 
 
 def _save(memory: Memory, *fields: str) -> None:
-    memory.save(update_fields=[*fields, "updated_at"])
+    update_fields(memory, *fields, "updated_at")
 
 
 def _audit(action: str, *, actor: Principal, memory: Memory, before, reason: str = "", data=None):
