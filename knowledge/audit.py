@@ -30,10 +30,11 @@ def _json_value(value):
 
 
 def snapshot(obj: models.Model, exclude: tuple[str, ...] = ("embedding",)) -> dict:
-    """A JSON-safe copy of a row's concrete fields (foreign keys as ids)."""
+    """A JSON-safe copy of a row's concrete fields (foreign keys as ids); generated columns (the
+    full-text vectors) are derived, not part of it."""
     data = {}
     for field in obj._meta.concrete_fields:
-        if field.name in exclude:
+        if field.name in exclude or field.generated:
             continue
         data[field.attname] = _json_value(getattr(obj, field.attname))
     return data

@@ -5,6 +5,7 @@ from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from knowledge import rowsql
 from knowledge.models import Agent, ApiToken
 from knowledge.models.principals import hash_token
 from knowledge.principals import Principal
@@ -27,10 +28,8 @@ def token_lookup(key_hash: str) -> ApiToken | None:
     user's or an integration's row loads when used). Hand-written SQL because it runs on every
     API request and the ORM's compilation of it cost ≈ 1 ms of CPU; the rows are built with
     `from_db`, as the ORM builds them."""
-    agent_fields = Agent._meta.concrete_fields
     sql = (
-        f"SELECT {', '.join(f't.{c}' for c in TOKEN_FIELDS)}, "
-        f"{', '.join(f'a.{connection.ops.quote_name(f.column)}' for f in agent_fields)} "
+        f"SELECT {', '.join(f't.{c}' for c in TOKEN_FIELDS)}, {rowsql.columns(Agent, 'a')} "
         f"FROM {ApiToken._meta.db_table} t LEFT JOIN {Agent._meta.db_table} a ON a.id = t.agent_id "
         f"WHERE t.key_hash = %s AND t.revoked_at IS NULL"
     )
@@ -41,11 +40,7 @@ def token_lookup(key_hash: str) -> ApiToken | None:
         return None
     token = ApiToken.from_db(connection.alias, TOKEN_FIELDS, row[: len(TOKEN_FIELDS)])
     if token.agent_id is not None:
-        values = [
-            f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
-            for f, v in zip(agent_fields, row[len(TOKEN_FIELDS) :], strict=True)
-        ]
-        token.agent = Agent.from_db(connection.alias, [f.attname for f in agent_fields], values)
+        token.agent = rowsql.from_row(Agent, row[len(TOKEN_FIELDS) :])
     return token
 
 

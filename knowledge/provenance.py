@@ -22,6 +22,7 @@ import json
 
 from django.db import connection
 
+from knowledge import rowsql
 from knowledge.models import MemorySource, SourceState
 
 EXTERNAL_KINDS = ("ticket", "kb", "record")
@@ -110,7 +111,9 @@ def external_states(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Sourc
     if not pairs:
         return {}
     wanted = set(pairs)
-    rows = SourceState.objects.filter(kind__in={k for k, _ in wanted}, ref__in={r for _, r in wanted})
+    rows = rowsql.select(  # plain SQL: this runs in every write that cites an outside source
+        SourceState, "t.kind = ANY(%s) AND t.ref = ANY(%s)", [[k for k, _ in wanted], [r for _, r in wanted]]
+    )
     return {(s.kind, s.ref): s for s in rows if (s.kind, s.ref) in wanted}
 
 

@@ -1,12 +1,14 @@
-"""Hand-built statements for the hottest write paths, generated from the models' own fields (so
-they follow the models): one INSERT for a row and the rows that point at it (a memory with its
-first version and its sources, an audit event with its revisions), and an UPDATE of some fields
-of a row (a memory's status).
+"""Hand-built statements for the hottest paths, generated from the models' own fields (so they
+follow the models): one INSERT for a row and the rows that point at it (a memory with its first
+version and its sources, an audit event with its revisions), an UPDATE of some fields of a row
+(a memory's status), and plain SELECTs whose rows become model instances (the token of every
+API request, the source registry rows of a write).
 
 Why not the ORM: each statement the ORM compiles costs ≈ 0.5–1 ms of CPU here, and a memory
 write made several; POST /api/memory must sustain hundreds of writes a second on two cores.
 Values still go through each field's `pre_save` and `get_db_prep_save`, exactly as `save()`
-would send them; no model of ours has save() overrides or signal receivers on these paths."""
+would send them, and rows read come back through `from_db_value` and `Model.from_db`, as the ORM
+builds them; no model of ours has save() overrides or signal receivers on these paths."""
 
 from django.db import connection, models
 
@@ -72,3 +74,29 @@ def update_fields(obj: models.Model, *names: str) -> None:
         cursor.execute(
             f"UPDATE {quote(obj._meta.db_table)} SET {assignments} WHERE id = %s", [*params, obj.pk]
         )
+
+
+def columns(model, alias: str) -> str:
+    """All concrete columns of `model` in field order, qualified by `alias` (for `from_row`)."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+
+
+def from_row(model, values) -> models.Model:
+    """An instance from the values of `columns(model, …)`, as the ORM would build it."""
+    fields = model._meta.concrete_fields
+    values = [
+        f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+        for f, v in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
+
+
+def select(model, where: str, params) -> list[models.Model]:
+    """Instances of `model` whose rows (table aliased `t`) match `where`."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns(model, 't')} FROM {quote(model._meta.db_table)} t WHERE {where}", params
+        )
+        return [from_row(model, row) for row in cursor.fetchall()]
