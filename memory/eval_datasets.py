@@ -7,6 +7,7 @@ from django.db import transaction
 from rest_framework.exceptions import ValidationError
 
 from knowledge.audit import audit_record, snapshot
+from memory.gate import gate_cache_clear
 from memory.models import EvalDataset
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -90,6 +91,7 @@ def dataset_create(*, actor, name: str, kind: str, cases) -> EvalDataset:
         if EvalDataset.objects.filter(name=name).exists():
             raise ValidationError({"name": [f"A dataset named {name} already exists."]})
         dataset = EvalDataset.objects.create(name=name, kind=kind, cases=clean)
+        transaction.on_commit(gate_cache_clear)
         audit_record(
             "eval_dataset.created",
             actor=actor,
@@ -138,6 +140,7 @@ def dataset_delete(*, actor, dataset: EvalDataset) -> None:
             revisions=[("eval_dataset", dataset.pk, before, None)],
         )
         dataset.delete()
+        transaction.on_commit(gate_cache_clear)
 
 
 def cases_from_jsonl(text: str) -> list:

@@ -7,14 +7,15 @@ queued and run in the background), enforce (checked inside the one activation fu
 regression or a check that could not run keeps the memory queued), off."""
 
 import re
+import time
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit import audit_record
 from knowledge.models import Memory
 from knowledge.principals import Principal
-from knowledge.settings_store import setting_get
+from knowledge.settings_store import CACHE_SECONDS, setting_get
 from memory.models import EvalDataset, GateCheck
 
 MAX_CASES = 20
@@ -53,15 +54,25 @@ def gate_dataset_names(agent) -> list[str]:
     return [f"memory-gate-{agent.name}", "memory-gate"]
 
 
+# Which gate datasets exist is asked on every activation in shadow mode; like the run-time
+# settings (knowledge.settings_store), the answer is kept for a few seconds per process and
+# dropped at once when this process changes a dataset.
+_tested: dict = {"at": -CACHE_SECONDS, "names": frozenset()}
+
+
+def gate_cache_clear() -> None:
+    _tested["at"] = -CACHE_SECONDS
+
+
 def gate_tested(agent) -> bool:
-    """Whether the agent has a gate dataset (asked on every activation in shadow mode: one
-    plain query)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {EvalDataset._meta.db_table} WHERE name = ANY(%s))",
-            [gate_dataset_names(agent)],
+    """Whether the agent has a gate dataset."""
+    now = time.monotonic()
+    if now - _tested["at"] >= CACHE_SECONDS:
+        _tested["names"] = frozenset(
+            EvalDataset.objects.filter(name__startswith="memory-gate").values_list("name", flat=True)
         )
-        return cursor.fetchone()[0]
+        _tested["at"] = now
+    return not _tested["names"].isdisjoint(gate_dataset_names(agent))
 
 
 def gate_dataset_for(agent) -> EvalDataset | None:

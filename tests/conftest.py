@@ -105,7 +105,10 @@ def model_stub(_model_stub_server, settings):
 def _fresh_settings_cache():
     """Run-time settings are cached per process; every test starts from the database."""
     from knowledge.settings_store import setting_cache_clear
+    from memory.gate import gate_cache_clear
 
     setting_cache_clear()
+    gate_cache_clear()
     yield
     setting_cache_clear()
+    gate_cache_clear()
