@@ -67,16 +67,6 @@ def world(db) -> World:
     )
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _close_recall_lanes(django_db_setup):
-    """Recall lanes keep connections open; close them before the test database is dropped
-    (depending on django_db_setup makes this teardown run first)."""
-    yield
-    from memory.recall.lanes import close_lanes
-
-    close_lanes()
-
-
 @pytest.fixture(scope="session")
 def _model_stub_server():
     from tests.model_stub import ModelStub

@@ -69,7 +69,6 @@ class RouteInput:
     vector: np.ndarray | None = None
     embedding_model: str = ""
     ef_search: int = 100
-    embed_ms: float = 0.0
     _lexemes: list | None = None
     _terms: dict | None = None
 
@@ -84,17 +83,6 @@ class RouteInput:
         if self._terms is None:
             self._terms = weigh_terms(self.lexemes, CORPORA)
         return self._terms[corpus]
-
-    def prepare(self, *, keyword: bool) -> None:
-        """Compute now, on this thread, what the routes would otherwise compute lazily (the
-        weighted terms, the scope's SQL filters), before routes share this input across threads."""
-        if keyword:
-            self.terms(MEMORY)
-        for model in (Memory, Entry, Message, Episode):
-            try:
-                self.scope.where(model)
-            except NothingVisible:
-                pass
 
 
 def vector_literal(vector: np.ndarray) -> str:
