@@ -19,6 +19,11 @@ count_tokens(a) + count_tokens(b)`, which is how sections and results are summed
 import re
 
 _PIECE = re.compile(r"[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
+# The same pieces, one kind at a time: counting with findall is several times faster than
+# walking the pieces one match at a time (recall counts every candidate's text).
+_LETTERS = re.compile(r"[A-Za-z]+")
+_DIGITS = re.compile(r"[0-9]+")
+_OTHER = re.compile(r"[^\sA-Za-z0-9]")
 ELLIPSIS = "…"
 
 
@@ -35,7 +40,11 @@ def count_tokens(text: str | None) -> int:
     """The number of tokens `text` is counted as in every Brain budget."""
     if not text:
         return 0
-    return sum(_piece_tokens(m.group()) for m in _PIECE.finditer(text))
+    return (
+        sum((len(run) + 3) // 4 for run in _LETTERS.findall(text))
+        + sum((len(run) + 2) // 3 for run in _DIGITS.findall(text))
+        + len(_OTHER.findall(text))
+    )
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:

@@ -11,8 +11,8 @@ class AuditEvent(models.Model):
     action = models.CharField(max_length=64, db_index=True)
     actor_kind = models.CharField(max_length=16)  # agent | person | integration | system
     actor_name = models.CharField(max_length=150)
-    store = models.CharField(max_length=120, blank=True, db_index=True)
-    owner = models.CharField(max_length=64, blank=True, db_index=True)  # owner agent name, if any
+    store = models.CharField(max_length=120, blank=True)
+    owner = models.CharField(max_length=64, blank=True)  # owner agent name, if any
     object_type = models.CharField(max_length=32, blank=True)
     object_ids = models.JSONField(default=list)
     reason = models.TextField(blank=True)
@@ -26,6 +26,10 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
+            # Plain indexes (db_index=True would add a second, LIKE index per column; nothing
+            # filters these by prefix, and each index costs every audited write).
+            models.Index(fields=["store"], name="audit_store_idx"),
+            models.Index(fields=["owner"], name="audit_owner_idx"),
             models.Index(fields=["actor_kind", "actor_name"]),
             # An entry's history (entry services record the entry id in `data`).
             models.Index(KeyTransform("entry", "data"), name="audit_data_entry_idx"),

@@ -27,10 +27,19 @@ class Memory(models.Model):
     SHORT_TERM_TIERS = (WORKING, EPISODIC)
     TIER_ORDER = [WORKING, EPISODIC, SEMANTIC, PROCEDURAL]
 
-    owner = models.ForeignKey("knowledge.Agent", on_delete=models.PROTECT, related_name="memories")
+    # No single-column indexes on owner and entry: (owner, store, status) and (entry, position)
+    # below serve those lookups, and every index costs each write.
+    owner = models.ForeignKey(
+        "knowledge.Agent", on_delete=models.PROTECT, related_name="memories", db_index=False
+    )
     store = models.CharField(max_length=120)
     entry = models.ForeignKey(
-        "knowledge.Entry", null=True, blank=True, on_delete=models.CASCADE, related_name="blocks"
+        "knowledge.Entry",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="blocks",
+        db_index=False,
     )
     position = models.PositiveIntegerField(null=True, blank=True)
 
@@ -118,7 +127,8 @@ class Memory(models.Model):
 class MemoryVersion(models.Model):
     """A past (or the current) text of a memory; an edit adds one, nothing is overwritten."""
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    # Indexed by the unique (memory, version) constraint.
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions", db_index=False)
     version = models.PositiveIntegerField()
     text = models.TextField()
     key = models.CharField(max_length=200, blank=True)
@@ -140,7 +150,8 @@ class MemorySource(models.Model):
 
     KINDS = ["ticket", "kb", "record", "memory", "conversation", "message", "material", "entry"]
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources")
+    # Indexed by the unique (memory, kind, ref) constraint.
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources", db_index=False)
     kind = models.CharField(max_length=16, choices=[(k, k) for k in KINDS])
     ref = models.CharField(max_length=300)
     UNCHANGED, CHANGED, DELETED, UNTRACKED = "unchanged", "changed", "deleted", "untracked"

@@ -126,3 +126,16 @@ def test_repeated_texts_get_the_same_vector_in_their_places():
     vectors = embeddings.embed_texts(["ok", "The VPN is down", "ok"])
     assert vectors.shape == (3, 384)
     assert np.allclose(vectors[0], vectors[2]) and not np.allclose(vectors[0], vectors[1])
+
+
+def test_count_tokens_equals_the_sum_over_its_pieces():
+    """The fast counter counts exactly what the piece rules of the docstring say."""
+    import random
+
+    from knowledge.tokens import _PIECE, _piece_tokens
+
+    rng = random.Random(7)
+    alphabet = "abcXYZ0123456789 \n\t.,;:!?-_'\"éüßж中文🙂"
+    for _ in range(500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        assert count_tokens(text) == sum(_piece_tokens(m.group()) for m in _PIECE.finditer(text)), text
