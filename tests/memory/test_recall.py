@@ -420,3 +420,36 @@ def test_an_optional_reranker_reweighs_and_a_failing_one_changes_nothing(world, 
         failed = search(world.client("copilot"), conversation=conv.pk, q=q, k=3)
     assert failed["reranker"].startswith("failed: model unavailable")
     assert [r["id"] for r in failed["results"]] == [r["id"] for r in plain["results"]]
+
+
+def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monkeypatch):
+    """The plan follows the planner's estimate of the scope's rows; both plans find the same."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.recall import recall_candidates, resolve_scope
+    from memory.recall import routes as R
+    from memory.recall.params import VECTOR_EPISODES
+
+    dm = factory.make_conversation(world.copilot, world.dm_alice)
+    factory.post_messages(
+        world.dm_alice, [{"speaker": "alice", "text": f"private note {i} about invoices"} for i in range(40)]
+    )
+    factory.embed_all()
+    scope = resolve_scope(factory.SYSTEM, agent=world.copilot, conversation=dm)
+
+    def run():
+        R._estimates.clear()
+        with CaptureQueriesContext(connection) as queries:
+            ranking = recall_candidates(scope, q="an invoice note", limit=10, routes=(VECTOR_EPISODES,))
+        plans = [q["sql"] for q in queries.captured_queries if "<=>" in q["sql"]]
+        return [h.id for h in ranking.rankings[VECTOR_EPISODES]], plans
+
+    exact_ids, plans = run()
+    assert len(exact_ids) == 10 and len(plans) == 1 and ") + 0 LIMIT" in plans[0]
+    monkeypatch.setattr(R, "EXACT_MAX_ROWS", 0)  # every scope counts as large now
+    hnsw_ids, plans = run()
+    assert ") + 0 LIMIT" not in plans[0]
+    assert hnsw_ids == exact_ids
+    where, params = scope.where(R.Message)
+    assert 0 < R.estimated_rows("knowledge_message", where, params) < 1000
