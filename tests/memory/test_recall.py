@@ -442,7 +442,7 @@ def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monke
         R._estimates.clear()
         with CaptureQueriesContext(connection) as queries:
             ranking = recall_candidates(scope, q="an invoice note", limit=10, routes=(VECTOR_EPISODES,))
-        plans = [q["sql"] for q in queries.captured_queries if "<=>" in q["sql"]]
+        plans = [q["sql"] for q in queries.captured_queries if "v.embedding <=>" in q["sql"]]
         return [h.id for h in ranking.rankings[VECTOR_EPISODES]], plans
 
     exact_ids, plans = run()
