@@ -152,7 +152,7 @@ def _hammer(base: str, token: str, seconds: float) -> tuple[int, float, list[flo
 
     def client(n: int):
         # The standard library's HTTP client: a load generator on the same 2 cores should take
-        # as little of them as it can (httpx costs several times as much CPU per request).
+        # as little of them as it can (httpx costs more CPU per request).
         host, port = base.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=30)
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}

@@ -24,7 +24,7 @@ def shared_buffers_mb() -> int:
     """PostgreSQL's buffer cache for the embedded server: a quarter of the machine's memory, at
     least 128 MB (PostgreSQL's default) and at most 4 GB. With the default 128 MB a 100,000-message
     recall database (≈ 500 MB) kept copying pages in from the OS cache: memory_search p50/p95
-    went from 60/94 ms to 48/77 ms with 2 GB (docs/PERFORMANCE.md)."""
+    went from 60/94 ms to 48/77 ms with 2 GB (docs/RECALL.md)."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
     except (ValueError, OSError, AttributeError):

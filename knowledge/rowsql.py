@@ -72,7 +72,8 @@ def update_fields(obj: models.Model, *names: str) -> None:
     params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in fields]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {quote(obj._meta.db_table)} SET {assignments} WHERE id = %s", [*params, obj.pk]
+            f"UPDATE {quote(obj._meta.db_table)} SET {assignments} WHERE {quote(obj._meta.pk.column)} = %s",
+            [*params, obj.pk],
         )
 
 
