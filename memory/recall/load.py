@@ -4,11 +4,20 @@ returned what ranking needs)."""
 from knowledge.models import Entry, Episode, Memory, Message
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 
+# An entry's search columns (tsvector, trigram codes, block authors) are never shown; reading
+# and parsing them for every hydrated row cost more than the rest of the row.
+ENTRY_INDEX_FIELDS = ("head_vector", "name_trigrams", "block_authors")
+
 QUERYSETS = {
     MEMORY: lambda: Memory.objects.select_related("entry", "owner").defer(
-        "embedding", "search", "value", "status_reason", "stale_reason"
+        "embedding",
+        "search",
+        "value",
+        "status_reason",
+        "stale_reason",
+        *(f"entry__{name}" for name in ENTRY_INDEX_FIELDS),
     ),
-    ENTRY: lambda: Entry.objects.select_related("owner"),
+    ENTRY: lambda: Entry.objects.select_related("owner").defer(*ENTRY_INDEX_FIELDS),
     MESSAGE: lambda: Message.objects.defer("search"),
     EPISODE: lambda: Episode.objects.defer("embedding"),
 }
