@@ -1,17 +1,15 @@
 """The full-text expressions of the keyword routes, written once. Memories and messages carry a
-stored tsvector column (`search`, kept by PostgreSQL from their text); entries are searched
-through an expression index built in migration 0003 on exactly ENTRY_TSV (PostgreSQL only uses
-an expression index for a query that repeats its expression), so change both together.
+stored tsvector column (`search`, kept by PostgreSQL from their text); entries carry
+`head_vector` (name and aliases weighted A, summary B — the same lexemes as the three texts
+joined), kept by the entry trigger of migration 0006 and indexed since migration 0010. Reading
+the stored vector means the keyword route never recomputes `to_tsvector` per matching entry.
 
 `{t}` is the table alias of the query."""
 
 CONFIG = "english"
 
 MEMORY_TSV = "{t}.search"
-ENTRY_TSV = (
-    "to_tsvector('english'::regconfig, ({t}.name || ' ' || brain_join_text(({t}.aliases)::text[]) "
-    "|| ' ' || {t}.summary))"
-)
+ENTRY_TSV = "{t}.head_vector"
 MESSAGE_TSV = "{t}.search"
 
 

@@ -59,6 +59,7 @@ class Entry(models.Model):
             models.Index(fields=["-updated_at", "-id"], name="entry_updated_idx"),
             models.Index(fields=["name", "id"], name="entry_name_idx"),
             GinIndex(fields=["name_trigrams"], name="entry_trigram_gin"),
+            GinIndex(fields=["head_vector"], name="entry_head_gin"),  # recall's keyword route
             GinIndex(fields=["block_authors"], name="entry_authors_gin"),
         ]
 

@@ -20,7 +20,7 @@ from memory.recall.terms import Corpus, Term, candidate_terms, query_lexemes, we
 
 CORPORA = [
     Corpus("memory", "knowledge_memory", fts.memory_tsv("knowledge_memory"), "knowledge_memory", "search"),
-    Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry"), "entry_text_fts", "to_tsvector"),
+    Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry"), "knowledge_entry", "head_vector"),
     Corpus(
         "message", "knowledge_message", fts.message_tsv("knowledge_message"), "knowledge_message", "search"
     ),
@@ -146,10 +146,9 @@ def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
     if candidate_terms(terms):
         try:
             where, wparams = inp.scope.where(Entry)
-            score, sparams = _score_sql(terms, "t.v")
+            score, sparams = _score_sql(terms, entry_tsv)
             rows = _fetch(
-                f"SELECT knowledge_entry.id, {score} AS score, {STAMP[ENTRY]} FROM knowledge_entry, "
-                f"LATERAL (SELECT {entry_tsv} AS v) t "
+                f"SELECT knowledge_entry.id, {score} AS score, {STAMP[ENTRY]} FROM knowledge_entry "
                 f"WHERE {entry_tsv} @@ %s::tsquery AND ({where}) AND knowledge_entry.created_at <= %s "
                 f"ORDER BY score DESC, knowledge_entry.id DESC LIMIT %s",
                 [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
