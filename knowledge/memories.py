@@ -10,7 +10,7 @@ from knowledge.provenance import source_rows
 from knowledge.rowsql import insert_with_children
 
 
-def memory_row_create(
+def memory_row_new(
     *,
     owner,
     store: str,
@@ -18,16 +18,11 @@ def memory_row_create(
     author_kind: str,
     author_name: str,
     status: str = Memory.QUEUED,
-    sources=(),
-    reason: str = "",
     **fields,
 ) -> Memory:
-    """Insert a memory with version 1, its first MemoryVersion and its source rows.
-    `sources` is an iterable of {"kind", "ref", optional "state"} dicts; each is recorded with
-    its fingerprint (knowledge.provenance)."""
-    assert connection.in_atomic_block, "memory_row_create must run inside transaction.atomic()"
+    """An unsaved memory at version 1 with its content hash; `memory_row_insert` stores it."""
     key, value = fields.get("key", ""), fields.get("value")
-    memory = Memory(
+    return Memory(
         owner=owner,
         store=store,
         text=text,
@@ -38,20 +33,31 @@ def memory_row_create(
         version=1,
         **fields,
     )
+
+
+def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory:
+    """Insert a new (unsaved) memory with its first MemoryVersion and its source rows, in one
+    statement (every writer of memories passes here). `sources` is an iterable of {"kind",
+    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.provenance)."""
+    assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
     version = MemoryVersion(
         memory=memory,
         version=1,
-        text=text,
-        key=key,
-        value=value,
+        text=memory.text,
+        key=memory.key,
+        value=memory.value,
         content_hash=memory.content_hash,
-        author_kind=author_kind,
-        author_name=author_name,
+        author_kind=memory.author_kind,
+        author_name=memory.author_name,
         reason=reason,
     )
-    # One statement for the three (every writer of memories passes here).
     insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
     return memory
+
+
+def memory_row_create(*, sources=(), reason: str = "", **fields) -> Memory:
+    """Build and insert a memory (memory_row_new + memory_row_insert)."""
+    return memory_row_insert(memory_row_new(**fields), sources=sources, reason=reason)
 
 
 def memory_row_revise(

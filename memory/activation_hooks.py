@@ -41,6 +41,12 @@ def gate_before_activation(memory: Memory, *, route: str) -> GateDecision:
     return GateDecision(allow=allow, reason=reason, verdict=verdict)
 
 
+def gate_checks_stored_memory() -> bool:
+    """Whether gate_before_activation needs the memory stored first (enforce mode runs recall
+    with and without it, and records the check against it)."""
+    return setting_get("BRAIN_MEMORY_ACTIVATION_GATE") == gate.ENFORCE
+
+
 def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
     """Whether a memory arriving by `route` goes into force without a review (DESIGN.md):
     a trusted agent's API write, a write by a reviewer or admin, Dreaming stage B, a reviewer's

@@ -7,7 +7,7 @@ reasons — never memory text) with before/after snapshots as revisions, so audi
 any change back."""
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -17,12 +17,19 @@ from rest_framework.exceptions import APIException, PermissionDenied, Validation
 
 from knowledge import access
 from knowledge.audit import audit_record, snapshot
-from knowledge.memories import memory_row_create, memory_row_revise
+from knowledge.memories import memory_row_insert, memory_row_new, memory_row_revise
 from knowledge.models import Agent, AuditEvent, Conversation, Memory
 from knowledge.principals import Principal
 from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
-from memory.activation_hooks import API_WRITE, REVIEW, ROUTES, gate_before_activation, route_goes_active
+from memory.activation_hooks import (
+    API_WRITE,
+    REVIEW,
+    ROUTES,
+    gate_before_activation,
+    gate_checks_stored_memory,
+    route_goes_active,
+)
 from memory.provenance import provenance_rebaseline, provenance_recheck_memory_sources
 from memory.selectors import contradicts
 
@@ -260,7 +267,12 @@ def memory_supersede(
 
 
 def memory_activate(
-    *, actor: Principal, memory: Memory, route: str, now: datetime.datetime | None = None
+    *,
+    actor: Principal,
+    memory: Memory,
+    route: str,
+    now: datetime.datetime | None = None,
+    insert: Callable[[Memory], object] | None = None,
 ) -> str:
     """THE activation function: every route by which a memory may go into force (api_write,
     distiller, dreaming, review) passes here, with one set of checks in this order:
@@ -270,8 +282,11 @@ def memory_activate(
     3. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
     4. going active: status, validity start, and supersession of the memory it names.
 
-    Runs inside the caller's transaction on a row the caller created or locked, and returns the
-    memory's status afterwards (active or queued). The caller audits `memory` itself (as
+    Runs inside the caller's transaction on a row the caller created or locked — or, given
+    `insert` (memory_write), on a new memory not stored yet: then `insert` stores it with the
+    decision already made (one INSERT instead of an INSERT and an UPDATE of the fresh row; the
+    enforcing eval gate checks a stored memory, so it is inserted before the gate runs). Returns
+    the memory's status afterwards (active or queued). The caller audits `memory` itself (as
     memory.written, memory.approved, …); this function audits what it does to other memories."""
     assert connection.in_atomic_block, "memory_activate must run inside the caller's transaction"
     if route not in ROUTES:
@@ -280,28 +295,40 @@ def memory_activate(
         raise MemoryStateConflict(memory, "activated")
     now = now or timezone.now()
 
+    def persist(*fields: str) -> None:
+        nonlocal insert
+        if insert is not None:
+            insert(memory)
+            insert = None
+        elif fields:
+            _save(memory, *fields)
+
     conflicts = anti_drift_conflicts(memory)
     if conflicts:
         raise MemoryConflict(conflicts)
 
     if not route_goes_active(actor=actor, memory=memory, route=route):
-        if not memory.queue_reason:
+        if memory.queue_reason:
+            persist()
+        else:
             memory.queue_reason = QUEUE_NEW
-            _save(memory, "queue_reason")
+            persist("queue_reason")
         return Memory.QUEUED
 
     # ---- EVAL GATE (issue 8) plugs in here: enforce mode may hold the memory. ----
+    if gate_checks_stored_memory():
+        persist()
     decision = gate_before_activation(memory, route=route)
     if not decision.allow:
         memory.status, memory.queue_reason, memory.status_reason = Memory.QUEUED, QUEUE_GATE, decision.reason
-        _save(memory, "status", "queue_reason", "status_reason")
+        persist("status", "queue_reason", "status_reason")
         return Memory.QUEUED
 
     memory.status = Memory.ACTIVE
     memory.queue_reason, memory.status_reason = "", ""
     if memory.valid_from is None:
         memory.valid_from = now
-    _save(memory, "status", "queue_reason", "status_reason", "valid_from")
+    persist("status", "queue_reason", "status_reason", "valid_from")
     if memory.supersedes_id:
         memory_supersede(actor=actor, memory_id=memory.supersedes_id, successor=memory, now=now)
     return Memory.ACTIVE
@@ -349,14 +376,13 @@ def memory_write(
     kind, name = _author_of(actor)
     try:
         with transaction.atomic():
-            memory = memory_row_create(
+            memory = memory_row_new(
                 owner=owner,
                 store=store,
                 text=text,
                 author_kind=author_kind or kind,
                 author_name=author_name or name,
                 status=Memory.QUEUED,
-                sources=sources,
                 queue_reason=QUEUE_NEW,
                 tier=tier,
                 category=category,
@@ -372,7 +398,13 @@ def memory_write(
                 event_id=event_id,
                 conversation=conversation,
             )
-            status = memory_activate(actor=actor, memory=memory, route=route, now=now)
+            status = memory_activate(
+                actor=actor,
+                memory=memory,
+                route=route,
+                now=now,
+                insert=lambda new: memory_row_insert(new, sources=sources),
+            )
             audit_record(
                 "memory.written",
                 actor=actor,

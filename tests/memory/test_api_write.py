@@ -212,13 +212,13 @@ def test_a_conversation_links_the_memory_to_it(world):
 
 def test_the_number_of_queries_per_write_is_bounded(world, django_assert_max_num_queries):
     """The hot path: token lookup, one registry lookup for the external sources' fingerprints,
-    memory + version + sources in one insert, (for a trusted write: the activation update),
-    audit event + revision in one insert. The gate-dataset lookup of shadow mode is cached like
+    memory + version + sources in one insert (already in the status activation decided), audit
+    event + revision in one insert. The gate-dataset lookup of shadow mode is cached like
     the run-time settings. The test wraps everything in a transaction, so the write's own
     transaction shows up as a SAVEPOINT/RELEASE pair (two more "queries")."""
     client = world.client("scribe")
     client.post("/api/memory", VPN, format="json")  # token last_used_at is written once a minute
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(6):
         response = client.post(
             "/api/memory",
             {**VPN, "sources": [{"kind": "kb", "ref": "KB-7"}, {"kind": "ticket", "ref": "INC-1"}]},

@@ -45,7 +45,7 @@ def test_the_gate_hook_can_hold_a_memory_in_the_queue(world, monkeypatch):
     calls = []
 
     def hold(memory, *, route):
-        calls.append((memory.pk, route))
+        calls.append((memory, route))
         return activation_hooks.GateDecision(allow=False, reason="regressed case vpn-1", verdict="regressed")
 
     monkeypatch.setattr(services, "gate_before_activation", hold)
@@ -55,7 +55,7 @@ def test_the_gate_hook_can_hold_a_memory_in_the_queue(world, monkeypatch):
         "gate",
         "regressed case vpn-1",
     )
-    assert calls == [(memory.pk, "api_write")]
+    assert [(m.pk, route) for m, route in calls] == [(memory.pk, "api_write")]
     # An untrusted write never reaches the gate: the route already queues it.
     factory.make_queued_memory(world.copilot)
     assert len(calls) == 1
