@@ -26,6 +26,28 @@ def fresh_database() -> None:
         conn.execute("CREATE DATABASE brain_bench")
 
 
+def settle(timeout: float = 180.0) -> None:
+    """Let the database finish what the previous benchmark left behind — dirty buffers to write,
+    autovacuum of the tables it filled — so each benchmark measures only its own work."""
+    from django.db import connection
+    from django.db.utils import DatabaseError
+
+    start = time.perf_counter()
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute("CHECKPOINT")
+        except DatabaseError:  # an external database may not let us
+            pass
+        while time.perf_counter() - start < timeout:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
+            if cursor.fetchone()[0] == 0:
+                break
+            time.sleep(1)
+    spent = time.perf_counter() - start
+    if spent > 1:
+        print(f"   (waited {spent:.0f} s for the database to settle)", flush=True)
+
+
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
@@ -49,6 +71,7 @@ def main(argv: list[str]) -> int:
         print(f"  {name}: {value:,.1f} {unit}  (target {target}) {note}", flush=True)
 
     for name in wanted:
+        settle()
         print(f"== {name}", flush=True)
         start = time.perf_counter()
         importlib.import_module(f"bench.bench_{name}").run(report)
