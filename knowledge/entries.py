@@ -17,6 +17,7 @@ from knowledge import access
 from knowledge.api_errors import Conflict
 from knowledge.audit import audit_record, snapshot
 from knowledge.memories import memory_row_create, memory_row_revise
+from knowledge.messages import request_embedding_run
 from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory, MemorySource
 from knowledge.principals import Principal
 
@@ -282,6 +283,13 @@ def entry_create(
 ENTRY_FIELDS = ("name", "type", "aliases", "summary", "properties")
 
 
+def entry_blocks_reembed(entry: Entry) -> None:
+    """A renamed entry's blocks go back to the embedding backlog: they are embedded as "entry
+    name: text" (knowledge.vectors), so their vectors still name the old entry."""
+    Memory.objects.filter(entry=entry).update(embedding=None, embedding_model="")
+    transaction.on_commit(request_embedding_run)
+
+
 def entry_update(*, actor: Principal, entry_id: int, expected_version: int | None = None, **changes) -> Entry:
     """Change an entry's metadata (any of name, type, aliases, summary, properties). With
     `expected_version`, a concurrent edit makes this one fail with 409 instead of overwriting."""
@@ -312,6 +320,8 @@ def entry_update(*, actor: Principal, entry_id: int, expected_version: int | Non
         entry.version += 1
         entry.author_kind, entry.author_name = actor.kind, actor.name
         entry.save()
+        if "name" in changed:
+            entry_blocks_reembed(entry)
         event = _audit(
             "entry.updated",
             actor=actor,

@@ -21,7 +21,13 @@ from django.utils import timezone
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from knowledge.audit import audit_record, snapshot
-from knowledge.entries import block_snapshot, entry_snapshot, guide_snapshot, relation_snapshot
+from knowledge.entries import (
+    block_snapshot,
+    entry_blocks_reembed,
+    entry_snapshot,
+    guide_snapshot,
+    relation_snapshot,
+)
 from knowledge.memories import memory_row_revise
 from knowledge.models import (
     AuditEvent,
@@ -176,6 +182,8 @@ class EntryRestorer(Restorer):
             entry.version += 1
         entry.author_kind, entry.author_name = actor.kind, actor.name
         entry.save()
+        if current is not None and "name" in fields:
+            entry_blocks_reembed(entry)
         return entry_snapshot(Entry.all_objects.get(pk=entry.pk))
 
 

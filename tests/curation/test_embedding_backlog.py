@@ -65,3 +65,26 @@ def test_with_embeddings_off_the_job_does_nothing(world):
     factory.make_memory_row(world.copilot, "x")
     assert "skipped" in embedding_backlog_run()
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+
+
+def test_renaming_an_entry_sends_its_blocks_back_to_the_backlog(world, django_capture_on_commit_callbacks):
+    from knowledge.entries import entry_update
+
+    entry = factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
+    other = factory.make_entry(world.copilot, name="Parking", blocks=["Level -2"])
+    factory.embed_all()
+    assert backlog_counts()["memories"] == 0
+    before = Memory.objects.get(entry=entry, text="Opens at 8").embedding
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        entry_update(actor=factory.SYSTEM, entry_id=entry.pk, summary="When the office is open")
+    assert callbacks == [] and backlog_counts()["memories"] == 0  # only the name is embedded
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        entry_update(actor=factory.SYSTEM, entry_id=entry.pk, name="Opening hours")
+    assert len(callbacks) == 1  # the backlog job is kicked after commit
+    assert backlog_counts()["memories"] == 2
+    assert Memory.objects.get(entry=other).embedding_model == embeddings.model_name()
+
+    factory.embed_all()
+    after = Memory.objects.get(entry=entry, text="Opens at 8").embedding
+    assert after is not None and list(before) != list(after)  # now "Opening hours: Opens at 8"

@@ -211,6 +211,17 @@ def test_a_restore_is_itself_restorable(world):
         audit_restore(actor=ADMIN, event_ids=[first.event.pk])
 
 
+def test_restoring_an_entrys_name_sends_its_blocks_back_to_the_embedding_backlog(world):
+    from tests.factory import embed_all
+
+    entry = make_entry(world.copilot, name="VPN", blocks=["use client 5.2"])
+    renamed = entries.entry_update(actor=ADMIN, entry_id=entry.pk, name="Remote access")
+    embed_all()
+    audit_restore(actor=ADMIN, event_ids=[renamed.audit_event.pk])
+    assert Entry.objects.get(pk=entry.pk).name == "VPN"
+    assert Memory.objects.get(entry=entry).embedding_model == ""  # embedded again as "VPN: …"
+
+
 def test_consecutive_changes_of_one_record_restore_newest_first(world):
     entry = make_entry(world.copilot, name="VPN", blocks=["v1"])
     block = entry.created_blocks[0]
