@@ -2,7 +2,7 @@
 follow the models): one INSERT for a row and the rows that point at it (a memory with its first
 version and its sources, an audit event with its revisions), an UPDATE of some fields of a row
 (a memory's status), and plain SELECTs whose rows become model instances (the token of every
-API request, the source registry rows of a write).
+API request, the source registry rows of a write, the rows behind recall's results).
 
 Why not the ORM: each statement the ORM compiles costs ≈ 0.5–1 ms of CPU here, and a memory
 write made several; POST /api/memory must sustain hundreds of writes a second on two cores.
@@ -77,15 +77,26 @@ def update_fields(obj: models.Model, *names: str) -> None:
         )
 
 
-def columns(model, alias: str) -> str:
-    """All concrete columns of `model` in field order, qualified by `alias` (for `from_row`)."""
+def _loaded(model, defer=()) -> list[models.Field]:
+    return [f for f in model._meta.concrete_fields if f.name not in defer]
+
+
+def width(model, defer=()) -> int:
+    """How many values `columns(model, …, defer)` selects."""
+    return len(_loaded(model, defer))
+
+
+def columns(model, alias: str, defer=()) -> str:
+    """The concrete columns of `model` in field order, qualified by `alias` (for `from_row`),
+    leaving out the fields named in `defer`."""
     quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in _loaded(model, defer))
 
 
-def from_row(model, values) -> models.Model:
-    """An instance from the values of `columns(model, …)`, as the ORM would build it."""
-    fields = model._meta.concrete_fields
+def from_row(model, values, defer=()) -> models.Model:
+    """An instance from the values of `columns(model, …, defer)`, as the ORM would build it
+    (fields in `defer` are deferred: read from the database if ever used)."""
+    fields = _loaded(model, defer)
     values = [
         f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
         for f, v in zip(fields, values, strict=True)
@@ -93,11 +104,12 @@ def from_row(model, values) -> models.Model:
     return model.from_db(connection.alias, [f.attname for f in fields], values)
 
 
-def select(model, where: str, params) -> list[models.Model]:
-    """Instances of `model` whose rows (table aliased `t`) match `where`."""
+def select(model, where: str, params, defer=()) -> list[models.Model]:
+    """Instances of `model` whose rows (table aliased `t`) match `where` (fields in `defer`
+    deferred)."""
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {columns(model, 't')} FROM {quote(model._meta.db_table)} t WHERE {where}", params
+            f"SELECT {columns(model, 't', defer)} FROM {quote(model._meta.db_table)} t WHERE {where}", params
         )
-        return [from_row(model, row) for row in cursor.fetchall()]
+        return [from_row(model, row, defer) for row in cursor.fetchall()]
