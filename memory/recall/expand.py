@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from knowledge import rowsql
 from knowledge.models import Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.recall.fuse import Candidate
@@ -16,6 +17,10 @@ from memory.recall.load import hydrate
 from memory.recall.params import RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.scope import NothingVisible
+
+# What a message in an expansion needs; the other columns stay deferred.
+CONTEXT_FIELDS = ("id", "channel", "thread", "speaker_name", "text", "ts", "external_id", "episode")
+CONTEXT_DEFER = tuple(f.name for f in Message._meta.concrete_fields if f.name not in CONTEXT_FIELDS)
 
 
 @dataclass
@@ -69,8 +74,6 @@ class Expander:
     def prefetch(self, candidates: list[Candidate]) -> None:
         hydrate(candidates)
         candidates = [c for c in candidates if c.obj is not None]
-        visible = Message.objects.filter(self.scope.message_q, ts__lte=self.now).select_related(None)
-        fields = ("id", "channel_id", "thread", "speaker_name", "text", "ts", "external_id", "episode_id")
         threads = {
             (c.obj.channel_id, c.obj.thread)
             for c in candidates
@@ -78,19 +81,19 @@ class Expander:
         }
         by_thread: dict[tuple[int, str], list[Message]] = {}
         if threads:
-            from django.db.models import Q
-
-            q = Q(pk__in=[])
-            for channel_id, thread in threads:
-                q |= Q(channel_id=channel_id, thread=thread)
-            for m in visible.filter(q).only(*fields).order_by("ts", "id"):
+            channels, names = zip(*threads, strict=True)
+            for m in self._visible(
+                "(knowledge_message.channel_id, knowledge_message.thread) IN "
+                "(SELECT * FROM unnest(%s::bigint[], %s::text[]))",
+                [list(channels), list(names)],
+            ):
                 by_thread.setdefault((m.channel_id, m.thread), []).append(m)
         lone = [c for c in candidates if c.kind == MESSAGE and not c.obj.thread and c.key not in self.context]
         nearby = self._nearby([c.id for c in lone]) if lone else {}
         episodes = [c.id for c in candidates if c.kind == EPISODE and c.key not in self.context]
         by_episode: dict[int, list[Message]] = {}
         if episodes:
-            for m in visible.filter(episode_id__in=episodes).only(*fields).order_by("ts", "id"):
+            for m in self._visible("knowledge_message.episode_id = ANY(%s)", [episodes]):
                 by_episode.setdefault(m.episode_id, []).append(m)
         for c in candidates:
             if c.key in self.context:
@@ -102,6 +105,22 @@ class Expander:
                     self.context[c.key] = nearby.get(c.id) or [c.obj]
             elif c.kind == EPISODE:
                 self.context[c.key] = by_episode.get(c.id, [])
+
+    def _visible(self, condition: str, params: list) -> list[Message]:
+        """The messages matching `condition` that the scope shows as of `now`, oldest first, with
+        the fields expansion uses (plain SQL on the scope's compiled filter)."""
+        try:
+            where, wparams = self.scope.where(Message)
+        except NothingVisible:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {rowsql.columns(Message, 'knowledge_message', CONTEXT_DEFER)} FROM knowledge_message "
+                f"WHERE ({where}) AND knowledge_message.ts <= %s AND {condition} "
+                f"ORDER BY knowledge_message.ts, knowledge_message.id",
+                [*wparams, self.now, *params],
+            )
+            return [rowsql.from_row(Message, row, CONTEXT_DEFER) for row in cursor.fetchall()]
 
     def _nearby(self, hit_ids: list[int]) -> dict[int, list[Message]]:
         """Each lone hit with up to `nearby_messages` neighbours either side in its channel's
