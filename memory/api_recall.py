@@ -46,14 +46,17 @@ class SearchIn(ScopeIn):
 def scope_from(principal: Principal, v: dict):
     """Resolve agent / conversation / channel names into a RecallScope (400 for unknown names,
     403/404 for what the caller may not see)."""
-    agent = Agent.objects.filter(name=v["agent"]).first()
+    if principal.kind == "agent" and principal.agent.name == v["agent"]:
+        agent = principal.agent  # loaded with the token: an agent searching its own memory
+    else:
+        agent = Agent.objects.filter(name=v["agent"]).first()
     if agent is None:
         raise ValidationError({"agent": [f"Unknown agent {v['agent']}."]})
     conversation = channel = None
     if v.get("conversation"):
-        conversation = get_object_or_404(
-            Conversation.objects.select_related("channel", "agent"), pk=v["conversation"]
-        )
+        conversation = get_object_or_404(Conversation.objects.select_related("channel"), pk=v["conversation"])
+        if conversation.agent_id == agent.pk:
+            conversation.agent = agent
     if v.get("channel"):
         channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
         if channel is None:

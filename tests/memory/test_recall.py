@@ -458,3 +458,27 @@ def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monke
     assert hnsw_ids == exact_ids
     where, params = scope.where(R.Message)
     assert 30 <= R.estimated_rows("knowledge_message", where, params) <= 60
+
+
+def test_a_search_through_the_api_takes_a_bounded_number_of_queries(
+    world, general_chat, django_assert_max_num_queries
+):
+    """Token, conversation, the scope's channels, settings, the routes, then one query per kind
+    shown (hydration) and per kind of expansion: the count does not grow with the results."""
+    conv, _ = general_chat
+    for i in range(40):
+        factory.make_memory(world.scribe, f"VPN note {i}: reconnect after error E4012", store="shared")
+    factory.embed_all()
+    client = world.client("copilot")
+
+    def counted(k):
+        with django_assert_max_num_queries(18) as queries:
+            result = search(client, conversation=conv.pk, q="VPN error E4012", k=k, budget_tokens=100_000)
+        return result["results"], len(queries.captured_queries)
+
+    search(client, conversation=conv.pk, q="VPN error E4012", k=3)  # token last_used_at, estimates
+    (three, n3), (twelve, n12), (all_, n_all) = counted(3), counted(12), counted(100)
+    assert (len(three), len(twelve)) == (3, 12) and len(all_) > 12
+    # Growing k adds at most the queries of the kinds that come into view (message rows, their
+    # neighbours, channel names) — never one per result.
+    assert n3 <= n12 <= n_all <= n3 + 3
