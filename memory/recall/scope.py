@@ -52,7 +52,10 @@ def compiled_where(model, q: Q) -> tuple[str, list] | None:
         key = (model._meta.label, key)
         hit = _compiled.get(key, False)
         if hit is not False:
-            _compiled.move_to_end(key)
+            try:
+                _compiled.move_to_end(key)
+            except KeyError:  # evicted meanwhile by another thread: the value we hold is still right
+                pass
             return None if hit is None else (hit[0], list(hit[1]))
     query = model.objects.filter(q).query
     try:
@@ -64,8 +67,11 @@ def compiled_where(model, q: Q) -> tuple[str, list] | None:
         result = None
     if key is not None:
         _compiled[key] = result
-        if len(_compiled) > COMPILED_MAX:
-            _compiled.popitem(last=False)
+        while len(_compiled) > COMPILED_MAX:
+            try:
+                _compiled.popitem(last=False)
+            except KeyError:  # emptied meanwhile by another thread
+                break
     return None if result is None else (result[0], list(result[1]))
 
 
