@@ -10,7 +10,10 @@ Values still go through each field's `pre_save` and `get_db_prep_save`, exactly 
 would send them, and rows read come back through `from_db_value` and `Model.from_db`, as the ORM
 builds them; no model of ours has save() overrides or signal receivers on these paths."""
 
+import functools
+
 from django.db import connection, models
+from django.db.models.base import DEFERRED
 
 
 def _insert_fields(model) -> list[models.Field]:
@@ -77,31 +80,50 @@ def update_fields(obj: models.Model, *names: str) -> None:
         )
 
 
-def _loaded(model, defer=()) -> list[models.Field]:
-    return [f for f in model._meta.concrete_fields if f.name not in defer]
+@functools.cache
+def _loaded(model, defer=()) -> tuple[models.Field, ...]:
+    """The fields `columns` selects (kept per model and `defer`: recall builds hundreds of rows
+    per search)."""
+    return tuple(f for f in model._meta.concrete_fields if f.name not in defer)
+
+
+@functools.cache
+def _reader(model, defer=()) -> tuple[int, tuple[int, ...], tuple]:
+    """How `from_row` places a row: (number of concrete fields, the position of each value
+    selected, (position, converter) of the fields the ORM converts on reading)."""
+    concrete = model._meta.concrete_fields
+    slots = tuple(i for i, f in enumerate(concrete) if f.name not in defer)
+    converters = tuple((i, concrete[i].from_db_value) for i in slots if hasattr(concrete[i], "from_db_value"))
+    return len(concrete), slots, converters
 
 
 def width(model, defer=()) -> int:
     """How many values `columns(model, …, defer)` selects."""
-    return len(_loaded(model, defer))
+    return len(_loaded(model, tuple(defer)))
 
 
 def columns(model, alias: str, defer=()) -> str:
     """The concrete columns of `model` in field order, qualified by `alias` (for `from_row`),
     leaving out the fields named in `defer`."""
     quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(f.column)}" for f in _loaded(model, defer))
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in _loaded(model, tuple(defer)))
 
 
 def from_row(model, values, defer=()) -> models.Model:
     """An instance from the values of `columns(model, …, defer)`, as the ORM would build it
     (fields in `defer` are deferred: read from the database if ever used)."""
-    fields = _loaded(model, defer)
-    values = [
-        f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
-        for f, v in zip(fields, values, strict=True)
-    ]
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
+    size, slots, converters = _reader(model, tuple(defer))
+    if len(values) != len(slots):
+        raise ValueError(f"{model.__name__}: {len(values)} values for {len(slots)} columns")
+    if len(slots) == size:
+        row = list(values)
+    else:
+        row = [DEFERRED] * size
+        for i, value in zip(slots, values, strict=True):
+            row[i] = value
+    for i, convert in converters:
+        row[i] = convert(row[i], None, connection)
+    return model.from_db(connection.alias, None, row)  # a full row: no field names needed
 
 
 def select(model, where: str, params, defer=()) -> list[models.Model]:

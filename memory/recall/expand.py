@@ -130,7 +130,7 @@ class Expander:
         except NothingVisible:
             return {}
         n = self.params.nearby_messages
-        cols = "id, channel_id, thread, speaker_name, text, ts, external_id, episode_id"
+        cols = rowsql.columns(Message, "knowledge_message", CONTEXT_DEFER)
         side = (
             "(SELECT {cols} FROM knowledge_message WHERE knowledge_message.channel_id = hm.channel_id "
             "AND knowledge_message.thread = '' AND knowledge_message.ts <= %s AND ({where}) "
@@ -149,17 +149,7 @@ class Expander:
         with connection.cursor() as cursor:
             cursor.execute(sql, args)
             for hit, *row in cursor.fetchall():
-                m = Message(
-                    id=row[0],
-                    channel_id=row[1],
-                    thread=row[2],
-                    speaker_name=row[3],
-                    text=row[4],
-                    ts=row[5],
-                    external_id=row[6],
-                    episode_id=row[7],
-                )
-                out.setdefault(hit, []).append(m)
+                out.setdefault(hit, []).append(rowsql.from_row(Message, row, CONTEXT_DEFER))
         for messages in out.values():
             messages.sort(key=lambda m: (m.ts, m.id))
         return out
@@ -243,7 +233,7 @@ def _messages_item(cand: Candidate, head: str, messages: list[Message], hit_id, 
     return Item(
         candidate=cand,
         text=text,
-        tokens=count_tokens(text),
+        tokens=head_tokens + used,  # counts add up across the newlines (knowledge.tokens)
         messages=[
             {
                 "id": m.id,

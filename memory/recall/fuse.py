@@ -1,7 +1,7 @@
 """Reciprocal-rank fusion of the routes, temporal decay, and the optional reranker."""
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -13,6 +13,14 @@ from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, RouteHit
 SECONDS_PER_DAY = 86400.0
 
 
+def _epoch(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _datetime(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, tz=UTC)
+
+
 @dataclass
 class Candidate:
     kind: str
@@ -22,7 +30,7 @@ class Candidate:
     decay: float = 1.0
     rerank: float | None = None
     score: float = 0.0
-    stamp: tuple = (None, None, None, None)  # (time, tier, valid_to, confidence) from the route
+    stamp: tuple = (None, None, None, None)  # as RouteHit.stamp: (time, tier, valid_to, confidence)
     obj: object = None  # the row, loaded only for candidates that may be shown
 
     @property
@@ -32,7 +40,7 @@ class Candidate:
     @property
     def time(self) -> datetime | None:
         """A message's time, an episode's end, a memory's or entry's last change."""
-        return self.stamp[0]
+        return _datetime(self.stamp[0])
 
     @property
     def tier(self) -> str | None:
@@ -40,7 +48,7 @@ class Candidate:
 
     @property
     def valid_to(self) -> datetime | None:
-        return self.stamp[2]
+        return _datetime(self.stamp[2])
 
     @property
     def confidence(self) -> float:
@@ -56,7 +64,7 @@ class Candidate:
     @classmethod
     def for_memory(cls, memory, **kw) -> "Candidate":
         """A candidate made from a memory row (e.g. one the eval gate forces into context)."""
-        stamp = (memory.updated_at, memory.tier, memory.valid_to, memory.confidence)
+        stamp = (_epoch(memory.updated_at), memory.tier, _epoch(memory.valid_to), memory.confidence)
         return cls(kind=MEMORY, id=memory.pk or 0, obj=memory, stamp=stamp, **kw)
 
 
@@ -95,10 +103,11 @@ def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
     """Messages, episodes and short-term memories decay fully with age; knowledge (semantic and
     procedural memories, entries) only down to `knowledge_floor`. Memories whose validity ended
     are history and rank below current ones."""
-    when = cand.time
+    when = cand.stamp[0]
     if when is None:
         return 1.0
-    age = (now - when).total_seconds()
+    now_s = now.timestamp()
+    age = now_s - when
     if cand.kind in (MESSAGE, EPISODE):
         return _half_life(age, params.message_half_life_days)
     if cand.kind == MEMORY and cand.tier in Memory.SHORT_TERM_TIERS:
@@ -106,7 +115,8 @@ def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
     else:
         floor = params.knowledge_floor
         factor = floor + (1 - floor) * _half_life(age, params.knowledge_half_life_days)
-    if cand.kind == MEMORY and cand.valid_to is not None and cand.valid_to <= now:
+    valid_to = cand.stamp[2]
+    if cand.kind == MEMORY and valid_to is not None and valid_to <= now_s:
         factor *= params.history_factor
     return factor
 

@@ -42,17 +42,22 @@ class RouteHit:
     score: float  # the route's own score: summed idf of matched terms, or cosine similarity
     quality: float = 1.0  # how well the hit matches, 0..1: matched share of the query's idf, or cosine
     # What decay needs, read in the route's own query so non-winners are never loaded:
-    # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts.
+    # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts; times are epoch
+    # seconds (hundreds per search: cheaper to read than timestamps).
     stamp: tuple = (None, None, None, None)
+
+
+def _epoch(column: str) -> str:
+    return f"date_part('epoch', {column})"
 
 
 # The stamp columns of each kind, for a table referenced by its bare name.
 STAMP = {
-    MEMORY: "knowledge_memory.updated_at, knowledge_memory.tier, knowledge_memory.valid_to, "
-    "knowledge_memory.confidence",
-    ENTRY: "knowledge_entry.updated_at, NULL, NULL, NULL",
-    MESSAGE: "knowledge_message.ts, NULL, NULL, NULL",
-    EPISODE: "knowledge_episode.end_ts, NULL, NULL, NULL",
+    MEMORY: f"{_epoch('knowledge_memory.updated_at')}, knowledge_memory.tier, "
+    f"{_epoch('knowledge_memory.valid_to')}, knowledge_memory.confidence",
+    ENTRY: f"{_epoch('knowledge_entry.updated_at')}, NULL, NULL, NULL",
+    MESSAGE: f"{_epoch('knowledge_message.ts')}, NULL, NULL, NULL",
+    EPISODE: f"{_epoch('knowledge_episode.end_ts')}, NULL, NULL, NULL",
 }
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from knowledge.models import Entry, Memory
 from knowledge.tokens import count_tokens
+from memory.recall.terms import forget_stats
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)
@@ -476,9 +477,40 @@ def test_a_search_through_the_api_takes_a_bounded_number_of_queries(
             result = search(client, conversation=conv.pk, q="VPN error E4012", k=k, budget_tokens=100_000)
         return result["results"], len(queries.captured_queries)
 
+    # The per-process caches (corpus statistics, the episode check, scope estimates) expire
+    # after a minute: refresh them all now, so none expires during the counted searches.
+    forget_stats()
     search(client, conversation=conv.pk, q="VPN error E4012", k=3)  # token last_used_at, estimates
     (three, n3), (twelve, n12), (all_, n_all) = counted(3), counted(12), counted(100)
     assert (len(three), len(twelve)) == (3, 12) and len(all_) > 12
     # Growing k adds at most the queries of the kinds that come into view (message rows, their
     # neighbours, channel names) — never one per result.
     assert n3 <= n12 <= n_all <= n3 + 3
+
+
+def test_result_times_are_the_rows_own_to_the_microsecond(world):
+    """Routes read times as epoch seconds (cheaper than timestamps); what a result shows must
+    still be the row's exact time, and an ended validity still marks a memory as history."""
+    from datetime import datetime
+
+    from rest_framework.fields import DateTimeField
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    ts = NOW - timedelta(days=3, microseconds=123457)
+    (message_id,) = factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "The badge reader at gate K7 rejects new cards", "ts": ts}]
+    )
+    ended = factory.make_memory_row(
+        world.copilot, "Gate K7 badge reader was replaced in spring", valid_to=NOW - timedelta(days=1)
+    )
+    current = factory.make_memory_row(world.copilot, "Gate K7 badge reader is replaced in spring")
+    factory.embed_all()
+    result = search(world.client("copilot"), conversation=conv.pk, q="gate K7 badge reader")
+    by_id = {(r["kind"], r["id"]): r for r in result["results"]}
+    shown = datetime.fromisoformat(by_id[("message", message_id)]["time"])
+    assert shown == ts
+    ended.refresh_from_db()
+    assert datetime.fromisoformat(by_id[("memory", ended.pk)]["time"]) == ended.updated_at
+    assert by_id[("memory", ended.pk)]["valid_to"] == DateTimeField().to_representation(ended.valid_to)
+    # Same text weight, but the ended one is history: it ranks below the current one.
+    assert by_id[("memory", current.pk)]["decay"] > by_id[("memory", ended.pk)]["decay"]
