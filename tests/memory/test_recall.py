@@ -498,7 +498,8 @@ def test_result_times_are_the_rows_own_to_the_microsecond(world):
     conv = factory.make_conversation(world.copilot, world.general)
     ts = NOW - timedelta(days=3, microseconds=123457)
     (message_id,) = factory.post_messages(
-        world.general, [{"speaker": "alice", "text": "The badge reader at gate K7 rejects new cards", "ts": ts}]
+        world.general,
+        [{"speaker": "alice", "text": "The badge reader at gate K7 rejects new cards", "ts": ts}],
     )
     ended = factory.make_memory_row(
         world.copilot, "Gate K7 badge reader was replaced in spring", valid_to=NOW - timedelta(days=1)
