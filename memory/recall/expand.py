@@ -6,10 +6,11 @@ episode its messages; a memory or entry stands alone. Every item is cut to a per
 is full. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
 
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple
 
 from django.db import connection
 
-from knowledge import rowsql
 from knowledge.models import Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.recall.fuse import Candidate
@@ -18,9 +19,23 @@ from memory.recall.params import RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.scope import NothingVisible
 
-# What a message in an expansion needs; the other columns stay deferred.
-CONTEXT_FIELDS = ("id", "channel", "thread", "speaker_name", "text", "ts", "external_id", "episode")
-CONTEXT_DEFER = tuple(f.name for f in Message._meta.concrete_fields if f.name not in CONTEXT_FIELDS)
+
+class ContextMessage(NamedTuple):
+    """A message shown around a hit, with what expansion uses: a plain row, not a model
+    instance (a search reads dozens, and building Message instances cost more than the query).
+    The hit itself stays a Message; both read the same way."""
+
+    id: int
+    channel_id: int
+    thread: str
+    speaker_name: str
+    text: str
+    ts: datetime
+    external_id: str
+    episode_id: int | None
+
+
+CONTEXT_COLUMNS = ", ".join(f"knowledge_message.{name}" for name in ContextMessage._fields)
 
 
 @dataclass
@@ -36,7 +51,7 @@ class Item:
         return {m["id"] for m in self.messages}
 
 
-def message_line(message: Message) -> str:
+def message_line(message: Message | ContextMessage) -> str:
     return f"[{message.ts:%Y-%m-%d %H:%M}] {message.speaker_name}: {message.text}"
 
 
@@ -69,7 +84,7 @@ class Expander:
 
     def __init__(self, scope, now, params: RecallParams):
         self.scope, self.now, self.params = scope, now, params
-        self.context: dict[tuple[str, int], list[Message]] = {}
+        self.context: dict[tuple[str, int], list[Message | ContextMessage]] = {}
 
     def prefetch(self, candidates: list[Candidate]) -> None:
         hydrate(candidates)
@@ -79,7 +94,7 @@ class Expander:
             for c in candidates
             if c.kind == MESSAGE and c.obj.thread and c.key not in self.context
         }
-        by_thread: dict[tuple[int, str], list[Message]] = {}
+        by_thread: dict[tuple[int, str], list[Message | ContextMessage]] = {}
         if threads:
             channels, names = zip(*threads, strict=True)
             for m in self._visible(
@@ -91,7 +106,7 @@ class Expander:
         lone = [c for c in candidates if c.kind == MESSAGE and not c.obj.thread and c.key not in self.context]
         nearby = self._nearby([c.id for c in lone]) if lone else {}
         episodes = [c.id for c in candidates if c.kind == EPISODE and c.key not in self.context]
-        by_episode: dict[int, list[Message]] = {}
+        by_episode: dict[int, list[Message | ContextMessage]] = {}
         if episodes:
             for m in self._visible("knowledge_message.episode_id = ANY(%s)", [episodes]):
                 by_episode.setdefault(m.episode_id, []).append(m)
@@ -106,7 +121,7 @@ class Expander:
             elif c.kind == EPISODE:
                 self.context[c.key] = by_episode.get(c.id, [])
 
-    def _visible(self, condition: str, params: list) -> list[Message]:
+    def _visible(self, condition: str, params: list) -> list[ContextMessage]:
         """The messages matching `condition` that the scope shows as of `now`, oldest first, with
         the fields expansion uses (plain SQL on the scope's compiled filter)."""
         try:
@@ -115,14 +130,14 @@ class Expander:
             return []
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT {rowsql.columns(Message, 'knowledge_message', CONTEXT_DEFER)} FROM knowledge_message "
+                f"SELECT {CONTEXT_COLUMNS} FROM knowledge_message "
                 f"WHERE ({where}) AND knowledge_message.ts <= %s AND {condition} "
                 f"ORDER BY knowledge_message.ts, knowledge_message.id",
                 [*wparams, self.now, *params],
             )
-            return [rowsql.from_row(Message, row, CONTEXT_DEFER) for row in cursor.fetchall()]
+            return [ContextMessage._make(row) for row in cursor.fetchall()]
 
-    def _nearby(self, hit_ids: list[int]) -> dict[int, list[Message]]:
+    def _nearby(self, hit_ids: list[int]) -> dict[int, list[ContextMessage]]:
         """Each lone hit with up to `nearby_messages` neighbours either side in its channel's
         main timeline, in one query."""
         try:
@@ -130,7 +145,7 @@ class Expander:
         except NothingVisible:
             return {}
         n = self.params.nearby_messages
-        cols = rowsql.columns(Message, "knowledge_message", CONTEXT_DEFER)
+        cols = CONTEXT_COLUMNS
         side = (
             "(SELECT {cols} FROM knowledge_message WHERE knowledge_message.channel_id = hm.channel_id "
             "AND knowledge_message.thread = '' AND knowledge_message.ts <= %s AND ({where}) "
@@ -145,11 +160,11 @@ class Expander:
             f"{side.format(cols=cols, where=where, op='>', order='ASC')}) n"
         )
         args = [hit_ids, self.now, *params, n, self.now, *params, n]
-        out: dict[int, list[Message]] = {}
+        out: dict[int, list[ContextMessage]] = {}
         with connection.cursor() as cursor:
             cursor.execute(sql, args)
             for hit, *row in cursor.fetchall():
-                out.setdefault(hit, []).append(rowsql.from_row(Message, row, CONTEXT_DEFER))
+                out.setdefault(hit, []).append(ContextMessage._make(row))
         for messages in out.values():
             messages.sort(key=lambda m: (m.ts, m.id))
         return out
@@ -193,7 +208,9 @@ def _plain(cand: Candidate, text: str, cap: int) -> Item | None:
     return Item(candidate=cand, text=text, tokens=count_tokens(text))
 
 
-def _messages_item(cand: Candidate, head: str, messages: list[Message], hit_id, cap: int) -> Item | None:
+def _messages_item(
+    cand: Candidate, head: str, messages: list[Message | ContextMessage], hit_id, cap: int
+) -> Item | None:
     """Keep the hit and the messages nearest to it (alternating before/after) within `cap`,
     then print them in order."""
     if not messages:

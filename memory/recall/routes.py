@@ -77,12 +77,20 @@ class RouteInput:
     ef_search: int = 100
     _lexemes: list | None = None
     _terms: dict | None = None
+    _vector_sql: str | None = None
 
     @property
     def lexemes(self) -> list[str]:
         if self._lexemes is None:
             self._lexemes = query_lexemes(self.q)
         return self._lexemes
+
+    @property
+    def vector_sql(self) -> str:
+        """The query vector as a pgvector literal (made once per search)."""
+        if self._vector_sql is None:
+            self._vector_sql = vector_literal(self.vector)
+        return self._vector_sql
 
     def terms(self, corpus: str) -> list[Term]:
         """The query's weighted terms in one corpus (all corpora are weighed in one go)."""
@@ -239,7 +247,7 @@ def _nearest(
     order): the scan continues until the filter has its rows, up to `hnsw.max_scan_tuples`; if it
     still returns fewer than asked (vectors of the current model still missing, a filter more
     selective than estimated), the exact query runs once more."""
-    vec = vector_literal(inp.vector)
+    vec = inp.vector_sql
     table = TABLE[kind]
     if kind == MESSAGE:  # message vectors live in their own table (knowledge.MessageVector)
         source, vector_col, model_col = (
