@@ -93,12 +93,16 @@ def model_stub(_model_stub_server, settings):
 
 @pytest.fixture(autouse=True)
 def _fresh_settings_cache():
-    """Run-time settings are cached per process; every test starts from the database."""
+    """Run-time settings and recall's corpus statistics are cached per process; every test
+    starts from the database."""
     from knowledge.settings_store import setting_cache_clear
     from memory.gate import gate_cache_clear
+    from memory.recall.terms import forget_stats
 
     setting_cache_clear()
     gate_cache_clear()
+    forget_stats()
     yield
     setting_cache_clear()
     gate_cache_clear()
+    forget_stats()
