@@ -6,6 +6,7 @@ A store is a string: `shared` (the whole workspace), `self` (the owner agent alo
 channel only). Every item also has an owner agent; `self` and `private:*` items are visible
 only to their owner agent, `shared` and `channel:*` items to every agent that reads them."""
 
+from django.db import connection
 from django.db.models import Q
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
@@ -150,13 +151,17 @@ def message_store(channel: Channel) -> str:
     return conversation_scope(channel)[1]
 
 
-def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str]]:
-    """(id, kind, name, person name) of every channel `agent` takes part in."""
-    return list(
-        Channel.objects.filter(conversations__agent=agent)
-        .values_list("pk", "kind", "name", "person__name")
-        .distinct()
-    )
+def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str | None]]:
+    """(id, kind, name, person name) of every channel `agent` takes part in. Plain SQL: it runs in
+    every search, and compiling the ORM query cost more than running it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT c.id, c.kind, c.name, p.name FROM knowledge_channel c "
+            "JOIN knowledge_conversation v ON v.channel_id = c.id "
+            "LEFT JOIN knowledge_person p ON p.id = c.person_id WHERE v.agent_id = %s",
+            [agent.pk],
+        )
+        return cursor.fetchall()
 
 
 def _channels_holding(channels, stores) -> list[int]:

@@ -111,10 +111,11 @@ def recall_candidates(
     with transaction.atomic():  # SET LOCAL needs a transaction
         with connection.cursor() as cursor:
             # Search queries are short: JIT compilation and parallel workers cost more than they
-            # save, and parallel workers take cores from concurrent requests.
-            cursor.execute("SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0")
+            # save, and parallel workers take cores from concurrent requests. One round trip.
+            settings_sql = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0"
             if vector is not None:
-                cursor.execute(R.search_settings(inp.ef_search))
+                settings_sql += "; " + R.search_settings(inp.ef_search)
+            cursor.execute(settings_sql)
         for route in ROUTES:
             if route not in routes:
                 info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}

@@ -58,3 +58,69 @@ def test_select_builds_instances_like_the_orm(db):
         f.attname: getattr(orm, f.attname) for f in SourceState._meta.concrete_fields
     }
     assert row.fields == {"title": "VPN"} and not row._state.adding
+
+
+def test_values_passed_through_are_exactly_what_the_fields_would_send(db):
+    """The fast path for plain values (str, int, float, bool, aware datetimes, None) must send
+    what each field's get_db_prep_save sends, for every field of the rows a write inserts."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from django.db import connection
+
+    owner = factory.make_agent("writer")
+    aware = datetime(2026, 5, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    rows = [
+        Memory(
+            owner=owner,
+            store="shared",
+            text="VPN fix",
+            key="vpn",
+            value={"a": 1},
+            confidence=0.75,
+            turn=3,
+            valid_from=aware,
+            valid_to=aware.astimezone(timezone(timedelta(hours=2))),
+            run_id="r",
+        ),
+        Memory(owner=owner, store="self", text="", value=None, confidence=1, turn=None),
+        MemoryVersion(memory_id=1, version=1, text="VPN fix", content_hash="h"),
+        MemorySource(memory_id=1, kind="kb", ref="KB-1", snapshot={"v": 1}, fingerprint=""),
+        AuditEvent(action="memory.written", actor_kind="agent", actor_name="writer", object_ids=[1], data={}),
+        SourceState(kind="ticket", ref="T-1", fields={"status": "open"}, fingerprint="f", deleted=False),
+    ]
+
+    def sent(value):
+        with connection.cursor() as cursor:
+            return cursor.cursor.mogrify("%s", [value])
+
+    checked = set()
+    for obj in rows:
+        for field, passes in rowsql._writer(type(obj)):
+            value = field.pre_save(obj, True)
+            mine, theirs = rowsql._db_value(field, value, passes), field.get_db_prep_save(value, connection)
+            if passes:  # the same SQL literal is sent
+                assert sent(mine) == sent(theirs), field
+                checked.add(type(field).__name__)
+            else:  # JSON and the like: always the field's own path
+                assert type(mine) is type(theirs), field
+    assert {
+        "CharField",
+        "TextField",
+        "FloatField",
+        "ForeignKey",
+        "DateTimeField",
+        "PositiveIntegerField",
+    } <= checked
+
+
+def test_a_naive_datetime_still_takes_the_fields_own_path(db):
+    from datetime import datetime
+
+    import pytest
+
+    field = Memory._meta.get_field("valid_from")
+    passes = dict(rowsql._writer(Memory))[field]
+    naive = datetime(2026, 5, 1, 12, 0)
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        sent = rowsql._db_value(field, naive, passes)
+    assert passes and sent.tzinfo is not None  # made aware, as the field does
