@@ -47,6 +47,12 @@ def test_the_local_embedder_gives_unit_vectors_that_capture_meaning():
     assert np.allclose(again, vectors[2], atol=1e-5)  # batching and order do not change a vector
 
 
+def test_the_local_model_does_not_spin_its_threads_between_runs():
+    """Spinning onnxruntime threads take CPU from PostgreSQL and the other web workers."""
+    options = embeddings.get_embedder()._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_a_tampered_tokenizer_is_refused(tmp_path):
     bad = tmp_path / "tokenizer.json"
     shutil.copy(embeddings.TOKENIZER_PATH, bad)
