@@ -13,6 +13,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from knowledge import access, entries
+from knowledge.api_fields import StrictCharField
 from knowledge.entry_selectors import (
     EntryFilters,
     entry_body,
@@ -34,7 +35,7 @@ class EntrySourceSerializer(serializers.Serializer):
 
 
 class BlockInSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=entries.MAX_TEXT)
+    text = StrictCharField(max_length=entries.MAX_TEXT)
     sources = EntrySourceSerializer(many=True, required=False, default=list)
 
 
@@ -43,7 +44,7 @@ class BlockAddSerializer(BlockInSerializer):
 
 
 class BlockPatchSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=entries.MAX_TEXT, required=False)
+    text = StrictCharField(max_length=entries.MAX_TEXT, required=False)
     reason = serializers.CharField(max_length=2000, required=False, allow_blank=True)
     sources = EntrySourceSerializer(many=True, required=False)
     position = serializers.IntegerField(required=False, min_value=0)
@@ -58,7 +59,7 @@ class BlockPatchSerializer(serializers.Serializer):
 
 
 class EntryCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=300)
+    name = StrictCharField(max_length=300)
     type = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     scope = serializers.CharField(
         required=False,
@@ -75,7 +76,7 @@ class EntryCreateSerializer(serializers.Serializer):
 
 
 class EntryPatchSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=300, required=False)
+    name = StrictCharField(max_length=300, required=False)
     type = serializers.CharField(max_length=64, required=False, allow_blank=True)
     aliases = serializers.ListField(child=serializers.CharField(max_length=300), required=False)
     summary = serializers.CharField(required=False, allow_blank=True)

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from knowledge import messages as evidence
 from knowledge import services
 from knowledge.access import can_post_message
+from knowledge.api_fields import StrictCharField
 from knowledge.models import Agent, Channel, Conversation, Integration
 from knowledge.permissions import IsIntegrationOrAdmin
 from knowledge.principals import Principal
@@ -152,7 +153,7 @@ class MessageIn(serializers.Serializer):
             "optionally prefixed with person: or agent:."
         },
     )
-    text = serializers.CharField(max_length=100_000, trim_whitespace=False)
+    text = StrictCharField(max_length=100_000, trim_whitespace=False)
     ts = serializers.DateTimeField(required=False)
     external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
 

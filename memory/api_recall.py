@@ -8,6 +8,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
+from knowledge.api_fields import StrictCharField
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals import Principal
 from memory.api_conversations import SLUG, IsAgentOrReviewer
@@ -33,7 +34,7 @@ class ScopeIn(serializers.Serializer):
 
 
 class SearchIn(ScopeIn):
-    q = serializers.CharField(max_length=2000)
+    q = StrictCharField(max_length=2000)
     k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=MAX_K)
     budget_tokens = serializers.IntegerField(required=False, default=2000, min_value=1, max_value=MAX_BUDGET)
     routes = serializers.ListField(
@@ -200,7 +201,7 @@ def memo_view(request, agent: str):
 class ContextIn(serializers.Serializer):
     conversation = serializers.IntegerField(required=False, min_value=1)
     channel = serializers.RegexField(SLUG, max_length=100, required=False)
-    q = serializers.CharField(max_length=2000, allow_blank=True)
+    q = StrictCharField(max_length=2000, allow_blank=True)
     budget_tokens = serializers.IntegerField(required=False, default=4000, min_value=1, max_value=MAX_BUDGET)
     now = serializers.DateTimeField(required=False)
 

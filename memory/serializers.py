@@ -7,6 +7,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from knowledge import access
+from knowledge.api_fields import StrictCharField
 from knowledge.models import Agent, Channel, Conversation, Memory, MemorySource, Person
 
 MAX_TEXT = 20_000
@@ -47,17 +48,17 @@ class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializ
     agent = serializers.SlugField(
         max_length=64, required=False, help_text="Owner agent; an agent token may name only itself (default)."
     )
-    scope = serializers.CharField(
+    scope = StrictCharField(
         max_length=120,
         help_text="agent (= self), shared (or workspace), private:<person>, channel:<channel>.",
     )
-    text = serializers.CharField(
+    text = StrictCharField(
         max_length=MAX_TEXT, required=False, help_text="Required unless both key and value are given."
     )
     sources = SourceSerializer(many=True, required=False, max_length=MAX_SOURCES)
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, default=Memory.SEMANTIC)
-    category = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
-    key = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    category = StrictCharField(max_length=40, required=False, allow_blank=True, default="")
+    key = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     value = serializers.JSONField(required=False, allow_null=True, default=None)
     confidence = serializers.FloatField(min_value=0, max_value=1, default=1.0)
     supersedes = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
@@ -69,9 +70,9 @@ class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializ
         default=None,
         help_text="Working and episodic tiers only; default now + BRAIN_SHORT_TERM_TTL hours.",
     )
-    run_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    run_id = StrictCharField(max_length=100, required=False, allow_blank=True, default="")
     turn = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
-    event_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    event_id = StrictCharField(max_length=100, required=False, allow_blank=True, default="")
     conversation = serializers.IntegerField(
         min_value=1,
         required=False,
@@ -145,12 +146,12 @@ class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializ
 class MemoryListQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES], required=False)
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
-    category = serializers.CharField(max_length=40, required=False)
+    category = StrictCharField(max_length=40, required=False)
     store = serializers.CharField(
         max_length=120, required=False, help_text="A store or scope (agent = self)."
     )
     agent = serializers.SlugField(max_length=64, required=False)
-    key = serializers.CharField(max_length=200, required=False)
+    key = StrictCharField(max_length=200, required=False)
     q = serializers.CharField(max_length=200, required=False, help_text="Words in the text or key.")
     stale = serializers.BooleanField(required=False, allow_null=True, default=None)
     pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
@@ -166,7 +167,7 @@ class ReasonSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class ApproveSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    text = serializers.CharField(
+    text = StrictCharField(
         max_length=MAX_TEXT,
         required=False,
         help_text="Edit-then-approve: the reviewer's text becomes a new version.",
@@ -178,7 +179,7 @@ class ApproveSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class ReviseSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    text = serializers.CharField(max_length=MAX_TEXT)
+    text = StrictCharField(max_length=MAX_TEXT)
     reason = serializers.CharField(max_length=2000)
 
 
@@ -200,7 +201,7 @@ class AuthorSerializer(serializers.Serializer):
 
 class VersionSerializer(serializers.Serializer):
     version = serializers.IntegerField()
-    text = serializers.CharField()
+    text = StrictCharField()
     content_hash = serializers.CharField()
     author = AuthorSerializer()
     reason = serializers.CharField()
@@ -213,11 +214,11 @@ class MemorySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     agent = serializers.CharField()
     store = serializers.CharField()
-    text = serializers.CharField()
-    key = serializers.CharField()
+    text = StrictCharField()
+    key = StrictCharField()
     value = serializers.JSONField(allow_null=True)
     tier = serializers.CharField()
-    category = serializers.CharField()
+    category = StrictCharField()
     confidence = serializers.FloatField()
     status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES])
     queue_reason = serializers.CharField()
@@ -235,9 +236,9 @@ class MemorySerializer(serializers.Serializer):
     sources = SourceSerializer(many=True)
     author = AuthorSerializer()
     conversation = serializers.IntegerField(allow_null=True)
-    run_id = serializers.CharField()
+    run_id = StrictCharField()
     turn = serializers.IntegerField(allow_null=True)
-    event_id = serializers.CharField()
+    event_id = StrictCharField()
     entry = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -256,7 +257,7 @@ class MemoryPageSerializer(serializers.Serializer):
 
 
 class RunFinishedSerializer(serializers.Serializer):
-    run_id = serializers.CharField()
+    run_id = StrictCharField()
     cleared = serializers.IntegerField()
     memory_ids = serializers.ListField(child=serializers.IntegerField())
 

@@ -67,6 +67,8 @@ def test_bad_input_is_refused_per_field_and_writes_nothing(world):
         ({"owner": "copilot", "scope": "everywhere"}, "scope"),
         ({}, "owner"),  # a person must name the owner agent
         ({"owner": "nobody"}, "owner"),
+        ({"name": 42, "owner": "copilot"}, "name"),  # a number is not a name
+        ({"owner": "copilot", "blocks": [{"text": 7}]}, "blocks"),
     ]
     for body, field in cases:
         response = _create(client, **body)

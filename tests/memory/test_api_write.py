@@ -135,6 +135,9 @@ def test_integration_tokens_may_not_write_memory(world):
         ({"agent": "nobody"}, "agent"),
         ({"conversation": 999999}, "conversation"),
         ({"teir": "semantic"}, "teir"),
+        ({"text": 5}, "text"),  # a number is not text (DRF alone would store "5")
+        ({"key": 12, "value": 3}, "key"),
+        ({"scope": ["shared"]}, "scope"),
     ],
 )
 def test_invalid_bodies_get_400_per_field_and_write_nothing(world, change, field):

@@ -105,6 +105,11 @@ def test_bad_messages_are_refused_whole_with_field_messages(world):
         "/api/messages", {"channel": "general", "speaker": "a", "text": "x", "ts": "yesterday"}, format="json"
     )
     assert response.status_code == 400
+    response = client.post(
+        "/api/messages", {"channel": "general", "speaker": "a", "text": 404}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["fields"]["text"] == ["Must be a string, not int."]
     assert Message.objects.count() == 0
 
 
