@@ -201,7 +201,7 @@ class AuthorSerializer(serializers.Serializer):
 
 class VersionSerializer(serializers.Serializer):
     version = serializers.IntegerField()
-    text = StrictCharField()
+    text = serializers.CharField()
     content_hash = serializers.CharField()
     author = AuthorSerializer()
     reason = serializers.CharField()
@@ -214,11 +214,11 @@ class MemorySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     agent = serializers.CharField()
     store = serializers.CharField()
-    text = StrictCharField()
-    key = StrictCharField()
+    text = serializers.CharField()
+    key = serializers.CharField()
     value = serializers.JSONField(allow_null=True)
     tier = serializers.CharField()
-    category = StrictCharField()
+    category = serializers.CharField()
     confidence = serializers.FloatField()
     status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES])
     queue_reason = serializers.CharField()
@@ -236,9 +236,9 @@ class MemorySerializer(serializers.Serializer):
     sources = SourceSerializer(many=True)
     author = AuthorSerializer()
     conversation = serializers.IntegerField(allow_null=True)
-    run_id = StrictCharField()
+    run_id = serializers.CharField()
     turn = serializers.IntegerField(allow_null=True)
-    event_id = StrictCharField()
+    event_id = serializers.CharField()
     entry = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -257,7 +257,7 @@ class MemoryPageSerializer(serializers.Serializer):
 
 
 class RunFinishedSerializer(serializers.Serializer):
-    run_id = StrictCharField()
+    run_id = serializers.CharField()
     cleared = serializers.IntegerField()
     memory_ids = serializers.ListField(child=serializers.IntegerField())
 
