@@ -47,17 +47,17 @@ class RouteHit:
     stamp: tuple = (None, None, None, None)
 
 
-def _epoch(column: str) -> str:
+def _epoch_sql(column: str) -> str:
     return f"date_part('epoch', {column})"
 
 
 # The stamp columns of each kind, for a table referenced by its bare name.
 STAMP = {
-    MEMORY: f"{_epoch('knowledge_memory.updated_at')}, knowledge_memory.tier, "
-    f"{_epoch('knowledge_memory.valid_to')}, knowledge_memory.confidence",
-    ENTRY: f"{_epoch('knowledge_entry.updated_at')}, NULL, NULL, NULL",
-    MESSAGE: f"{_epoch('knowledge_message.ts')}, NULL, NULL, NULL",
-    EPISODE: f"{_epoch('knowledge_episode.end_ts')}, NULL, NULL, NULL",
+    MEMORY: f"{_epoch_sql('knowledge_memory.updated_at')}, knowledge_memory.tier, "
+    f"{_epoch_sql('knowledge_memory.valid_to')}, knowledge_memory.confidence",
+    ENTRY: f"{_epoch_sql('knowledge_entry.updated_at')}, NULL, NULL, NULL",
+    MESSAGE: f"{_epoch_sql('knowledge_message.ts')}, NULL, NULL, NULL",
+    EPISODE: f"{_epoch_sql('knowledge_episode.end_ts')}, NULL, NULL, NULL",
 }
 
 
