@@ -181,6 +181,7 @@ BRAIN_EMBEDDINGS_BASE_URL = env("BRAIN_EMBEDDINGS_BASE_URL")
 BRAIN_EMBEDDINGS_MODEL = env("BRAIN_EMBEDDINGS_MODEL")
 BRAIN_EMBEDDINGS_API_KEY = env("BRAIN_EMBEDDINGS_API_KEY")
 BRAIN_EMBEDDING_THREADS = env_int("BRAIN_EMBEDDING_THREADS", 0)  # onnxruntime threads; 0: all cores
+BRAIN_EMBEDDING_LANES = env_int("BRAIN_EMBEDDING_LANES", 0)  # backlog lanes per worker; 0: one per core
 BRAIN_EMBEDDING_KICK = env_bool("BRAIN_EMBEDDING_KICK", True)  # queue the backlog job after ingestion
 BRAIN_RECALL_RERANKER = env("BRAIN_RECALL_RERANKER")  # dotted path: (query, candidates) -> [0..1]
 BRAIN_MODEL_BASE_URL = env("BRAIN_MODEL_BASE_URL")

