@@ -18,7 +18,7 @@ from memory.memo import memo_as_dict, memo_for, memo_update
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.present import outcome_dict
 from memory.recall.search import MAX_BUDGET, MAX_K
-from memory.status import recall_status
+from memory.status import alerts, job_status, recall_status
 
 
 class ScopeIn(serializers.Serializer):
@@ -246,8 +246,15 @@ def context_view(request, agent: str):
 
 @extend_schema(
     responses={200: OpenApiTypes.OBJECT},
-    summary="Recall health: embedding configuration, vector coverage and backlog per kind",
+    summary="Health: alerts, embedding configuration, vector coverage and backlog per kind, jobs",
+    description="`alerts` lists what needs a person, most urgent first. `jobs.recent_failures` "
+    "(task results may quote stored text) is given to reviewers and admins only.",
 )
 @api_view(["GET"])
 def status_view(request):
-    return Response(recall_status())
+    status = recall_status()
+    jobs = job_status()
+    payload = {**status, "jobs": jobs, "alerts": alerts(status, jobs)}
+    if not request.user.is_reviewer:
+        payload["jobs"] = {k: v for k, v in jobs.items() if k != "recent_failures"}
+    return Response(payload)

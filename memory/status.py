@@ -1,7 +1,13 @@
-"""What GET /api/status reports about recall: the embedding configuration, vector coverage and
-the re-embedding backlog per kind, evidence counts and pinned-memo budgets."""
+"""What GET /api/status and the console's Status tab report: the embedding configuration, vector
+coverage and the re-embedding backlog per kind, evidence counts, pinned-memo budgets, the
+background jobs (worker heartbeat, waiting, stuck and failed tasks) and the alerts drawn from
+them, most urgent first."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db.models import Count
+from django.utils import timezone
 
 from knowledge import embeddings
 from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
@@ -39,3 +45,100 @@ def recall_status() -> dict:
         "pinned_memos": memos,
         "worker_heartbeat": beat,
     }
+
+
+WORKER_SILENT_AFTER = timedelta(minutes=3)  # the heartbeat job runs every minute
+WAITING_TOO_LONG = timedelta(minutes=5)
+FAILURES_SHOWN = 10
+
+
+def job_status() -> dict:
+    """django-q2's ORM broker: a queued task's `lock` is when it became due; a claimed one's is
+    the claim time plus Q_CLUSTER["retry"]. A task claimed longer ago than Q_CLUSTER["timeout"]
+    is stuck (its worker was killed or hangs; it is handed out again after `retry`)."""
+    from django_q.models import Failure, OrmQ
+
+    now = timezone.now()
+    conf = settings.Q_CLUSTER
+    retry, timeout = timedelta(seconds=conf["retry"]), timedelta(seconds=conf["timeout"])
+    queue = OrmQ.objects.using(conf.get("orm", "default"))
+    waiting = queue.filter(lock__lte=now)
+    oldest = waiting.order_by("lock").values_list("lock", flat=True).first()
+    stuck = [
+        {"task": task.name(), "func": task.func(), "claimed_at": task.lock - retry}
+        for task in queue.filter(lock__gt=now, lock__lt=now + retry - timeout).order_by("lock")[
+            :FAILURES_SHOWN
+        ]
+    ]
+    since = now - timedelta(days=1)
+    failures = Failure.objects.filter(stopped__gte=since).order_by("-stopped")
+    return {
+        "waiting": waiting.count(),
+        "oldest_waiting_since": oldest,
+        "running": queue.filter(lock__gt=now).count(),
+        "stuck": stuck,
+        "failed_last_day": failures.count(),
+        "recent_failures": [
+            {"name": f.name, "func": f.func, "stopped": f.stopped, "result": str(f.result or "")[:500]}
+            for f in failures[:FAILURES_SHOWN]
+        ],
+    }
+
+
+def alerts(status: dict, jobs: dict) -> list[dict]:
+    """What needs a person, most urgent first: `level` is "error" (something is not working) or
+    "warning" (something will go wrong or is being put off)."""
+    now = timezone.now()
+    out = []
+    beat = status["worker_heartbeat"]
+    if beat is None or now - beat > WORKER_SILENT_AFTER:
+        silent = f"has not reported since {beat:%Y-%m-%d %H:%M} UTC" if beat else "has never reported"
+        out.append(
+            {
+                "level": "error",
+                "text": f"The worker {silent}: background jobs (embedding backlog, provenance checks, "
+                "consolidation) are not running. Start it with manage.py qcluster (make run starts one).",
+            }
+        )
+    if status["embeddings"].get("error"):
+        out.append(
+            {"level": "error", "text": f"Embeddings are misconfigured: {status['embeddings']['error']}"}
+        )
+    for task in jobs["stuck"]:
+        out.append(
+            {
+                "level": "error",
+                "text": f"Job {task['func']} ({task['task']}) was claimed at {task['claimed_at']:%Y-%m-%d %H:%M} "
+                "UTC and has not finished: its worker hangs or was killed.",
+            }
+        )
+    if jobs["failed_last_day"]:
+        out.append({"level": "warning", "text": f"{jobs['failed_last_day']} job(s) failed in the last day."})
+    if jobs["oldest_waiting_since"] and now - jobs["oldest_waiting_since"] > WAITING_TOO_LONG:
+        out.append(
+            {
+                "level": "warning",
+                "text": f"{jobs['waiting']} job(s) waiting, the oldest since "
+                f"{jobs['oldest_waiting_since']:%Y-%m-%d %H:%M} UTC: the workers are busy or down.",
+            }
+        )
+    backlog = sum(status["backlog"].values())
+    if backlog:
+        parts = ", ".join(f"{n:,} {kind}" for kind, n in status["backlog"].items() if n)
+        out.append(
+            {
+                "level": "warning",
+                "text": f"{backlog:,} text(s) wait for a vector ({parts}); until then only the keyword routes "
+                "find them.",
+            }
+        )
+    for memo in status["pinned_memos"]:
+        if memo["over"]:
+            out.append(
+                {
+                    "level": "warning",
+                    "text": f"The pinned memo of {memo['agent']} counts {memo['tokens']:,} tokens, over its "
+                    f"budget of {memo['budget_tokens']:,}; context compilation cuts it.",
+                }
+            )
+    return out

@@ -12,10 +12,12 @@ from memory import (
     views_gate,
     views_provenance,
     views_recall,
+    views_status,
 )
 
 # --- memories and the review queue (issue 3) ---
 urlpatterns = [
+    path("knowledge/status/", views_status.status_page, name="knowledge-status"),
     path("review/", views.review_queue, name="review-queue"),
     path("review/count", views.review_count, name="review-count"),
     path("review/bulk", views.review_bulk, name="review-bulk"),

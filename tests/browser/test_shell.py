@@ -48,3 +48,18 @@ def test_admin_makes_a_token_with_htmx_and_revokes_it(page, world):
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator("tr:has-text('from-browser') button:has-text('Revoke')").click()
     page.locator("tr:has-text('from-browser') >> text=revoked").wait_for()
+
+
+def test_reviewer_reaches_the_status_tab_from_the_knowledge_page(page, world):
+    from tests import factory
+
+    factory.make_entry(world.copilot, name="Pricing 2025", blocks=["Seats cost 12 EUR"])
+    login(page, "rita")
+    page.goto("/knowledge/entries/")
+    page.click(".tabs >> text=Status")
+    page.wait_for_url("**/knowledge/status/")
+    alerts = page.locator("#alerts .msg")
+    assert "worker has never reported" in alerts.first.inner_text()  # no worker runs in tests
+    assert page.locator("#coverage tbody tr").count() == 3
+    page.click("#lints >> text=Pricing 2025")
+    page.wait_for_url("**/knowledge/entries/*/")
