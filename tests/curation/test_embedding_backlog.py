@@ -93,6 +93,7 @@ def test_renaming_an_entry_sends_its_blocks_back_to_the_backlog(world, django_ca
 
 
 @pytest.mark.django_db(transaction=True)  # lanes are threads with their own connections
+@override_settings(BRAIN_EMBEDDING_KICK=False)  # committed messages would kick the job inline
 def test_lanes_share_the_backlog_and_embed_each_row_once(world):
     texts = [f"note {i}: the deploy of service {i % 7} needs review" for i in range(150)]
     ids = factory.post_messages(world.general, [{"speaker": "alice", "text": t} for t in texts])
@@ -112,6 +113,7 @@ def test_lanes_share_the_backlog_and_embed_each_row_once(world):
 
 
 @pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
 def test_a_lane_that_fails_reports_why_and_writes_nothing(world):
     factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(40)])
     with override_settings(
