@@ -2,11 +2,13 @@
 
 from django.conf import settings
 from django.contrib import messages
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from knowledge.llm import LIGHT, model_availability
+from knowledge.models import Agent
 from knowledge.permissions import reviewer_required
 from knowledge.settings_store import setting_get
 from memory.consolidation import (
@@ -29,8 +31,14 @@ def plan_list_page(request):
     state = request.GET.get("state", "")
     if state not in dict(ConsolidationPlan.STATES):
         state = ""
+    plans = plan_list(state=state)
+    # The owner selector: that agent's plans and the plans that covered every owner.
+    owner = Agent.objects.filter(name=request.session.get("owner") or "").first()
+    if owner:
+        plans = plans.filter(Q(owner=owner) | Q(owner__isnull=True))
     context = {
-        "plans": plan_list(state=state)[:100],
+        "plans": plans[:100],
+        "owner": owner,
         "state": state,
         "states": [s for s, _ in ConsolidationPlan.STATES],
         "mode": setting_get("BRAIN_MEMORY_CONSOLIDATION"),

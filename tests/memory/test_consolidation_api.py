@@ -7,6 +7,7 @@ from django.db import close_old_connections, connection
 
 from knowledge.models import AuditEvent, Memory, MemorySource
 from memory.models import ConsolidationPlan
+from tests import factory
 from tests.memory.test_consolidation import FACT, active_ids, full_state, remember, ten_copies
 
 
@@ -190,3 +191,21 @@ def test_console_users_without_a_role_may_not_see_plans(client, world):
     client.force_login(nobody)
     assert client.get("/consolidation/").status_code == 403
     assert client.post("/consolidation/run").status_code == 403
+
+
+def test_the_plan_list_follows_the_owner_selector(client, world):
+    from memory.consolidation import consolidation_run
+
+    ten_copies(world.copilot)
+    ten_copies(world.scribe)
+    mine = consolidation_run(actor=factory.SYSTEM, owner=world.copilot)
+    theirs = consolidation_run(actor=factory.SYSTEM, owner=world.scribe)
+    everyone = consolidation_run(actor=factory.SYSTEM)
+    client.force_login(world.reviewer)
+    assert {p.pk for p in client.get("/consolidation/").context["plans"]} == {mine.pk, theirs.pk, everyone.pk}
+    session = client.session
+    session["owner"] = "copilot"
+    session.save()
+    page = client.get("/consolidation/")
+    assert {p.pk for p in page.context["plans"]} == {mine.pk, everyone.pk}
+    assert "Owner principal: copilot" in page.content.decode()
