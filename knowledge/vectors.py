@@ -148,11 +148,12 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH, embed
 
 
 def run_backlog(
-    *, max_seconds: float = 50.0, batch: int = BATCH, kinds=None, lanes: int | None = None
+    *, max_seconds: float = 50.0, batch: int = BATCH, kinds=None, lanes: int | None = None, progress=None
 ) -> dict:
     """Embed backlog rows until none is left or `max_seconds` pass, in `lanes` threads (default
-    BRAIN_EMBEDDING_LANES; 0: one per core). Returns counts per kind and, when the embedder
-    failed, why."""
+    BRAIN_EMBEDDING_LANES; 0: one per core). `progress(kind, count)` is called after every
+    stored batch, from the lane's thread. Returns counts per kind and, when the embedder failed,
+    why."""
     if not embeddings.enabled():
         return {"skipped": "embeddings are off (BRAIN_EMBEDDINGS=none)"}
     model = embeddings.model_name()
@@ -166,12 +167,12 @@ def run_backlog(
         log.warning("embedding backlog stopped: %s", exc)
         return {"error": str(exc)}
     if len(embedders) == 1:
-        return _drain(selected, model, deadline, batch, embedders[0])
+        return _drain(selected, model, deadline, batch, embedders[0], progress)
     results: list = [None] * len(embedders)
 
     def lane(i):
         try:
-            results[i] = _drain(selected, model, deadline, batch, embedders[i])
+            results[i] = _drain(selected, model, deadline, batch, embedders[i], progress)
         except BaseException as exc:  # handed to the caller's thread below
             results[i] = exc
         finally:
@@ -196,7 +197,7 @@ def run_backlog(
     return done
 
 
-def _drain(kinds: list[Kind], model: str, deadline: float, batch: int, embedder) -> dict:
+def _drain(kinds: list[Kind], model: str, deadline: float, batch: int, embedder, progress) -> dict:
     done: dict = {}
     for kind in kinds:
         after = 0
@@ -211,4 +212,6 @@ def _drain(kinds: list[Kind], model: str, deadline: float, batch: int, embedder)
                 break
             done[kind.name] += count
             after = last
+            if progress and count:
+                progress(kind.name, count)
     return done

@@ -1,8 +1,11 @@
 """The embedding backlog job: what lacks a vector gets one from the current model, in the
 worker; a model change is a backlog; edits clear the vector."""
 
+import io
+
 import numpy as np
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.test import override_settings
 
@@ -100,9 +103,11 @@ def test_lanes_share_the_backlog_and_embed_each_row_once(world):
     factory.make_memory_row(world.copilot, "Alice prefers email")
     factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
 
-    done = run_backlog(lanes=2, batch=16)
+    reported = []
+    done = run_backlog(lanes=2, batch=16, progress=lambda kind, n: reported.append((kind, n)))
 
     assert done == {"memories": 3, "messages": 150, "episodes": 0}
+    assert sum(n for kind, n in reported if kind == "messages") == 150 and len(reported) >= 10
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
     stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
     assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.model_name()}
@@ -131,3 +136,33 @@ def test_each_lane_has_its_own_single_threaded_session():
     assert lanes == embeddings.lane_embedders(2)  # loaded once per process
     assert lanes[0] is not lanes[1] and embeddings.get_embedder() not in lanes
     assert all(lane._session.get_session_options().intra_op_num_threads == 1 for lane in lanes)
+
+
+def test_the_embed_backlog_command_drains_everything_and_prints_progress(world):
+    factory.make_memory_row(world.copilot, "Alice prefers email")
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(20)])
+    out = io.StringIO()
+    call_command("embed_backlog", "--every", "0", stdout=out)
+    text = out.getvalue()
+    assert "21 texts to embed (1 memories, 20 messages, 0 episodes)" in text
+    assert "21 of 21 (100 %)" in text and "Embedded 21 texts" in text and "0 left" in text
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+
+
+def test_the_embed_backlog_command_takes_one_kind_and_reports_failures(world):
+    factory.make_memory_row(world.copilot, "Alice prefers email")
+    factory.post_messages(world.general, [{"speaker": "alice", "text": "hello"}])
+    call_command("embed_backlog", "--kind", "memories", stdout=io.StringIO())
+    assert backlog_counts() == {"memories": 0, "messages": 1, "episodes": 0}
+    with (
+        override_settings(
+            BRAIN_EMBEDDINGS="openai",
+            BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+            BRAIN_EMBEDDINGS_MODEL="other",
+        ),
+        pytest.raises(CommandError, match="Stopped after 0 texts: Embedding endpoint"),
+    ):
+        call_command("embed_backlog", stdout=io.StringIO())
+    with override_settings(BRAIN_EMBEDDINGS="none"), pytest.raises(CommandError, match="Embeddings are off"):
+        call_command("embed_backlog", stdout=io.StringIO())
+    assert backlog_counts()["messages"] == 1  # nothing written by the failed runs
