@@ -11,6 +11,7 @@ from django_q.signing import SignedPackage
 
 from knowledge.lints import OVERSIZED_TOKENS
 from knowledge.models import Heartbeat
+from memory import status
 from memory.memo import memo_update
 from tests import factory
 
@@ -42,7 +43,8 @@ def _stuck_job():
     )
 
 
-def test_status_tab_puts_alerts_first_then_coverage_memos_and_jobs(client, world):
+def test_status_tab_puts_alerts_first_then_coverage_memos_and_jobs(client, world, monkeypatch):
+    monkeypatch.setattr(status, "BACKLOG_WARN_TEXTS", 1)  # two texts count as a long backlog here
     factory.make_memory_row(world.copilot, "Alice prefers email")
     factory.post_messages(world.general, [{"speaker": "alice", "text": "hello"}])
     memo_update(actor=factory.SYSTEM, agent=world.copilot, text="Always answer in English, briefly.")
@@ -117,8 +119,12 @@ def test_knowledge_lints_find_dated_duplicate_oversized_and_empty_entries(client
 
 def test_api_status_gives_alerts_and_jobs_and_keeps_failure_texts_from_agents(world):
     _failed_job(result="could not embed 'secret text'")
+    factory.post_messages(world.general, [{"speaker": "alice", "text": "hello"}])  # a short backlog: normal
     body = world.client("copilot").get("/api/status").json()
     assert any("failed in the last day" in a["text"] for a in body["alerts"])
+    assert body["backlog"]["messages"] == 1 and not any(
+        "wait for a vector" in a["text"] for a in body["alerts"]
+    )
     assert body["jobs"]["failed_last_day"] == 1 and "recent_failures" not in body["jobs"]
     body = world.client("reviewer").get("/api/status").json()
     assert body["jobs"]["recent_failures"][0]["result"] == "could not embed 'secret text'"
