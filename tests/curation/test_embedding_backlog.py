@@ -147,6 +147,9 @@ def test_the_embed_backlog_command_drains_everything_and_prints_progress(world):
     assert "21 texts to embed (1 memories, 20 messages, 0 episodes)" in text
     assert "21 of 21 (100 %)" in text and "Embedded 21 texts" in text and "0 left" in text
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+    out = io.StringIO()
+    call_command("embed_backlog", stdout=out)
+    assert "Nothing to embed." in out.getvalue()
 
 
 def test_the_embed_backlog_command_takes_one_kind_and_reports_failures(world):

@@ -38,6 +38,9 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Model {model}: {total:,} texts to embed ({', '.join(f'{n:,} {k}' for k, n in waiting.items())})."
         )
+        if not total:
+            self.stdout.write(self.style.SUCCESS("Nothing to embed."))
+            return
         start = time.monotonic()
         state = {"done": 0, "shown": start}
         lock = threading.Lock()
