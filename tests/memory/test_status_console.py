@@ -131,3 +131,28 @@ def test_api_status_gives_alerts_and_jobs_and_keeps_failure_texts_from_agents(wo
     Heartbeat.objects.create(name="worker", beat_at=timezone.now() - timedelta(minutes=10))
     alerts = world.client("reviewer").get("/api/status").json()["alerts"]
     assert alerts[0]["level"] == "error" and "worker has not reported since" in alerts[0]["text"]
+
+
+def test_the_status_page_reads_a_fixed_number_of_queries(client, world):
+    """More entries, lints and memos do not mean more queries (CaptureQueriesContext)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(world.admin)
+
+    def queries():
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/knowledge/status/").status_code == 200
+        return len(captured.captured_queries)
+
+    factory.make_entry(
+        world.copilot, name="Pricing 2025", blocks=["x" * 2100]
+    )  # dated; long enough to be counted
+    factory.make_entry(world.copilot, name="Empty")
+    memo_update(actor=factory.SYSTEM, agent=world.copilot, text="Be brief.")
+    before = queries()
+    for i in range(5):
+        factory.make_entry(world.copilot, name=f"Roadmap 202{i}", blocks=["y" * 2100])
+        factory.make_entry(world.scribe, name=f"Empty {i}")
+    memo_update(actor=factory.SYSTEM, agent=world.scribe, text="Cite sources.")
+    assert queries() == before
