@@ -3,6 +3,7 @@ vector coverage, pinned-memo budgets, background jobs and knowledge lints (revie
 the lints and memos follow the owner selector)."""
 
 from django.shortcuts import render
+from django.utils import timezone
 
 from knowledge.lints import knowledge_lints
 from knowledge.models import Agent
@@ -17,10 +18,14 @@ def status_page(request):
     status = recall_status()
     jobs = job_status()
     memos = [m for m in status["pinned_memos"] if not owner or m["agent"] == owner.name]
+    template = "memory/status.html"
+    if request.htmx and request.htmx.target == "status-panel":
+        template += "#panel"
     return render(
         request,
-        "memory/status.html",
+        template,
         {
+            "checked_at": timezone.now(),
             "tab": "status",
             "owner": owner,
             "alerts": alerts(status, jobs),

@@ -81,6 +81,21 @@ def test_status_tab_puts_alerts_first_then_coverage_memos_and_jobs(client, world
     assert {c["kind"]: c["percent"] for c in page.context["coverage"]}["messages"] == 100.0
 
 
+def test_the_status_panel_refreshes_itself_as_an_htmx_fragment(client, world):
+    client.force_login(world.reviewer)
+    page = client.get("/knowledge/status/").content.decode()
+    assert 'id="status-panel"' in page and 'hx-trigger="every 15s"' in page
+    assert "<tr><td>messages</td><td>0</td>" in page
+    factory.post_messages(world.general, [{"speaker": "alice", "text": "hello"}])
+    fragment = client.get("/knowledge/status/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="status-panel")
+    body = fragment.content.decode()
+    assert "<html" not in body and "<h1>" not in body
+    assert body.lstrip().startswith('<div id="status-panel"') and 'id="coverage"' in body  # swapped in place
+    assert (
+        '<tr><td>messages</td><td>1</td><td>0</td><td><span class="badge warn">1</span>' in body
+    )  # new since load
+
+
 def test_status_tab_is_for_reviewers_and_admins(client, world):
     assert client.get("/knowledge/status/").status_code == 302  # to the login page
     assert world.client("copilot").get("/knowledge/status/").status_code in (302, 403)
