@@ -24,11 +24,14 @@ from knowledge.tokens import count_tokens
 
 OVERSIZED_TOKENS = 2000
 LINT_EXAMPLES = 20
-# PostgreSQL regular expression (case-insensitive): a year 1900–2099, a quarter, or a month name.
-DATED_NAME = (
-    r"\m(19|20)[0-9]{2}\M|\mq[1-4]\M|"
-    r"\m(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\M\.?\s*[0-9]"
+# PostgreSQL regular expression (case-insensitive): a year 1900–2099, a quarter ("Q3"), or a
+# month followed by a day or year ("May 5", "Sept. 2024"); a word that merely starts like a
+# month ("Marketing 2") is not a date.
+MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
+DATED_NAME = rf"\m(19|20)[0-9]{{2}}\M|\mq[1-4]\M|\m({MONTHS})\M\.?\s*[0-9]"
 
 
 @dataclasses.dataclass

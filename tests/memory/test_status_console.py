@@ -105,6 +105,8 @@ def test_knowledge_lints_find_dated_duplicate_oversized_and_empty_entries(client
     factory.make_entry(world.copilot, name="Pricing 2025", blocks=["Seats cost 12 EUR"])
     factory.make_entry(world.copilot, name="Q3 roadmap", blocks=["Ship recall"])
     factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8"])  # clean
+    factory.make_entry(world.copilot, name="Marketing 2 team", blocks=["Ads"])  # "Mar…" is no month
+    factory.make_entry(world.copilot, name="Launch, Sept. 14", blocks=["Ship it"])
     factory.make_entry(world.copilot, name="On-call rota", blocks=["Rita this week"])
     factory.make_entry(world.copilot, name="on call  rotas", blocks=["Bob next week"])
     factory.make_entry(world.scribe, name="On call rota", blocks=["another owner's"])  # not a duplicate
@@ -114,7 +116,11 @@ def test_knowledge_lints_find_dated_duplicate_oversized_and_empty_entries(client
     client.force_login(world.admin)
 
     lints = {lint.code: lint for lint in client.get("/knowledge/status/").context["lints"]}
-    assert [e.name for e in lints["dated-names"].entries] == ["Pricing 2025", "Q3 roadmap"]
+    assert [e.name for e in lints["dated-names"].entries] == [
+        "Launch, Sept. 14",
+        "Pricing 2025",
+        "Q3 roadmap",
+    ]
     groups = lints["near-duplicate-names"].groups
     assert lints["near-duplicate-names"].count == 1
     assert sorted(e.name for e in groups[0]) == ["On-call rota", "on call  rotas"]
