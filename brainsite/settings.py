@@ -94,7 +94,11 @@ TEMPLATES = [
 # PostgreSQL always: DATABASE_URL, or the embedded server under var/pgdata.
 DATABASE_URL = env("DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
-DATABASES = {"default": parse_database_url(DATABASE_URL or embedded_url())}
+# `make run` starts the embedded server once and hands its URL to the web and worker processes
+# (BRAIN_EMBEDDED_DATABASE_URL), so they neither start nor manage it themselves.
+DATABASES = {
+    "default": parse_database_url(DATABASE_URL or env("BRAIN_EMBEDDED_DATABASE_URL") or embedded_url())
+}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("BRAIN_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
