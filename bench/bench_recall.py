@@ -64,6 +64,7 @@ def _world(rng):
                 name=f"dm-{name}",
                 kind=Channel.KIND_DM,
                 person=person,
+                agent=copilot,
                 integrations=[integration],
             )
         )

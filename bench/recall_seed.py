@@ -181,7 +181,12 @@ def load_eval(
     for c in data["channels"]:
         person = services.person_get_or_create(actor=ACTOR, name=c["person"]) if c.get("person") else None
         channels[c["name"]] = services.channel_create(
-            actor=ACTOR, name=c["name"], kind=c["kind"], person=person, memory_scope=c["memory_scope"]
+            actor=ACTOR,
+            name=c["name"],
+            kind=c["kind"],
+            person=person,
+            agent=bot if c["kind"] == Channel.KIND_DM else None,
+            memory_scope=c["memory_scope"],
         )
         world.conversations[c["name"]] = services.conversation_start(
             actor=ACTOR, agent=bot, channel=channels[c["name"]]

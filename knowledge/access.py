@@ -57,19 +57,68 @@ def _store_q(store: str, agent: Agent, prefix: str) -> Q:
     return q
 
 
+# --- Who may join and post -------------------------------------------------------------------
+# An agent takes part in a channel by opening a conversation there. Shared channels (either
+# routing rule) are open to every agent of the workspace. A direct message belongs to one agent
+# and one person: only that agent ever has conversations in it (an admin may open one on that
+# agent's behalf), and only that agent, an integration taking part in the channel, or an admin
+# posts messages to it. The read paths below also ignore any conversation an agent has in
+# another agent's direct message, so no older row can open one.
+
+
+def _own_conversations_q(agent: Agent, prefix: str = "") -> Q:
+    """Conversations of `agent` that give it a part in their channel: everywhere but in another
+    agent's direct message."""
+    return Q(**{f"{prefix}agent": agent}) & (
+        ~Q(**{f"{prefix}channel__kind": Channel.KIND_DM}) | Q(**{f"{prefix}channel__agent": agent})
+    )
+
+
+def joined_channels(agent: Agent):
+    """The channels `agent` takes part in (has a conversation in that counts)."""
+    return Channel.objects.filter(pk__in=Conversation.objects.filter(_own_conversations_q(agent)).values("channel"))
+
+
+def _conversation_write_stores(agent: Agent) -> list[str]:
+    return list(
+        Conversation.objects.filter(_own_conversations_q(agent))
+        .values_list("write_store", flat=True)
+        .distinct()
+    )
+
+
+def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
+    """Raise PermissionDenied unless `principal` may open a conversation for `agent` in
+    `channel`: agents only for themselves, admins for any agent; in a direct message only for
+    the agent it belongs to."""
+    if principal.kind == "agent":
+        if principal.agent.pk != agent.pk:
+            raise PermissionDenied("An agent may open conversations only for itself.")
+    elif not principal.is_admin:
+        raise PermissionDenied("Only agents and admins may open conversations.")
+    if channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk:
+        if channel.agent_id is None:
+            raise PermissionDenied(f"The direct message {channel.name} belongs to no agent yet.")
+        raise PermissionDenied(f"The direct message {channel.name} belongs to another agent.")
+
+
+def takes_part(agent: Agent, channel: Channel) -> bool:
+    """Whether `agent` takes part in `channel`: its own direct message, or a shared channel it
+    opened a conversation in."""
+    if channel.kind == Channel.KIND_DM:
+        return channel.agent_id == agent.pk
+    return Conversation.objects.filter(agent=agent, channel=channel).exists()
+
+
 def agent_stores(agent: Agent) -> list[str]:
     """Every store an agent may browse outside a conversation: shared, its self store, the
     private stores of the people it has talked to directly, and the channel-only stores of the
     channels it takes part in."""
     stores = [SHARED, SELF]
-    for channel in Channel.objects.filter(conversations__agent=agent).select_related("person").distinct():
+    for channel in joined_channels(agent).select_related("person"):
         read, _ = conversation_scope(channel)
         stores.extend(s for s in read if s not in stores)
-    stores.extend(
-        s
-        for s in Conversation.objects.filter(agent=agent).values_list("write_store", flat=True).distinct()
-        if s not in stores
-    )
+    stores.extend(s for s in _conversation_write_stores(agent) if s not in stores)
     return stores
 
 
@@ -114,11 +163,7 @@ def writable_stores(agent: Agent) -> list[str]:
     """Stores an agent may write into on its own behalf: shared, self, and the stores of the
     conversations it has had (a DM's private store, a channel-only store)."""
     stores = [SHARED, SELF]
-    stores.extend(
-        s
-        for s in Conversation.objects.filter(agent=agent).values_list("write_store", flat=True).distinct()
-        if s not in stores
-    )
+    stores.extend(s for s in _conversation_write_stores(agent) if s not in stores)
     return stores
 
 
@@ -152,14 +197,16 @@ def message_store(channel: Channel) -> str:
 
 
 def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str | None]]:
-    """(id, kind, name, person name) of every channel `agent` takes part in. Plain SQL: it runs in
+    """(id, kind, name, person name) of every channel `agent` takes part in (a conversation in
+    another agent's direct message does not count). Plain SQL: it runs in
     every search, and compiling the ORM query cost more than running it."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT c.id, c.kind, c.name, p.name FROM knowledge_channel c "
             "JOIN knowledge_conversation v ON v.channel_id = c.id "
-            "LEFT JOIN knowledge_person p ON p.id = c.person_id WHERE v.agent_id = %s",
-            [agent.pk],
+            "LEFT JOIN knowledge_person p ON p.id = c.person_id "
+            "WHERE v.agent_id = %s AND (c.kind <> %s OR c.agent_id = v.agent_id)",
+            [agent.pk, Channel.KIND_DM],
         )
         return cursor.fetchall()
 
@@ -199,20 +246,28 @@ def message_readable_q(
     channels = _participating_channels(agent)
     if conversation is None:
         return Q(**{f"{prefix}channel_id__in": [c[0] for c in channels]})
-    own_channel = Q(**{f"{prefix}channel_id": conversation.channel_id})
     stores = list(conversation.read_stores)
     others = [pk for pk in _channels_holding(channels, stores) if pk != conversation.channel_id]
-    if not others:
-        return own_channel
-    return own_channel | Q(**{f"{prefix}channel_id__in": others, f"{prefix}store__in": stores})
+    q = Q(**{f"{prefix}channel_id__in": others, f"{prefix}store__in": stores}) if others else nothing
+    if conversation.channel_id is not None and (
+        any(c[0] == conversation.channel_id for c in channels) or not _foreign_dm(conversation, agent)
+    ):
+        q |= Q(**{f"{prefix}channel_id": conversation.channel_id})
+    return q
+
+
+def _foreign_dm(conversation: Conversation, agent: Agent) -> bool:
+    channel = conversation.channel
+    return channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk
 
 
 def can_post_message(principal: Principal, channel: Channel) -> bool:
-    """Integrations and agents post to channels they take part in; admins to any channel."""
+    """Integrations and agents post to channels they take part in (a direct message: only its
+    own agent); admins to any channel."""
     if principal.is_admin:
         return True
     if principal.kind == "agent":
-        return Conversation.objects.filter(agent=principal.agent, channel=channel).exists()
+        return takes_part(principal.agent, channel)
     if principal.kind == "integration":
         return channel.integrations.filter(integration=principal.integration).exists()
     return False

@@ -26,6 +26,7 @@ def channel_open(
     name: str,
     kind: str = Channel.KIND_SHARED,
     person: Person | None = None,
+    agent: Agent | None = None,
     memory_scope: str = Channel.SCOPE_SHARED,
     integrations: list[Integration] = (),
 ) -> Channel:
@@ -33,7 +34,7 @@ def channel_open(
     it: the creating integration always, plus any an admin names."""
     with transaction.atomic():
         channel = services.channel_create(
-            actor=actor, name=name, kind=kind, person=person, memory_scope=memory_scope
+            actor=actor, name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope
         )
         members = list(integrations)
         if actor.kind == "integration" and actor.integration not in members:

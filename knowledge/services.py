@@ -138,28 +138,45 @@ def channel_create(
     name: str,
     kind: str = Channel.KIND_SHARED,
     person: Person | None = None,
+    agent: Agent | None = None,
     memory_scope: str = Channel.SCOPE_SHARED,
 ) -> Channel:
-    """A channel. A changed routing rule (memory_scope) only applies to later conversations."""
+    """A channel. A direct message names its person and the one agent it belongs to. A changed
+    routing rule (memory_scope) only applies to later conversations."""
+    errors = {}
+    if kind == Channel.KIND_DM:
+        if person is None:
+            errors["person"] = ["A direct-message channel needs the person it is with."]
+        if agent is None:
+            errors["agent"] = ["A direct-message channel needs the agent it belongs to."]
+    elif agent is not None:
+        errors["agent"] = ["Only a direct-message channel belongs to an agent."]
+    if errors:
+        raise ValidationError(errors)
     with transaction.atomic():
         if Channel.objects.filter(name=name).exists():
             raise ValidationError({"name": [f"A channel named {name} already exists."]})
-        channel = Channel(name=name, kind=kind, person=person, memory_scope=memory_scope)
+        channel = Channel(name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope)
         channel.full_clean()
         channel.save()
+        data = {"kind": kind, "memory_scope": memory_scope}
+        if agent is not None:
+            data["agent"] = agent.name
         audit_record(
             "channel.created",
             actor=actor,
+            owner=agent.name if agent is not None else "",
             object_type="channel",
             object_ids=[channel.pk],
-            data={"kind": kind, "memory_scope": memory_scope},
+            data=data,
         )
     return channel
 
 
 def conversation_start(*, actor: Principal, agent: Agent, channel: Channel, thread: str = "") -> Conversation:
-    """Open a conversation; its read stores and write store are fixed now, from the channel's
-    current routing rule."""
+    """Open a conversation for `agent` in `channel` (who may: `access.check_join`); its read
+    stores and write store are fixed now, from the channel's current routing rule."""
+    access.check_join(actor, agent=agent, channel=channel)
     read, write = access.conversation_scope(channel)
     with transaction.atomic():
         conversation = Conversation.objects.create(

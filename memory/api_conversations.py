@@ -56,6 +56,7 @@ class ChannelIn(serializers.Serializer):
         choices=[Channel.KIND_SHARED, Channel.KIND_DM], default=Channel.KIND_SHARED
     )
     person = serializers.RegexField(SLUG, max_length=64, required=False)
+    agent = serializers.RegexField(SLUG, max_length=64, required=False)
     memory_scope = serializers.ChoiceField(
         choices=[Channel.SCOPE_SHARED, Channel.SCOPE_CHANNEL], default=Channel.SCOPE_SHARED
     )
@@ -66,8 +67,17 @@ class ChannelIn(serializers.Serializer):
     def validate(self, data):
         if data["kind"] == Channel.KIND_DM and not data.get("person"):
             raise ValidationError({"person": ["A direct-message channel needs the person it is with."]})
+        if data["kind"] == Channel.KIND_DM and not data.get("agent"):
+            raise ValidationError({"agent": ["A direct-message channel needs the agent it belongs to."]})
         if data["kind"] == Channel.KIND_SHARED and data.get("person"):
             raise ValidationError({"person": ["Only a direct-message channel has a person."]})
+        if data["kind"] == Channel.KIND_SHARED and data.get("agent"):
+            raise ValidationError({"agent": ["Only a direct-message channel belongs to an agent."]})
+        data["agent_object"] = None
+        if data.get("agent"):
+            data["agent_object"] = Agent.objects.filter(name=data["agent"]).first()
+            if data["agent_object"] is None:
+                raise ValidationError({"agent": [f"Unknown agent {data['agent']}."]})
         if data["kind"] == Channel.KIND_DM and data["memory_scope"] != Channel.SCOPE_SHARED:
             raise ValidationError(
                 {"memory_scope": ["A direct message always uses the person's private store."]}
@@ -89,6 +99,7 @@ def channel_dict(channel: Channel) -> dict:
         "name": channel.name,
         "kind": channel.kind,
         "person": channel.person.name if channel.person_id else None,
+        "agent": channel.agent.name if channel.agent_id else None,
         "memory_scope": channel.memory_scope,
         "integrations": sorted(channel.integrations.values_list("integration__name", flat=True)),
         "created_at": channel.created_at,
@@ -102,6 +113,7 @@ ChannelOut = inline_serializer(
         "name": serializers.CharField(),
         "kind": serializers.CharField(),
         "person": serializers.CharField(allow_null=True),
+        "agent": serializers.CharField(allow_null=True),
         "memory_scope": serializers.CharField(),
         "integrations": serializers.ListField(child=serializers.CharField()),
         "created_at": serializers.DateTimeField(),
@@ -114,7 +126,9 @@ ChannelOut = inline_serializer(
     responses={201: ChannelOut},
     summary="Create a channel (admins and integrations)",
     description="An integration that creates a channel takes part in it (may post messages); admins "
-    "may name integrations that take part. `memory_scope` is the routing rule: `shared` or "
+    "may name integrations that take part. A direct message (`kind: dm`) names the `person` it is "
+    "with and the `agent` it belongs to: only that agent opens conversations there, and only that "
+    "agent, an integration taking part, or an admin posts to it. `memory_scope` is the routing rule: `shared` or "
     "`channel` (channel-only). A changed rule applies only to later conversations.",
 )
 @api_view(["POST"])
@@ -133,6 +147,7 @@ def channel_create(request):
         name=v["name"],
         kind=v["kind"],
         person=person,
+        agent=v["agent_object"],
         memory_scope=v["memory_scope"],
         integrations=v["integration_objects"],
     )
@@ -306,7 +321,8 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
     request=ConversationIn,
     responses={201: ConversationOut},
     summary="Open a conversation (an agent takes part in the channel from now on)",
-    description="The conversation's scope — the stores it reads and the store it writes — is fixed "
+    description="Agents open conversations for themselves, admins for any agent; in a direct "
+    "message only for the agent it belongs to (403 otherwise). The conversation's scope — the stores it reads and the store it writes — is fixed "
     "now, from the channel's current routing rule, and never changes.",
 )
 @api_view(["POST"])
@@ -324,8 +340,6 @@ def conversation_create(request):
         errors["channel"] = [f"Unknown channel {v['channel']}."]
     if errors:
         raise ValidationError(errors)
-    if request.user.kind == "agent" and request.user.agent.pk != agent.pk:
-        raise PermissionDenied("An agent may open conversations only for itself.")
     conversation = services.conversation_start(
         actor=request.user, agent=agent, channel=channel, thread=v["thread"]
     )

@@ -62,7 +62,7 @@ def world(db) -> World:
         admin=admin,
         general=factory.make_channel("general"),
         support=factory.make_channel("support", memory_scope=Channel.SCOPE_CHANNEL),
-        dm_alice=factory.make_channel("dm-alice", kind=Channel.KIND_DM, person=alice),
+        dm_alice=factory.make_channel("dm-alice", kind=Channel.KIND_DM, person=alice, agent=copilot),
         tokens=tokens,
     )
 

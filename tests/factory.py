@@ -28,9 +28,16 @@ def make_person(name=None):
     return services.person_get_or_create(actor=SYSTEM, name=name or f"person{next(_seq)}")
 
 
-def make_channel(name=None, *, kind=Channel.KIND_SHARED, person=None, memory_scope=Channel.SCOPE_SHARED):
+def make_channel(
+    name=None, *, kind=Channel.KIND_SHARED, person=None, agent=None, memory_scope=Channel.SCOPE_SHARED
+):
     return services.channel_create(
-        actor=SYSTEM, name=name or f"channel{next(_seq)}", kind=kind, person=person, memory_scope=memory_scope
+        actor=SYSTEM,
+        name=name or f"channel{next(_seq)}",
+        kind=kind,
+        person=person,
+        agent=agent,
+        memory_scope=memory_scope,
     )
 
 

@@ -3,7 +3,8 @@ from django.db import models
 
 class Channel(models.Model):
     """Where people and agents talk. A shared channel's memory scope ("routing rule") decides
-    whether its conversations read and write the shared store or a channel-only store."""
+    whether its conversations read and write the shared store or a channel-only store. A direct
+    message belongs to one agent and one person: only that agent has conversations in it."""
 
     KIND_SHARED, KIND_DM = "shared", "dm"
     KINDS = [(KIND_SHARED, "shared channel"), (KIND_DM, "direct message")]
@@ -15,6 +16,9 @@ class Channel(models.Model):
     person = models.ForeignKey(
         "knowledge.Person", null=True, blank=True, on_delete=models.PROTECT, related_name="dm_channels"
     )
+    agent = models.ForeignKey(
+        "knowledge.Agent", null=True, blank=True, on_delete=models.PROTECT, related_name="dm_channels"
+    )
     memory_scope = models.CharField(max_length=10, choices=SCOPES, default=SCOPE_SHARED)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -24,7 +28,10 @@ class Channel(models.Model):
             models.CheckConstraint(
                 name="dm_has_person",
                 condition=models.Q(kind="shared") | models.Q(kind="dm", person__isnull=False),
-            )
+            ),
+            models.CheckConstraint(
+                name="only_dm_has_agent", condition=models.Q(kind="dm") | models.Q(agent__isnull=True)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -73,7 +73,8 @@ def test_a_changed_routing_rule_applies_only_to_the_next_conversation(world):
 
 
 def test_an_agent_cannot_read_through_another_agents_conversation(world, items):
-    conv = factory.make_conversation(world.scribe, world.dm_alice)
+    scribe_dm = factory.make_channel("dm-alice-scribe", kind="dm", person=world.alice, agent=world.scribe)
+    conv = factory.make_conversation(world.scribe, scribe_dm)
     assert _visible(Principal.for_agent(world.copilot), conv) == set()
 
 

@@ -24,7 +24,9 @@ def test_a_dm_channel_needs_a_person_and_unknown_people_are_created(world):
     response = client.post("/api/channels", {"name": "dm-x", "kind": "dm"}, format="json")
     assert response.status_code == 400
     assert "person" in response.json()["fields"]
-    response = client.post("/api/channels", {"name": "dm-zoe", "kind": "dm", "person": "zoe"}, format="json")
+    response = client.post(
+        "/api/channels", {"name": "dm-zoe", "kind": "dm", "person": "zoe", "agent": "copilot"}, format="json"
+    )
     assert response.status_code == 201
     assert Person.objects.filter(name="zoe").exists()
     assert client.post("/api/channels", {"name": "dm-zoe"}, format="json").status_code == 400

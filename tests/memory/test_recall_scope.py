@@ -52,7 +52,7 @@ def test_values_it_cannot_describe_exactly_are_compiled_every_time(world):
 def test_searches_in_two_scopes_recall_only_their_own_rows(world):
     """The cache must never hand one scope's filter to another."""
     S._compiled.clear()
-    dm = factory.make_channel(kind="dm", person=factory.make_person("laura"))
+    dm = factory.make_channel(kind="dm", person=factory.make_person("laura"), agent=world.copilot)
     factory.make_conversation(world.copilot, dm)
     secret = factory.make_memory(world.copilot, "Laura's locker code is 4471", store="private:laura")
     shared = factory.make_conversation(world.copilot, world.general)

@@ -20,7 +20,7 @@ PEOPLE = [("alice", "Alice Martin"), ("bob", "Bob Okafor"), ("carol", "Carol Ngu
 CHANNELS = [
     ("general", Channel.KIND_SHARED, None, Channel.SCOPE_SHARED),
     ("vpn-support", Channel.KIND_SHARED, None, Channel.SCOPE_CHANNEL),
-    ("dm-alice", Channel.KIND_DM, "alice", Channel.SCOPE_SHARED),
+    ("dm-alice", Channel.KIND_DM, "alice", Channel.SCOPE_SHARED),  # copilot's direct message
 ]
 
 
@@ -48,7 +48,12 @@ class Command(BaseCommand):
                 channel = Channel.objects.filter(name=name).first()
                 if channel is None:
                     channel = services.channel_create(
-                        actor=actor, name=name, kind=kind, person=people.get(person), memory_scope=scope
+                        actor=actor,
+                        name=name,
+                        kind=kind,
+                        person=people.get(person),
+                        agent=agents["copilot"] if kind == Channel.KIND_DM else None,
+                        memory_scope=scope,
                     )
                     self.stdout.write(f"channel {name}")
                 channels[name] = channel
