@@ -76,7 +76,9 @@ def _own_conversations_q(agent: Agent, prefix: str = "") -> Q:
 
 def joined_channels(agent: Agent):
     """The channels `agent` takes part in (has a conversation in that counts)."""
-    return Channel.objects.filter(pk__in=Conversation.objects.filter(_own_conversations_q(agent)).values("channel"))
+    return Channel.objects.filter(
+        pk__in=Conversation.objects.filter(_own_conversations_q(agent)).values("channel")
+    )
 
 
 def _conversation_write_stores(agent: Agent) -> list[str]:

@@ -21,6 +21,7 @@ QUEUE_REASON_LABELS = {
     "requeued": "requeued: a source changed",
     "merge": "consolidation merge",
     "gate": "eval gate",
+    "supersedes": "retires another agent's memory",
 }
 REVIEW_ACTIONS = ["memory.approved", "memory.rejected", "memory.held"]
 

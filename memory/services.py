@@ -36,6 +36,7 @@ from memory.selectors import contradicts
 ANTI_DRIFT_CONFIDENCE = 0.9
 LIVE = (Memory.QUEUED, Memory.ACTIVE)  # the states a memory can still leave
 QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE = "new", "requeued", "merge", "gate"
+QUEUE_SUPERSEDES = "supersedes"
 
 
 class MemoryConflict(APIException):
@@ -278,9 +279,12 @@ def memory_activate(
     distiller, dreaming, review) passes here, with one set of checks in this order:
 
     1. strict anti-drift — raises MemoryConflict (the caller rolls back and audits it);
-    2. the route's outcome (DESIGN.md table; the distiller's auto-activation setting);
-    3. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
-    4. going active: status, validity start, and supersession of the memory it names.
+    2. the route's outcome (untrusted agents queue; the distiller's auto-activation setting);
+    3. retiring another agent's memory (`supersedes` naming a memory of another owner) needs a
+       person: a reviewer's approval or a write by a reviewer or admin; any other route (a
+       trusted agent's write included) queues it (queue_reason "supersedes");
+    4. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
+    5. going active: status, validity start, and supersession of the memory it names.
 
     Runs inside the caller's transaction on a row the caller created or locked — or, given
     `insert` (memory_write), on a new memory not stored yet: then `insert` stores it with the
@@ -315,6 +319,15 @@ def memory_activate(
             persist("queue_reason")
         return Memory.QUEUED
 
+    if not may_retire_without_review(actor=actor, memory=memory, route=route):
+        memory.queue_reason = QUEUE_SUPERSEDES
+        memory.status_reason = (
+            f"It would retire memory {memory.supersedes_id} of agent {memory.supersedes.owner.name}: "
+            "a reviewer decides."
+        )
+        persist("queue_reason", "status_reason")
+        return Memory.QUEUED
+
     # ---- EVAL GATE (issue 8) plugs in here: enforce mode may hold the memory. ----
     if gate_checks_stored_memory():
         persist()
@@ -332,6 +345,16 @@ def memory_activate(
     if memory.supersedes_id:
         memory_supersede(actor=actor, memory_id=memory.supersedes_id, successor=memory, now=now)
     return Memory.ACTIVE
+
+
+def may_retire_without_review(*, actor: Principal, memory: Memory, route: str) -> bool:
+    """Whether `memory` may retire the memory it supersedes without a review: always when both
+    have the same owner; another owner's memory only by a person's decision — a reviewer's
+    approval, or a write by a reviewer or admin. Trust lets an agent's own writes go into force
+    unreviewed; it does not let an agent retire what another agent knows."""
+    if not memory.supersedes_id or memory.supersedes.owner_id == memory.owner_id:
+        return True
+    return route == REVIEW or (actor.is_person and actor.is_reviewer)
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -657,7 +680,7 @@ def memory_requeue(
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["Say why the memory goes back to the queue."]})
-    if queue_reason not in (QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE):
+    if queue_reason not in (QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE, QUEUE_SUPERSEDES):
         raise ValidationError({"queue_reason": ["Use new, requeued, merge or gate."]})
     with transaction.atomic():
         memory = _lock_in(memory_id, LIVE, "requeued")

@@ -59,6 +59,43 @@ def test_an_untrusted_supersession_waits_for_approval(world):
     assert old.status == Memory.SUPERSEDED and old.superseded_by_id == new["id"]
 
 
+def test_retiring_another_agents_shared_memory_needs_a_reviewer(world):
+    """Trust lets scribe's own writes go into force; superseding copilot's shared memory waits
+    for a reviewer, and the old memory stays in force until then."""
+    theirs = factory.make_memory(world.copilot, "The office wifi password rotates monthly", store="shared")
+    new = write(
+        world,
+        "scribe",
+        {"scope": "shared", "text": "The wifi password never rotates", "supersedes": theirs.pk},
+    ).json()
+    assert new["status"] == "queued"
+    queued = Memory.objects.get(pk=new["id"])
+    assert queued.queue_reason == "supersedes" and f"memory {theirs.pk}" in queued.status_reason
+    theirs.refresh_from_db()
+    assert theirs.status == Memory.ACTIVE
+    assert post(world, "reviewer", f"/api/memory/{new['id']}/approve").status_code == 200
+    theirs.refresh_from_db()
+    assert theirs.status == Memory.SUPERSEDED and theirs.superseded_by_id == new["id"]
+    # its own memories a trusted agent retires at once; a reviewer's write retires anyone's
+    own = write(world, "scribe", {"scope": "shared", "text": "Standup is at 9"}).json()
+    assert (
+        write(
+            world, "scribe", {"scope": "shared", "text": "Standup is at 10", "supersedes": own["id"]}
+        ).json()["status"]
+        == "active"
+    )
+    other = factory.make_memory(world.copilot, "Lunch is at noon", store="shared")
+    by_reviewer = post(
+        world,
+        "reviewer",
+        "/api/memory",
+        {"agent": "scribe", "scope": "shared", "text": "Lunch is at one", "supersedes": other.pk},
+    )
+    assert by_reviewer.status_code == 201 and by_reviewer.json()["status"] == "active"
+    other.refresh_from_db()
+    assert other.status == Memory.SUPERSEDED
+
+
 def test_an_agent_cannot_supersede_what_it_cannot_see_or_what_is_retired(world):
     hidden = factory.make_memory(world.scribe, "scribe's private note", store="self")
     response = write(world, "copilot", {"text": "x", "supersedes": hidden.pk})
