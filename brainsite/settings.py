@@ -37,7 +37,13 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("BRAIN_DEBUG")
 ALLOWED_HOSTS = env("BRAIN_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
-CSRF_TRUSTED_ORIGINS = [o for o in env("BRAIN_CSRF_TRUSTED_ORIGINS").split(",") if o]
+# Origins (scheme://host[:port]) a browser may post forms from, e.g. https://brain.example.com
+# behind a TLS proxy. BRAIN_CSRF_TRUSTED_ORIGINS is the older name of the same setting.
+CSRF_TRUSTED_ORIGINS = [
+    o.strip()
+    for o in (env("BRAIN_TRUSTED_ORIGINS") or env("BRAIN_CSRF_TRUSTED_ORIGINS")).split(",")
+    if o.strip()
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -53,6 +59,7 @@ INSTALLED_APPS = [
     "django_q",
     "django_htmx",
     "template_partials",
+    "axes",
     "knowledge",
     "memory",
     "curation",
@@ -68,7 +75,19 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
     "knowledge.middleware.RequestIdMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# Console logins are throttled by django-axes (its AccessAttempt rows in PostgreSQL, so every
+# web process sees the same count): BRAIN_LOGIN_FAILURE_LIMIT failed logins for one username
+# from one address lock that pair out for BRAIN_LOGIN_LOCKOUT_MINUTES (429 and the lockout page);
+# a success resets the count. Failures and lockouts are audited (knowledge.throttle).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "brainsite.urls"
@@ -122,8 +141,55 @@ MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRAIN_MAX_BODY_BYTES", 5 * 1024 * 1024)
 
 SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+# Behind TLS (a proxy that terminates HTTPS and sets X-Forwarded-Proto): Secure cookies, HSTS,
+# redirect plain HTTP, and trust the proxy's scheme header. Off by default, for `make run` on
+# http://127.0.0.1.
+BRAIN_SECURE_COOKIES = env_bool("BRAIN_SECURE_COOKIES")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = BRAIN_SECURE_COOKIES
+if BRAIN_SECURE_COOKIES:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("BRAIN_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the proxy's health check may speak plain HTTP
+    SECURE_HSTS_SECONDS = env_int("BRAIN_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("BRAIN_HSTS_INCLUDE_SUBDOMAINS")
+# How many proxies in front of Brain append to X-Forwarded-For; 0: the client is REMOTE_ADDR.
+# Login throttling and the API's bad-token throttle count per client address.
+BRAIN_PROXY_HOPS = env_int("BRAIN_PROXY_HOPS", 0)
+
+# Content-Security-Policy (django-csp): scripts, styles and everything else from this site only —
+# no inline script or style, no eval (htmx runs with allowEval off; see templates/base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+AXES_FAILURE_LIMIT = env_int("BRAIN_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_int("BRAIN_LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "auth/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "knowledge.throttle.client_ip"
+AXES_VERBOSE = False
+# The API answers 429 (with Retry-After) to bad bearer tokens past this many from one address
+# in a minute.
+BRAIN_API_BAD_TOKENS_PER_MINUTE = env_int("BRAIN_API_BAD_TOKENS_PER_MINUTE", 20)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["knowledge.auth.BearerTokenAuthentication"],

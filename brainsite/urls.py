@@ -1,6 +1,7 @@
+from csp.decorators import csp_update
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
@@ -12,7 +13,15 @@ api_patterns = [
     *memory_urls.api_urlpatterns,
     *curation_urls.api_urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # The split view serves Swagger UI's start-up script as a file, so the page needs no inline
+    # script; Swagger UI sets inline styles, allowed on this page only.
+    path(
+        "docs/",
+        csp_update({"style-src": ["'unsafe-inline'"]})(
+            SpectacularSwaggerSplitView.as_view(url_name="schema")
+        ),
+        name="api-docs",
+    ),
 ]
 
 urlpatterns = [

@@ -9,6 +9,7 @@ from knowledge import rowsql
 from knowledge.models import Agent, ApiToken
 from knowledge.models.principals import hash_token
 from knowledge.principals import Principal
+from knowledge.throttle import bad_token_record
 
 # last_used_at is written at most this often per token, so a busy agent does not turn every
 # request into an extra UPDATE.
@@ -56,6 +57,9 @@ class BearerTokenAuthentication(BaseAuthentication):
         raw = header[1].decode(errors="replace")
         token = token_lookup(hash_token(raw))
         if token is None:
+            wait = bad_token_record(request)
+            if wait is not None:
+                raise exceptions.Throttled(wait, detail="Too many bad tokens from your address.")
             raise exceptions.AuthenticationFailed("Unknown or revoked token.")
         if token.agent_id:
             principal = Principal.for_agent(token.agent)

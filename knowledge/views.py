@@ -5,8 +5,9 @@ from django.contrib import messages
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpResponseBadRequest, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
@@ -50,13 +51,23 @@ def home(request):
 
 @reviewer_required
 @require_POST
+def safe_next(request, target: str | None, default: str = "home") -> str:
+    """`target` when it is a path on this site, else `default`: a `next` pointing elsewhere
+    (another host, a scheme-relative //host, javascript:) never leaves the site."""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return resolve_url(default)
+
+
 def owner_select(request):
     """Remember the owner-principal selector in the session; every Knowledge tab reads it."""
     name = request.POST.get("owner", "")
     if name and not Agent.objects.filter(name=name).exists():
         return HttpResponseBadRequest("Unknown agent.")
     request.session["owner"] = name
-    return redirect(request.POST.get("next") or "home")
+    return redirect(safe_next(request, request.POST.get("next")))
 
 
 @reviewer_required

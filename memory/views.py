@@ -7,13 +7,13 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from knowledge.api_errors import error_text
 from knowledge.models import Memory
 from knowledge.permissions import console_principal, reviewer_required
+from knowledge.views import safe_next
 from memory import selectors, services
 from memory.forms import (
     BulkReviewForm,
@@ -36,10 +36,7 @@ def _owner(request) -> str:
 
 
 def _next(request, default: str) -> str:
-    target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        return target
-    return default
+    return safe_next(request, request.POST.get("next"), default)
 
 
 # --- the review queue ---------------------------------------------------------------------

@@ -7,12 +7,13 @@ from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.sources import SourceState
-from knowledge.models.system import Heartbeat, Setting
+from knowledge.models.system import AuthFailure, Heartbeat, Setting
 
 __all__ = [
     "Agent",
     "ApiToken",
     "AuditEvent",
+    "AuthFailure",
     "Channel",
     "ChannelIntegration",
     "Conversation",

@@ -14,3 +14,16 @@ class Heartbeat(models.Model):
 
     name = models.CharField(max_length=32, unique=True)
     beat_at = models.DateTimeField()
+
+
+class AuthFailure(models.Model):
+    """Bad API tokens from one client address in one minute (knowledge.throttle)."""
+
+    address = models.CharField(max_length=64)
+    time_window = models.BigIntegerField()  # epoch minute
+    count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["address", "time_window"], name="authfailure_address_window")
+        ]
