@@ -8,6 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge.api_entries import _page_params, _parse_when
+from knowledge.api_fields import StrictSerializer
 from knowledge.audit_selectors import AuditFilters, audit_events
 from knowledge.models import AuditEvent
 from knowledge.permissions import IsAdmin, IsReviewer
@@ -58,7 +59,7 @@ RecordOut = inline_serializer(
 )
 
 
-class RestoreInSerializer(serializers.Serializer):
+class RestoreInSerializer(StrictSerializer):
     events = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=500)
     preview = serializers.BooleanField(required=False, default=False)
 

@@ -13,7 +13,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from knowledge import access, entries
-from knowledge.api_fields import StrictCharField
+from knowledge.api_fields import BoundedDictField, StrictCharField, StrictSerializer
 from knowledge.entry_selectors import (
     EntryFilters,
     entry_body,
@@ -29,12 +29,12 @@ from knowledge.projection import entry_markdown
 # --- serializers -----------------------------------------------------------------------------------
 
 
-class EntrySourceSerializer(serializers.Serializer):
+class EntrySourceSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=MemorySource.KINDS)
     ref = serializers.CharField(max_length=300)
 
 
-class BlockInSerializer(serializers.Serializer):
+class BlockInSerializer(StrictSerializer):
     text = StrictCharField(max_length=entries.MAX_TEXT)
     sources = EntrySourceSerializer(many=True, required=False, default=list)
 
@@ -43,7 +43,7 @@ class BlockAddSerializer(BlockInSerializer):
     position = serializers.IntegerField(required=False, min_value=0, allow_null=True, default=None)
 
 
-class BlockPatchSerializer(serializers.Serializer):
+class BlockPatchSerializer(StrictSerializer):
     text = StrictCharField(max_length=entries.MAX_TEXT, required=False)
     reason = serializers.CharField(max_length=2000, required=False, allow_blank=True)
     sources = EntrySourceSerializer(many=True, required=False)
@@ -58,7 +58,7 @@ class BlockPatchSerializer(serializers.Serializer):
         return data
 
 
-class EntryCreateSerializer(serializers.Serializer):
+class EntryCreateSerializer(StrictSerializer):
     name = StrictCharField(max_length=300)
     type = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     scope = serializers.CharField(
@@ -71,20 +71,20 @@ class EntryCreateSerializer(serializers.Serializer):
     )
     aliases = serializers.ListField(child=serializers.CharField(max_length=300), required=False, default=list)
     summary = serializers.CharField(required=False, allow_blank=True, default="")
-    properties = serializers.DictField(required=False, default=dict)
+    properties = BoundedDictField(required=False, default=dict)
     blocks = BlockInSerializer(many=True, required=False, default=list)
 
 
-class EntryPatchSerializer(serializers.Serializer):
+class EntryPatchSerializer(StrictSerializer):
     name = StrictCharField(max_length=300, required=False)
     type = serializers.CharField(max_length=64, required=False, allow_blank=True)
     aliases = serializers.ListField(child=serializers.CharField(max_length=300), required=False)
     summary = serializers.CharField(required=False, allow_blank=True)
-    properties = serializers.DictField(required=False)
+    properties = BoundedDictField(required=False)
     version = serializers.IntegerField(required=False, min_value=1, help_text="Expected current version.")
 
 
-class RelationInSerializer(serializers.Serializer):
+class RelationInSerializer(StrictSerializer):
     predicate = serializers.CharField(max_length=100)
     target = serializers.IntegerField(help_text="The related entry's id.")
     sources = EntrySourceSerializer(many=True, required=False, default=list, help_text="At least one.")
@@ -97,7 +97,7 @@ class RelationInSerializer(serializers.Serializer):
         return value
 
 
-class GuideInSerializer(serializers.Serializer):
+class GuideInSerializer(StrictSerializer):
     domain_types = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
     taxonomy = serializers.CharField(required=False, allow_blank=True)
     page_thresholds = serializers.DictField(child=serializers.FloatField(), required=False)

@@ -5,6 +5,7 @@ import json
 
 from django import forms
 
+from knowledge.limits import MAX_JSON_DEPTH, json_size_error
 from knowledge.models import Agent
 
 
@@ -25,8 +26,13 @@ class JSONObjectField(forms.CharField):
             parsed = json.loads(value)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).")
+        except RecursionError:
+            raise forms.ValidationError(f"Nests deeper than {MAX_JSON_DEPTH} levels.")
         if not isinstance(parsed, dict):
             raise forms.ValidationError('Properties are a JSON object, like {"team": "IT"}.')
+        error = json_size_error(parsed)
+        if error:
+            raise forms.ValidationError(error)
         return parsed
 
     def prepare_value(self, value):

@@ -31,6 +31,16 @@ FINGERPRINT_FIELDS = {
     "kb": ("text", "resolution"),
     "record": None,  # every field
 }
+# Every field an external source's state may carry: the fingerprinted ones and the ones kept
+# for people to read but whose change never makes a memory stale. A field outside these is a
+# 400 (a misspelt `resolutoin` would otherwise silently drop out of the fingerprint). A record
+# is structured data of any shape: all its fields count.
+STATE_FIELDS = {
+    "ticket": FINGERPRINT_FIELDS["ticket"]
+    + ("assignee", "priority", "requester", "tags", "url", "created_at", "updated_at"),
+    "kb": FINGERPRINT_FIELDS["kb"] + ("title", "tags", "url", "created_at", "updated_at"),
+    "record": None,
+}
 NEVER_CHANGES = ("conversation",)
 MAX_STATE_BYTES = 64 * 1024
 

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from knowledge.models import Agent, Memory
 from knowledge.permissions import IsAgentOrReviewer, IsReviewer
+from knowledge.web import no_body
 from memory import selectors, services
 from memory.serializers import (
     ApproveSerializer,
@@ -178,6 +179,7 @@ def memory_reject(request, memory_id: int):
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
+@no_body
 def memory_pin(request, memory_id: int):
     return Response(_reloaded(_act(services.memory_pin, actor=request.user, memory_id=memory_id)))
 
@@ -190,6 +192,7 @@ def memory_pin(request, memory_id: int):
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
+@no_body
 def memory_unpin(request, memory_id: int):
     return Response(_reloaded(_act(services.memory_unpin, actor=request.user, memory_id=memory_id)))
 

@@ -8,8 +8,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge.access import parse_scope
+from knowledge.api_fields import StrictSerializer
 from knowledge.models import Agent
 from knowledge.permissions import IsReviewer
+from knowledge.web import no_body
 from memory.consolidation import (
     PlanConflict,
     consolidation_run,
@@ -85,7 +87,7 @@ class PlanDetailSerializer(PlanSerializer):
         return GroupSerializer(plan_detail(plan), many=True).data
 
 
-class RunInputSerializer(serializers.Serializer):
+class RunInputSerializer(StrictSerializer):
     owner = serializers.CharField(required=False, help_text="Only this agent's memories.")
     scope = serializers.CharField(
         required=False,
@@ -105,7 +107,7 @@ class RunInputSerializer(serializers.Serializer):
             raise serializers.ValidationError(exc.detail["scope"])
 
 
-class DiscardInputSerializer(serializers.Serializer):
+class DiscardInputSerializer(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
@@ -215,6 +217,7 @@ def _act(request, plan_id, action, **kwargs):
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
+@no_body
 def consolidation_apply_view(request, plan_id: int):
     return _act(request, plan_id, plan_apply)
 
@@ -227,6 +230,7 @@ def consolidation_apply_view(request, plan_id: int):
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
+@no_body
 def consolidation_revert_view(request, plan_id: int):
     return _act(request, plan_id, plan_revert)
 

@@ -11,10 +11,11 @@ from rest_framework.response import Response
 from knowledge import messages as evidence
 from knowledge import services
 from knowledge.access import can_post_message
-from knowledge.api_fields import StrictCharField
+from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation, Integration
 from knowledge.permissions import IsIntegrationOrAdmin
 from knowledge.principals import Principal
+from knowledge.web import no_body
 from memory.conversations import conversation_finish
 
 SLUG = r"^[-a-zA-Z0-9_]+$"
@@ -48,7 +49,7 @@ class IsAgentOrReviewer(BasePermission):
 # --- channels ---------------------------------------------------------------------------------
 
 
-class ChannelIn(serializers.Serializer):
+class ChannelIn(StrictSerializer):
     name = serializers.RegexField(
         SLUG, max_length=100, error_messages={"invalid": "Use letters, digits, - and _ only."}
     )
@@ -157,7 +158,7 @@ def channel_create(request):
 # --- messages ---------------------------------------------------------------------------------
 
 
-class MessageIn(serializers.Serializer):
+class MessageIn(StrictSerializer):
     channel = serializers.RegexField(SLUG, max_length=100)
     thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     speaker = serializers.RegexField(
@@ -173,7 +174,7 @@ class MessageIn(serializers.Serializer):
     external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 
-class MessageBatchIn(serializers.Serializer):
+class MessageBatchIn(StrictSerializer):
     messages = MessageIn(many=True, allow_empty=False, max_length=evidence.MAX_BATCH)
 
 
@@ -271,7 +272,7 @@ def message_post(request):
 # --- conversations ----------------------------------------------------------------------------
 
 
-class ConversationIn(serializers.Serializer):
+class ConversationIn(StrictSerializer):
     agent = serializers.RegexField(SLUG, max_length=64)
     channel = serializers.RegexField(SLUG, max_length=100)
     thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -361,6 +362,7 @@ def conversation_detail(request, pk: int):
 )
 @api_view(["POST"])
 @permission_classes([IsAgentOrAdmin])
+@no_body
 def conversation_finish_view(request, pk: int):
     conversation = conversation_get_for(request.user, pk)
     conversation = conversation_finish(actor=request.user, conversation_id=conversation.pk)

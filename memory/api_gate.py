@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from knowledge.models import Memory
 from knowledge.permissions import IsAdmin, IsReviewer
+from knowledge.web import no_body
 from memory import eval_datasets
 from memory.gate import gate_check_run
 from memory.models import EvalDataset, GateCheck
@@ -52,9 +53,12 @@ def check_json(check: GateCheck) -> dict:
     }
 
 
-def _body(request) -> dict:
+def _body(request, allowed: set[str]) -> dict:
     if not isinstance(request.data, dict):
         raise ValidationError({"body": ["Send a JSON object."]})
+    unknown = sorted(set(request.data) - allowed)
+    if unknown:
+        raise ValidationError({name: ["Unknown field."] for name in unknown})
     return request.data
 
 
@@ -72,7 +76,7 @@ def _body(request) -> dict:
 def datasets(request):
     if request.method == "GET":
         return Response({"results": [dataset_json(d) for d in EvalDataset.objects.all()]})
-    body = _body(request)
+    body = _body(request, {"name", "kind", "cases"})
     dataset = eval_datasets.dataset_create(
         actor=request.user,
         name=body.get("name"),
@@ -101,7 +105,7 @@ def dataset_detail(request, name):
     if request.method == "DELETE":
         eval_datasets.dataset_delete(actor=request.user, dataset=dataset)
         return Response(status=status.HTTP_204_NO_CONTENT)
-    body = _body(request)
+    body = _body(request, {"name", "kind", "cases", "version"})
     if body.get("name", name) != name:
         raise ValidationError({"name": ["A dataset cannot be renamed; create a new one."]})
     expected = body.get("version")
@@ -124,6 +128,7 @@ def dataset_detail(request, name):
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
+@no_body
 def gate_check(request, memory_id):
     memory = get_object_or_404(Memory.objects.select_related("owner"), pk=memory_id)
     check = gate_check_run(actor=request.user, memory=memory, trigger="manual")

@@ -13,7 +13,8 @@ from rest_framework.response import Response
 from knowledge import access
 from knowledge.models import Memory
 from knowledge.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin, IsReviewer
-from knowledge.provenance import EXTERNAL_KINDS, validate_ref
+from knowledge.provenance import EXTERNAL_KINDS, STATE_FIELDS, validate_ref
+from knowledge.web import no_body
 from memory import provenance
 from memory.selectors_provenance import memory_provenance, stale_memories
 
@@ -65,6 +66,12 @@ def source_detail(request, kind, ref):
     else:
         if not isinstance(request.data, dict) or not request.data:
             raise ValidationError({"fields": ["Send the source's fields as a non-empty JSON object."]})
+        known = STATE_FIELDS.get(kind)
+        unknown = sorted(set(request.data) - set(known)) if known is not None else []
+        if unknown:
+            raise ValidationError(
+                {name: [f"Unknown field; a {kind} has {', '.join(known)}."] for name in unknown}
+            )
         if not provenance.state_size_ok(request.data):
             raise ValidationError({"fields": ["The source's state is larger than 64 KiB."]})
         state = provenance.source_push(actor=request.user, kind=kind, ref=ref, fields=request.data)
@@ -95,6 +102,7 @@ CheckCounts = inline_serializer(
 @extend_schema(summary="Check every tracked source now", request=None, responses=CheckCounts)
 @api_view(["POST"])
 @permission_classes([IsReviewer])
+@no_body
 def provenance_check(request):
     return Response(provenance.provenance_check(actor=request.user))
 

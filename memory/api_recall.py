@@ -8,7 +8,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from knowledge.api_fields import StrictCharField
+from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals import Principal
 from memory.api_conversations import SLUG, IsAgentOrReviewer
@@ -21,7 +21,7 @@ from memory.recall.search import MAX_BUDGET, MAX_K
 from memory.status import alerts, job_status, recall_status
 
 
-class ScopeIn(serializers.Serializer):
+class ScopeIn(StrictSerializer):
     agent = serializers.RegexField(SLUG, max_length=64)
     conversation = serializers.IntegerField(required=False, min_value=1)
     channel = serializers.RegexField(SLUG, max_length=100, required=False)
@@ -148,7 +148,7 @@ MemoOut = inline_serializer(
 )
 
 
-class MemoIn(serializers.Serializer):
+class MemoIn(StrictSerializer):
     text = serializers.CharField(allow_blank=True, max_length=50_000, trim_whitespace=False)
     version = serializers.IntegerField(
         required=False, min_value=0, help_text="The version you edited; 409 if it changed meanwhile."
@@ -198,7 +198,7 @@ def memo_view(request, agent: str):
 # --- context ----------------------------------------------------------------------------------
 
 
-class ContextIn(serializers.Serializer):
+class ContextIn(StrictSerializer):
     conversation = serializers.IntegerField(required=False, min_value=1)
     channel = serializers.RegexField(SLUG, max_length=100, required=False)
     q = StrictCharField(max_length=2000, allow_blank=True)

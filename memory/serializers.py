@@ -7,21 +7,11 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from knowledge import access
-from knowledge.api_fields import StrictCharField
+from knowledge.api_fields import BoundedJSONField, StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation, Memory, MemorySource, Person
 
 MAX_TEXT = 20_000
 MAX_SOURCES = 50
-
-
-class RejectUnknownFieldsMixin:
-    """A misspelt field (`teir`) is an error, not silently ignored."""
-
-    def validate(self, attrs):
-        unknown = sorted(set(getattr(self, "initial_data", {}) or {}) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        return super().validate(attrs)
 
 
 class FreshFieldsMixin:
@@ -39,12 +29,12 @@ class FreshFieldsMixin:
         }
 
 
-class SourceSerializer(FreshFieldsMixin, serializers.Serializer):
+class SourceSerializer(FreshFieldsMixin, StrictSerializer):
     kind = serializers.ChoiceField(choices=MemorySource.KINDS)
     ref = serializers.CharField(max_length=300)
 
 
-class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializers.Serializer):
+class MemoryWriteSerializer(FreshFieldsMixin, StrictSerializer):
     agent = serializers.SlugField(
         max_length=64, required=False, help_text="Owner agent; an agent token may name only itself (default)."
     )
@@ -59,7 +49,7 @@ class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializ
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, default=Memory.SEMANTIC)
     category = StrictCharField(max_length=40, required=False, allow_blank=True, default="")
     key = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    value = serializers.JSONField(required=False, allow_null=True, default=None)
+    value = BoundedJSONField(required=False, allow_null=True, default=None)
     confidence = serializers.FloatField(min_value=0, max_value=1, default=1.0)
     supersedes = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
     valid_from = serializers.DateTimeField(required=False, allow_null=True, default=None)
@@ -143,7 +133,7 @@ class MemoryWriteSerializer(FreshFieldsMixin, RejectUnknownFieldsMixin, serializ
         return attrs
 
 
-class MemoryListQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class MemoryListQuerySerializer(StrictSerializer):
     status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES], required=False)
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
     category = StrictCharField(max_length=40, required=False)
@@ -162,11 +152,11 @@ class MemoryListQuerySerializer(RejectUnknownFieldsMixin, serializers.Serializer
         return access.SCOPE_ALIASES.get(value, value)
 
 
-class ReasonSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class ReasonSerializer(StrictSerializer):
     reason = serializers.CharField(max_length=2000)
 
 
-class ApproveSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class ApproveSerializer(StrictSerializer):
     text = StrictCharField(
         max_length=MAX_TEXT,
         required=False,
@@ -178,17 +168,17 @@ class ApproveSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     )
 
 
-class ReviseSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class ReviseSerializer(StrictSerializer):
     text = StrictCharField(max_length=MAX_TEXT)
     reason = serializers.CharField(max_length=2000)
 
 
-class PromoteSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class PromoteSerializer(StrictSerializer):
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
     confidence = serializers.FloatField(min_value=0, max_value=1, required=False)
 
 
-class RunFinishSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+class RunFinishSerializer(StrictSerializer):
     agent = serializers.SlugField(
         max_length=64, required=False, help_text="Reviewers: limit to one agent's run."
     )

@@ -1,0 +1,33 @@
+"""Limits on what a client may store, shared by the API and the console."""
+
+import json
+
+MAX_JSON_VALUE_BYTES = 64 * 1024
+MAX_JSON_DEPTH = 32
+
+
+def json_depth(value) -> int:
+    """How deeply `value` nests lists and objects (a scalar: 0). Iterative, so no input can
+    exhaust the stack."""
+    depth, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        depth = max(depth, level)
+        stack.extend((child, level + 1) for child in children)
+    return depth
+
+
+def json_size_error(value, *, max_bytes: int = MAX_JSON_VALUE_BYTES) -> str | None:
+    """Why `value` is too large or too deep to store as a JSON value, or None."""
+    if json_depth(value) > MAX_JSON_DEPTH:
+        return f"Nests deeper than {MAX_JSON_DEPTH} levels."
+    size = len(json.dumps(value, separators=(",", ":"), default=str).encode())
+    if size > max_bytes:
+        return f"Is {size:,} bytes as JSON; at most {max_bytes:,} are stored."
+    return None
