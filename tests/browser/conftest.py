@@ -36,11 +36,19 @@ def browser():
 
 @pytest.fixture
 def page(browser, live_server):
+    """A page on the live server. Any Content-Security-Policy violation (an inline script or
+    style, an eval) fails the test: the console must work under the policy it is served with."""
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     page.set_default_timeout(10_000)
+    violations = []
+    page.on(
+        "console",
+        lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     yield page
     context.close()
+    assert not violations, violations
 
 
 def login(page, username, password="correct-horse-9"):
