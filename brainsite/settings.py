@@ -195,6 +195,8 @@ BRAIN_MODEL_TIMEOUT_SECONDS = float(env("BRAIN_MODEL_TIMEOUT_SECONDS", "30"))
 BRAIN_MODEL_DAILY_CALLS = env_int("BRAIN_MODEL_DAILY_CALLS", 2000)
 BRAIN_MODEL_DAILY_TOKENS = env_int("BRAIN_MODEL_DAILY_TOKENS", 2_000_000)
 BRAIN_MEMO_BUDGET_TOKENS = env_int("BRAIN_MEMO_BUDGET_TOKENS", 300)
+# Each skill overlay (one agent's lessons of one skill) fits in this many tokens.
+BRAIN_OVERLAY_BUDGET_TOKENS = env_int("BRAIN_OVERLAY_BUDGET_TOKENS", 1000)
 BRAIN_DEMO = env_bool("BRAIN_DEMO")
 
 # --- governed model calls and consolidation (issue 7)

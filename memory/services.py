@@ -361,12 +361,16 @@ def memory_write(
     author_kind: str = "",
     author_name: str = "",
     now: datetime.datetime | None = None,
+    attach: dict | None = None,
+    audit_data: dict | None = None,
 ) -> Memory:
     """Write a memory owned by `owner` into `store` and pass it through memory_activate: it comes
     back `queued` (awaiting review) or `active`. Short-term tiers get `expires_at` (default TTL
     BRAIN_SHORT_TERM_TTL hours). Raises PermissionDenied when `actor` may not write there and
     MemoryConflict (after auditing memory.policy_violation) when strict anti-drift refuses it;
-    then nothing is written."""
+    then nothing is written. `attach` sets the fields that attach the memory to something
+    (a skill overlay's `skill` and `position`, a precomputed `embedding`); `audit_data` is added
+    to the memory.written event."""
     access.check_write(actor, owner=owner, store=store)
     sources = list(sources)
     _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=sources)
@@ -397,6 +401,7 @@ def memory_write(
                 turn=turn,
                 event_id=event_id,
                 conversation=conversation,
+                **(attach or {}),
             )
             status = memory_activate(
                 actor=actor,
@@ -423,6 +428,7 @@ def memory_write(
                     "event_id": event_id,
                     "supersedes": memory.supersedes_id,
                     "sources": len(sources),
+                    **(audit_data or {}),
                 },
                 revisions=[("memory", memory.pk, None, snapshot(memory))],
             )
