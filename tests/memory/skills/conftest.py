@@ -41,7 +41,9 @@ def context(world, who="scribe", q="ticket"):
     conversation = Conversation.objects.filter(agent=agent, channel=world.general).first()
     conversation = conversation or factory.make_conversation(agent, world.general)
     response = world.client(who).post(
-        f"/api/agents/{who}/context", {"conversation": conversation.pk, "q": q, "budget_tokens": 4000}, format="json"
+        f"/api/agents/{who}/context",
+        {"conversation": conversation.pk, "q": q, "budget_tokens": 4000},
+        format="json",
     )
     assert response.status_code == 200, response.json()
     return response.json()
