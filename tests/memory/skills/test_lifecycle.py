@@ -104,3 +104,35 @@ def test_lessons_are_reordered_by_admins(world, triage):
     text = section(context(world), "skills")["text"]
     assert text.index("Close a ticket") < text.index("Ask for the ticket number")
     assert AuditEvent.objects.filter(action="lesson.reordered").count() == 1
+
+
+def test_status_alerts_overlays_over_budget_and_lints_lessons_without_source(world, triage, client, settings):
+    from knowledge.memories import memory_row_create
+    from django.db import transaction
+
+    experience(world, "Ask for the ticket number before searching the knowledge base.")
+    with transaction.atomic():  # an imported row that cites nothing (the API refuses such a lesson)
+        bare = memory_row_create(
+            owner=world.scribe,
+            store="self",
+            text="Always escalate on Fridays.",
+            author_kind="system",
+            author_name="import",
+            status="active",
+            tier="procedural",
+            category="lesson",
+            skill=triage,
+            position=1,
+        )
+    client.force_login(world.admin)
+    page = client.get("/knowledge/status/")
+    lint = next(x for x in page.context["lints"] if x.code == "lessons-without-source")
+    assert lint.count == 1 and [i["memory"] for i in lint.items] == [bare.pk]
+    assert f"/memories/{bare.pk}/" in page.content.decode()
+    assert not page.context["status"]["overlays_over_budget"]
+
+    settings.BRAIN_OVERLAY_BUDGET_TOKENS = 10
+    body = world.client("reviewer").get("/api/status").json()
+    assert [(o["agent"], o["skill"]) for o in body["overlays_over_budget"]] == [("scribe", "ticket-triage")]
+    assert any("over the overlay budget" in a["text"] for a in body["alerts"])
+    assert "over the overlay budget" in client.get("/knowledge/status/").content.decode()
