@@ -2,8 +2,8 @@ import pytest
 
 from knowledge.models import Conversation
 from knowledge.principals import Principal
-from tests import factory
 from memory.skills import services
+from tests import factory
 
 ADMIN = Principal(kind="person", name="adam", role="admin")
 BASE = "Open every reply with the ticket number. Link the KB article you used."

@@ -2,10 +2,10 @@
 
 from knowledge import services as knowledge_services
 from knowledge.models import AuditEvent, Memory
+from memory.context import context_text
 from memory.eval_datasets import dataset_create
 from memory.gate_wiring import gate_context
 from memory.models import GateCheck
-from memory.context import context_text
 from tests.factory import SYSTEM
 from tests.memory.skills.conftest import context, experience, section
 
@@ -107,8 +107,9 @@ def test_lessons_are_reordered_by_admins(world, triage):
 
 
 def test_status_alerts_overlays_over_budget_and_lints_lessons_without_source(world, triage, client, settings):
-    from knowledge.memories import memory_row_create
     from django.db import transaction
+
+    from knowledge.memories import memory_row_create
 
     experience(world, "Ask for the ticket number before searching the knowledge base.")
     with transaction.atomic():  # an imported row that cites nothing (the API refuses such a lesson)
