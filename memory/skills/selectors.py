@@ -36,10 +36,30 @@ def overlay(agent: Agent, skill: Skill, *, statuses=(Memory.ACTIVE,)) -> list[Me
     )
 
 
+# Token counts of lesson texts and base instructions, by (kind, id, version): a text never
+# changes without a new version, and counting 250 lessons on every compiled context was most of
+# the skills section's cost (bench_context).
+_TOKENS: dict[tuple, int] = {}
+_TOKENS_MAX = 100_000
+
+
+def _tokens(key: tuple, text: str) -> int:
+    n = _TOKENS.get(key)
+    if n is None:
+        if len(_TOKENS) >= _TOKENS_MAX:
+            _TOKENS.clear()
+        n = _TOKENS[key] = count_tokens(text)
+    return n
+
+
+EXPERIENCE_TOKENS = count_tokens(EXPERIENCE_HEADER)
+
+
 def _render_skill(skill: Skill, lessons: list, budget: int) -> dict:
     """One skill as the agent gets it: a heading, the base instructions, then the overlay's
     lessons in order while they fit within the overlay budget and `budget` (the room left in
-    the whole context). Lessons are (id, text, forced) tuples. Token counts add up exactly."""
+    the whole context). Lessons are (id, text, tokens of the text, forced) tuples. Pieces are
+    joined by line breaks, which count nothing, so the text counts exactly the sum of its parts."""
     heading = f"## Skill: {skill.title} ({skill.name}, version {skill.version})"
     head_tokens = count_tokens(heading)
     if head_tokens > budget:
@@ -52,26 +72,28 @@ def _render_skill(skill: Skill, lessons: list, budget: int) -> dict:
             "truncated": True,
         }
     base = skill.instructions.strip()
-    base_text = truncate_to_tokens(base, budget - head_tokens)
-    truncated = base_text != base
-    left = budget - head_tokens - count_tokens(base_text)
-    overlay_room = min(overlay_budget_tokens(), max(left - count_tokens(EXPERIENCE_HEADER), 0))
+    base_tokens = _tokens(("skill", skill.pk, skill.version), base) if skill.pk else count_tokens(base)
+    truncated = False
+    if base_tokens > budget - head_tokens:
+        base = truncate_to_tokens(base, budget - head_tokens)
+        base_tokens, truncated = count_tokens(base), True
+    left = budget - head_tokens - base_tokens
+    overlay_room = min(overlay_budget_tokens(), max(left - EXPERIENCE_TOKENS, 0))
     chosen, used = [], 0
-    for lesson_id, text, forced in lessons:
-        tokens = lesson_tokens(text)
+    for lesson_id, text, text_tokens, forced in lessons:
+        tokens = text_tokens + 1  # the "- " of its line: one token
         if used + tokens > overlay_room:
             truncated = True
             continue
         chosen.append((lesson_id, text, tokens, forced))
         used += tokens
-    parts = [heading, base_text] if base_text else [heading]
+    parts = [heading, base] if base else [heading]
     if chosen:
         parts.append(EXPERIENCE_HEADER + "\n" + "\n".join(lesson_line(t) for _, t, _, _ in chosen))
-    text = "\n".join(parts)
     return {
-        "text": text,
-        "tokens": count_tokens(text),
-        "base_tokens": count_tokens(base_text),
+        "text": "\n".join(parts),
+        "tokens": head_tokens + base_tokens + (EXPERIENCE_TOKENS + used if chosen else 0),
+        "base_tokens": base_tokens,
         "overlay_tokens": used,
         "lessons": [{"id": i, "tokens": n, **({"forced": True} if f else {})} for i, _, n, f in chosen],
         "truncated": truncated,
@@ -87,41 +109,39 @@ def skills_section(agent: Agent, *, budget: int, exclude_memory_ids=(), include_
     Two queries."""
     forced = [m for m in include_memories if m.skill_id]
     excluded = set(exclude_memory_ids) | {m.pk for m in forced if m.pk}
-    skills = list(
-        Skill.objects.filter(
-            Q(agent_skills__agent=agent, agent_skills__enabled=True) | Q(pk__in=[m.skill_id for m in forced])
-        )
-        .distinct()
-        .order_by("name")
-    )
+    enabled = Q(agent_skills__agent=agent, agent_skills__enabled=True)
+    if forced:
+        enabled |= Q(pk__in=[m.skill_id for m in forced])
+    skills = list(Skill.objects.filter(enabled).distinct().order_by("name"))
     by_skill: dict[int, list] = {s.pk: [] for s in skills}
     if skills:
         rows = (
             Memory.objects.filter(owner=agent, skill_id__in=list(by_skill), status=Memory.ACTIVE)
             .exclude(pk__in=excluded)
             .order_by("position", "id")
-            .values_list("skill_id", "position", "id", "text")
+            .values_list("skill_id", "position", "id", "version", "text")
         )
-        for skill_id, position, pk, text in rows:
-            by_skill[skill_id].append((position or 0, pk, text, False))
+        for skill_id, position, pk, version, text in rows:
+            by_skill[skill_id].append(
+                (position or 0, pk, text, _tokens(("lesson", pk, version), text), False)
+            )
     for memory in forced:
         by_skill.setdefault(memory.skill_id, []).append(
-            (memory.position or 0, memory.pk or 0, memory.text, True)
+            (memory.position or 0, memory.pk or 0, memory.text, count_tokens(memory.text), True)
         )
     rendered, texts, remaining = [], [], budget
     for skill in skills:
-        lessons = [(pk, text, f) for _, pk, text, f in sorted(by_skill[skill.pk], key=lambda r: (r[0], r[1]))]
+        lessons = [row[1:] for row in sorted(by_skill[skill.pk], key=lambda r: (r[0], r[1]))]
         one = _render_skill(skill, lessons, remaining)
         if not one["text"]:
             continue
         remaining -= one["tokens"]
         texts.append(one.pop("text"))
         rendered.append({"skill": skill.name, "version": skill.version, **one})
-    text = "\n\n".join(texts)
     return {
         "name": "skills",
-        "text": text,
-        "tokens": count_tokens(text),
+        "text": "\n\n".join(texts),
+        "tokens": budget - remaining,
         "overlay_budget_tokens": overlay_budget_tokens(),
         "skills": rendered,
     }
@@ -134,7 +154,9 @@ def skill_load(agent: Agent, skill: Skill, *, budget: int | None = None) -> dict
     lessons = overlay(agent, skill)
     overlay_budget = overlay_budget_tokens()
     one = _render_skill(
-        skill, [(m.pk, m.text, False) for m in lessons], budget if budget is not None else 10**9
+        skill,
+        [(m.pk, m.text, count_tokens(m.text), False) for m in lessons],
+        budget if budget is not None else 10**9,
     )
     return {
         "agent": agent.name,

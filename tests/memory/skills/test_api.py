@@ -226,3 +226,23 @@ def test_a_skill_edit_is_restored_from_the_audit_trail(world, triage):
     assert admin.post("/api/audit/restore", {"events": [event.pk]}, format="json").status_code == 200
     skill = Skill.objects.get(name="ticket-triage")
     assert skill.instructions == BASE and skill.version == 3
+
+
+def test_the_skills_section_counts_exactly_its_text_and_cuts_an_overlay_at_the_context_budget(world, triage):
+    from knowledge.tokens import count_tokens
+    from memory.skills.selectors import skills_section
+
+    for text in (
+        LESSON,
+        "Close a ticket only after the customer confirms the fix.",
+        "Quote prices in EUR, 2 decimals.",
+    ):
+        experience(world, text)
+    full = skills_section(world.scribe, budget=4000)
+    assert full["tokens"] == count_tokens(full["text"]) and len(full["skills"][0]["lessons"]) == 3
+    assert full["skills"][0]["tokens"] == full["tokens"]
+    tight = skills_section(world.scribe, budget=full["tokens"] - 5)
+    assert tight["tokens"] == count_tokens(tight["text"]) <= full["tokens"] - 5
+    assert len(tight["skills"][0]["lessons"]) == 2 and tight["skills"][0]["truncated"]
+    tiny = skills_section(world.scribe, budget=3)
+    assert tiny["text"] == "" and tiny["tokens"] == 0
