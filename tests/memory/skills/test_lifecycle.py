@@ -137,3 +137,28 @@ def test_status_alerts_overlays_over_budget_and_lints_lessons_without_source(wor
     assert [(o["agent"], o["skill"]) for o in body["overlays_over_budget"]] == [("scribe", "ticket-triage")]
     assert any("over the overlay budget" in a["text"] for a in body["alerts"])
     assert "over the overlay budget" in client.get("/knowledge/status/").content.decode()
+
+
+def test_consolidation_leaves_lessons_to_their_overlay(world, triage):
+    from django.db import transaction
+
+    from knowledge.memories import memory_row_create
+    from memory.consolidation import consolidation_run
+
+    with transaction.atomic():  # two identical lessons (imported rows; the API refuses the second)
+        for position in (0, 1):
+            memory_row_create(
+                owner=world.scribe,
+                store="self",
+                text="Always escalate on Fridays.",
+                author_kind="system",
+                author_name="import",
+                status="active",
+                tier="procedural",
+                category="lesson",
+                skill=triage,
+                position=position,
+            )
+    plan = consolidation_run(actor=SYSTEM, mode="apply")
+    assert plan.counts.get("duplicates_folded", 0) == 0
+    assert Memory.objects.filter(skill=triage, status="active").count() == 2
