@@ -140,6 +140,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Brain API",
     "DESCRIPTION": "Long-term memory for AI agents: write, review, recall and audit memories.",
     "VERSION": "0.1.0",
+    "ENUM_NAME_OVERRIDES": {"SourceKindEnum": "knowledge.models.memories.MemorySource.KINDS"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

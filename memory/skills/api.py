@@ -103,6 +103,7 @@ def skill_detail(request, skill: str):
     tags=TAG,
     summary="The agent's skills: enabled or not, lessons and tokens against the overlay budget",
     responses={200: OBJECT, 403: ERROR, 404: ERROR},
+    operation_id="agent_skill_list",
 )
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
@@ -132,6 +133,7 @@ def agent_skill_list(request, agent: str):
     methods=["GET"],
     tags=TAG,
     summary="What the agent receives when the skill loads",
+    operation_id="agent_skill_load",
     description="Base instructions followed by the agent's active overlay (within "
     "BRAIN_OVERLAY_BUDGET_TOKENS), with token counts and each lesson's sources.",
     responses={200: OBJECT, 403: ERROR, 404: ERROR},
@@ -140,6 +142,7 @@ def agent_skill_list(request, agent: str):
     methods=["PUT"],
     tags=TAG,
     summary="Enable or disable a skill for the agent (admins)",
+    operation_id="agent_skill_enable",
     description="A disabled skill's overlay stays stored and is not in the agent's context.",
     request=EnableIn,
     responses={200: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR},

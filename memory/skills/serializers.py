@@ -5,7 +5,7 @@ silently ignored)."""
 from rest_framework import serializers
 
 from knowledge.api_fields import StrictCharField
-from knowledge.models import Memory, Skill, TaskOutcome
+from knowledge.models import Memory, MemorySource, Skill, TaskOutcome
 from memory.skills import services
 
 
@@ -53,19 +53,7 @@ class EnableIn(StrictInput):
 
 
 class SourceIn(serializers.Serializer):
-    kind = serializers.ChoiceField(
-        choices=[
-            "task_outcome",
-            "message",
-            "conversation",
-            "ticket",
-            "kb",
-            "record",
-            "memory",
-            "entry",
-            "material",
-        ]
-    )
+    kind = serializers.ChoiceField(choices=MemorySource.KINDS)
     ref = serializers.CharField(max_length=300)
 
 
