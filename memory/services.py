@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException, PermissionDenied, Validation
 from knowledge import access
 from knowledge.audit import audit_record, snapshot
 from knowledge.memories import memory_row_insert, memory_row_new, memory_row_revise
-from knowledge.models import Agent, AuditEvent, Conversation, Memory
+from knowledge.models import Agent, AgentSkill, AuditEvent, Conversation, Memory
 from knowledge.principals import Principal
 from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
@@ -175,6 +175,17 @@ def _record_policy_violation(
                 "content_hash": content_hash,
                 "route": route,
             },
+        )
+
+
+def _overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
+    """A skill lesson's review changes its overlay: the Skill experience tab shows it as the
+    overlay's last change (one UPDATE, nothing for other memories)."""
+    if memory.skill_id:
+        AgentSkill.objects.filter(agent_id=memory.owner_id, skill_id=memory.skill_id).update(
+            overlay_change=change,
+            overlay_changed_at=timezone.now(),
+            overlay_changed_by=f"{actor.kind} {actor.name}",
         )
 
 
@@ -533,6 +544,7 @@ def memory_approve(
                 data.update(edited=True, from_version=from_version, content_hash=memory.content_hash)
             if memory.supersedes_id:
                 data["supersedes"] = memory.supersedes_id
+            _overlay_touched(memory, "lesson approved" if status == Memory.ACTIVE else "lesson held", actor)
             _audit(
                 "memory.approved" if status == Memory.ACTIVE else "memory.held",
                 actor=actor,
@@ -575,6 +587,7 @@ def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
         queue_reason = memory.queue_reason
         memory.status, memory.status_reason = Memory.REJECTED, reason
         _save(memory, "status", "status_reason")
+        _overlay_touched(memory, "lesson rejected", actor)
         _audit(
             "memory.rejected",
             actor=actor,

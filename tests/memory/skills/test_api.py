@@ -1,6 +1,6 @@
 """Skills, task outcomes and experience through the API."""
 
-from knowledge.models import AuditEvent, Memory, Skill, TaskOutcome
+from knowledge.models import AgentSkill, AuditEvent, Memory, Skill, TaskOutcome
 from memory.skills.services import overlay_budget_tokens
 from tests.memory.skills.conftest import BASE, context, experience, outcome, section
 
@@ -113,6 +113,8 @@ def test_an_untrusted_agents_lesson_is_queued_for_review(world, triage):
     assert lesson["id"] in [m["id"] for m in queue["results"]]
     approved = world.client("reviewer").post(f"/api/memory/{lesson['id']}/approve", {}, format="json")
     assert approved.status_code == 200 and approved.json()["status"] == "active"
+    link = AgentSkill.objects.get(agent=world.copilot, skill=triage)
+    assert (link.overlay_change, link.overlay_changed_by) == ("lesson approved", "person rita")
     assert LESSON in section(context(world, who="copilot"), "skills")["text"]
 
 
