@@ -180,13 +180,21 @@ def _record_policy_violation(
 
 def _overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
     """A skill lesson's review changes its overlay: the Skill experience tab shows it as the
-    overlay's last change (one UPDATE, nothing for other memories)."""
-    if memory.skill_id:
-        AgentSkill.objects.filter(agent_id=memory.owner_id, skill_id=memory.skill_id).update(
-            overlay_change=change,
-            overlay_changed_at=timezone.now(),
-            overlay_changed_by=f"{actor.kind} {actor.name}",
-        )
+    overlay's last change. Review locks memories only; the overlay's own writers lock the
+    (agent, skill) row first and its memories after, so this skips a row one of them holds
+    rather than wait for it (no lock cycle; that writer records its own change)."""
+    if not memory.skill_id:
+        return
+    locked = list(
+        AgentSkill.objects.select_for_update(skip_locked=True)
+        .filter(agent_id=memory.owner_id, skill_id=memory.skill_id)
+        .values_list("pk", flat=True)
+    )
+    AgentSkill.objects.filter(pk__in=locked).update(
+        overlay_change=change,
+        overlay_changed_at=timezone.now(),
+        overlay_changed_by=f"{actor.kind} {actor.name}",
+    )
 
 
 # --- staleness and supersession -----------------------------------------------------------

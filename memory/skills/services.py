@@ -370,16 +370,16 @@ def near_duplicate(text: str, lessons: list[Memory]) -> tuple[Memory | None, obj
             return lesson, None
     if not embeddings.enabled():
         return None, None
+    model = embeddings.model_name()
     try:
-        missing = [lesson for lesson in lessons if lesson.embedding is None]
+        # A vector made by another model is not comparable: those lessons are embedded again.
+        missing = [m for m in lessons if m.embedding is None or m.embedding_model != model]
         vectors = embeddings.embed_texts([text, *[m.text for m in missing]])
     except embeddings.EmbeddingError:
         return None, None
     new, fresh = vectors[0], dict(zip((m.pk for m in missing), vectors[1:], strict=True))
     for lesson in lessons:
-        other = fresh.get(lesson.pk)
-        if other is None:
-            other = lesson.embedding
+        other = fresh.get(lesson.pk, lesson.embedding)
         cosine = float(np.dot(new, np.asarray(other, dtype=np.float32)))
         if cosine >= SAME_COSINE or (
             cosine >= NEAR_COSINE and overlap(terms, key_terms(lesson.text)) >= NEAR_OVERLAP
