@@ -248,3 +248,14 @@ def test_the_skills_section_counts_exactly_its_text_and_cuts_an_overlay_at_the_c
     assert len(tight["skills"][0]["lessons"]) == 2 and tight["skills"][0]["truncated"]
     tiny = skills_section(world.scribe, budget=3)
     assert tiny["text"] == "" and tiny["tokens"] == 0
+
+
+def test_task_outcome_sources_never_go_stale(world, triage):
+    lesson = experience(world, LESSON)
+    response = world.client("reviewer").post("/api/memory-provenance/check", {}, format="json")
+    assert response.status_code in (200, 201, 202), response.json()
+    memory = Memory.objects.get(pk=lesson["id"])
+    assert not memory.stale and memory.status == "active"
+    assert [s.state for s in memory.sources.all()] == ["unchanged"]
+    detail = world.client("reviewer").get(f"/api/memory-provenance/{lesson['id']}").json()
+    assert detail["sources"][0]["kind"] == "task_outcome"

@@ -128,3 +128,12 @@ def test_an_agent_page_links_its_skills(client, world, triage):
     client.force_login(world.reviewer)
     assert "/agents/copilot/skills/" in client.get("/agents/copilot/").content.decode()
     assert "/skills/" in client.get("/agents/").content.decode()
+
+
+def test_a_queued_lesson_waits_in_the_review_queue_and_opens_as_a_memory(client, world, triage):
+    lesson = experience(world, LESSON, who="copilot")
+    client.force_login(world.reviewer)
+    queue = client.get("/review/")
+    assert queue.status_code == 200 and LESSON in queue.content.decode()
+    detail = client.get(f"/memories/{lesson['id']}/")
+    assert detail.status_code == 200 and "task_outcome" in detail.content.decode()
