@@ -10,14 +10,15 @@ from memory.skills import services
 
 
 class StrictInput(serializers.Serializer):
-    """Answers 400 naming every key of the body that is not one of the fields."""
+    """Answers 400 naming every key that is not one of the fields — of the body, or of a nested
+    object (a source, a correction)."""
 
-    def validate(self, attrs):
-        data = getattr(self, "initial_data", None)
-        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        return super().validate(attrs)
+    def to_internal_value(self, data):
+        if hasattr(data, "keys"):
+            unknown = sorted(set(data.keys()) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
 
 
 class SkillCreateIn(StrictInput):
@@ -52,7 +53,7 @@ class EnableIn(StrictInput):
         return super().to_internal_value(data)
 
 
-class SourceIn(serializers.Serializer):
+class SourceIn(StrictInput):
     kind = serializers.ChoiceField(choices=MemorySource.KINDS)
     ref = serializers.CharField(max_length=300)
 
@@ -73,7 +74,7 @@ class ExperienceIn(StrictInput):
     )
 
 
-class CorrectionIn(serializers.Serializer):
+class CorrectionIn(StrictInput):
     text = StrictCharField(max_length=services.MAX_CORRECTION)
     by = StrictCharField(max_length=150, required=False, allow_blank=True, default="")
 

@@ -167,6 +167,21 @@ def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(world, triage):
         (url, {"lesson": "A lesson.", "sources": [{"kind": "task_outcome", "ref": "999999"}]}, "sources"),
         (url, {"lesson": "x" * 2001, "sources": source}, "lesson"),
         (url, {"lesson": "A lesson.", "sources": source, "lesosn": "typo"}, "lesosn"),
+        (
+            url,
+            {"lesson": "A lesson.", "sources": [{"kind": "task_outcome", "ref": ref, "state": {}}]},
+            "sources",
+        ),
+        (
+            "/api/task-outcomes",
+            {
+                "skill": "ticket-triage",
+                "task": "t",
+                "result": "success",
+                "correction": {"text": "x", "who": "al"},
+            },
+            "correction",
+        ),
     ]
     for path, body, field in cases:
         response = client.post(path, body, format="json")
