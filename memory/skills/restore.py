@@ -1,6 +1,8 @@
 """Restore for skills and their enablement (registered with knowledge.restore in
 MemoryConfig.ready); lessons are memories, restored by the memory restorer."""
 
+from rest_framework.exceptions import ValidationError
+
 from knowledge.audit import snapshot
 from knowledge.models import AgentSkill, Skill
 from knowledge.restore import Restorer, register_restorer
@@ -8,7 +10,7 @@ from knowledge.restore import Restorer, register_restorer
 
 class SkillRestorer(Restorer):
     """A skill's title and base instructions come back as a new version. Skills are never
-    deleted, so restoring a creation leaves the skill as it is."""
+    deleted, so a creation cannot be restored (400, nothing written)."""
 
     object_type, model = "skill", Skill
     content_fields = ("name", "title", "instructions")
@@ -21,9 +23,15 @@ class SkillRestorer(Restorer):
         return "", ""
 
     def write(self, object_id, current, target, *, actor, fields, row=None):
+        if target is None:
+            raise ValidationError(
+                {
+                    "events": [
+                        f"Skill {object_id} was created by this event; skills are never deleted, so it cannot be undone."
+                    ]
+                }
+            )
         skill = row if row is not None else Skill.objects.get(pk=int(object_id))
-        if target is None:  # restoring a creation: a skill is never deleted; keep it as it was
-            return snapshot(skill)
         for field in fields:
             setattr(skill, field, target[field])
         skill.version += 1
@@ -33,6 +41,8 @@ class SkillRestorer(Restorer):
 
 
 class AgentSkillRestorer(Restorer):
+    """Enabled or disabled; restoring the event that first enabled a skill disables it."""
+
     object_type, model = "agent_skill", AgentSkill
     content_fields = ("enabled",)
     derived_fields = (

@@ -274,3 +274,15 @@ def test_task_outcome_sources_never_go_stale(world, triage):
     assert [s.state for s in memory.sources.all()] == ["unchanged"]
     detail = world.client("reviewer").get(f"/api/memory-provenance/{lesson['id']}").json()
     assert detail["sources"][0]["kind"] == "task_outcome"
+
+
+def test_enablement_is_restorable_and_a_skill_creation_is_not(world, triage):
+    admin = world.client("admin")
+    admin.put("/api/agents/scribe/skills/ticket-triage", {"enabled": False}, format="json")
+    event = AuditEvent.objects.get(action="skill.disabled")
+    assert admin.post("/api/audit/restore", {"events": [event.pk]}, format="json").status_code == 200
+    assert AgentSkill.objects.get(agent=world.scribe, skill=triage).enabled is True
+    created = AuditEvent.objects.get(action="skill.created")
+    refused = admin.post("/api/audit/restore", {"events": [created.pk]}, format="json")
+    assert refused.status_code == 400 and "never deleted" in str(refused.json())
+    assert Skill.objects.filter(name="ticket-triage").exists()
