@@ -1,9 +1,8 @@
 """Restore for skills and their enablement (registered with knowledge.restore in
 MemoryConfig.ready); lessons are memories, restored by the memory restorer."""
 
-from rest_framework.exceptions import ValidationError
-
 from knowledge.audit import snapshot
+from knowledge.errors import Invalid
 from knowledge.models import AgentSkill, Skill
 from knowledge.restore import Restorer, register_restorer
 
@@ -24,11 +23,9 @@ class SkillRestorer(Restorer):
 
     def write(self, object_id, current, target, *, actor, fields, row=None):
         if target is None:
-            raise ValidationError(
+            raise Invalid(
                 {
-                    "events": [
-                        f"Skill {object_id} was created by this event; skills are never deleted, so it cannot be undone."
-                    ]
+                    "events": f"Skill {object_id} was created by this event; skills are never deleted, so it cannot be undone."
                 }
             )
         skill = row if row is not None else Skill.objects.get(pk=int(object_id))
