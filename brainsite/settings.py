@@ -207,6 +207,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Brain API",
     "DESCRIPTION": "Long-term memory for AI agents: write, review, recall and audit memories.",
     "VERSION": "0.1.0",
+    "ENUM_NAME_OVERRIDES": {"SourceKindEnum": "knowledge.models.memories.MemorySource.KINDS"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -262,6 +263,8 @@ BRAIN_MODEL_TIMEOUT_SECONDS = float(env("BRAIN_MODEL_TIMEOUT_SECONDS", "30"))
 BRAIN_MODEL_DAILY_CALLS = env_int("BRAIN_MODEL_DAILY_CALLS", 2000)
 BRAIN_MODEL_DAILY_TOKENS = env_int("BRAIN_MODEL_DAILY_TOKENS", 2_000_000)
 BRAIN_MEMO_BUDGET_TOKENS = env_int("BRAIN_MEMO_BUDGET_TOKENS", 300)
+# Each skill overlay (one agent's lessons of one skill) fits in this many tokens.
+BRAIN_OVERLAY_BUDGET_TOKENS = env_int("BRAIN_OVERLAY_BUDGET_TOKENS", 1000)
 BRAIN_DEMO = env_bool("BRAIN_DEMO")
 
 # --- governed model calls and consolidation (issue 7)

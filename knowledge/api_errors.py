@@ -5,11 +5,17 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from knowledge.errors import DomainError, Invalid
+
 
 def api_exception_handler(exc, context):
     """Every API error is JSON: {"error": "...", "detail": ...}, with the right status code."""
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "Not found.")
+    if isinstance(exc, Invalid):
+        return Response({"error": "invalid", "fields": exc.fields}, status=exc.status_code)
+    if isinstance(exc, DomainError):
+        return Response({"error": exc.message, **exc.extra}, status=exc.status_code)
     response = exception_handler(exc, context)
     if response is None:
         return None

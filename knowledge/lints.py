@@ -6,7 +6,10 @@
   spacing or a plural "s" ("On-call rota", "on call rotas");
 - oversized entries: a body counted (knowledge.tokens) above OVERSIZED_TOKENS, the default recall
   budget, so recall can never deliver the entry whole;
-- entries with no body: no active or queued block.
+- entries with no body: no active or queued block;
+- lessons with no source: a live lesson of a skill overlay that cites nothing, so nobody can
+  tell which task outcome, message or conversation taught it (the skills API refuses such a
+  lesson; older or imported rows can still lack one). Its items link to the memory.
 
 Every lint reads only entries the principal may read (knowledge.access) and honours the console's
 owner selector. Each reports its count and its first LINT_EXAMPLES entries."""
@@ -42,11 +45,12 @@ class Lint:
     count: int
     entries: list  # Entry rows, each with `lint_detail` set
     groups: list = dataclasses.field(default_factory=list)  # near-duplicates: lists of entries
+    items: list = dataclasses.field(default_factory=list)  # memories: {"memory", "label", "detail"}
 
     @property
     def shown(self) -> int:
         """How many of `count` are listed (entries, or groups of near-duplicates)."""
-        return len(self.groups) if self.groups else len(self.entries)
+        return len(self.groups) if self.groups else len(self.entries) or len(self.items)
 
 
 def _entries(principal: Principal, owner: Agent | None):
@@ -145,10 +149,41 @@ def entries_without_body(principal: Principal, owner: Agent | None = None) -> Li
     )
 
 
+def lessons_without_source(principal: Principal, owner: Agent | None = None) -> Lint:
+    qs = Memory.objects.filter(
+        access.readable_q(principal), skill__isnull=False, status__in=BODY_STATUSES, sources__isnull=True
+    )
+    if owner is not None:
+        qs = qs.filter(owner=owner)
+    rows = list(
+        qs.order_by("-updated_at", "pk").values_list("pk", "owner__name", "skill__name", "text")[
+            :LINT_EXAMPLES
+        ]
+    )
+    items = [
+        {
+            "label": f"lesson {pk} of {agent} · {skill}",
+            "memory": pk,
+            "detail": text[:120],
+        }
+        for pk, agent, skill, text in rows
+    ]
+    return Lint(
+        "lessons-without-source",
+        "Lessons with no source",
+        "Skill experience that cites no task outcome, message or conversation: nobody can check what "
+        "taught it. Add its evidence or remove it in the agent library.",
+        qs.count(),
+        [],
+        items=items,
+    )
+
+
 def knowledge_lints(principal: Principal, owner: Agent | None = None) -> list[Lint]:
     return [
         dated_names(principal, owner),
         near_duplicate_names(principal, owner),
         oversized_entries(principal, owner),
         entries_without_body(principal, owner),
+        lessons_without_source(principal, owner),
     ]

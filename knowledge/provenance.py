@@ -12,6 +12,7 @@ A fingerprint covers exactly the fields whose change matters for the source's ki
 | message      | its text                                                  | deleted                 |
 | material     | (no material store yet: recorded untracked)               |                         |
 | conversation | nothing — a finished conversation never changes           |                         |
+| task_outcome | nothing — a task outcome is immutable evidence            |                         |
 
 External kinds (ticket, kb, record) are compared with the state their owning system last pushed
 (SourceState); internal kinds with our own tables, by SQL that computes the same fingerprint at
@@ -41,7 +42,7 @@ STATE_FIELDS = {
     "kb": FINGERPRINT_FIELDS["kb"] + ("title", "tags", "url", "created_at", "updated_at"),
     "record": None,
 }
-NEVER_CHANGES = ("conversation",)
+NEVER_CHANGES = ("conversation", "task_outcome")
 MAX_STATE_BYTES = 64 * 1024
 
 
@@ -53,7 +54,7 @@ def validate_ref(kind: str, ref: str) -> str | None:
         return "A source ref must have 1 to 300 characters."
     if kind == "record" and (ref.count("/") != 2 or not all(ref.split("/"))):
         return "A record ref is source/type/id."
-    if kind in ("memory", "entry", "message", "conversation") and not ref.isdigit():
+    if kind in ("memory", "entry", "message", "conversation", "task_outcome") and not ref.isdigit():
         return f"A {kind} ref is its numeric id."
     return None
 

@@ -198,6 +198,7 @@ class MemoryRestorer(Restorer):
         "value",
         "status",
         "entry_id",
+        "skill_id",
         "position",
         "tier",
         "category",
@@ -241,6 +242,8 @@ class MemoryRestorer(Restorer):
     def label(self, object_id, value):
         if value and value.get("entry_id"):
             return f"block {object_id} of entry {value['entry_id']}"
+        if value and value.get("skill_id"):
+            return f"lesson {object_id} of skill {value['skill_id']}"
         return f"memory {object_id}"
 
     def write(self, object_id, current, target, *, actor, fields, row=None):

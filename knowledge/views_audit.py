@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from knowledge import restore
 from knowledge.api_audit import audit_filters_from
 from knowledge.audit_selectors import AuditFilters, audit_actions, audit_events, changed_fields
+from knowledge.errors import Invalid
 from knowledge.permissions import admin_required, reviewer_required
 from knowledge.restore import RESTORERS, RestoreConflict
 
@@ -105,7 +106,7 @@ def audit_restore(request):
     except RestoreConflict as conflict:
         context.update(steps=_steps(conflict.plan.steps), conflicts=conflict.conflicts)
         return render(request, "knowledge/audit/restore.html", context, status=409)
-    except (ValidationError, NotFound) as exc:
+    except (ValidationError, NotFound, Invalid) as exc:
         detail = exc.detail
         messages_ = (
             [str(m) for msgs in detail.values() for m in msgs] if isinstance(detail, dict) else [str(detail)]

@@ -227,7 +227,8 @@ ContextOut = inline_serializer(
     request=ContextIn,
     responses={200: ContextOut},
     summary="Compile the agent's context for one turn",
-    description="Sections: instructions, pinned memo, recalled memory (scored relevance × recency × "
+    description="Sections: instructions, pinned memo, skills (each enabled skill's base instructions and "
+    "the agent's overlay of lessons), recalled memory (scored relevance × recency × "
     "confidence × density), each with its token count; the total never exceeds `budget_tokens`.",
 )
 @api_view(["POST"])

@@ -1,7 +1,9 @@
 """Context compilation: what goes into an agent's prompt for one turn, within a token budget.
 
-Sections, in order: the agent's instructions, its pinned memo, and recalled memory. (Enabled
-skills with their overlays join as a section between memo and recall when skills exist.)
+Sections, in order: the agent's instructions, its pinned memo, its enabled skills (each skill's
+base instructions followed by the agent's overlay of lessons, each overlay within
+BRAIN_OVERLAY_BUDGET_TOKENS; see memory.skills.selectors.skills_section), and recalled memory.
+Lessons reach the prompt only through the skills section: recall's routes leave them out.
 Recalled memory comes from the same routes, fusion and decay as memory_search; here each
 candidate is scored
 
@@ -18,7 +20,8 @@ Items are taken best first while they fit. Every count is knowledge.tokens.count
 total never exceeds the budget (the sections joined by blank lines count exactly their sum).
 
 The eval gate calls `context_compile` with `include_memories=[candidate]` (the candidate memory
-placed first in recalled memory, rendered exactly as recall renders memories) and with
+placed first in recalled memory, rendered exactly as recall renders memories — or, for a skill
+lesson, in its skill's overlay where it would stand) and with
 `exclude_memory_ids=[id]` (left out of every route), so with/without differ only in that memory.
 """
 
@@ -35,6 +38,7 @@ from memory.recall.params import DEFAULT_PARAMS, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.scope import RecallScope
 from memory.recall.search import recall_candidates
+from memory.skills.selectors import skills_section
 
 DENSITY_TOKENS = 120
 MAX_RECALLED_ITEMS = 30
@@ -105,9 +109,25 @@ def context_compile(
     )
     remaining -= sections[-1]["tokens"]
 
-    # (Skills: enabled skills with their overlays go here, when the skills issue lands.)
+    skills = skills_section(
+        agent, budget=remaining, exclude_memory_ids=exclude_memory_ids, include_memories=include_memories
+    )
+    sections.append(skills)
+    remaining -= skills["tokens"]
+    if any(s["truncated"] for s in skills["skills"]):
+        truncated.append("skills")
 
-    recalled = _recalled(scope, q, remaining, now, params, exclude_memory_ids, include_memories)
+    lessons = [m for m in include_memories if m.skill_id]
+    recall_forced = [m for m in include_memories if not m.skill_id]
+    recalled = _recalled(
+        scope,
+        q,
+        remaining,
+        now,
+        params,
+        [*exclude_memory_ids, *(m.pk for m in lessons if m.pk)],
+        recall_forced,
+    )
     sections.append(recalled)
     total = sum(s["tokens"] for s in sections)
     assert total <= budget_tokens, (total, budget_tokens)

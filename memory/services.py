@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException, PermissionDenied, Validation
 from knowledge import access
 from knowledge.audit import audit_record, snapshot
 from knowledge.memories import memory_row_insert, memory_row_new, memory_row_revise
-from knowledge.models import Agent, AuditEvent, Conversation, Memory
+from knowledge.models import Agent, AgentSkill, AuditEvent, Conversation, Memory
 from knowledge.principals import Principal
 from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
@@ -177,6 +177,25 @@ def _record_policy_violation(
                 "route": route,
             },
         )
+
+
+def _overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
+    """A skill lesson's review changes its overlay: the Skill experience tab shows it as the
+    overlay's last change. Review locks memories only; the overlay's own writers lock the
+    (agent, skill) row first and its memories after, so this skips a row one of them holds
+    rather than wait for it (no lock cycle; that writer records its own change)."""
+    if not memory.skill_id:
+        return
+    locked = list(
+        AgentSkill.objects.select_for_update(skip_locked=True)
+        .filter(agent_id=memory.owner_id, skill_id=memory.skill_id)
+        .values_list("pk", flat=True)
+    )
+    AgentSkill.objects.filter(pk__in=locked).update(
+        overlay_change=change,
+        overlay_changed_at=timezone.now(),
+        overlay_changed_by=f"{actor.kind} {actor.name}",
+    )
 
 
 # --- staleness and supersession -----------------------------------------------------------
@@ -384,12 +403,16 @@ def memory_write(
     author_kind: str = "",
     author_name: str = "",
     now: datetime.datetime | None = None,
+    attach: dict | None = None,
+    audit_data: dict | None = None,
 ) -> Memory:
     """Write a memory owned by `owner` into `store` and pass it through memory_activate: it comes
     back `queued` (awaiting review) or `active`. Short-term tiers get `expires_at` (default TTL
     BRAIN_SHORT_TERM_TTL hours). Raises PermissionDenied when `actor` may not write there and
     MemoryConflict (after auditing memory.policy_violation) when strict anti-drift refuses it;
-    then nothing is written."""
+    then nothing is written. `attach` sets the fields that attach the memory to something
+    (a skill overlay's `skill` and `position`, a precomputed `embedding`); `audit_data` is added
+    to the memory.written event."""
     access.check_write(actor, owner=owner, store=store)
     sources = list(sources)
     _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=sources)
@@ -420,6 +443,7 @@ def memory_write(
                 turn=turn,
                 event_id=event_id,
                 conversation=conversation,
+                **(attach or {}),
             )
             status = memory_activate(
                 actor=actor,
@@ -446,6 +470,7 @@ def memory_write(
                     "event_id": event_id,
                     "supersedes": memory.supersedes_id,
                     "sources": len(sources),
+                    **(audit_data or {}),
                 },
                 revisions=[("memory", memory.pk, None, snapshot(memory))],
             )
@@ -550,6 +575,7 @@ def memory_approve(
                 data.update(edited=True, from_version=from_version, content_hash=memory.content_hash)
             if memory.supersedes_id:
                 data["supersedes"] = memory.supersedes_id
+            _overlay_touched(memory, "lesson approved" if status == Memory.ACTIVE else "lesson held", actor)
             _audit(
                 "memory.approved" if status == Memory.ACTIVE else "memory.held",
                 actor=actor,
@@ -592,6 +618,7 @@ def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
         queue_reason = memory.queue_reason
         memory.status, memory.status_reason = Memory.REJECTED, reason
         _save(memory, "status", "status_reason")
+        _overlay_touched(memory, "lesson rejected", actor)
         _audit(
             "memory.rejected",
             actor=actor,

@@ -1,5 +1,6 @@
 """What GET /api/status and the console's Status tab report: the embedding configuration, vector
-coverage and the re-embedding backlog per kind, evidence counts, pinned-memo budgets, the
+coverage and the re-embedding backlog per kind, evidence counts, pinned-memo budgets, skill
+overlays over their budget, the
 background jobs (worker heartbeat, waiting, stuck and failed tasks) and the alerts drawn from
 them, most urgent first."""
 
@@ -14,6 +15,7 @@ from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, M
 from knowledge.tokens import count_tokens
 from knowledge.vectors import coverage
 from memory.memo import memo_budget_tokens
+from memory.skills.selectors import overlays_over_budget
 
 
 def recall_status() -> dict:
@@ -43,6 +45,7 @@ def recall_status() -> dict:
         },
         "agents": Agent.objects.aggregate(n=Count("id"))["n"],
         "pinned_memos": memos,
+        "overlays_over_budget": overlays_over_budget(),
         "worker_heartbeat": beat,
     }
 
@@ -142,4 +145,13 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                     f"budget of {memo['budget_tokens']:,}; context compilation cuts it.",
                 }
             )
+    for overlay in status["overlays_over_budget"]:
+        out.append(
+            {
+                "level": "warning",
+                "text": f"The experience of {overlay['agent']} with skill {overlay['skill']} counts "
+                f"{overlay['tokens']:,} tokens, over the overlay budget of {overlay['budget_tokens']:,}; "
+                "context compilation leaves its last lessons out. Revise or remove lessons in the agent library.",
+            }
+        )
     return out

@@ -14,6 +14,7 @@ from memory import (
     views_recall,
     views_status,
 )
+from memory.skills import urls as skills_urls
 
 # --- memories and the review queue (issue 3) ---
 urlpatterns = [
@@ -136,3 +137,7 @@ api_urlpatterns += [
     path("agents/<slug:agent>/context", api_recall.context_view, name="api-agent-context"),
     path("status", api_recall.status_view, name="api-status"),
 ]
+
+# --- skills and skill experience ---
+urlpatterns += skills_urls.urlpatterns
+api_urlpatterns += skills_urls.api_urlpatterns

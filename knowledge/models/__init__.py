@@ -6,11 +6,13 @@ from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
+from knowledge.models.skills import AgentSkill, Skill, TaskOutcome
 from knowledge.models.sources import SourceState
 from knowledge.models.system import AuthFailure, Heartbeat, Setting
 
 __all__ = [
     "Agent",
+    "AgentSkill",
     "ApiToken",
     "AuditEvent",
     "AuthFailure",
@@ -35,5 +37,7 @@ __all__ = [
     "PinnedMemo",
     "Revision",
     "Setting",
+    "Skill",
     "SourceState",
+    "TaskOutcome",
 ]

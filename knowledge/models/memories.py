@@ -10,8 +10,9 @@ EMBEDDING_DIMENSIONS = 384
 
 
 class Memory(models.Model):
-    """The one unit of remembered content: a loose memory written through the API, or a body
-    block of an Entry (then `entry` and `position` are set)."""
+    """The one unit of remembered content: a loose memory written through the API, a body block
+    of an Entry (then `entry` and `position` are set), or a lesson of an agent's skill overlay
+    (then `skill` and `position` are set; the overlay is the owner's lessons of that skill)."""
 
     QUEUED, ACTIVE, SUPERSEDED, REJECTED, INVALIDATED, EXPIRED = (
         "queued",
@@ -39,6 +40,14 @@ class Memory(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="blocks",
+        db_index=False,
+    )
+    skill = models.ForeignKey(
+        "knowledge.Skill",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="lessons",
         db_index=False,
     )
     position = models.PositiveIntegerField(null=True, blank=True)
@@ -100,6 +109,12 @@ class Memory(models.Model):
             models.Index(fields=["owner", "store", "status"]),
             models.Index(fields=["key"]),
             models.Index(fields=["entry", "position"]),
+            # Overlays: one agent's lessons of one skill, in order (only lessons carry a skill).
+            models.Index(
+                fields=["owner", "skill", "position"],
+                name="memory_overlay_idx",
+                condition=models.Q(skill__isnull=False),
+            ),
             GinIndex(fields=["search"], name="memory_search_gin"),
             HnswIndex(
                 name="memory_embedding_hnsw",
@@ -148,7 +163,17 @@ class MemorySource(models.Model):
     """What a memory rests on: a source reference, its fingerprint when the memory was written,
     and its state at the last provenance check (see knowledge.provenance, memory.provenance)."""
 
-    KINDS = ["ticket", "kb", "record", "memory", "conversation", "message", "material", "entry"]
+    KINDS = [
+        "ticket",
+        "kb",
+        "record",
+        "memory",
+        "conversation",
+        "message",
+        "material",
+        "entry",
+        "task_outcome",
+    ]
 
     # Indexed by the unique (memory, kind, ref) constraint.
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources", db_index=False)

@@ -100,6 +100,8 @@ def _eligible_sql(*, owner_id, store, exclude) -> tuple[str, list]:
         "m.status = 'active'",
         "m.tier IN ('semantic', 'procedural')",
         "m.entry_id IS NULL",
+        # Skill lessons are curated in their overlay (near-duplicates are refused or revised there).
+        "m.skill_id IS NULL",
         f"""NOT EXISTS (SELECT 1 FROM {item} i JOIN {plan} p ON p.id = i.plan_id
             WHERE i.memory_id = m.id AND p.state IN ('running', 'proposed'))""",
     ]
@@ -456,11 +458,11 @@ def _vectors(ids) -> dict[int, np.ndarray]:
 
 
 def _partition_rows(*, owner_id, store):
-    """Active long-term memories a merge or summary may read (not pinned, not entry blocks, not
-    in an open plan). Memories already used by this run are filtered by the caller, in Python:
+    """Active long-term memories a merge or summary may read (not pinned, not entry blocks or
+    skill lessons, not in an open plan). Memories already used by this run are filtered by the caller, in Python:
     a NOT IN over thousands of ids is slower than reading the rows."""
     qs = Memory.objects.filter(
-        status=Memory.ACTIVE, tier__in=LONG_TERM, entry__isnull=True, pinned=False
+        status=Memory.ACTIVE, tier__in=LONG_TERM, entry__isnull=True, skill__isnull=True, pinned=False
     ).exclude(
         pk__in=ConsolidationItem.objects.filter(plan__state__in=ConsolidationPlan.OPEN_STATES).values(
             "memory_id"

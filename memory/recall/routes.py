@@ -116,10 +116,12 @@ def _or_query(terms: list[Term]) -> str:
 
 
 def _live_memory_sql(table: str, inp: RouteInput) -> tuple[str, list]:
-    """Only active memories, not expired at `now`, already written at `now`, not excluded."""
+    """Only active memories, not expired at `now`, already written at `now`, not excluded, and
+    not a skill overlay's lesson: lessons reach an agent only through its enabled skills (context
+    compilation's skills section), so a disabled skill's experience stays out of every prompt."""
     sql = (
         f"{table}.status = 'active' AND ({table}.expires_at IS NULL OR {table}.expires_at > %s) "
-        f"AND {table}.created_at <= %s"
+        f"AND {table}.created_at <= %s AND {table}.skill_id IS NULL"
     )
     params: list = [inp.now, inp.now]
     if inp.exclude_memory_ids:

@@ -45,3 +45,14 @@ def test_seed_demo_brings_a_gate_dataset_for_the_copilot(db):
     call_command("seed_demo", verbosity=0)
     dataset = EvalDataset.objects.get(name="memory-gate-copilot")
     assert [c["id"] for c in dataset.cases] == ["vpn-fix", "printer-floor-3", "no-passwords"]
+
+
+def test_seed_demo_brings_a_skill_with_experience(db):
+    from knowledge.models import AgentSkill, Memory, TaskOutcome
+
+    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", verbosity=0)  # idempotent
+    assert AgentSkill.objects.filter(skill__name="meeting-notes", enabled=True).count() == 2
+    assert TaskOutcome.objects.count() == 2
+    lessons = Memory.objects.filter(skill__name="meeting-notes", owner__name="scribe", status="active")
+    assert lessons.count() == 2 and all(m.sources.filter(kind="task_outcome").exists() for m in lessons)

@@ -73,13 +73,13 @@ def test_context_has_sections_with_token_counts_and_never_exceeds_the_budget(wor
     for budget in (3, 20, 40, 80, 200, 4000):
         ctx = _context(world, conv, budget)
         names = [s["name"] for s in ctx["sections"]]
-        assert names == ["instructions", "pinned_memo", "recalled_memory"]
+        assert names == ["instructions", "pinned_memo", "skills", "recalled_memory"]
         for section in ctx["sections"]:
             assert section["tokens"] == count_tokens(section["text"])
         assert ctx["total_tokens"] == sum(s["tokens"] for s in ctx["sections"]) <= budget
     full = _context(world, conv, 4000)
     assert full["sections"][1]["text"] == "Never share passwords."
-    items = full["sections"][2]["items"]
+    items = full["sections"][-1]["items"]
     assert items and all(
         {"relevance", "recency", "confidence", "density", "score"} <= set(i)
         for i in items
@@ -97,15 +97,15 @@ def test_the_gate_can_force_a_memory_in_or_leave_it_out(world):
     )
     factory.embed_all()
     with_it = _context(world, conv, 2000)
-    assert any(i["id"] == kept.pk for i in with_it["sections"][2]["items"])
+    assert any(i["id"] == kept.pk for i in with_it["sections"][-1]["items"])
     without = _context(world, conv, 2000, exclude_memory_ids=[kept.pk])
-    assert not any(i["id"] == kept.pk for i in without["sections"][2]["items"])
+    assert not any(i["id"] == kept.pk for i in without["sections"][-1]["items"])
     candidate = Memory(
         owner=world.copilot, store="shared", text="Tell users to reboot twice.", tier="semantic"
     )
     forced = _context(world, conv, 2000, include_memories=[candidate])
-    first = forced["sections"][2]["items"][0]
-    assert first["forced"] and "Tell users to reboot twice." in forced["sections"][2]["text"]
+    first = forced["sections"][-1]["items"][0]
+    assert first["forced"] and "Tell users to reboot twice." in forced["sections"][-1]["text"]
 
 
 def test_the_context_api_uses_the_same_path(world):

@@ -87,6 +87,10 @@ class Command(BaseCommand):
 
         if created := seed_entries(agents=agents):
             self.stdout.write(f"{created} knowledge entries")
+        from curation.demo import skills
+
+        if skills.seed(agents=agents):
+            self.stdout.write("skill meeting-notes, enabled for both agents, with the scribe's experience")
         from curation.demo_conversations import seed_conversations
 
         if stored := seed_conversations(actor=actor, agents=agents, channels=channels):

@@ -1,0 +1,299 @@
+"""The skills API: skills (admins write them), enabling them per agent, what a skill loads as,
+task outcomes, and the experience an agent adds while it works."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.response import Response
+
+from knowledge.models import Agent, Conversation, Memory
+from knowledge.permissions import IsAdmin, IsAgentOrReviewer
+from memory.skills import selectors, services
+from memory.skills.serializers import (
+    EnableIn,
+    ExperienceIn,
+    LessonEditIn,
+    OrderIn,
+    OutcomeIn,
+    OutcomeQuery,
+    ReasonIn,
+    SkillCreateIn,
+    SkillUpdateIn,
+    lesson_out,
+    outcome_out,
+    skill_out,
+)
+
+TAG = ["skills"]
+ERROR = OpenApiResponse(OpenApiTypes.OBJECT, description='JSON error: {"error": "...", ...}')
+OBJECT = OpenApiTypes.OBJECT
+
+
+def _valid(serializer_class, data):
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _agent_for(principal, name: str) -> Agent:
+    """The agent named in the path; an agent token may name only itself."""
+    agent = get_object_or_404(Agent, name=name)
+    if principal.kind == "agent" and principal.agent.pk != agent.pk:
+        raise PermissionDenied("An agent may read and write only its own skills.")
+    return agent
+
+
+def _lesson(lesson: Memory) -> dict:
+    lesson = Memory.objects.select_related("owner", "skill").prefetch_related("sources").get(pk=lesson.pk)
+    return lesson_out(lesson)
+
+
+@extend_schema(
+    methods=["GET"], tags=TAG, summary="List skills", responses={200: OBJECT}, operation_id="skill_list"
+)
+@extend_schema(
+    methods=["POST"],
+    tags=TAG,
+    summary="Create a skill (admins)",
+    description="Only a person with the admin role creates skills; agents and Dreaming never do.",
+    request=SkillCreateIn,
+    responses={201: OBJECT, 400: ERROR, 403: ERROR},
+    operation_id="skill_create",
+)
+@api_view(["GET", "POST"])
+@permission_classes([IsAgentOrReviewer])
+def skill_collection(request):
+    if request.method == "POST":
+        if not request.user.is_admin:
+            raise PermissionDenied("Only admins create skills.")
+        data = _valid(SkillCreateIn, request.data)
+        skill = services.skill_create(actor=request.user, **data)
+        return Response(skill_out(skill), status=status.HTTP_201_CREATED)
+    return Response({"results": [skill_out(s) for s in selectors.skill_list()]})
+
+
+@extend_schema(methods=["GET"], tags=TAG, summary="One skill", responses={200: OBJECT, 404: ERROR})
+@extend_schema(
+    methods=["PATCH"],
+    tags=TAG,
+    summary="Edit a skill (admins)",
+    description="A change of title or base instructions is a new version (audited, restorable). With "
+    "`version`, 409 when someone saved another version meanwhile.",
+    request=SkillUpdateIn,
+    responses={200: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+)
+@api_view(["GET", "PATCH"])
+@permission_classes([IsAgentOrReviewer])
+def skill_detail(request, skill: str):
+    skill_obj = selectors.skill_get(skill)
+    if request.method == "PATCH":
+        if not request.user.is_admin:
+            raise PermissionDenied("Only admins edit skills.")
+        data = _valid(SkillUpdateIn, request.data)
+        skill_obj = services.skill_update(
+            actor=request.user, skill=skill_obj, expected_version=data.pop("version", None), **data
+        )
+    return Response(skill_out(skill_obj))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="The agent's skills: enabled or not, lessons and tokens against the overlay budget",
+    responses={200: OBJECT, 403: ERROR, 404: ERROR},
+    operation_id="agent_skill_list",
+)
+@api_view(["GET"])
+@permission_classes([IsAgentOrReviewer])
+def agent_skill_list(request, agent: str):
+    agent_obj = _agent_for(request.user, agent)
+    rows = selectors.experience_summary(owner=agent_obj, recent_outcomes=0)
+    return Response(
+        {
+            "agent": agent_obj.name,
+            "results": [
+                {
+                    "skill": r["skill"].name,
+                    "enabled": r["enabled"],
+                    "lessons": r["active"],
+                    "queued": r["queued"],
+                    "overlay_tokens": r["tokens"],
+                    "overlay_budget_tokens": r["budget_tokens"],
+                    "outcomes": r["outcomes"],
+                }
+                for r in rows
+            ],
+        }
+    )
+
+
+@extend_schema(
+    methods=["GET"],
+    tags=TAG,
+    summary="What the agent receives when the skill loads",
+    operation_id="agent_skill_load",
+    description="Base instructions followed by the agent's active overlay (within "
+    "BRAIN_OVERLAY_BUDGET_TOKENS), with token counts and each lesson's sources.",
+    responses={200: OBJECT, 403: ERROR, 404: ERROR},
+)
+@extend_schema(
+    methods=["PUT"],
+    tags=TAG,
+    summary="Enable or disable a skill for the agent (admins)",
+    operation_id="agent_skill_enable",
+    description="A disabled skill's overlay stays stored and is not in the agent's context.",
+    request=EnableIn,
+    responses={200: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR},
+)
+@api_view(["GET", "PUT"])
+@permission_classes([IsAgentOrReviewer])
+def agent_skill_detail(request, agent: str, skill: str):
+    agent_obj = _agent_for(request.user, agent)
+    skill_obj = selectors.skill_get(skill)
+    if request.method == "PUT":
+        if not request.user.is_admin:
+            raise PermissionDenied("Only admins enable or disable skills.")
+        data = _valid(EnableIn, request.data)
+        services.skill_enable(actor=request.user, agent=agent_obj, skill=skill_obj, enabled=data["enabled"])
+    return Response(selectors.skill_load(agent_obj, skill_obj))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Add experience to the agent's overlay of a skill",
+    description="`lesson` with `sources` (at least one task outcome, message or conversation of this "
+    "agent) and optionally `revises` (a lesson it replaces: superseded once the new one is in force). "
+    "409 when the skill is not enabled for the agent, or when the lesson nearly repeats one of the "
+    "overlay (`duplicate_of` names it) without revising it. An untrusted agent's lesson is queued for "
+    "review; the eval gate sees it like any memory.",
+    request=ExperienceIn,
+    responses={201: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+)
+@api_view(["POST"])
+@permission_classes([IsAgentOrReviewer])
+def experience_add(request, agent: str, skill: str):
+    agent_obj = _agent_for(request.user, agent)
+    skill_obj = selectors.skill_get(skill)
+    data = _valid(ExperienceIn, request.data)
+    lesson = services.lesson_add(
+        actor=request.user,
+        agent=agent_obj,
+        skill=skill_obj,
+        text=data["lesson"],
+        sources=[dict(s) for s in data["sources"]],
+        revises=data["revises"],
+    )
+    return Response(_lesson(lesson), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Reorder the overlay's lessons (admins)",
+    request=OrderIn,
+    responses={200: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR},
+)
+@api_view(["PUT"])
+@permission_classes([IsAdmin])
+def lesson_order(request, agent: str, skill: str):
+    agent_obj = _agent_for(request.user, agent)
+    skill_obj = selectors.skill_get(skill)
+    data = _valid(OrderIn, request.data)
+    services.lesson_reorder(actor=request.user, agent=agent_obj, skill=skill_obj, order=data["order"])
+    return Response(selectors.skill_load(agent_obj, skill_obj))
+
+
+@extend_schema(
+    methods=["PATCH"],
+    tags=TAG,
+    summary="Correct a lesson's text (admins; a reason is required)",
+    request=LessonEditIn,
+    responses={200: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR},
+)
+@api_view(["PATCH"])
+@permission_classes([IsAdmin])
+def lesson_detail(request, lesson_id: int):
+    data = _valid(LessonEditIn, request.data)
+    lesson = services.lesson_edit(actor=request.user, lesson_id=lesson_id, **data)
+    return Response(_lesson(lesson))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Remove a lesson from its overlay (admins; a reason is required; restorable)",
+    request=ReasonIn,
+    responses={200: OBJECT, 400: ERROR, 403: ERROR, 404: ERROR},
+)
+@api_view(["POST"])
+@permission_classes([IsAdmin])
+def lesson_remove(request, lesson_id: int):
+    data = _valid(ReasonIn, request.data)
+    lesson = services.lesson_remove(actor=request.user, lesson_id=lesson_id, reason=data["reason"])
+    return Response(_lesson(lesson))
+
+
+@extend_schema(
+    methods=["POST"],
+    tags=TAG,
+    summary="Report how a task went",
+    description="Evidence of how a task went — never of whether an answer was right. Idempotent by "
+    "`external_id`: the same id again answers 200 with the stored outcome and writes nothing.",
+    request=OutcomeIn,
+    responses={201: OBJECT, 200: OBJECT, 400: ERROR, 403: ERROR},
+)
+@extend_schema(
+    methods=["GET"],
+    tags=TAG,
+    summary="Task outcomes, newest first (per agent and skill)",
+    parameters=[OutcomeQuery],
+    responses={200: OBJECT, 400: ERROR},
+)
+@api_view(["GET", "POST"])
+@permission_classes([IsAgentOrReviewer])
+def outcome_collection(request):
+    principal = request.user
+    if request.method == "GET":
+        query = _valid(OutcomeQuery, request.query_params.dict())
+        agent = _agent_for(principal, query["agent"]) if query.get("agent") else None
+        if agent is None and principal.kind == "agent":
+            agent = principal.agent
+        skill = selectors.skill_get(query["skill"]) if query.get("skill") else None
+        outcomes = selectors.outcome_list(agent=agent, skill=skill)[: query["limit"]]
+        return Response({"results": [outcome_out(o) for o in outcomes]})
+
+    data = _valid(OutcomeIn, request.data)
+    errors = {}
+    name = data.get("agent")
+    agent = None
+    if name is None:
+        if principal.kind == "agent":
+            agent = principal.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    else:
+        agent = Agent.objects.filter(name=name).first()
+        if agent is None:
+            errors["agent"] = [f"There is no agent named {name}."]
+    skill = selectors.skill_list().filter(name=data["skill"]).first()
+    if skill is None:
+        errors["skill"] = [f"There is no skill named {data['skill']}."]
+    conversation = None
+    if data["conversation"] is not None:
+        conversation = Conversation.objects.filter(pk=data["conversation"]).first()
+        if conversation is None or (agent is not None and conversation.agent_id != agent.pk):
+            errors["conversation"] = [f"No conversation {data['conversation']} of this agent."]
+    if errors:
+        raise ValidationError(errors)
+    outcome, created = services.outcome_record(
+        actor=principal,
+        agent=agent,
+        skill=skill,
+        task=data["task"],
+        result=data["result"],
+        conversation=conversation,
+        steps=data["steps"],
+        correction=dict(data["correction"]) if data["correction"] else None,
+        external_id=data["external_id"],
+    )
+    return Response(outcome_out(outcome), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -1,0 +1,335 @@
+"""Reads of skills and overlays: what an agent receives when a skill loads (base instructions
+followed by its overlay, within the overlay budget), the skills section of compiled context,
+the Skill experience summary, task outcomes, overlays over budget."""
+
+from django.db import connection
+from django.db.models import Count, Q
+
+from knowledge.errors import NotFound
+from knowledge.models import Agent, AgentSkill, Memory, Skill, TaskOutcome
+from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.services import LIVE
+from memory.skills.services import lesson_line, lesson_tokens, overlay_budget_tokens
+
+EXPERIENCE_HEADER = "Experience:"
+
+
+def skill_list():
+    return Skill.objects.all().order_by("name")
+
+
+def skill_get(name: str) -> Skill:
+    skill = Skill.objects.filter(name=name).first()
+    if skill is None:
+        raise NotFound(f"There is no skill named {name}.", skill=name)
+    return skill
+
+
+def agent_skills(agent: Agent) -> list[AgentSkill]:
+    return list(AgentSkill.objects.filter(agent=agent).select_related("skill").order_by("skill__name"))
+
+
+def overlay(agent: Agent, skill: Skill, *, statuses=(Memory.ACTIVE,)) -> list[Memory]:
+    return list(
+        Memory.objects.filter(owner=agent, skill=skill, status__in=statuses)
+        .prefetch_related("sources")
+        .order_by("position", "id")
+    )
+
+
+# Token counts of lesson texts and base instructions, by (kind, id, version): a text never
+# changes without a new version, and counting 250 lessons on every compiled context was most of
+# the skills section's cost (bench_context).
+_TOKENS: dict[tuple, int] = {}
+_TOKENS_MAX = 100_000
+
+
+def _tokens(key: tuple, text: str) -> int:
+    n = _TOKENS.get(key)
+    if n is None:
+        if len(_TOKENS) >= _TOKENS_MAX:
+            _TOKENS.clear()
+        n = _TOKENS[key] = count_tokens(text)
+    return n
+
+
+EXPERIENCE_TOKENS = count_tokens(EXPERIENCE_HEADER)
+
+
+def _render_skill(skill: Skill, lessons: list, budget: int) -> dict:
+    """One skill as the agent gets it: a heading, the base instructions, then the overlay's
+    lessons in order while they fit within the overlay budget and `budget` (the room left in
+    the whole context). Lessons are (id, text, tokens of the text, forced) tuples. Pieces are
+    joined by line breaks, which count nothing, so the text counts exactly the sum of its parts."""
+    heading = f"## Skill: {skill.title} ({skill.name}, version {skill.version})"
+    head_tokens = count_tokens(heading)
+    if head_tokens > budget:
+        return {
+            "text": "",
+            "tokens": 0,
+            "base_tokens": 0,
+            "overlay_tokens": 0,
+            "lessons": [],
+            "truncated": True,
+        }
+    base = skill.instructions.strip()
+    base_tokens = _tokens(("skill", skill.pk, skill.version), base) if skill.pk else count_tokens(base)
+    truncated = False
+    if base_tokens > budget - head_tokens:
+        base = truncate_to_tokens(base, budget - head_tokens)
+        base_tokens, truncated = count_tokens(base), True
+    left = budget - head_tokens - base_tokens
+    overlay_room = min(overlay_budget_tokens(), max(left - EXPERIENCE_TOKENS, 0))
+    chosen, used = [], 0
+    for lesson_id, text, text_tokens, forced in lessons:
+        tokens = text_tokens + 1  # the "- " of its line: one token
+        if used + tokens > overlay_room:
+            truncated = True
+            continue
+        chosen.append((lesson_id, text, tokens, forced))
+        used += tokens
+    parts = [heading, base] if base else [heading]
+    if chosen:
+        parts.append(EXPERIENCE_HEADER + "\n" + "\n".join(lesson_line(t) for _, t, _, _ in chosen))
+    return {
+        "text": "\n".join(parts),
+        "tokens": head_tokens + base_tokens + (EXPERIENCE_TOKENS + used if chosen else 0),
+        "base_tokens": base_tokens,
+        "overlay_tokens": used,
+        "lessons": [{"id": i, "tokens": n, **({"forced": True} if f else {})} for i, _, n, f in chosen],
+        "truncated": truncated,
+    }
+
+
+_SKILLS: dict[tuple[int, int], Skill] = {}  # (id, version) → the skill row; a change bumps its version
+
+OVERLAY_SQL = """
+    SELECT l.skill_id, s.version, m.id, m.position, m.version, m.text
+    FROM knowledge_agentskill l
+    JOIN knowledge_skill s ON s.id = l.skill_id
+    LEFT JOIN knowledge_memory m
+           ON m.owner_id = l.agent_id AND m.skill_id = l.skill_id AND m.status = 'active'
+          AND NOT (m.id = ANY(%s))
+    WHERE l.agent_id = %s AND l.enabled
+"""
+
+
+def _enabled_overlays(agent: Agent, excluded: list[int]) -> dict[int, tuple[int, list]]:
+    """{skill id: (skill version, [(position, id, version, text)])} for the agent's enabled
+    skills and their active lessons, in one statement (it runs in every compiled context)."""
+    with connection.cursor() as cursor:
+        cursor.execute(OVERLAY_SQL, [excluded, agent.pk])
+        rows = cursor.fetchall()
+    out: dict[int, tuple[int, list]] = {}
+    for skill_id, skill_version, pk, position, version, text in rows:
+        entry = out.setdefault(skill_id, (skill_version, []))
+        if pk is not None:
+            entry[1].append((position or 0, pk, version, text))
+    return out
+
+
+def _skills(versions: dict[int, int]) -> list[Skill]:
+    """The skill rows at these versions, from the per-process cache or one query."""
+    missing = [pk for pk, v in versions.items() if (pk, v) not in _SKILLS]
+    if missing:
+        if len(_SKILLS) > 10_000:
+            _SKILLS.clear()
+        for skill in Skill.objects.filter(pk__in=missing):
+            _SKILLS[(skill.pk, skill.version)] = skill
+    found = [_SKILLS.get((pk, v)) for pk, v in versions.items()]
+    # A skill edited between the two reads is read again as it is now.
+    stale = [pk for pk, skill in zip(versions, found, strict=True) if skill is None]
+    fresh = list(Skill.objects.filter(pk__in=stale)) if stale else []
+    return sorted([s for s in found if s is not None] + fresh, key=lambda s: s.name)
+
+
+def skills_section(agent: Agent, *, budget: int, exclude_memory_ids=(), include_memories=()) -> dict:
+    """The `skills` section of compiled context: every enabled skill of `agent` (by name), its
+    base instructions followed by its active lessons, each overlay within
+    BRAIN_OVERLAY_BUDGET_TOKENS and all of it within `budget`. A disabled skill's overlay is
+    not read. The eval gate passes a candidate lesson in `include_memories` (placed in its
+    skill's overlay exactly where it would stand) and leaves it out with `exclude_memory_ids`.
+
+    One statement reads the enabled skills with their lessons; skill rows come from a cache by
+    version (measured by bench_context with 5 skills × 50 lessons: 11 ms with ORM queries and
+    recounting every lesson, 3 ms with the ORM and cached counts, see docs/PERFORMANCE.md)."""
+    forced = [m for m in include_memories if m.skill_id]
+    excluded = sorted(set(exclude_memory_ids) | {m.pk for m in forced if m.pk})
+    overlays = _enabled_overlays(agent, excluded)
+    for memory in forced:
+        if memory.skill_id not in overlays:  # the gate's candidate of a skill not enabled (any more)
+            skill = Skill.objects.get(pk=memory.skill_id)
+            overlays[skill.pk] = (skill.version, [])
+    lessons_of = {
+        pk: [(p, i, t, _tokens(("lesson", i, v), t), False) for p, i, v, t in rows]
+        for pk, (_, rows) in overlays.items()
+    }
+    for memory in forced:
+        lessons_of[memory.skill_id].append(
+            (memory.position or 0, memory.pk or 0, memory.text, count_tokens(memory.text), True)
+        )
+    rendered, texts, remaining = [], [], budget
+    for skill in _skills({pk: version for pk, (version, _) in overlays.items()}):
+        lessons = [row[1:] for row in sorted(lessons_of[skill.pk], key=lambda r: (r[0], r[1]))]
+        one = _render_skill(skill, lessons, remaining)
+        if not one["text"]:
+            continue
+        remaining -= one["tokens"]
+        texts.append(one.pop("text"))
+        rendered.append({"skill": skill.name, "version": skill.version, **one})
+    return {
+        "name": "skills",
+        "text": "\n\n".join(texts),
+        "tokens": budget - remaining,
+        "overlay_budget_tokens": overlay_budget_tokens(),
+        "skills": rendered,
+    }
+
+
+def skill_load(agent: Agent, skill: Skill, *, budget: int | None = None) -> dict:
+    """What `agent` receives when `skill` loads: base instructions followed by its active
+    overlay, with token counts (GET /api/agents/{agent}/skills/{skill})."""
+    link = AgentSkill.objects.filter(agent=agent, skill=skill).first()
+    lessons = overlay(agent, skill)
+    overlay_budget = overlay_budget_tokens()
+    one = _render_skill(
+        skill,
+        [(m.pk, m.text, count_tokens(m.text), False) for m in lessons],
+        budget if budget is not None else 10**9,
+    )
+    return {
+        "agent": agent.name,
+        "skill": skill.name,
+        "title": skill.title,
+        "version": skill.version,
+        "enabled": bool(link and link.enabled),
+        "text": one["text"],
+        "tokens": one["tokens"],
+        "base_tokens": one["base_tokens"],
+        "overlay_tokens": one["overlay_tokens"],
+        "overlay_budget_tokens": overlay_budget,
+        "truncated": one["truncated"],
+        "lessons": [
+            {
+                "id": m.pk,
+                "text": m.text,
+                "position": m.position,
+                "version": m.version,
+                "tokens": lesson_tokens(m.text),
+                "author": f"{m.author_kind}:{m.author_name}",
+                "sources": [{"kind": s.kind, "ref": s.ref} for s in m.sources.all()],
+                "in_context": any(x["id"] == m.pk for x in one["lessons"]),
+            }
+            for m in lessons
+        ],
+    }
+
+
+def outcome_list(*, agent: Agent | None = None, skill: Skill | None = None):
+    qs = TaskOutcome.objects.select_related("agent", "skill").order_by("-created_at", "-id")
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    if skill is not None:
+        qs = qs.filter(skill=skill)
+    return qs
+
+
+def overlay_sizes(*, owner: Agent | None = None) -> dict[tuple[int, int], dict]:
+    """{(agent id, skill id): {"active", "queued", "tokens"}} over live lessons, in one query
+    (tokens of the active lessons, as context counts them)."""
+    qs = Memory.objects.filter(skill__isnull=False, status__in=LIVE)
+    if owner is not None:
+        qs = qs.filter(owner=owner)
+    sizes: dict[tuple[int, int], dict] = {}
+    for owner_id, skill_id, status, text in qs.values_list("owner_id", "skill_id", "status", "text"):
+        size = sizes.setdefault((owner_id, skill_id), {"active": 0, "queued": 0, "tokens": 0})
+        size[status] += 1
+        if status == Memory.ACTIVE:
+            size["tokens"] += lesson_tokens(text)
+    return sizes
+
+
+def experience_summary(*, owner: Agent | None = None, recent_outcomes: int = 5) -> list[dict]:
+    """One row per (agent, skill) that has been enabled or has lessons: enabled or not, lessons
+    active and queued, tokens against the overlay budget, the last change and who made it, and
+    the task outcomes behind it (count and the most recent). A few queries, whatever the count."""
+    links = AgentSkill.objects.select_related("agent", "skill").order_by("agent__name", "skill__name")
+    if owner is not None:
+        links = links.filter(agent=owner)
+    links = list(links)
+    sizes = overlay_sizes(owner=owner)
+    counts = {
+        (r["agent_id"], r["skill_id"]): r["n"]
+        for r in TaskOutcome.objects.filter(**({"agent": owner} if owner else {}))
+        .values("agent_id", "skill_id")
+        .annotate(n=Count("id"))
+    }
+    recent: dict[tuple[int, int], list] = {}
+    if links:
+        pairs = Q()
+        for link in links:
+            pairs |= Q(agent_id=link.agent_id, skill_id=link.skill_id)
+        # The newest few outcomes per overlay, by a window function (one query).
+        from django.db.models import F, Window
+        from django.db.models.functions import RowNumber
+
+        ranked = (
+            TaskOutcome.objects.filter(pairs)
+            .annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=[F("agent_id"), F("skill_id")],
+                    order_by=[F("created_at").desc(), F("id").desc()],
+                )
+            )
+            .order_by("agent_id", "skill_id", "-created_at", "-id")
+        )
+        for outcome in ranked:
+            if outcome.rank <= recent_outcomes:
+                recent.setdefault((outcome.agent_id, outcome.skill_id), []).append(outcome)
+    budget = overlay_budget_tokens()
+    rows = []
+    for link in links:
+        key = (link.agent_id, link.skill_id)
+        size = sizes.get(key, {"active": 0, "queued": 0, "tokens": 0})
+        rows.append(
+            {
+                "agent": link.agent,
+                "skill": link.skill,
+                "enabled": link.enabled,
+                "active": size["active"],
+                "queued": size["queued"],
+                "tokens": size["tokens"],
+                "budget_tokens": budget,
+                "over": size["tokens"] > budget,
+                "last_change": link.overlay_change,
+                "changed_at": link.overlay_changed_at,
+                "changed_by": link.overlay_changed_by,
+                "outcomes": counts.get(key, 0),
+                "recent_outcomes": recent.get(key, []),
+            }
+        )
+    return rows
+
+
+def overlays_over_budget() -> list[dict]:
+    """Overlays whose active lessons count more than BRAIN_OVERLAY_BUDGET_TOKENS (the budget was
+    lowered, or people wrote past it): context compilation cuts them."""
+    budget = overlay_budget_tokens()
+    over = [(key, size) for key, size in overlay_sizes().items() if size["tokens"] > budget]
+    if not over:
+        return []
+    agents = Agent.objects.in_bulk([k[0] for k, _ in over])
+    skills = Skill.objects.in_bulk([k[1] for k, _ in over])
+    return sorted(
+        (
+            {
+                "agent": agents[a].name,
+                "skill": skills[s].name,
+                "tokens": size["tokens"],
+                "budget_tokens": budget,
+            }
+            for (a, s), size in over
+        ),
+        key=lambda o: (o["agent"], o["skill"]),
+    )
