@@ -3,6 +3,8 @@ coverage and the re-embedding backlog per kind, evidence counts, pinned-memo bud
 background jobs (worker heartbeat, waiting, stuck and failed tasks) and the alerts drawn from
 them, most urgent first."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -14,6 +16,29 @@ from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, M
 from knowledge.tokens import count_tokens
 from knowledge.vectors import coverage
 from memory.memo import memo_budget_tokens
+
+
+@dataclass(frozen=True)
+class StatusSection:
+    """A section a layer above adds to the Status tab and GET /api/status (Dreaming's stage A
+    registers one from curation, which memory may not import): `report()` gives its JSON-safe
+    data under `name`, `template` renders it on the tab, `alerts(data)` adds its alerts."""
+
+    name: str
+    template: str
+    report: Callable[[], dict]
+    alerts: Callable[[dict], list[dict]]
+
+
+_sections: dict[str, StatusSection] = {}
+
+
+def status_section_register(section: StatusSection) -> None:
+    _sections[section.name] = section
+
+
+def status_sections() -> list[StatusSection]:
+    return list(_sections.values())
 
 
 def recall_status() -> dict:
@@ -44,6 +69,7 @@ def recall_status() -> dict:
         "agents": Agent.objects.aggregate(n=Count("id"))["n"],
         "pinned_memos": memos,
         "worker_heartbeat": beat,
+        **{section.name: section.report() for section in status_sections()},
     }
 
 
@@ -133,6 +159,9 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                 "find them.",
             }
         )
+    for section in status_sections():
+        if section.name in status:
+            out += section.alerts(status[section.name])
     for memo in status["pinned_memos"]:
         if memo["over"]:
             out.append(
