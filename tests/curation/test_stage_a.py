@@ -224,7 +224,7 @@ def test_invalid_json_writes_nothing_and_is_retried_with_back_off(world, model_s
     "mutate, reason",
     [
         (lambda r, ids: r["episodes"][1]["messages"].append(ids[3]), "message"),  # overlap
-        (lambda r, ids: r["noise"].clear(), f"message"),  # a message nowhere
+        (lambda r, ids: r["noise"].clear(), "message"),  # a message nowhere
         (lambda r, ids: r["episodes"][0]["evidence"].append(ids[5]), "episode 1's evidence"),
         (lambda r, ids: r.update(leave_from=ids[4]), "episode 2 includes message"),
         (lambda r, ids: r["episodes"][0].update(evidence=[]), "episode 1 has a resolution"),
