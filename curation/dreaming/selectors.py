@@ -12,7 +12,7 @@ from curation.dreaming import stage_a
 from curation.models import DreamingRun, StageACursor
 from knowledge.llm import LIGHT, model_availability
 from knowledge.models import Channel, Message
-from knowledge.settings_store import setting_get
+from knowledge.settings_store import setting_cache_clear, setting_get
 from knowledge.tokens import count_tokens
 
 MAX_BATCH_MESSAGES = 500  # a hard cap besides the token budget, so the reply's id lists stay short
@@ -166,6 +166,7 @@ def stage_a_status(now=None) -> dict:
     per channel the cursor's lag, the last run and its outcome, the next trigger and failures."""
     now = now or timezone.now()
     unavailable = model_availability(LIGHT)
+    setting_cache_clear()  # the values in force now, whichever process changed them
     quiet, threshold = (
         setting_get("BRAIN_DREAMING_QUIET_MINUTES"),
         setting_get("BRAIN_DREAMING_BATCH_MESSAGES"),
@@ -238,16 +239,9 @@ def _run_out(run: DreamingRun) -> dict:
 
 
 def stage_a_alerts(section: dict) -> list[dict]:
+    """A channel failing three times in a row, or more than 5,000 messages behind. A deployment
+    without a model is not an alert: the section itself says why stage A does not run."""
     out = []
-    waiting = sum(c["lag_messages"] for c in section["channels"])
-    if not section["available"] and waiting:
-        out.append(
-            {
-                "level": "warning",
-                "text": f"Dreaming stage A is not running ({section['unavailable_reason']}): {waiting:,} "
-                "message(s) wait for episodes. Keyword and vector search still find every message.",
-            }
-        )
     for c in section["channels"]:
         if c["failures"] >= FAILURES_ALERT:
             reason = c["last_failure"]["reason"] if c["last_failure"] else ""
