@@ -8,7 +8,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -139,7 +139,9 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
     try:
         reply = model_call(
             purpose="dreaming.stage_a",
-            messages=stage_a.prompt(channel=channel.name, lines=batch.lines, full=batch.full),
+            messages=stage_a.prompt(
+                channel=channel.name, messages=batch.messages, lines=batch.lines, full=batch.full
+            ),
             schema=stage_a.SCHEMA,
             profile=LIGHT,
             actor=ACTOR,
@@ -202,18 +204,27 @@ def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: stage_a
                 )
             )
         Episode.objects.bulk_create(episodes)
-        links = []
+        message_ids, episode_ids, links = [], [], []
         for episode, e in zip(episodes, cut.episodes, strict=True):
-            linked = Message.objects.filter(
-                pk__in=e["messages"], channel=channel, episode__isnull=True
-            ).update(episode=episode)
-            if linked != len(e["messages"]):
-                raise BatchFailed(
-                    "some of the batch's messages are already in an episode; nothing was written"
-                )
+            message_ids += e["messages"]
+            episode_ids += [episode.pk] * len(e["messages"])
             links += [
                 Episode.evidence.through(episode_id=episode.pk, message_id=mid) for mid in e["evidence"]
             ]
+        if message_ids:
+            # One statement links every covered message to its episode (one UPDATE per episode
+            # was a third of a batch's own time in the stage A benchmark).
+            with connection.cursor() as cur:
+                cur.execute(
+                    "UPDATE knowledge_message m SET episode_id = v.episode FROM unnest(%s::bigint[], "
+                    "%s::bigint[]) AS v(id, episode) WHERE m.id = v.id AND m.channel_id = %s "
+                    "AND m.episode_id IS NULL",
+                    [message_ids, episode_ids, channel.pk],
+                )
+                if cur.rowcount != len(message_ids):
+                    raise BatchFailed(
+                        "some of the batch's messages are already in an episode; nothing was written"
+                    )
         Episode.evidence.through.objects.bulk_create(links)
         if cut.covered:
             last = by_id[cut.covered[-1]]

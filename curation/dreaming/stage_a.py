@@ -52,7 +52,8 @@ SCHEMA = {
 }
 
 SYSTEM = """You index a chat channel for later search. You get a batch of the channel's messages, \
-oldest first; each line starts with the message id (#id), then its time, speaker and thread.
+oldest first, under a line with their date; each line starts with the message id (#id), then \
+its time (UTC), speaker and thread.
 
 Cut the batch into episodes: one episode per discussion of one topic. A side discussion (for \
 example in a thread) may be its own episode. Greetings, thanks, jokes and bot chatter that belong \
@@ -95,13 +96,21 @@ def line(m: BatchMessage) -> str:
     if len(text) > MESSAGE_CHARS:
         text = text[:MESSAGE_CHARS] + " …"
     thread = f" (thread {m.thread})" if m.thread else ""
-    return f"#{m.id} [{m.ts:%Y-%m-%d %H:%M}] {m.speaker}{thread}: {text}"
+    return f"#{m.id} {m.ts:%H:%M} {m.speaker}{thread}: {text}"
 
 
-def prompt(*, channel: str, lines: list[str], full: bool) -> list[dict]:
+def prompt(*, channel: str, messages: list[BatchMessage], lines: list[str], full: bool) -> list[dict]:
+    """The date is given once per day ("[2026-09-01]" before that day's first message) instead
+    of on every line: about 6 tokens less per message."""
+    body, day = [], None
+    for m, text in zip(messages, lines, strict=True):
+        if m.ts.date() != day:
+            day = m.ts.date()
+            body.append(f"[{day:%Y-%m-%d}]")
+        body.append(text)
     return [
         {"role": "system", "content": SYSTEM.format(full_note=FULL_NOTE if full else "")},
-        {"role": "user", "content": f"Channel {channel}, {len(lines)} messages:\n" + "\n".join(lines)},
+        {"role": "user", "content": f"Channel {channel}, {len(lines)} messages:\n" + "\n".join(body)},
     ]
 
 
