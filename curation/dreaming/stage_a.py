@@ -24,7 +24,7 @@ SCHEMA = {
     "properties": {
         "episodes": {
             "type": "array",
-            "maxItems": 100,
+            "maxItems": 500,  # as many as a batch has messages (selectors.MAX_BATCH_MESSAGES)
             "items": {
                 "type": "object",
                 "properties": {

@@ -20,7 +20,7 @@ def stage_a_sweep() -> int:
     return len(due)
 
 
-def stage_a_channel(channel_id: int, trigger: str) -> str:
+def stage_a_channel(channel_id: int, trigger: str, started_by: str = "") -> str:
     from curation.dreaming.services import ChannelBusy, stage_a_run
     from knowledge.models import Channel
 
@@ -28,7 +28,7 @@ def stage_a_channel(channel_id: int, trigger: str) -> str:
     if channel is None:
         return "no such channel"
     try:
-        run = stage_a_run(channel=channel, trigger=trigger)
+        run = stage_a_run(channel=channel, trigger=trigger, started_by=started_by)
     except ChannelBusy as exc:
         return str(exc)
     return f"run {run.pk}: {run.state} {run.reason}".strip()
