@@ -23,6 +23,11 @@ class StageARunInput(StrictSerializer):
 class DreamingRunSerializer(serializers.ModelSerializer):
     channel = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     agent = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    # Plain strings in the schema: as enums they would collide with other components' `state`
+    # enums and rename those (drf-spectacular names colliding enums by hash).
+    stage = serializers.CharField(read_only=True, help_text="a | b")
+    trigger = serializers.CharField(read_only=True, help_text="quiet | threshold | manual | retry")
+    state = serializers.CharField(read_only=True, help_text="running | done | failed | skipped")
 
     class Meta:
         model = DreamingRun
