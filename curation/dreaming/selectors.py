@@ -93,17 +93,25 @@ FROM knowledge_channel c
 LEFT JOIN curation_stageacursor k ON k.channel_id = c.id
 LEFT JOIN knowledge_message m ON m.channel_id = c.id
      AND (k.message_ts IS NULL OR (m.ts >= k.message_ts AND (m.ts, m.id) > (k.message_ts, k.message_id)))
+{where}
 GROUP BY c.id, c.name
 ORDER BY c.name
 """
 
 
-def channel_lags() -> list[ChannelLag]:
-    """Every channel with what waits past its stage A cursor (one query, plus the cursors)."""
+def channel_lags(channel_id: int | None = None) -> list[ChannelLag]:
+    """Every channel (or one) with what waits past its stage A cursor (one query, plus the
+    cursors)."""
     with connection.cursor() as cur:
-        cur.execute(_LAG_SQL)
+        if channel_id is None:
+            cur.execute(_LAG_SQL.format(where=""))
+        else:
+            cur.execute(_LAG_SQL.format(where="WHERE c.id = %s"), [channel_id])
         rows = cur.fetchall()
-    cursors = {c.channel_id: c for c in StageACursor.objects.select_related("last_run")}
+    cursors = StageACursor.objects.select_related("last_run")
+    if channel_id is not None:
+        cursors = cursors.filter(pk=channel_id)
+    cursors = {c.channel_id: c for c in cursors}
     return [
         ChannelLag(
             channel_id=cid,
@@ -141,6 +149,19 @@ def trigger_for(row: ChannelLag, now, *, quiet_minutes: int, batch_messages: int
     if quiet_at <= now:
         return DreamingRun.QUIET, ""
     return "", (f"quiet from {quiet_at:%Y-%m-%d %H:%M} UTC, or {batch_messages - row.lag:,} more message(s)")
+
+
+def channel_trigger(channel_id: int, now=None) -> str:
+    """Why this channel is due now ("" when it is not): a queued run checks it again when the
+    worker gets to it, so a channel queued by several sweeps is read once, not once per sweep."""
+    now = now or timezone.now()
+    quiet, threshold = (
+        setting_get("BRAIN_DREAMING_QUIET_MINUTES"),
+        setting_get("BRAIN_DREAMING_BATCH_MESSAGES"),
+    )
+    for row in channel_lags(channel_id):
+        return trigger_for(row, now, quiet_minutes=quiet, batch_messages=threshold)[0]
+    return ""
 
 
 def stage_a_due(now=None) -> list[tuple[int, str]]:

@@ -21,12 +21,18 @@ def stage_a_sweep() -> int:
 
 
 def stage_a_channel(channel_id: int, trigger: str, started_by: str = "") -> str:
+    """Run stage A over one channel. A scheduled run that is no longer due when the worker gets
+    to it (another run read the channel meanwhile) does nothing and records no run."""
+    from curation.dreaming.selectors import channel_trigger
     from curation.dreaming.services import ChannelBusy, stage_a_run
+    from curation.models import DreamingRun
     from knowledge.models import Channel
 
     channel = Channel.objects.filter(pk=channel_id).first()
     if channel is None:
         return "no such channel"
+    if trigger != DreamingRun.MANUAL and not channel_trigger(channel_id):
+        return "not due any more"
     try:
         run = stage_a_run(channel=channel, trigger=trigger, started_by=started_by)
     except ChannelBusy as exc:

@@ -536,3 +536,40 @@ def test_two_workers_racing_for_one_channel_make_one_run(model_stub):
 def make_world():
     """What the transactional tests need (the `world` fixture lives in a rolled-back test)."""
     return {"general": factory.make_channel("general")}
+
+
+def test_the_sweep_runs_every_minute_from_the_schedule_table():
+    from django.utils.module_loading import import_string
+
+    from curation.schedules import schedule_table
+
+    rows = {func: minutes for _, func, minutes in schedule_table()}
+    assert rows["curation.dreaming.tasks.stage_a_sweep"] == 1
+    assert import_string("curation.dreaming.tasks.stage_a_sweep") is stage_a_sweep
+
+
+def test_only_admins_run_stage_a_from_the_console(world, model_stub, client):
+    ids = post(world.general, CHAT)
+    client.force_login(world.reviewer)
+    assert client.post("/knowledge/status/stage-a/general/run").status_code == 403
+    assert "Run stage A now" not in client.get("/knowledge/status/").content.decode()
+    client.force_login(world.admin)
+    assert client.get("/knowledge/status/stage-a/general/run").status_code == 405
+    model_stub.reply_json(good_reply(ids))
+    response = client.post("/knowledge/status/stage-a/general/run", follow=True)
+    assert (
+        "Stage A run" in response.content.decode()
+        and "2 episode(s) over 5 message(s)" in response.content.decode()
+    )
+    assert DreamingRun.objects.get().started_by == "person:adam"
+
+
+def test_a_channel_queued_by_several_sweeps_is_read_once(world, model_stub):
+    from curation.dreaming.tasks import stage_a_channel
+
+    ids = post(world.general, CHAT)
+    factory_age(ids, minutes=40)
+    model_stub.reply_json(good_reply(ids))
+    assert stage_a_channel(world.general.pk, DreamingRun.QUIET).startswith("run ")
+    assert stage_a_channel(world.general.pk, DreamingRun.QUIET) == "not due any more"
+    assert DreamingRun.objects.count() == 1 and len(model_stub.chat_requests()) == 1
