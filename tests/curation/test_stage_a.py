@@ -573,3 +573,49 @@ def test_a_channel_queued_by_several_sweeps_is_read_once(world, model_stub):
     assert stage_a_channel(world.general.pk, DreamingRun.QUIET).startswith("run ")
     assert stage_a_channel(world.general.pk, DreamingRun.QUIET) == "not due any more"
     assert DreamingRun.objects.count() == 1 and len(model_stub.chat_requests()) == 1
+
+
+def test_a_dead_workers_claim_is_taken_over_and_its_run_marked_abandoned(world, model_stub):
+    ids = post(world.general, CHAT)
+    model_stub.reply_text("{")
+    stage_a_run(channel=world.general, trigger=DreamingRun.QUIET)  # leaves a cursor row
+    dead = DreamingRun.objects.create(
+        stage=DreamingRun.STAGE_A, channel=world.general, trigger=DreamingRun.QUIET, started_at=timezone.now()
+    )
+    StageACursor.objects.filter(pk=world.general.pk).update(
+        run=dead, claimed_at=timezone.now() - timedelta(minutes=5)
+    )
+    with pytest.raises(ChannelBusy):
+        stage_a_run(channel=world.general, trigger=DreamingRun.MANUAL)
+    StageACursor.objects.filter(pk=world.general.pk).update(claimed_at=timezone.now() - timedelta(minutes=16))
+    model_stub.reply_json(good_reply(ids))
+    run = stage_a_run(channel=world.general, trigger=DreamingRun.MANUAL)
+    assert run.state == DreamingRun.DONE and run.episodes == 2
+    dead.refresh_from_db()
+    assert dead.state == DreamingRun.FAILED and dead.reason.startswith("abandoned")
+
+
+def test_the_stage_a_section_reads_a_fixed_number_of_queries(world, model_stub, client):
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(world.admin)
+
+    def queries():
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/knowledge/status/").status_code == 200
+        return len(captured.captured_queries)
+
+    def channel_with_a_run(name):
+        channel = factory.make_channel(name)
+        ids = post(channel, CHAT, prefix=name)
+        model_stub.reply_json(good_reply(ids))
+        stage_a_run(channel=channel, trigger=DreamingRun.MANUAL)
+        model_stub.reply_text("{")
+        post(channel, CHAT[:1], start=NOW, prefix=f"{name}-late")
+        stage_a_run(channel=channel, trigger=DreamingRun.MANUAL)  # a failure too
+
+    channel_with_a_run("ops")
+    before = queries()
+    for name in ("ops-2", "ops-3", "ops-4"):
+        channel_with_a_run(name)
+    assert queries() == before
