@@ -23,7 +23,12 @@ from knowledge.principals import Principal
 
 ACTOR = Principal.system("dreaming")
 MAX_RETRY_MINUTES = 360
-REPLY_TOKENS = 4096
+# The reply lists every message id and a few sentences per episode: room for both, growing with
+# the batch, so a long batch's reply is not cut off (a cut reply is invalid JSON).
+REPLY_TOKENS_BASE, REPLY_TOKENS_PER_MESSAGE, REPLY_TOKENS_MAX = 800, 30, 16000
+# After a failure the next attempt reads a smaller batch (half per failure in a row, down to a
+# sixteenth), so a batch the model cannot handle in one reply does not fail the same way forever.
+SHRINK_AFTER_FAILURES = 4
 
 
 class ChannelBusy(Exception):
@@ -112,7 +117,8 @@ def stage_a_run(
     try:
         while True:
             cursor = StageACursor.objects.get(pk=channel.pk)
-            batch = batch_next(channel, cursor)
+            budget = settings.BRAIN_DREAMING_BATCH_TOKENS // 2 ** min(cursor.failures, SHRINK_AFTER_FAILURES)
+            batch = batch_next(channel, cursor, budget_tokens=max(budget, 1))
             if not batch.messages:
                 break
             _batch(run, channel, cursor, batch)
@@ -145,7 +151,9 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
             schema=stage_a.SCHEMA,
             profile=LIGHT,
             actor=ACTOR,
-            max_tokens=REPLY_TOKENS,
+            max_tokens=min(
+                REPLY_TOKENS_BASE + REPLY_TOKENS_PER_MESSAGE * len(batch.messages), REPLY_TOKENS_MAX
+            ),
         )
     except ModelError as exc:
         _count_call(run, exc.usage_id)
@@ -230,7 +238,8 @@ def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: stage_a
             last = by_id[cut.covered[-1]]
             cursor.message_ts, cursor.message_id = last.ts, last.id
         cursor.seen_id = max(cursor.seen_id, *batch.ids)
-        cursor.save(update_fields=["message_ts", "message_id", "seen_id", "updated_at"])
+        cursor.failures = 0  # the channel moves again: the next batch is read at full size
+        cursor.save(update_fields=["message_ts", "message_id", "seen_id", "failures", "updated_at"])
         covered = len(cut.covered) - len(cut.noise)
         DreamingRun.objects.filter(pk=run.pk).update(
             batches=F("batches") + 1,

@@ -619,3 +619,28 @@ def test_the_stage_a_section_reads_a_fixed_number_of_queries(world, model_stub, 
     for name in ("ops-2", "ops-3", "ops-4"):
         channel_with_a_run(name)
     assert queries() == before
+
+
+def test_after_a_failure_the_retry_reads_a_smaller_batch(world, model_stub, settings):
+    from knowledge.tokens import count_tokens
+
+    ids = post(world.general, CHAT)
+    tokens = [count_tokens(line) for line in batch_next(world.general, None, budget_tokens=10**6).lines]
+    settings.BRAIN_DREAMING_BATCH_TOKENS = sum(tokens)  # the whole chat fits in one batch
+    half = max(n for n in range(1, 7) if sum(tokens[:n]) <= sum(tokens) // 2)
+    model_stub.reply_text('{"episodes": [')  # a reply cut off mid-way
+    stage_a_run(channel=world.general, trigger=DreamingRun.QUIET)
+    first = model_stub.chat_requests()[0]
+    assert all(f"#{i} " in model_stub.prompt(first) for i in ids)
+    assert first["max_tokens"] == 800 + 30 * len(ids)
+    model_stub.reply_json({"episodes": [], "noise": ids[:half]})
+    model_stub.reply_json({"episodes": [], "noise": ids[half:]})
+    StageACursor.objects.filter(pk=world.general.pk).update(retry_at=None)
+    run = stage_a_run(channel=world.general, trigger=DreamingRun.RETRY)
+    _, second, third = model_stub.chat_requests()
+    assert [i for i in ids if f"#{i} " in model_stub.prompt(second)] == ids[:half] != ids
+    # Once a batch is written the channel moves again: the rest is read at full size.
+    assert [i for i in ids if f"#{i} " in model_stub.prompt(third)] == ids[half:]
+    assert (run.state, run.batches) == (DreamingRun.DONE, 2)
+    cursor = StageACursor.objects.get(pk=world.general.pk)
+    assert (cursor.message_id, cursor.failures) == (ids[-1], 0)
