@@ -248,6 +248,12 @@ BRAIN_MEMORY_CONSOLIDATION = env("BRAIN_MEMORY_CONSOLIDATION", "propose")  # run
 BRAIN_CONSOLIDATION_SUMMARY_OVER = env_int("BRAIN_CONSOLIDATION_SUMMARY_OVER", 40)
 BRAIN_CONFLICT_ARBITER = env_bool("BRAIN_CONFLICT_ARBITER")
 BRAIN_DISTILLER_AUTO_ACTIVATE = env_bool("BRAIN_DISTILLER_AUTO_ACTIVATE")  # run time
+# Dreaming stage A: a channel is read once it has been quiet this long (with a message past its
+# cursor), or as soon as this many messages wait past the cursor (both run time).
+BRAIN_DREAMING_QUIET_MINUTES = env_int("BRAIN_DREAMING_QUIET_MINUTES", 30)  # run time
+BRAIN_DREAMING_BATCH_MESSAGES = env_int("BRAIN_DREAMING_BATCH_MESSAGES", 200)  # run time
+BRAIN_DREAMING_BATCH_TOKENS = env_int("BRAIN_DREAMING_BATCH_TOKENS", 6000)  # messages per model call
+BRAIN_DREAMING_RETRY_MINUTES = env_int("BRAIN_DREAMING_RETRY_MINUTES", 5)  # first back-off; doubles
 BRAIN_EMBEDDINGS = env("BRAIN_EMBEDDINGS", "local")  # local | openai | none
 BRAIN_EMBEDDINGS_BASE_URL = env("BRAIN_EMBEDDINGS_BASE_URL")
 BRAIN_EMBEDDINGS_MODEL = env("BRAIN_EMBEDDINGS_MODEL")

@@ -6,6 +6,16 @@ class CurationConfig(AppConfig):
     verbose_name = "Curation"
 
     def ready(self):
+        from curation.dreaming.selectors import stage_a_alerts, stage_a_status
         from curation.receivers import connect
+        from memory.status import StatusSection, status_section_register
 
         connect()
+        status_section_register(
+            StatusSection(
+                name="dreaming_stage_a",
+                template="curation/dreaming/_status_stage_a.html",
+                report=stage_a_status,
+                alerts=stage_a_alerts,
+            )
+        )

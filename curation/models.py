@@ -25,3 +25,80 @@ class DistillerRun(models.Model):
 
     def __str__(self) -> str:
         return f"distiller run for conversation {self.conversation_id} ({self.state})"
+
+
+class DreamingRun(models.Model):
+    """One Dreaming run: stage A over one channel's messages, or stage B for one agent. It
+    records why it ran (`trigger`), how it ended (`state`, and `reason` when it failed or did
+    not run), what it did (`batches`, `messages` covered, `noise`, `episodes`, `left` for the
+    next batch) and the ModelUsage rows of its calls. Audit events it writes carry its id."""
+
+    STAGE_A, STAGE_B = "a", "b"
+    STAGES = [(STAGE_A, "stage A"), (STAGE_B, "stage B")]
+    QUIET, THRESHOLD, MANUAL, RETRY = "quiet", "threshold", "manual", "retry"
+    TRIGGERS = [(t, t) for t in (QUIET, THRESHOLD, MANUAL, RETRY)]
+    RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
+    STATES = [(s, s) for s in (RUNNING, DONE, FAILED, SKIPPED)]
+
+    stage = models.CharField(max_length=1, choices=STAGES)
+    channel = models.ForeignKey(
+        "knowledge.Channel", null=True, blank=True, on_delete=models.CASCADE, related_name="dreaming_runs"
+    )
+    agent = models.ForeignKey(
+        "knowledge.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="dreaming_runs"
+    )
+    trigger = models.CharField(max_length=10, choices=TRIGGERS)
+    state = models.CharField(max_length=10, choices=STATES, default=RUNNING)
+    batches = models.PositiveIntegerField(default=0)  # batches written
+    model_calls = models.PositiveIntegerField(default=0)
+    messages = models.PositiveIntegerField(default=0)  # messages now in an episode
+    noise = models.PositiveIntegerField(default=0)
+    episodes = models.PositiveIntegerField(default=0)
+    left = models.PositiveIntegerField(default=0)  # messages of an unfinished topic, left for later
+    usage_ids = models.JSONField(default=list, blank=True)
+    reason = models.TextField(blank=True)
+    started_by = models.CharField(max_length=200, blank=True)  # "<kind>:<name>" of a manual run
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["channel", "-started_at"], name="dreamingrun_channel_started")]
+        constraints = [
+            models.CheckConstraint(
+                name="dreamingrun_stage_subject",
+                condition=models.Q(stage="a", channel__isnull=False)
+                | models.Q(stage="b", agent__isnull=False),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"dreaming run {self.pk} (stage {self.stage}, {self.state})"
+
+
+class StageACursor(models.Model):
+    """Where stage A stands in one channel: every message at or before (`message_ts`,
+    `message_id`) — the order messages are read in — is in an episode or was declared noise.
+    `seen_id` is the newest message id the last written batch looked at, so a topic left
+    unfinished is read again only once something new arrives (or on a manual run).
+
+    The channel is claimed for one run with a conditional update of `run_id`/`claimed_at`;
+    `failures` counts failed runs in a row and `retry_at` is when the next attempt may start."""
+
+    channel = models.OneToOneField(
+        "knowledge.Channel", primary_key=True, on_delete=models.CASCADE, related_name="stage_a_cursor"
+    )
+    message_ts = models.DateTimeField(null=True, blank=True)
+    message_id = models.BigIntegerField(null=True, blank=True)
+    seen_id = models.BigIntegerField(default=0)
+    run = models.ForeignKey(DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_run = models.ForeignKey(
+        DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    failures = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"stage A cursor of channel {self.channel_id} at message {self.message_id}"

@@ -1,6 +1,7 @@
 from django.urls import path  # noqa: F401
 
 from curation import views
+from curation.dreaming import urls as dreaming_urls
 
 urlpatterns = []
 
@@ -12,3 +13,7 @@ urlpatterns += [
     path("models/profiles", views.model_profile_edit, name="model-profile-edit"),
     path("models/agents/<slug:name>", views.agent_model_edit, name="agent-model-edit"),
 ]
+
+# --- Dreaming ---
+urlpatterns += dreaming_urls.urlpatterns
+api_urlpatterns += dreaming_urls.api_urlpatterns

@@ -197,9 +197,19 @@ def setting_set(*, actor: Principal, name: str, value) -> Setting:
     """Change a run-time mode (admins only, audited with old and new value)."""
     if name not in MODES:
         raise ValidationError({"name": [f"Unknown setting {name}."]})
-    choices = MODES[name]["choices"]
+    spec = MODES[name]
+    choices = spec["choices"]
     if choices is not None and value not in choices:
         raise ValidationError({"value": [f"Choose one of {', '.join(map(str, choices))}."]})
+    if choices is None:
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValidationError({"value": ["A whole number is required."]})
+        if not spec["minimum"] <= value <= spec["maximum"]:
+            raise ValidationError(
+                {"value": [f"Choose a number from {spec['minimum']} to {spec['maximum']}."]}
+            )
     from knowledge.settings_store import setting_cache_clear, setting_get
 
     with transaction.atomic():

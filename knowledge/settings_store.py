@@ -26,6 +26,19 @@ MODES = {
         "choices": [True, False],
         "help": "Memories the distiller learns go into force at once instead of waiting for review.",
     },
+    # Whole numbers: `choices` None, bounds instead.
+    "BRAIN_DREAMING_QUIET_MINUTES": {
+        "choices": None,
+        "minimum": 1,
+        "maximum": 10080,
+        "help": "Dreaming stage A reads a channel once it has been quiet this many minutes.",
+    },
+    "BRAIN_DREAMING_BATCH_MESSAGES": {
+        "choices": None,
+        "minimum": 1,
+        "maximum": 100000,
+        "help": "… or as soon as this many messages wait past the channel's stage A cursor.",
+    },
 }
 
 

@@ -4,6 +4,8 @@ overlays over their budget, the
 background jobs (worker heartbeat, waiting, stuck and failed tasks) and the alerts drawn from
 them, most urgent first."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -16,6 +18,29 @@ from knowledge.tokens import count_tokens
 from knowledge.vectors import coverage
 from memory.memo import memo_budget_tokens
 from memory.skills.selectors import overlays_over_budget
+
+
+@dataclass(frozen=True)
+class StatusSection:
+    """A section a layer above adds to the Status tab and GET /api/status (Dreaming's stage A
+    registers one from curation, which memory may not import): `report()` gives its JSON-safe
+    data under `name`, `template` renders it on the tab, `alerts(data)` adds its alerts."""
+
+    name: str
+    template: str
+    report: Callable[[], dict]
+    alerts: Callable[[dict], list[dict]]
+
+
+_sections: dict[str, StatusSection] = {}
+
+
+def status_section_register(section: StatusSection) -> None:
+    _sections[section.name] = section
+
+
+def status_sections() -> list[StatusSection]:
+    return list(_sections.values())
 
 
 def recall_status() -> dict:
@@ -47,6 +72,7 @@ def recall_status() -> dict:
         "pinned_memos": memos,
         "overlays_over_budget": overlays_over_budget(),
         "worker_heartbeat": beat,
+        **{section.name: section.report() for section in status_sections()},
     }
 
 
@@ -136,6 +162,9 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                 "find them.",
             }
         )
+    for section in status_sections():
+        if section.name in status:
+            out += section.alerts(status[section.name])
     for memo in status["pinned_memos"]:
         if memo["over"]:
             out.append(

@@ -8,7 +8,7 @@ from django.utils import timezone
 from knowledge.lints import knowledge_lints
 from knowledge.models import Agent
 from knowledge.permissions import reviewer_required
-from memory.status import alerts, job_status, recall_status
+from memory.status import alerts, job_status, recall_status, status_sections
 
 
 @reviewer_required
@@ -37,6 +37,9 @@ def status_page(request):
                     "percent": round(100 * c["embedded"] / c["total"], 1) if c["total"] else 100.0,
                 }
                 for kind, c in status["vector_coverage"].items()
+            ],
+            "sections": [
+                {"template": section.template, "data": status[section.name]} for section in status_sections()
             ],
             "memos": memos,
             "jobs": jobs,

@@ -56,3 +56,50 @@ def test_seed_demo_brings_a_skill_with_experience(db):
     assert TaskOutcome.objects.count() == 2
     lessons = Memory.objects.filter(skill__name="meeting-notes", owner__name="scribe", status="active")
     assert lessons.count() == 2 and all(m.sources.filter(kind="task_outcome").exists() for m in lessons)
+
+
+def test_seed_demo_makes_episodes_for_the_demo_channels_when_a_model_answers(
+    db, model_stub, django_capture_on_commit_callbacks
+):
+    import json
+    import re
+
+    from curation.models import DreamingRun
+    from knowledge.models import Episode, Message
+
+    def one_episode_per_batch(body):
+        text = "\n".join(m["content"] for m in body["messages"])
+        if "index a chat channel" not in text:  # the consolidation merge of the demo
+            return '{"text": "The floor 3 printer releases jobs only after a PaperCut badge tap"}'
+        ids = [int(i) for i in re.findall(r"^#(\d+) ", text, re.M)]
+        episode = {
+            "topic": "demo",
+            "summary": "what the channel discussed",
+            "likely_question": "what happened?",
+            "resolution": "",
+            "systems": [],
+            "messages": ids,
+            "evidence": [],
+        }
+        return json.dumps({"episodes": [episode], "noise": []})
+
+    model_stub.respond_with(one_episode_per_batch)
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", verbosity=0)
+    runs = DreamingRun.objects.filter(stage="a")
+    assert runs.count() == 3 and {r.state for r in runs} == {"done"}
+    assert {r.started_by for r in runs} == {"system:seed_demo"}
+    assert Episode.objects.count() == 3
+    assert not Message.objects.filter(episode__isnull=True).exists()
+
+
+def test_seed_demo_without_a_model_queues_no_stage_a(db, django_capture_on_commit_callbacks):
+    from io import StringIO
+
+    from curation.models import DreamingRun
+
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", stdout=out)
+    assert "stage A not queued: the light model is not configured" in out.getvalue()
+    assert not DreamingRun.objects.exists()

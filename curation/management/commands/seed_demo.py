@@ -96,6 +96,10 @@ class Command(BaseCommand):
         if stored := seed_conversations(actor=actor, agents=agents, channels=channels):
             self.stdout.write(f"{stored} demo messages (the worker embeds them)")
         self.extend_consolidation(actor=actor, agents=agents, people=people, channels=channels)
+        from curation.demo import dreaming
+
+        if note := dreaming.seed(channels=channels):
+            self.stdout.write(note)
 
     def extend_consolidation(self, *, actor, agents, people, channels):
         """Issue 7: duplicate, near-duplicate and conflicting memories, and one proposed plan.

@@ -1,0 +1,107 @@
+"""API for Dreaming stage A: run one channel now (admins) and list runs (reviewers)."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from curation.dreaming.selectors import run_list
+from curation.dreaming.services import ChannelBusy, stage_a_run
+from curation.models import DreamingRun
+from knowledge.api_errors import Conflict
+from knowledge.api_fields import StrictSerializer
+from knowledge.models import Channel
+from knowledge.permissions import IsAdmin, IsReviewer
+
+
+class StageARunInput(StrictSerializer):
+    channel = serializers.SlugField(help_text="The channel's name.")
+
+
+class DreamingRunSerializer(serializers.ModelSerializer):
+    channel = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    agent = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    # Plain strings in the schema: as enums they would collide with other components' `state`
+    # enums and rename those (drf-spectacular names colliding enums by hash).
+    stage = serializers.CharField(read_only=True, help_text="a | b")
+    trigger = serializers.CharField(read_only=True, help_text="quiet | threshold | manual | retry")
+    state = serializers.CharField(read_only=True, help_text="running | done | failed | skipped")
+
+    class Meta:
+        model = DreamingRun
+        fields = [
+            "id",
+            "stage",
+            "channel",
+            "agent",
+            "trigger",
+            "state",
+            "reason",
+            "batches",
+            "model_calls",
+            "messages",
+            "noise",
+            "episodes",
+            "left",
+            "usage_ids",
+            "started_by",
+            "started_at",
+            "finished_at",
+        ]
+
+
+@extend_schema(
+    summary="Run Dreaming stage A for one channel now",
+    description=(
+        "Reads the channel's messages after its stage A cursor, batch by batch, through the light "
+        "model, and saves each batch's episodes with the new cursor in one transaction. Returns the "
+        "run: `done`, `failed` (with the reason; nothing of the failed batch was written) or `skipped` "
+        "(the model is not configured or over budget). 409 while another run reads the channel."
+    ),
+    request=StageARunInput,
+    responses={201: DreamingRunSerializer, 400: None, 404: None, 409: None},
+)
+@api_view(["POST"])
+@permission_classes([IsAdmin])
+def stage_a_run_view(request):
+    data = StageARunInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    channel = get_object_or_404(Channel, name=data.validated_data["channel"])
+    try:
+        run = stage_a_run(
+            channel=channel,
+            trigger=DreamingRun.MANUAL,
+            started_by=f"{request.user.kind}:{request.user.name}",
+            max_seconds=60,
+        )
+    except ChannelBusy as exc:
+        raise Conflict(str(exc)) from None
+    return Response(DreamingRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    summary="List Dreaming runs",
+    parameters=[
+        OpenApiParameter("channel", str),
+        OpenApiParameter("stage", str, enum=["a", "b"]),
+        OpenApiParameter("limit", int, description="At most 200 (default 50)."),
+    ],
+    responses=DreamingRunSerializer(many=True),
+)
+@api_view(["GET"])
+@permission_classes([IsReviewer])
+def dreaming_run_list_view(request):
+    channel = None
+    if name := request.query_params.get("channel"):
+        channel = get_object_or_404(Channel, name=name)
+    stage = request.query_params.get("stage", "")
+    if stage not in ("", DreamingRun.STAGE_A, DreamingRun.STAGE_B):
+        raise ValidationError({"stage": ["Choose a or b."]})
+    try:
+        limit = min(max(int(request.query_params.get("limit", 50)), 1), 200)
+    except ValueError:
+        raise ValidationError({"limit": ["A whole number is required."]}) from None
+    runs = run_list(channel=channel, stage=stage, limit=limit)
+    return Response(DreamingRunSerializer(runs, many=True).data)

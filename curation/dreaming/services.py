@@ -1,0 +1,273 @@
+"""Stage A's writes: claim a channel, read it batch by batch through the light model, and save
+each batch's episodes, their message links, the new cursor and the batch's audit event in one
+transaction — only after the reply passed the schema and the code rules (stage_a.check). A
+model failure, an invalid reply or a database error writes nothing for that batch, ends the run
+as failed with the reason, and the channel is retried with back-off."""
+
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from curation.dreaming import stage_a
+from curation.dreaming.selectors import STUCK_AFTER, Batch, batch_next
+from curation.models import DreamingRun, StageACursor
+from knowledge.audit import audit_record
+from knowledge.llm import LIGHT, ModelError, model_availability, model_call
+from knowledge.messages import request_embedding_run
+from knowledge.models import Channel, Episode, Message
+from knowledge.principals import Principal
+
+ACTOR = Principal.system("dreaming")
+MAX_RETRY_MINUTES = 360
+# The reply lists every message id and a few sentences per episode: room for both, growing with
+# the batch, so a long batch's reply is not cut off (a cut reply is invalid JSON).
+REPLY_TOKENS_BASE, REPLY_TOKENS_PER_MESSAGE, REPLY_TOKENS_MAX = 800, 30, 16000
+# After a failure the next attempt reads a smaller batch (half per failure in a row, down to a
+# sixteenth), so a batch the model cannot handle in one reply does not fail the same way forever.
+SHRINK_AFTER_FAILURES = 4
+
+
+class ChannelBusy(Exception):
+    """Another run holds the channel; nothing was started."""
+
+
+class BatchFailed(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _claim(channel: Channel, now) -> StageACursor | None:
+    """Take the channel for one run with a conditional update: of two workers exactly one
+    wins. A claim older than STUCK_AFTER was left by a dead worker and may be taken over."""
+    StageACursor.objects.get_or_create(channel=channel)
+    stale = now - STUCK_AFTER
+    won = (
+        StageACursor.objects.filter(pk=channel.pk)
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=stale))
+        .update(claimed_at=now)
+    )
+    if not won:
+        return None
+    cursor = StageACursor.objects.get(pk=channel.pk)
+    if cursor.run_id:  # the dead worker's run
+        DreamingRun.objects.filter(pk=cursor.run_id, state=DreamingRun.RUNNING).update(
+            state=DreamingRun.FAILED,
+            finished_at=now,
+            reason="abandoned: its worker stopped before finishing; nothing of the unfinished batch was written",
+        )
+    return cursor
+
+
+def retry_delay(failures: int) -> timedelta:
+    base = settings.BRAIN_DREAMING_RETRY_MINUTES
+    return timedelta(minutes=min(base * 2 ** max(failures - 1, 0), MAX_RETRY_MINUTES))
+
+
+def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
+    now = timezone.now()
+    run.refresh_from_db()
+    run.state, run.reason, run.finished_at = state, reason[:2000], now
+    run.save(update_fields=["state", "reason", "finished_at"])
+    cursor = StageACursor.objects.get(pk=run.channel_id)
+    failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
+    StageACursor.objects.filter(pk=run.channel_id, run=run).update(
+        claimed_at=None,
+        run=None,
+        last_run=run,
+        failures=failures,
+        retry_at=None if state == DreamingRun.DONE else now + retry_delay(failures),
+    )
+    return run
+
+
+def stage_a_run(
+    *, channel: Channel, trigger: str, started_by: str = "", max_seconds: float = 240.0
+) -> DreamingRun:
+    """Run stage A over one channel: batch after batch until it is caught up, a batch leaves an
+    unfinished topic at the end of the channel, a batch fails, or `max_seconds` pass (the next
+    trigger continues). Returns the run. With the model unavailable (not configured, disabled,
+    over budget) nothing is read and the run is recorded as skipped with the reason. Raises
+    ChannelBusy when another run holds the channel."""
+    now = timezone.now()
+    unavailable = model_availability(LIGHT)
+    if unavailable:
+        return DreamingRun.objects.create(
+            stage=DreamingRun.STAGE_A,
+            channel=channel,
+            trigger=trigger,
+            state=DreamingRun.SKIPPED,
+            reason=f"stage A did not run: the light model is {unavailable}",
+            started_by=started_by,
+            started_at=now,
+            finished_at=now,
+        )
+    cursor = _claim(channel, now)
+    if cursor is None:
+        raise ChannelBusy(f"another stage A run is reading channel {channel.name}")
+    run = DreamingRun.objects.create(
+        stage=DreamingRun.STAGE_A, channel=channel, trigger=trigger, started_by=started_by, started_at=now
+    )
+    StageACursor.objects.filter(pk=channel.pk).update(run=run)
+    started = time.monotonic()
+    try:
+        while True:
+            cursor = StageACursor.objects.get(pk=channel.pk)
+            budget = settings.BRAIN_DREAMING_BATCH_TOKENS // 2 ** min(cursor.failures, SHRINK_AFTER_FAILURES)
+            batch = batch_next(channel, cursor, budget_tokens=max(budget, 1))
+            if not batch.messages:
+                break
+            _batch(run, channel, cursor, batch)
+            if not batch.full or time.monotonic() - started > max_seconds:
+                break
+    except BatchFailed as exc:
+        return _finish(run, DreamingRun.FAILED, exc.reason)
+    except Exception as exc:
+        _finish(run, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        raise
+    return _finish(run, DreamingRun.DONE)
+
+
+def _cited(data: dict) -> set[int]:
+    ids = set(data["noise"])
+    for episode in data["episodes"]:
+        ids.update(episode["messages"], episode["evidence"])
+    if data.get("leave_from") is not None:
+        ids.add(data["leave_from"])
+    return ids
+
+
+def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batch) -> None:
+    try:
+        reply = model_call(
+            purpose="dreaming.stage_a",
+            messages=stage_a.prompt(
+                channel=channel.name, messages=batch.messages, lines=batch.lines, full=batch.full
+            ),
+            schema=stage_a.SCHEMA,
+            profile=LIGHT,
+            actor=ACTOR,
+            max_tokens=min(
+                REPLY_TOKENS_BASE + REPLY_TOKENS_PER_MESSAGE * len(batch.messages), REPLY_TOKENS_MAX
+            ),
+        )
+    except ModelError as exc:
+        _count_call(run, exc.usage_id)
+        raise BatchFailed(exc.reason) from None
+    _count_call(run, reply.usage_id)
+    outside = _cited(reply.data) - set(batch.ids)
+    foreign = dict(
+        Message.objects.filter(pk__in=outside).exclude(channel=channel).values_list("pk", "channel__name")[:1]
+    )
+    if foreign:
+        (mid, name), *_ = foreign.items()
+        raise BatchFailed(f"invalid model output: it cites message {mid}, which belongs to channel {name}")
+    try:
+        cut = stage_a.check(reply.data, batch_ids=batch.ids, full=batch.full)
+    except stage_a.Invalid as exc:
+        raise BatchFailed(f"invalid model output: {exc}") from None
+    try:
+        _write(run, channel, cursor, batch, cut, usage_id=reply.usage_id)
+    except DatabaseError as exc:
+        raise BatchFailed(f"database error, nothing written: {exc}".strip()) from None
+
+
+def _count_call(run: DreamingRun, usage_id: int | None) -> None:
+    DreamingRun.objects.filter(pk=run.pk).update(model_calls=F("model_calls") + 1)
+    if usage_id is not None:
+        run.refresh_from_db(fields=["usage_ids"])
+        DreamingRun.objects.filter(pk=run.pk).update(usage_ids=[*run.usage_ids, usage_id])
+
+
+def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: stage_a.Cut, *, usage_id) -> None:
+    by_id = {m.id: m for m in batch.messages}
+    with transaction.atomic():
+        cursor = StageACursor.objects.select_for_update().get(pk=channel.pk)
+        if cursor.run_id != run.pk:
+            raise BatchFailed("another run took the channel over; this batch was not written")
+        if (cursor.message_ts, cursor.message_id) != (cursor_before.message_ts, cursor_before.message_id):
+            raise BatchFailed("the cursor moved while the model was reading; this batch was not written")
+        episodes = []
+        for e in cut.episodes:
+            members = [by_id[i] for i in e["messages"]]
+            threads = {m.thread for m in members}
+            systems = list(dict.fromkeys(s.strip() for s in e.get("systems", []) if s.strip()))
+            episodes.append(
+                Episode(
+                    channel=channel,
+                    thread=threads.pop() if len(threads) == 1 else "",
+                    store=batch.store,
+                    topic=e["topic"].strip()[:300],
+                    summary=e["summary"].strip(),
+                    likely_question=e["likely_question"].strip(),
+                    resolution=e["resolution"].strip(),
+                    related_systems=systems,
+                    start_ts=min(m.ts for m in members),
+                    end_ts=max(m.ts for m in members),
+                    dreaming_run=run.pk,
+                )
+            )
+        Episode.objects.bulk_create(episodes)
+        message_ids, episode_ids, links = [], [], []
+        for episode, e in zip(episodes, cut.episodes, strict=True):
+            message_ids += e["messages"]
+            episode_ids += [episode.pk] * len(e["messages"])
+            links += [
+                Episode.evidence.through(episode_id=episode.pk, message_id=mid) for mid in e["evidence"]
+            ]
+        if message_ids:
+            # One statement links every covered message to its episode (one UPDATE per episode
+            # was a third of a batch's own time in the stage A benchmark).
+            with connection.cursor() as cur:
+                cur.execute(
+                    "UPDATE knowledge_message m SET episode_id = v.episode FROM unnest(%s::bigint[], "
+                    "%s::bigint[]) AS v(id, episode) WHERE m.id = v.id AND m.channel_id = %s "
+                    "AND m.episode_id IS NULL",
+                    [message_ids, episode_ids, channel.pk],
+                )
+                if cur.rowcount != len(message_ids):
+                    raise BatchFailed(
+                        "some of the batch's messages are already in an episode; nothing was written"
+                    )
+        Episode.evidence.through.objects.bulk_create(links)
+        if cut.covered:
+            last = by_id[cut.covered[-1]]
+            cursor.message_ts, cursor.message_id = last.ts, last.id
+        cursor.seen_id = max(cursor.seen_id, *batch.ids)
+        cursor.failures = 0  # the channel moves again: the next batch is read at full size
+        cursor.save(update_fields=["message_ts", "message_id", "seen_id", "failures", "updated_at"])
+        covered = len(cut.covered) - len(cut.noise)
+        DreamingRun.objects.filter(pk=run.pk).update(
+            batches=F("batches") + 1,
+            messages=F("messages") + covered,
+            noise=F("noise") + len(cut.noise),
+            episodes=F("episodes") + len(episodes),
+            left=len(cut.left),
+        )
+        audit_record(
+            "dreaming.episodes_written",
+            actor=ACTOR,
+            store=batch.store,
+            object_type="episode",
+            object_ids=[e.pk for e in episodes],
+            counts={
+                "messages": covered,
+                "noise": len(cut.noise),
+                "left": len(cut.left),
+                "episodes": len(episodes),
+            },
+            data={
+                "channel": channel.pk,
+                "cursor_from": cursor_before.message_id,
+                "cursor_to": cursor.message_id,
+                "usage": usage_id,
+                "job": stage_a.VERSION,
+            },
+            dreaming_run=run.pk,
+        )
+        if episodes:
+            transaction.on_commit(request_embedding_run)
