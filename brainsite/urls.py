@@ -15,6 +15,8 @@ api_patterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
 
+handler404 = "knowledge.api_errors.not_found"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(template_name="auth/login.html"), name="login"),

@@ -25,6 +25,9 @@ from knowledge.entry_selectors import (
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.permissions import IsAgentOrReviewer
 from knowledge.projection import entry_markdown
+from knowledge.schema import error_response
+
+STALE_VERSION = error_response("`version` is not the current one: someone changed it meanwhile.")
 
 # --- serializers -----------------------------------------------------------------------------------
 
@@ -108,33 +111,46 @@ class GuideInSerializer(serializers.Serializer):
 AuthorOut = inline_serializer(
     "BlockAuthor", {"kind": serializers.CharField(), "name": serializers.CharField()}
 )
-BlockOut = inline_serializer(
-    "EntryBlock",
-    {
-        "id": serializers.IntegerField(),
-        "position": serializers.IntegerField(),
-        "text": serializers.CharField(),
-        "status": serializers.CharField(),
-        "version": serializers.IntegerField(),
-        "content_hash": serializers.CharField(),
-        "author": AuthorOut,
-        "sources": EntrySourceSerializer(many=True),
-        "updated_at": serializers.DateTimeField(),
-    },
-)
-RelationOut = inline_serializer(
-    "EntryRelation",
-    {
-        "id": serializers.IntegerField(),
-        "predicate": serializers.CharField(),
-        "source": serializers.DictField(),
-        "target": serializers.DictField(),
-        "sources": EntrySourceSerializer(many=True),
-        "valid_from": serializers.DateField(allow_null=True),
-        "valid_to": serializers.DateField(allow_null=True),
-        "author": AuthorOut,
-    },
-)
+
+
+class EntryBlockSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    position = serializers.IntegerField()
+    text = serializers.CharField()
+    status = serializers.CharField()
+    version = serializers.IntegerField()
+    content_hash = serializers.CharField()
+    author = AuthorOut
+    sources = EntrySourceSerializer(many=True)
+    updated_at = serializers.DateTimeField()
+
+
+class EntryBlockChangedSerializer(EntryBlockSerializer):
+    audit_event = serializers.IntegerField(
+        allow_null=True, help_text="The change's audit event (none when nothing changed)."
+    )
+
+
+class EntryRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class EntryRelationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    predicate = serializers.CharField()
+    source = EntryRefSerializer()
+    target = EntryRefSerializer()
+    sources = EntrySourceSerializer(many=True)
+    valid_from = serializers.DateField(allow_null=True)
+    valid_to = serializers.DateField(allow_null=True)
+    author = AuthorOut
+
+
+class EntryRelationAddedSerializer(EntryRelationSerializer):
+    audit_event = serializers.IntegerField()
+
+
 _ENTRY_FIELDS = {
     "id": serializers.IntegerField(),
     "name": serializers.CharField(),
@@ -156,9 +172,9 @@ EntryOut = inline_serializer(
         "properties": serializers.DictField(),
         "author": AuthorOut,
         "created_at": serializers.DateTimeField(),
-        "blocks": BlockOut,
-        "relations": RelationOut,
-        "incoming_relations": RelationOut,
+        "blocks": EntryBlockSerializer(many=True),
+        "relations": EntryRelationSerializer(many=True),
+        "incoming_relations": EntryRelationSerializer(many=True),
         "audit_event": serializers.IntegerField(required=False),
     },
 )
@@ -169,7 +185,7 @@ EntryPageOut = inline_serializer(
         "page": serializers.IntegerField(),
         "pages": serializers.IntegerField(),
         "page_size": serializers.IntegerField(),
-        "results": EntryListItemOut,
+        "results": serializers.ListField(child=EntryListItemOut),
     },
 )
 GuideOut = inline_serializer(
@@ -410,19 +426,24 @@ def entry_collection(request):
 
 @extend_schema(methods=["GET"], responses=EntryOut, summary="An entry with its blocks and relations")
 @extend_schema(
-    methods=["PATCH"], request=EntryPatchSerializer, responses=EntryOut, summary="Change an entry's metadata"
+    methods=["PATCH"],
+    request=EntryPatchSerializer,
+    responses={200: EntryOut, 409: STALE_VERSION},
+    summary="Change an entry's metadata",
 )
 @extend_schema(
     methods=["DELETE"],
     parameters=[OpenApiParameter("reason", str)],
-    responses=inline_serializer(
-        "EntryDeleted",
-        {
-            "id": serializers.IntegerField(),
-            "deleted_at": serializers.DateTimeField(),
-            "audit_event": serializers.IntegerField(),
-        },
-    ),
+    responses={
+        200: inline_serializer(
+            "EntryDeleted",
+            {
+                "id": serializers.IntegerField(),
+                "deleted_at": serializers.DateTimeField(),
+                "audit_event": serializers.IntegerField(),
+            },
+        )
+    },
     summary="Delete an entry (restorable from its delete record)",
 )
 @api_view(["GET", "PATCH", "DELETE"])
@@ -458,7 +479,9 @@ def entry_projection(request, entry_id):
     return Response({"id": entry.pk, "markdown": markdown})
 
 
-@extend_schema(request=BlockAddSerializer, responses={201: BlockOut}, summary="Add a body block")
+@extend_schema(
+    request=BlockAddSerializer, responses={201: EntryBlockChangedSerializer}, summary="Add a body block"
+)
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def block_collection(request, entry_id):
@@ -479,13 +502,13 @@ def block_collection(request, entry_id):
 @extend_schema(
     methods=["PATCH"],
     request=BlockPatchSerializer,
-    responses=BlockOut,
+    responses={200: EntryBlockChangedSerializer, 409: STALE_VERSION},
     summary="Correct a block (text and a required reason) and/or move it",
 )
 @extend_schema(
     methods=["DELETE"],
     parameters=[OpenApiParameter("reason", str)],
-    responses=BlockOut,
+    responses={200: EntryBlockChangedSerializer},
     summary="Remove a block from the body (restorable)",
 )
 @api_view(["PATCH", "DELETE"])
@@ -524,7 +547,9 @@ def block_detail(request, entry_id, block_id):
 
 
 @extend_schema(
-    request=RelationInSerializer, responses={201: RelationOut}, summary="Relate this entry to another"
+    request=RelationInSerializer,
+    responses={201: EntryRelationAddedSerializer},
+    summary="Relate this entry to another",
 )
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
@@ -547,9 +572,11 @@ def relation_collection(request, entry_id):
 
 @extend_schema(
     parameters=[OpenApiParameter("reason", str)],
-    responses=inline_serializer(
-        "RelationRemoved", {"id": serializers.IntegerField(), "audit_event": serializers.IntegerField()}
-    ),
+    responses={
+        200: inline_serializer(
+            "RelationRemoved", {"id": serializers.IntegerField(), "audit_event": serializers.IntegerField()}
+        )
+    },
     summary="Remove a relation (restorable)",
 )
 @api_view(["DELETE"])
@@ -567,7 +594,7 @@ def relation_detail(request, entry_id, relation_id):
 @extend_schema(
     methods=["PUT"],
     request=GuideInSerializer,
-    responses=GuideOut,
+    responses={200: GuideOut, 409: STALE_VERSION},
     summary="Edit a curation guide (admins only; never agents)",
 )
 @api_view(["GET", "PUT"])

@@ -59,7 +59,10 @@ def _body(request) -> dict:
 
 
 @extend_schema(
-    methods=["POST"], request=DatasetIn, summary="Create an eval dataset", responses=OpenApiTypes.OBJECT
+    methods=["POST"],
+    request=DatasetIn,
+    summary="Create an eval dataset",
+    responses={201: OpenApiTypes.OBJECT},
 )
 @extend_schema(
     methods=["GET"],
@@ -120,7 +123,7 @@ def dataset_detail(request, name):
 @extend_schema(
     summary="Run the eval gate on one memory now (records the verdict, changes nothing else)",
     request=None,
-    responses=OpenApiTypes.OBJECT,
+    responses={201: OpenApiTypes.OBJECT},
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])

@@ -14,8 +14,11 @@ from knowledge import access
 from knowledge.models import Memory
 from knowledge.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin, IsReviewer
 from knowledge.provenance import EXTERNAL_KINDS, validate_ref
+from knowledge.schema import error_response
 from memory import provenance
 from memory.selectors_provenance import memory_provenance, stale_memories
+
+BAD_SOURCE = error_response("Not a kind of source that is pushed, or not a valid reference for its kind.")
 
 
 def _check_source_ref(kind: str, ref: str) -> None:
@@ -46,15 +49,18 @@ def _check_source_ref(kind: str, ref: str) -> None:
     methods=["DELETE"],
     summary="Record that an external source is gone",
     request=None,
-    responses=inline_serializer(
-        "SourceGone",
-        {
-            "kind": serializers.CharField(),
-            "ref": serializers.CharField(),
-            "fingerprint": serializers.CharField(),
-            "deleted": serializers.BooleanField(),
-        },
-    ),
+    responses={
+        200: inline_serializer(
+            "SourceGone",
+            {
+                "kind": serializers.CharField(),
+                "ref": serializers.CharField(),
+                "fingerprint": serializers.CharField(),
+                "deleted": serializers.BooleanField(),
+            },
+        ),
+        400: BAD_SOURCE,
+    },
 )
 @api_view(["PUT", "DELETE"])
 @permission_classes([IsIntegrationOrAdmin])

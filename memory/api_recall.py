@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from knowledge.api_fields import StrictCharField
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals import Principal
+from knowledge.schema import error_response
 from memory.api_conversations import SLUG, IsAgentOrReviewer
 from memory.browse import KINDS, Browser
 from memory.context import context_compile
@@ -65,6 +66,82 @@ def scope_from(principal: Principal, v: dict):
     return resolve_scope(principal, agent=agent, conversation=conversation, channel=channel)
 
 
+class SearchRouteHitSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    score = serializers.FloatField()
+
+
+RouteRunOut = inline_serializer(
+    "SearchRouteRun",
+    {
+        "ran": serializers.BooleanField(),
+        "hits": serializers.IntegerField(),
+        "ms": serializers.FloatField(),
+        "reason": serializers.CharField(help_text="Why the route did not run (empty when it ran)."),
+    },
+)
+ResultMessageOut = inline_serializer(
+    "SearchResultMessage",
+    {
+        "id": serializers.IntegerField(),
+        "external_id": serializers.CharField(allow_null=True),
+        "speaker": serializers.CharField(),
+        "ts": serializers.DateTimeField(),
+        "hit": serializers.BooleanField(help_text="This message is the one the routes found."),
+    },
+)
+_KIND_FIELD = {"required": False, "help_text": "Memories and entries only."}
+_EVIDENCE_FIELD = {"required": False, "help_text": "Messages and episodes only."}
+SearchResultOut = inline_serializer(
+    "SearchResult",
+    {
+        "kind": serializers.ChoiceField(choices=["memory", "entry", "message", "episode"]),
+        "id": serializers.IntegerField(),
+        "text": serializers.CharField(help_text="What the agent reads: the hit with its expansion."),
+        "tokens": serializers.IntegerField(),
+        "score": serializers.FloatField(),
+        "fused": serializers.FloatField(),
+        "decay": serializers.FloatField(),
+        "rerank": serializers.FloatField(allow_null=True),
+        "routes": serializers.DictField(
+            child=SearchRouteHitSerializer(), help_text="Rank and score in each route that found it."
+        ),
+        "time": serializers.DateTimeField(allow_null=True),
+        "store": serializers.CharField(**_KIND_FIELD),
+        "owner": serializers.CharField(**_KIND_FIELD),
+        "tier": serializers.CharField(required=False, help_text="Memories only."),
+        "category": serializers.CharField(required=False, help_text="Memories only."),
+        "confidence": serializers.FloatField(required=False, help_text="Memories only."),
+        "entry": serializers.IntegerField(required=False, allow_null=True, help_text="Memories only."),
+        "valid_from": serializers.DateTimeField(required=False, allow_null=True, help_text="Memories only."),
+        "valid_to": serializers.DateTimeField(required=False, allow_null=True, help_text="Memories only."),
+        "name": serializers.CharField(required=False, help_text="Entries only."),
+        "type": serializers.CharField(required=False, help_text="Entries only."),
+        "channel": serializers.CharField(**_EVIDENCE_FIELD),
+        "thread": serializers.CharField(**_EVIDENCE_FIELD),
+        "external_id": serializers.CharField(required=False, allow_null=True, help_text="Messages only."),
+        "speaker": serializers.CharField(required=False, help_text="Messages only."),
+        "topic": serializers.CharField(required=False, help_text="Episodes only."),
+        "messages": serializers.ListField(child=ResultMessageOut, **_EVIDENCE_FIELD),
+        "expanded_external_ids": serializers.ListField(
+            child=serializers.CharField(allow_null=True),
+            required=False,
+            help_text="Messages and episodes only: the messages added around the hit.",
+        ),
+        "also_matched": serializers.ListField(
+            child=inline_serializer(
+                "SearchAlsoMatched",
+                {
+                    "kind": serializers.CharField(),
+                    "id": serializers.IntegerField(),
+                    "routes": serializers.DictField(child=SearchRouteHitSerializer()),
+                },
+            ),
+            required=False,
+            help_text="Other hits this result's text already holds.",
+        ),
+    },
+)
 SearchOut = inline_serializer(
     "SearchResults",
     {
@@ -73,9 +150,21 @@ SearchOut = inline_serializer(
         "k": serializers.IntegerField(),
         "budget_tokens": serializers.IntegerField(),
         "used_tokens": serializers.IntegerField(),
-        "scope": serializers.DictField(),
-        "routes": serializers.DictField(),
-        "results": serializers.ListField(child=serializers.DictField()),
+        "scope": inline_serializer(
+            "SearchScope",
+            {
+                "agent": serializers.CharField(),
+                "conversation": serializers.IntegerField(allow_null=True),
+                "channel": serializers.CharField(allow_null=True),
+                "thread": serializers.CharField(),
+                "read_stores": serializers.ListField(child=serializers.CharField()),
+                "write_store": serializers.CharField(),
+            },
+        ),
+        "routes": serializers.DictField(child=RouteRunOut, help_text="What each route did."),
+        "reranker": serializers.CharField(),
+        "embedding_ms": serializers.FloatField(),
+        "results": serializers.ListField(child=SearchResultOut),
     },
 )
 
@@ -169,7 +258,7 @@ def _agent_for(principal: Principal, name: str) -> Agent:
 @extend_schema(
     methods=["PUT"],
     request=MemoIn,
-    responses={200: MemoOut},
+    responses={200: MemoOut, 409: error_response("`version` is not the current one.")},
     summary="Replace the pinned memo (admins)",
     description="400 when the text counts more tokens than BRAIN_MEMO_BUDGET_TOKENS; 409 when "
     "`version` is given and another version was saved meanwhile.",

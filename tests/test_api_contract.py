@@ -1,0 +1,104 @@
+"""The API keeps its OpenAPI contract. Schemathesis generates requests from /api/schema/ for
+every operation and sends them through the real WSGI application with an admin's and an agent's
+token. No answer may be a server error, and every answer's status code, content type, headers
+and body must be ones the schema documents.
+
+Each generated request is sent twice: as generated (mostly unknown ids: the error answers) and
+with its path's ids pointing at objects of a small world (the success answers, whose bodies are
+where a schema most often lies). Generation is derandomized, so a run is repeatable."""
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from brainsite.wsgi import application
+from knowledge import entries
+from knowledge.models import AuditEvent, Memory
+from memory import eval_datasets
+from tests import factory
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.fixture
+def in_test_transaction():
+    """Requests run in this thread on the test's connection, inside its transaction; Django's
+    own test client keeps that connection open the same way, by not closing connections at
+    request start and end."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def known_ids(world):
+    """One object of each kind a path can name, by the path parameter's name."""
+    vpn = factory.make_entry(world.copilot, name="VPN", blocks=["Client 5.2.1 fixes E4012."])
+    client = factory.make_entry(world.copilot, name="VPN client")
+    relation = entries.relation_add(
+        actor=factory.SYSTEM,
+        entry_id=vpn.pk,
+        predicate="uses",
+        target_id=client.pk,
+        sources=[{"kind": "kb", "ref": "KB-7"}],
+    )
+    block = Memory.objects.filter(entry=vpn).first()
+    memory = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.1", store="shared")
+    factory.make_queued_memory(world.copilot, "The VPN gateway moved to vpn2")
+    conversation = factory.make_conversation(world.copilot, world.general)
+    factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "VPN error E4012 again", "external_id": "m-1"}]
+    )
+    dataset = eval_datasets.dataset_create(
+        actor=factory.SYSTEM,
+        name="contract-cases",
+        kind="agent_turn",
+        cases=[{"id": "vpn-fix", "input": "Which client fixes E4012?", "expect": {"contains": ["5.2.1"]}}],
+    )
+    return {
+        "entry_id": vpn.pk,
+        "block_id": block.pk,
+        "relation_id": relation.pk,
+        "memory_id": memory.pk,
+        "id": conversation.pk,
+        "event_id": AuditEvent.objects.order_by("-pk").values_list("pk", flat=True).first(),
+        "agent": "copilot",
+        "agent_name": "copilot",
+        "name": dataset.name,
+        "run_id": "run-1",
+    }
+
+
+@pytest.mark.parametrize("who", ["admin", "copilot"])
+@schema.parametrize()
+@settings(
+    max_examples=5,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_api_answers_as_its_schema_documents(case, who, world, known_ids, in_test_transaction):
+    headers = {"Authorization": f"Bearer {world.tokens[who]}"}
+    case.call_and_validate(headers=headers, checks=CHECKS)
+    real = {name: known_ids[name] for name in case.path_parameters or {} if name in known_ids}
+    if real:
+        case.path_parameters = {**case.path_parameters, **real}
+        case.call_and_validate(headers=headers, checks=CHECKS)
