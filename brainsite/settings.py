@@ -144,6 +144,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {"SourceKindEnum": "knowledge.models.MemorySource.KINDS"},
 }
 
 Q_CLUSTER = {

@@ -151,33 +151,30 @@ class EntryRelationAddedSerializer(EntryRelationSerializer):
     audit_event = serializers.IntegerField()
 
 
-_ENTRY_FIELDS = {
-    "id": serializers.IntegerField(),
-    "name": serializers.CharField(),
-    "type": serializers.CharField(),
-    "aliases": serializers.ListField(child=serializers.CharField()),
-    "summary": serializers.CharField(),
-    "store": serializers.CharField(),
-    "owner": serializers.CharField(),
-    "version": serializers.IntegerField(),
-    "block_count": serializers.IntegerField(),
-    "updated_at": serializers.DateTimeField(),
-    "deleted_at": serializers.DateTimeField(allow_null=True),
-}
-EntryListItemOut = inline_serializer("EntryListItem", _ENTRY_FIELDS)
-EntryOut = inline_serializer(
-    "Entry",
-    {
-        **_ENTRY_FIELDS,
-        "properties": serializers.DictField(),
-        "author": AuthorOut,
-        "created_at": serializers.DateTimeField(),
-        "blocks": EntryBlockSerializer(many=True),
-        "relations": EntryRelationSerializer(many=True),
-        "incoming_relations": EntryRelationSerializer(many=True),
-        "audit_event": serializers.IntegerField(required=False),
-    },
-)
+class EntryListItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.CharField()
+    aliases = serializers.ListField(child=serializers.CharField())
+    summary = serializers.CharField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    version = serializers.IntegerField()
+    block_count = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+
+
+class EntrySerializer(EntryListItemSerializer):
+    properties = serializers.DictField()
+    author = AuthorOut
+    created_at = serializers.DateTimeField()
+    blocks = EntryBlockSerializer(many=True)
+    relations = EntryRelationSerializer(many=True)
+    incoming_relations = EntryRelationSerializer(many=True)
+    audit_event = serializers.IntegerField(required=False)
+
+
 EntryPageOut = inline_serializer(
     "EntryPage",
     {
@@ -185,7 +182,7 @@ EntryPageOut = inline_serializer(
         "page": serializers.IntegerField(),
         "pages": serializers.IntegerField(),
         "page_size": serializers.IntegerField(),
-        "results": serializers.ListField(child=EntryListItemOut),
+        "results": EntryListItemSerializer(many=True),
     },
 )
 GuideOut = inline_serializer(
@@ -385,7 +382,7 @@ LIST_PARAMS = [
 @extend_schema(
     methods=["POST"],
     request=EntryCreateSerializer,
-    responses={201: EntryOut},
+    responses={201: EntrySerializer},
     summary="Create an entry with its body blocks",
 )
 @api_view(["GET", "POST"])
@@ -424,11 +421,11 @@ def entry_collection(request):
     )
 
 
-@extend_schema(methods=["GET"], responses=EntryOut, summary="An entry with its blocks and relations")
+@extend_schema(methods=["GET"], responses=EntrySerializer, summary="An entry with its blocks and relations")
 @extend_schema(
     methods=["PATCH"],
     request=EntryPatchSerializer,
-    responses={200: EntryOut, 409: STALE_VERSION},
+    responses={200: EntrySerializer, 409: STALE_VERSION},
     summary="Change an entry's metadata",
 )
 @extend_schema(
