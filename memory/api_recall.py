@@ -142,6 +142,17 @@ SearchResultOut = inline_serializer(
         ),
     },
 )
+
+
+class SearchScopeSerializer(serializers.Serializer):
+    agent = serializers.CharField()
+    conversation = serializers.IntegerField(allow_null=True)
+    channel = serializers.CharField(allow_null=True)
+    thread = serializers.CharField()
+    read_stores = serializers.ListField(child=serializers.CharField())
+    write_store = serializers.CharField()
+
+
 SearchOut = inline_serializer(
     "SearchResults",
     {
@@ -150,17 +161,7 @@ SearchOut = inline_serializer(
         "k": serializers.IntegerField(),
         "budget_tokens": serializers.IntegerField(),
         "used_tokens": serializers.IntegerField(),
-        "scope": inline_serializer(
-            "SearchScope",
-            {
-                "agent": serializers.CharField(),
-                "conversation": serializers.IntegerField(allow_null=True),
-                "channel": serializers.CharField(allow_null=True),
-                "thread": serializers.CharField(),
-                "read_stores": serializers.ListField(child=serializers.CharField()),
-                "write_store": serializers.CharField(),
-            },
-        ),
+        "scope": SearchScopeSerializer(),
         "routes": serializers.DictField(child=RouteRunOut, help_text="What each route did."),
         "reranker": serializers.CharField(),
         "embedding_ms": serializers.FloatField(),
@@ -300,14 +301,44 @@ class ContextIn(serializers.Serializer):
         return data
 
 
+ContextItemOut = inline_serializer(
+    "CompiledContextItem",
+    {
+        "kind": serializers.ChoiceField(choices=["memory", "entry", "message", "episode"]),
+        "id": serializers.IntegerField(),
+        "tokens": serializers.IntegerField(),
+        "forced": serializers.BooleanField(required=False, help_text="Put first by the caller (the gate)."),
+        "score": serializers.FloatField(required=False),
+        "relevance": serializers.FloatField(required=False),
+        "recency": serializers.FloatField(required=False),
+        "confidence": serializers.FloatField(required=False),
+        "density": serializers.FloatField(required=False),
+    },
+)
+ContextSectionOut = inline_serializer(
+    "CompiledContextSection",
+    {
+        "name": serializers.ChoiceField(choices=["instructions", "pinned_memo", "recalled_memory"]),
+        "text": serializers.CharField(),
+        "tokens": serializers.IntegerField(),
+        "budget_tokens": serializers.IntegerField(required=False, help_text="pinned_memo only."),
+        "version": serializers.IntegerField(required=False, help_text="pinned_memo only."),
+        "items": serializers.ListField(
+            child=ContextItemOut, required=False, help_text="recalled_memory only: what it holds, in order."
+        ),
+    },
+)
 ContextOut = inline_serializer(
     "CompiledContext",
     {
         "agent": serializers.CharField(),
+        "scope": SearchScopeSerializer(),
+        "query": serializers.CharField(),
+        "now": serializers.DateTimeField(),
         "budget_tokens": serializers.IntegerField(),
         "total_tokens": serializers.IntegerField(),
         "truncated": serializers.ListField(child=serializers.CharField()),
-        "sections": serializers.ListField(child=serializers.DictField()),
+        "sections": serializers.ListField(child=ContextSectionOut),
     },
 )
 

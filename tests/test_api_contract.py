@@ -7,6 +7,7 @@ Each generated request is sent twice: as generated (mostly unknown ids: the erro
 with its path's ids pointing at objects of a small world (the success answers, whose bodies are
 where a schema most often lies). Generation is derandomized, so a run is repeatable."""
 
+import jsonschema
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -25,14 +26,30 @@ from knowledge import entries
 from knowledge.models import AuditEvent, Memory
 from memory import eval_datasets
 from tests import factory
+from tests.openapi import response_schema, validate
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+def every_field_declared(ctx, response, case):
+    """Stricter than conformance: a documented JSON body carries no field its schema leaves out."""
+    body_schema = response_schema(case.operation.path, case.method, response.status_code)
+    if body_schema is None:
+        return None
+    try:
+        validate(body_schema, response.json())
+    except jsonschema.ValidationError as error:
+        raise AssertionError(f"{case.method} {case.operation.path} {response.status_code}: {error.message}")
+    return None
+
+
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
     content_type_conformance,
     response_headers_conformance,
     response_schema_conformance,
+    every_field_declared,
 ]
 
 
