@@ -144,7 +144,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
-    "ENUM_NAME_OVERRIDES": {"SourceKindEnum": "knowledge.models.MemorySource.KINDS"},
+    "ENUM_NAME_OVERRIDES": {
+        "SourceKindEnum": "knowledge.models.MemorySource.KINDS",
+        "SourceStateEnum": "knowledge.models.MemorySource.STATES",
+        "RecallKindEnum": "memory.api_recall.RESULT_KINDS",
+        "PlanStateEnum": "memory.models.ConsolidationPlan.STATES",
+    },
 }
 
 Q_CLUSTER = {

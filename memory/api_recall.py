@@ -66,6 +66,9 @@ def scope_from(principal: Principal, v: dict):
     return resolve_scope(principal, agent=agent, conversation=conversation, channel=channel)
 
 
+RESULT_KINDS = ["memory", "entry", "message", "episode"]
+
+
 class SearchRouteHitSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     score = serializers.FloatField()
@@ -95,7 +98,7 @@ _EVIDENCE_FIELD = {"required": False, "help_text": "Messages and episodes only."
 SearchResultOut = inline_serializer(
     "SearchResult",
     {
-        "kind": serializers.ChoiceField(choices=["memory", "entry", "message", "episode"]),
+        "kind": serializers.ChoiceField(choices=RESULT_KINDS),
         "id": serializers.IntegerField(),
         "text": serializers.CharField(help_text="What the agent reads: the hit with its expansion."),
         "tokens": serializers.IntegerField(),
@@ -304,7 +307,7 @@ class ContextIn(serializers.Serializer):
 ContextItemOut = inline_serializer(
     "CompiledContextItem",
     {
-        "kind": serializers.ChoiceField(choices=["memory", "entry", "message", "episode"]),
+        "kind": serializers.ChoiceField(choices=RESULT_KINDS),
         "id": serializers.IntegerField(),
         "tokens": serializers.IntegerField(),
         "forced": serializers.BooleanField(required=False, help_text="Put first by the caller (the gate)."),
