@@ -16,9 +16,12 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    ignored_auth,
+    missing_required_header,
     response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
+    unsupported_method,
 )
 
 from brainsite.wsgi import application
@@ -50,6 +53,9 @@ CHECKS = [
     response_headers_conformance,
     response_schema_conformance,
     every_field_declared,
+    ignored_auth,
+    unsupported_method,
+    missing_required_header,
 ]
 
 
@@ -107,7 +113,7 @@ def known_ids(world):
 @pytest.mark.parametrize("who", ["admin", "copilot"])
 @schema.parametrize()
 @settings(
-    max_examples=5,
+    max_examples=10,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
