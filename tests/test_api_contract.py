@@ -115,6 +115,7 @@ def known_ids(world):
 @settings(
     max_examples=10,
     derandomize=True,
+    database=None,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
