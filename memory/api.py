@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from knowledge.models import Agent, Memory
 from knowledge.permissions import IsAgentOrReviewer, IsReviewer
+from knowledge.schema import error_response
 from memory import selectors, services
 from memory.serializers import (
     ApproveSerializer,
@@ -30,7 +31,7 @@ from memory.serializers import (
     version_out,
 )
 
-ERROR = OpenApiResponse(OpenApiTypes.OBJECT, description='JSON error: {"error": "...", ...}')
+ERROR = error_response('JSON error: {"error": "...", ...}')
 CONFLICT = OpenApiResponse(
     OpenApiTypes.OBJECT,
     description="The memory is not in a state for this action (another reviewer acted first), or strict "

@@ -367,8 +367,59 @@ def context_view(request, agent: str):
 # --- status -----------------------------------------------------------------------------------
 
 
+StatusOut = inline_serializer(
+    "Status",
+    {
+        "embeddings": serializers.DictField(
+            help_text="The embedding configuration (and `error` if invalid)."
+        ),
+        "backlog": serializers.DictField(
+            child=serializers.IntegerField(), required=False, help_text="Rows waiting for a vector, per kind."
+        ),
+        "vector_coverage": serializers.DictField(
+            child=serializers.DictField(), help_text="Per kind: rows, vectors and backlog."
+        ),
+        "evidence": inline_serializer(
+            "StatusEvidence",
+            {
+                "channels": serializers.IntegerField(),
+                "messages": serializers.IntegerField(),
+                "episodes": serializers.IntegerField(),
+                "open_conversations": serializers.IntegerField(),
+            },
+        ),
+        "agents": serializers.IntegerField(),
+        "pinned_memos": serializers.ListField(
+            child=inline_serializer(
+                "StatusMemo",
+                {
+                    "agent": serializers.CharField(),
+                    "tokens": serializers.IntegerField(),
+                    "budget_tokens": serializers.IntegerField(),
+                    "over": serializers.BooleanField(),
+                },
+            )
+        ),
+        "worker_heartbeat": serializers.DateTimeField(allow_null=True),
+        "jobs": serializers.DictField(
+            help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "
+            "for reviewers and admins)."
+        ),
+        "alerts": serializers.ListField(
+            child=inline_serializer(
+                "StatusAlert",
+                {
+                    "level": serializers.ChoiceField(choices=["error", "warning"]),
+                    "text": serializers.CharField(),
+                },
+            )
+        ),
+    },
+)
+
+
 @extend_schema(
-    responses={200: OpenApiTypes.OBJECT},
+    responses={200: StatusOut},
     summary="Health: alerts, embedding configuration, vector coverage and backlog per kind, jobs",
     description="`alerts` lists what needs a person, most urgent first. `jobs.recent_failures` "
     "(task results may quote stored text) is given to reviewers and admins only.",

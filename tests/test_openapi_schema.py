@@ -107,3 +107,11 @@ def test_the_served_schema_is_the_one_checked(world):
     response = world.client(None).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     assert response.json() == api_spec()
+
+
+def test_status_validates_for_agents_and_reviewers(world):
+    factory.make_conversation(world.copilot, world.general)
+    for who in ("copilot", "reviewer"):
+        response = world.client(who).get("/api/status")
+        assert response.status_code == 200
+        check(response, "/api/status", "get")
