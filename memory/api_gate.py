@@ -22,6 +22,15 @@ DatasetIn = inline_serializer(
         "cases": serializers.ListField(child=serializers.DictField()),
     },
 )
+DatasetReplaceIn = inline_serializer(
+    "EvalDatasetReplace",
+    {
+        "name": serializers.CharField(required=False, help_text="If given, the dataset's own name."),
+        "kind": serializers.CharField(required=False, help_text="Default: the dataset's kind."),
+        "cases": serializers.ListField(child=serializers.DictField()),
+        "version": serializers.IntegerField(required=False, help_text="Expected current version."),
+    },
+)
 
 
 class EvalDatasetSerializer(serializers.Serializer):
@@ -122,7 +131,7 @@ def datasets(request):
 
 @extend_schema(
     methods=["PUT"],
-    request=DatasetIn,
+    request=DatasetReplaceIn,
     summary="Replace an eval dataset's cases",
     responses=EvalDatasetSerializer,
 )
