@@ -1,8 +1,13 @@
 """API: memory_search, memory_browse, the pinned memo, context compilation and status."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -203,8 +208,148 @@ def memory_search_view(request):
     return Response(outcome_dict(outcome))
 
 
+def _kind(value: str):
+    """The `kind` of one browse answer: exactly `value`, so each answer matches one form."""
+
+    @extend_schema_field({"type": "string", "enum": [value]})
+    class KindField(serializers.CharField):
+        pass
+
+    return KindField()
+
+
+class BrowseMessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField(allow_null=True)
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    speaker = serializers.CharField()
+    ts = serializers.DateTimeField()
+    text = serializers.CharField()
+
+
+class BrowsedMessageSerializer(serializers.Serializer):
+    kind = _kind("message")
+    message = BrowseMessageSerializer()
+    thread = BrowseMessageSerializer(many=True, required=False, help_text="Its thread, when it has one.")
+    context = BrowseMessageSerializer(
+        many=True, required=False, help_text="A lone message: it with its neighbours in the channel."
+    )
+    episode = serializers.IntegerField(required=False, help_text="The episode that covers it.")
+
+
+class BrowsedThreadSerializer(serializers.Serializer):
+    kind = _kind("thread")
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    messages = BrowseMessageSerializer(many=True)
+
+
+class BrowsedEpisodeSerializer(serializers.Serializer):
+    kind = _kind("episode")
+    id = serializers.IntegerField()
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    topic = serializers.CharField()
+    summary = serializers.CharField()
+    likely_question = serializers.CharField()
+    resolution = serializers.CharField()
+    related_systems = serializers.ListField(child=serializers.CharField())
+    start_ts = serializers.DateTimeField()
+    end_ts = serializers.DateTimeField()
+    evidence = serializers.ListField(child=serializers.IntegerField(), help_text="Message ids.")
+    messages = BrowseMessageSerializer(many=True)
+
+
+class BrowsedEntrySerializer(serializers.Serializer):
+    kind = _kind("entry")
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.CharField()
+    aliases = serializers.ListField(child=serializers.CharField())
+    summary = serializers.CharField()
+    properties = serializers.DictField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+    blocks = serializers.ListField(
+        child=inline_serializer(
+            "BrowsedBlock",
+            {
+                "id": serializers.IntegerField(),
+                "text": serializers.CharField(),
+                "version": serializers.IntegerField(),
+                "author": serializers.CharField(help_text="kind:name"),
+            },
+        )
+    )
+
+
+class BrowsedMemorySerializer(serializers.Serializer):
+    kind = _kind("memory")
+    id = serializers.IntegerField()
+    text = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    tier = serializers.CharField()
+    category = serializers.CharField()
+    status = serializers.CharField()
+    stale = serializers.BooleanField()
+    confidence = serializers.FloatField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    entry = serializers.IntegerField(allow_null=True)
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    version = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+    sources = serializers.ListField(
+        child=inline_serializer(
+            "BrowsedSource",
+            {
+                "kind": serializers.CharField(),
+                "ref": serializers.CharField(),
+                "opened": serializers.DictField(
+                    required=False,
+                    help_text="An internal source in scope, opened as browse opens its kind (a memory "
+                    "shows only kind, id, text and status).",
+                ),
+            },
+        )
+    )
+
+
+class BrowsedConversationSerializer(serializers.Serializer):
+    kind = _kind("conversation")
+    id = serializers.IntegerField()
+    agent = serializers.CharField()
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    status = serializers.CharField()
+    read_stores = serializers.ListField(child=serializers.CharField())
+    write_store = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    messages = BrowseMessageSerializer(many=True)
+
+
+BrowseOut = PolymorphicProxySerializer(
+    "Browsed",
+    serializers=[
+        BrowsedMessageSerializer,
+        BrowsedThreadSerializer,
+        BrowsedEpisodeSerializer,
+        BrowsedEntrySerializer,
+        BrowsedMemorySerializer,
+        BrowsedConversationSerializer,
+    ],
+    resource_type_field_name=None,
+)
+
+
 @extend_schema(
-    responses={200: OpenApiTypes.OBJECT},
+    responses={200: BrowseOut},
     parameters=[
         OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=list(KINDS)),
         OpenApiParameter(

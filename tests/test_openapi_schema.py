@@ -115,3 +115,52 @@ def test_status_validates_for_agents_and_reviewers(world):
         response = world.client(who).get("/api/status")
         assert response.status_code == 200
         check(response, "/api/status", "get")
+
+
+def test_each_kind_of_browse_answer_validates_as_exactly_one_form(world):
+    from django.utils import timezone
+
+    from knowledge.models import Episode, Message
+
+    conversation = factory.make_conversation(world.copilot, world.general)
+    lone, threaded = factory.post_messages(
+        world.general,
+        [
+            {"speaker": "alice", "text": "The VPN shows error E4012", "external_id": "b-1"},
+            {"speaker": "bob", "text": "Client 5.2.1 fixes it", "external_id": "b-2", "thread": "t-1"},
+        ],
+    )
+    now = timezone.now()
+    episode = Episode.objects.create(
+        channel=world.general,
+        store="shared",
+        topic="VPN error",
+        summary="E4012 after the update.",
+        start_ts=now,
+        end_ts=now,
+    )
+    Message.objects.filter(pk=lone).update(episode=episode)
+    entry = factory.make_entry(world.copilot, name="VPN", blocks=["Client 5.2.1 fixes E4012."])
+    memory = factory.make_memory(
+        world.copilot,
+        "E4012 is fixed by client 5.2.1",
+        store="shared",
+        sources=[{"kind": "message", "ref": str(lone)}, {"kind": "kb", "ref": "KB-7"}],
+    )
+    documented = response_schema("/api/memory/browse/{kind}/{id}", "get", 200)
+    forms = api_spec()["components"]["schemas"][documented["$ref"].rsplit("/", 1)[1]]["oneOf"]
+    assert len(forms) == 6
+    client = world.client("copilot")
+    for kind, pk in [
+        ("message", lone),
+        ("message", threaded),
+        ("thread", threaded),
+        ("episode", episode.pk),
+        ("entry", entry.pk),
+        ("memory", memory.pk),
+        ("conversation", conversation.pk),
+    ]:
+        response = client.get(f"/api/memory/browse/{kind}/{pk}?conversation={conversation.pk}")
+        assert response.status_code == 200, (kind, response.content)
+        assert response.json()["kind"] == kind
+        check(response, "/api/memory/browse/{kind}/{id}", "get")
