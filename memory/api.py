@@ -4,9 +4,8 @@ import math
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
@@ -33,7 +32,14 @@ from memory.serializers import (
 
 ERROR = error_response('JSON error: {"error": "...", ...}')
 CONFLICT = OpenApiResponse(
-    OpenApiTypes.OBJECT,
+    inline_serializer(
+        "MemoryConflict",
+        {
+            "error": serializers.CharField(),
+            "policy_violation": serializers.ChoiceField(choices=["memory_conflict"], required=False),
+            "conflicts_with": serializers.ListField(child=serializers.IntegerField(), required=False),
+        },
+    ),
     description="The memory is not in a state for this action (another reviewer acted first), or strict "
     'anti-drift refused it: {"error", "policy_violation": "memory_conflict", "conflicts_with": [ids]}.',
 )

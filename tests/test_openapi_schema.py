@@ -164,3 +164,18 @@ def test_each_kind_of_browse_answer_validates_as_exactly_one_form(world):
         assert response.status_code == 200, (kind, response.content)
         assert response.json()["kind"] == kind
         check(response, "/api/memory/browse/{kind}/{id}", "get")
+
+
+def test_a_refused_contradiction_validates_against_the_documented_conflict(world):
+    from knowledge.services import setting_set
+
+    setting_set(actor=factory.SYSTEM, name="BRAIN_STRICT_ANTI_DRIFT", value=True)
+    key = "customer.acme.preferences"
+    factory.make_memory(
+        world.copilot, key=key, value={"channel": "slack"}, text="Acme prefers Slack", confidence=0.95
+    )
+    body = {"scope": "agent", "key": key, "value": {"channel": "email"}, "text": "Acme prefers e-mail"}
+    response = world.client("copilot").post("/api/memory", body, format="json")
+    assert response.status_code == 409
+    assert response.json()["conflicts_with"]
+    check(response, "/api/memory", "post")
