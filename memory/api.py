@@ -38,6 +38,8 @@ CONFLICT = OpenApiResponse(
             "error": serializers.CharField(),
             "policy_violation": serializers.ChoiceField(choices=["memory_conflict"], required=False),
             "conflicts_with": serializers.ListField(child=serializers.IntegerField(), required=False),
+            "memory": serializers.IntegerField(required=False, help_text="A state conflict: the memory."),
+            "status": serializers.CharField(required=False, help_text="A state conflict: its status now."),
         },
     ),
     description="The memory is not in a state for this action (another reviewer acted first), or strict "

@@ -179,3 +179,11 @@ def test_a_refused_contradiction_validates_against_the_documented_conflict(world
     assert response.status_code == 409
     assert response.json()["conflicts_with"]
     check(response, "/api/memory", "post")
+
+
+def test_a_decision_on_a_memory_no_longer_queued_validates_against_the_documented_conflict(world):
+    memory = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.1")
+    response = world.client("reviewer").post(f"/api/memory/{memory.pk}/approve", {}, format="json")
+    assert response.status_code == 409
+    assert response.json()["status"] == "active"
+    check(response, "/api/memory/{memory_id}/approve", "post")
