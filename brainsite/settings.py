@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "knowledge.middleware.RequestIdMiddleware",
+    "knowledge.middleware.ApiNulCharacterMiddleware",
 ]
 
 ROOT_URLCONF = "brainsite.urls"

@@ -10,3 +10,13 @@ def test_a_console_url_that_does_not_exist_is_still_a_page(client):
     response = client.get("/nothing-here/")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+def test_a_null_character_in_an_api_path_or_parameter_is_refused_as_json(world):
+    client = world.client("admin")
+    response = client.get("/api/eval-datasets/a%00b")
+    assert response.status_code == 404
+    assert response.json() == {"error": "Not found."}
+    response = client.get("/api/entries?owner=a%00b&q=vpn")
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid", "fields": {"owner": ["Null characters are not allowed."]}}
