@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     "knowledge.middleware.RequestIdMiddleware",
+    "knowledge.middleware.ApiNulCharacterMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -197,7 +198,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["knowledge.web.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "knowledge.schema.BrainAutoSchema",
     "EXCEPTION_HANDLER": "knowledge.api_errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -207,11 +208,16 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Brain API",
     "DESCRIPTION": "Long-term memory for AI agents: write, review, recall and audit memories.",
     "VERSION": "0.1.0",
-    "ENUM_NAME_OVERRIDES": {"SourceKindEnum": "knowledge.models.memories.MemorySource.KINDS"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {
+        "SourceKindEnum": "knowledge.models.MemorySource.KINDS",
+        "SourceStateEnum": "knowledge.models.MemorySource.STATES",
+        "RecallKindEnum": "memory.api_recall.RESULT_KINDS",
+        "PlanStateEnum": "memory.models.ConsolidationPlan.STATES",
+    },
 }
 
 Q_CLUSTER = {

@@ -24,6 +24,8 @@ api_patterns = [
     ),
 ]
 
+handler404 = "knowledge.api_errors.not_found"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(template_name="auth/login.html"), name="login"),

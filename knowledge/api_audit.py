@@ -13,50 +13,46 @@ from knowledge.audit_selectors import AuditFilters, audit_events
 from knowledge.models import AuditEvent
 from knowledge.permissions import IsAdmin, IsReviewer
 from knowledge.restore import RestoreConflict, audit_restore
+from knowledge.schema import error_response
 
-EventOut = inline_serializer(
-    "AuditEvent",
-    {
-        "id": serializers.IntegerField(),
-        "action": serializers.CharField(),
-        "actor": serializers.DictField(),
-        "store": serializers.CharField(),
-        "owner": serializers.CharField(),
-        "object_type": serializers.CharField(),
-        "object_ids": serializers.ListField(child=serializers.CharField()),
-        "reason": serializers.CharField(),
-        "counts": serializers.DictField(),
-        "data": serializers.DictField(),
-        "batch_id": serializers.UUIDField(),
-        "request_id": serializers.CharField(),
-        "dreaming_run": serializers.IntegerField(allow_null=True),
-        "created_at": serializers.DateTimeField(),
-        "restorable": serializers.BooleanField(),
-    },
-)
-RevisionOut = inline_serializer(
-    "AuditRevision",
-    {
-        "object_type": serializers.CharField(),
-        "object_id": serializers.CharField(),
-        "before": serializers.DictField(allow_null=True),
-        "after": serializers.DictField(allow_null=True),
-    },
-)
-RecordOut = inline_serializer(
-    "RestoreRecord",
-    {
-        "event": serializers.IntegerField(),
-        "action": serializers.CharField(),
-        "object_type": serializers.CharField(),
-        "object_id": serializers.CharField(),
-        "label": serializers.CharField(),
-        "before": serializers.DictField(allow_null=True, help_text="The value now."),
-        "after": serializers.DictField(allow_null=True, help_text="The value the restore writes."),
-        "changes": serializers.ListField(child=serializers.DictField()),
-        "conflict_fields": serializers.ListField(child=serializers.CharField()),
-    },
-)
+
+class AuditEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    action = serializers.CharField()
+    actor = inline_serializer(
+        "AuditActor", {"kind": serializers.CharField(), "name": serializers.CharField()}
+    )
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    object_type = serializers.CharField()
+    object_ids = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField()
+    counts = serializers.DictField()
+    data = serializers.DictField()
+    batch_id = serializers.UUIDField()
+    request_id = serializers.CharField()
+    dreaming_run = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    restorable = serializers.BooleanField()
+
+
+class AuditRevisionSerializer(serializers.Serializer):
+    object_type = serializers.CharField()
+    object_id = serializers.CharField()
+    before = serializers.DictField(allow_null=True)
+    after = serializers.DictField(allow_null=True)
+
+
+class RestoreRecordSerializer(serializers.Serializer):
+    event = serializers.IntegerField()
+    action = serializers.CharField()
+    object_type = serializers.CharField()
+    object_id = serializers.CharField()
+    label = serializers.CharField()
+    before = serializers.DictField(allow_null=True, help_text="The value now.")
+    after = serializers.DictField(allow_null=True, help_text="The value the restore writes.")
+    changes = serializers.ListField(child=serializers.DictField())
+    conflict_fields = serializers.ListField(child=serializers.CharField())
 
 
 class RestoreInSerializer(StrictSerializer):
@@ -146,7 +142,7 @@ AUDIT_PARAMS = [
             "count": serializers.IntegerField(),
             "page": serializers.IntegerField(),
             "page_size": serializers.IntegerField(),
-            "results": EventOut,
+            "results": AuditEventSerializer(many=True),
         },
     ),
     summary="The audit trail, newest first",
@@ -165,7 +161,9 @@ def audit_list(request):
 
 
 @extend_schema(
-    responses=inline_serializer("AuditEventDetail", {"event": EventOut, "revisions": RevisionOut}),
+    responses=inline_serializer(
+        "AuditEventDetail", {"event": AuditEventSerializer(), "revisions": AuditRevisionSerializer(many=True)}
+    ),
     summary="One audit event with the before/after of every object it changed",
 )
 @api_view(["GET"])
@@ -188,7 +186,7 @@ def audit_detail(request, event_id):
                 "restored": serializers.BooleanField(),
                 "preview": serializers.BooleanField(),
                 "audit_event": serializers.IntegerField(allow_null=True),
-                "records": RecordOut,
+                "records": RestoreRecordSerializer(many=True),
             },
         ),
         409: inline_serializer(
@@ -196,9 +194,10 @@ def audit_detail(request, event_id):
             {
                 "error": serializers.CharField(),
                 "conflicts": serializers.ListField(child=serializers.DictField()),
-                "records": RecordOut,
+                "records": RestoreRecordSerializer(many=True),
             },
         ),
+        404: error_response("An event named is not in the audit trail."),
     },
     summary="Restore one or more audit events atomically, newest first (admins)",
     description=(

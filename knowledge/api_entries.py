@@ -25,6 +25,9 @@ from knowledge.entry_selectors import (
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.permissions import IsAgentOrReviewer
 from knowledge.projection import entry_markdown
+from knowledge.schema import error_response
+
+STALE_VERSION = error_response("`version` is not the current one: someone changed it meanwhile.")
 
 # --- serializers -----------------------------------------------------------------------------------
 
@@ -108,60 +111,70 @@ class GuideInSerializer(StrictSerializer):
 AuthorOut = inline_serializer(
     "BlockAuthor", {"kind": serializers.CharField(), "name": serializers.CharField()}
 )
-BlockOut = inline_serializer(
-    "EntryBlock",
-    {
-        "id": serializers.IntegerField(),
-        "position": serializers.IntegerField(),
-        "text": serializers.CharField(),
-        "status": serializers.CharField(),
-        "version": serializers.IntegerField(),
-        "content_hash": serializers.CharField(),
-        "author": AuthorOut,
-        "sources": EntrySourceSerializer(many=True),
-        "updated_at": serializers.DateTimeField(),
-    },
-)
-RelationOut = inline_serializer(
-    "EntryRelation",
-    {
-        "id": serializers.IntegerField(),
-        "predicate": serializers.CharField(),
-        "source": serializers.DictField(),
-        "target": serializers.DictField(),
-        "sources": EntrySourceSerializer(many=True),
-        "valid_from": serializers.DateField(allow_null=True),
-        "valid_to": serializers.DateField(allow_null=True),
-        "author": AuthorOut,
-    },
-)
-_ENTRY_FIELDS = {
-    "id": serializers.IntegerField(),
-    "name": serializers.CharField(),
-    "type": serializers.CharField(),
-    "aliases": serializers.ListField(child=serializers.CharField()),
-    "summary": serializers.CharField(),
-    "store": serializers.CharField(),
-    "owner": serializers.CharField(),
-    "version": serializers.IntegerField(),
-    "block_count": serializers.IntegerField(),
-    "updated_at": serializers.DateTimeField(),
-    "deleted_at": serializers.DateTimeField(allow_null=True),
-}
-EntryListItemOut = inline_serializer("EntryListItem", _ENTRY_FIELDS)
-EntryOut = inline_serializer(
-    "Entry",
-    {
-        **_ENTRY_FIELDS,
-        "properties": serializers.DictField(),
-        "author": AuthorOut,
-        "created_at": serializers.DateTimeField(),
-        "blocks": BlockOut,
-        "relations": RelationOut,
-        "incoming_relations": RelationOut,
-        "audit_event": serializers.IntegerField(required=False),
-    },
-)
+
+
+class EntryBlockSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    position = serializers.IntegerField()
+    text = serializers.CharField()
+    status = serializers.CharField()
+    version = serializers.IntegerField()
+    content_hash = serializers.CharField()
+    author = AuthorOut
+    sources = EntrySourceSerializer(many=True)
+    updated_at = serializers.DateTimeField()
+
+
+class EntryBlockChangedSerializer(EntryBlockSerializer):
+    audit_event = serializers.IntegerField(
+        allow_null=True, help_text="The change's audit event (none when nothing changed)."
+    )
+
+
+class EntryRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class EntryRelationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    predicate = serializers.CharField()
+    source = EntryRefSerializer()
+    target = EntryRefSerializer()
+    sources = EntrySourceSerializer(many=True)
+    valid_from = serializers.DateField(allow_null=True)
+    valid_to = serializers.DateField(allow_null=True)
+    author = AuthorOut
+
+
+class EntryRelationAddedSerializer(EntryRelationSerializer):
+    audit_event = serializers.IntegerField()
+
+
+class EntryListItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.CharField()
+    aliases = serializers.ListField(child=serializers.CharField())
+    summary = serializers.CharField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    version = serializers.IntegerField()
+    block_count = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+
+
+class EntrySerializer(EntryListItemSerializer):
+    properties = serializers.DictField()
+    author = AuthorOut
+    created_at = serializers.DateTimeField()
+    blocks = EntryBlockSerializer(many=True)
+    relations = EntryRelationSerializer(many=True)
+    incoming_relations = EntryRelationSerializer(many=True)
+    audit_event = serializers.IntegerField(required=False)
+
+
 EntryPageOut = inline_serializer(
     "EntryPage",
     {
@@ -169,7 +182,7 @@ EntryPageOut = inline_serializer(
         "page": serializers.IntegerField(),
         "pages": serializers.IntegerField(),
         "page_size": serializers.IntegerField(),
-        "results": EntryListItemOut,
+        "results": EntryListItemSerializer(many=True),
     },
 )
 GuideOut = inline_serializer(
@@ -369,7 +382,7 @@ LIST_PARAMS = [
 @extend_schema(
     methods=["POST"],
     request=EntryCreateSerializer,
-    responses={201: EntryOut},
+    responses={201: EntrySerializer},
     summary="Create an entry with its body blocks",
 )
 @api_view(["GET", "POST"])
@@ -408,21 +421,26 @@ def entry_collection(request):
     )
 
 
-@extend_schema(methods=["GET"], responses=EntryOut, summary="An entry with its blocks and relations")
+@extend_schema(methods=["GET"], responses=EntrySerializer, summary="An entry with its blocks and relations")
 @extend_schema(
-    methods=["PATCH"], request=EntryPatchSerializer, responses=EntryOut, summary="Change an entry's metadata"
+    methods=["PATCH"],
+    request=EntryPatchSerializer,
+    responses={200: EntrySerializer, 409: STALE_VERSION},
+    summary="Change an entry's metadata",
 )
 @extend_schema(
     methods=["DELETE"],
     parameters=[OpenApiParameter("reason", str)],
-    responses=inline_serializer(
-        "EntryDeleted",
-        {
-            "id": serializers.IntegerField(),
-            "deleted_at": serializers.DateTimeField(),
-            "audit_event": serializers.IntegerField(),
-        },
-    ),
+    responses={
+        200: inline_serializer(
+            "EntryDeleted",
+            {
+                "id": serializers.IntegerField(),
+                "deleted_at": serializers.DateTimeField(),
+                "audit_event": serializers.IntegerField(),
+            },
+        )
+    },
     summary="Delete an entry (restorable from its delete record)",
 )
 @api_view(["GET", "PATCH", "DELETE"])
@@ -458,7 +476,9 @@ def entry_projection(request, entry_id):
     return Response({"id": entry.pk, "markdown": markdown})
 
 
-@extend_schema(request=BlockAddSerializer, responses={201: BlockOut}, summary="Add a body block")
+@extend_schema(
+    request=BlockAddSerializer, responses={201: EntryBlockChangedSerializer}, summary="Add a body block"
+)
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def block_collection(request, entry_id):
@@ -479,13 +499,13 @@ def block_collection(request, entry_id):
 @extend_schema(
     methods=["PATCH"],
     request=BlockPatchSerializer,
-    responses=BlockOut,
+    responses={200: EntryBlockChangedSerializer, 409: STALE_VERSION},
     summary="Correct a block (text and a required reason) and/or move it",
 )
 @extend_schema(
     methods=["DELETE"],
     parameters=[OpenApiParameter("reason", str)],
-    responses=BlockOut,
+    responses={200: EntryBlockChangedSerializer},
     summary="Remove a block from the body (restorable)",
 )
 @api_view(["PATCH", "DELETE"])
@@ -524,7 +544,9 @@ def block_detail(request, entry_id, block_id):
 
 
 @extend_schema(
-    request=RelationInSerializer, responses={201: RelationOut}, summary="Relate this entry to another"
+    request=RelationInSerializer,
+    responses={201: EntryRelationAddedSerializer},
+    summary="Relate this entry to another",
 )
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
@@ -547,9 +569,11 @@ def relation_collection(request, entry_id):
 
 @extend_schema(
     parameters=[OpenApiParameter("reason", str)],
-    responses=inline_serializer(
-        "RelationRemoved", {"id": serializers.IntegerField(), "audit_event": serializers.IntegerField()}
-    ),
+    responses={
+        200: inline_serializer(
+            "RelationRemoved", {"id": serializers.IntegerField(), "audit_event": serializers.IntegerField()}
+        )
+    },
     summary="Remove a relation (restorable)",
 )
 @api_view(["DELETE"])
@@ -567,7 +591,7 @@ def relation_detail(request, entry_id, relation_id):
 @extend_schema(
     methods=["PUT"],
     request=GuideInSerializer,
-    responses=GuideOut,
+    responses={200: GuideOut, 409: STALE_VERSION},
     summary="Edit a curation guide (admins only; never agents)",
 )
 @api_view(["GET", "PUT"])

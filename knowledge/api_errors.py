@@ -1,6 +1,7 @@
 """JSON errors for every API failure."""
 
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -54,3 +55,11 @@ def error_text(exc: Exception) -> str:
     if isinstance(detail, list):
         return "; ".join(str(m) for m in detail)
     return str(detail or exc)
+
+
+def not_found(request, exception):
+    """404 for a URL no view answers: JSON under /api/ (a malformed id, a misspelt path), the
+    console's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "Not found."}, status=404)
+    return page_not_found(request, exception)

@@ -1,11 +1,21 @@
 from knowledge.models import Agent
-from knowledge.principals import user_role
+from knowledge.principals import Principal, user_role
+
+
+def console_user(request):
+    """The signed-in console user, or None. In an API view DRF's authentication puts the
+    token's Principal in `request.user`, also when that view renders HTML (the API docs page);
+    a token is no console session, so the console's context is not built for it."""
+    user = getattr(request, "user", None)
+    if user is None or isinstance(user, Principal) or not user.is_authenticated:
+        return None
+    return user
 
 
 def console(request):
     """What every console page needs: the user's role and the owner-principal selector."""
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    user = console_user(request)
+    if user is None:
         return {}
     return {
         "role": user_role(user),

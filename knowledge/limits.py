@@ -9,10 +9,20 @@ MAX_JSON_DEPTH = 32
 def json_depth(value) -> int:
     """How deeply `value` nests lists and objects (a scalar: 0). Iterative, so no input can
     exhaust the stack."""
-    depth, stack = 0, [(value, 1)]
+    return json_scan(value)[0]
+
+
+def json_scan(value) -> tuple[int, bool]:
+    """(depth, whether any key or string holds a NUL character — PostgreSQL text cannot store
+    one) of a parsed JSON value, iteratively."""
+    depth, nul, stack = 0, False, [(value, 1)]
     while stack:
         item, level = stack.pop()
+        if isinstance(item, str):
+            nul = nul or "\x00" in item
+            continue
         if isinstance(item, dict):
+            nul = nul or any("\x00" in key for key in item)
             children = item.values()
         elif isinstance(item, list):
             children = item
@@ -20,7 +30,7 @@ def json_depth(value) -> int:
             continue
         depth = max(depth, level)
         stack.extend((child, level + 1) for child in children)
-    return depth
+    return depth, nul
 
 
 def json_size_error(value, *, max_bytes: int = MAX_JSON_VALUE_BYTES) -> str | None:

@@ -1,5 +1,7 @@
 import uuid
 
+from django.http import JsonResponse
+
 from knowledge import audit
 
 
@@ -18,3 +20,22 @@ class RequestIdMiddleware:
             audit.current_request_id.reset(token)
         response["X-Request-Id"] = rid
         return response
+
+
+class ApiNulCharacterMiddleware:
+    """PostgreSQL text cannot hold a NUL character, so an API path or query parameter carrying
+    one could only fail deep inside a query. Under /api/ such a path names nothing (404) and such
+    a parameter is invalid (400), both as JSON."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith("/api/"):
+            if "\x00" in request.path:
+                return JsonResponse({"error": "Not found."}, status=404)
+            bad = sorted({k for k, v in request.GET.lists() if "\x00" in k or any("\x00" in x for x in v)})
+            if bad:
+                message = ["Null characters are not allowed."]
+                return JsonResponse({"error": "invalid", "fields": {k: message for k in bad}}, status=400)
+        return self.get_response(request)

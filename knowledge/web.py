@@ -2,7 +2,7 @@
 
 Bad input gets a clear error and reaches no view: a body over BRAIN_MAX_BODY_BYTES is answered
 413 (JSON under /api/) naming the limit, and JSON that nests deeper than MAX_JSON_DEPTH levels
-is a 400 — never a RecursionError."""
+is a 400 — never a RecursionError — as is a NUL character in any text."""
 
 import functools
 
@@ -12,7 +12,7 @@ from django.http import HttpResponse, JsonResponse
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 
-from knowledge.limits import MAX_JSON_DEPTH, json_depth
+from knowledge.limits import MAX_JSON_DEPTH, json_scan
 
 # A refused body is still read (and thrown away) up to this size, so the client, which sends
 # its whole body before reading the answer, gets the 413 instead of a broken connection.
@@ -74,8 +74,13 @@ class JSONParser(parsers.JSONParser):
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.")
-        if json_depth(data) > MAX_JSON_DEPTH:
+        depth, nul = json_scan(data)
+        if depth > MAX_JSON_DEPTH:
             raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.")
+        if nul:
+            raise ParseError(
+                "JSON parse error - a text holds a NUL character (\\u0000), which is never stored."
+            )
         return data
 
 

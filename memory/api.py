@@ -4,15 +4,15 @@ import math
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge.models import Agent, Memory
 from knowledge.permissions import IsAgentOrReviewer, IsReviewer
+from knowledge.schema import error_response
 from knowledge.web import no_body
 from memory import selectors, services
 from memory.serializers import (
@@ -31,9 +31,18 @@ from memory.serializers import (
     version_out,
 )
 
-ERROR = OpenApiResponse(OpenApiTypes.OBJECT, description='JSON error: {"error": "...", ...}')
+ERROR = error_response('JSON error: {"error": "...", ...}')
 CONFLICT = OpenApiResponse(
-    OpenApiTypes.OBJECT,
+    inline_serializer(
+        "MemoryConflict",
+        {
+            "error": serializers.CharField(),
+            "policy_violation": serializers.ChoiceField(choices=["memory_conflict"], required=False),
+            "conflicts_with": serializers.ListField(child=serializers.IntegerField(), required=False),
+            "memory": serializers.IntegerField(required=False, help_text="A state conflict: the memory."),
+            "status": serializers.CharField(required=False, help_text="A state conflict: its status now."),
+        },
+    ),
     description="The memory is not in a state for this action (another reviewer acted first), or strict "
     'anti-drift refused it: {"error", "policy_violation": "memory_conflict", "conflicts_with": [ids]}.',
 )

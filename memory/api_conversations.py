@@ -1,7 +1,7 @@
 """API: channels, message ingestion and conversations (the evidence recall searches)."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -15,11 +15,12 @@ from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation, Integration
 from knowledge.permissions import IsIntegrationOrAdmin
 from knowledge.principals import Principal
+from knowledge.schema import error_response
 from knowledge.web import no_body
 from memory.conversations import conversation_finish
 
 SLUG = r"^[-a-zA-Z0-9_]+$"
-SPEAKER = r"^((person|agent):)?[-a-zA-Z0-9_]+$"
+SPEAKER = r"^((person|agent):)?[-a-zA-Z0-9_]{1,64}$"
 
 
 class IsAgentIntegrationOrAdmin(BasePermission):
@@ -178,36 +179,47 @@ class MessageBatchIn(StrictSerializer):
     messages = MessageIn(many=True, allow_empty=False, max_length=evidence.MAX_BATCH)
 
 
-MessageResult = inline_serializer(
-    "MessageStored",
-    {
-        "id": serializers.IntegerField(),
-        "channel": serializers.CharField(),
-        "external_id": serializers.CharField(allow_null=True),
-        "duplicate": serializers.BooleanField(),
-    },
-)
+class MessageStoredSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    channel = serializers.CharField()
+    external_id = serializers.CharField(allow_null=True)
+    duplicate = serializers.BooleanField()
+
+
 BatchOut = inline_serializer(
     "MessagesStored",
     {
         "received": serializers.IntegerField(),
         "stored": serializers.IntegerField(),
         "duplicates": serializers.IntegerField(),
-        "messages": serializers.ListField(child=MessageResult),
+        "messages": MessageStoredSerializer(many=True),
     },
 )
 
 
+MessagesIn = PolymorphicProxySerializer(
+    "MessagesIn",
+    serializers=[MessageIn, MessageBatchIn],
+    resource_type_field_name=None,
+)
+MessagesOut = PolymorphicProxySerializer(
+    "MessagesOut",
+    serializers=[MessageStoredSerializer, BatchOut],
+    resource_type_field_name=None,
+)
+
+
 @extend_schema(
-    request=MessageIn,
-    responses={201: BatchOut, 200: BatchOut},
+    request=MessagesIn,
+    responses={201: MessagesOut, 200: MessagesOut},
     summary='Post messages (one, or up to 1,000 as {"messages": [...]})',
     description="Agents and integrations post to channels they take part in (an agent takes part "
     "by opening a conversation there); admins to any channel. `speaker` is a person or agent name "
     "(`person:`/`agent:` force the kind; unknown people are created). The same `external_id` in "
     "the same channel is stored once: a repeat is answered with the stored message's id and "
     "`duplicate: true`. Messages are embedded later by the worker, never in this request. "
-    "A single message is answered with that message's object; 201 when anything was stored.",
+    "A single message is answered with that message's object (`MessageStored`), a batch with "
+    "`MessagesStored`; 201 when anything was stored, 200 when every message was a repeat.",
     examples=[
         OpenApiExample(
             "one",
@@ -356,7 +368,7 @@ def conversation_detail(request, pk: int):
 
 @extend_schema(
     request=None,
-    responses={200: ConversationOut},
+    responses={200: ConversationOut, 409: error_response("The conversation is already finished.")},
     summary="Finish a conversation",
     description="409 when it is already finished (of two concurrent finishes exactly one wins).",
 )

@@ -1,7 +1,6 @@
 """API for eval datasets and the eval gate."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
@@ -22,6 +21,51 @@ DatasetIn = inline_serializer(
         "name": serializers.CharField(),
         "kind": serializers.CharField(default="agent_turn"),
         "cases": serializers.ListField(child=serializers.DictField()),
+    },
+)
+DatasetReplaceIn = inline_serializer(
+    "EvalDatasetReplace",
+    {
+        "name": serializers.CharField(required=False, help_text="If given, the dataset's own name."),
+        "kind": serializers.CharField(required=False, help_text="Default: the dataset's kind."),
+        "cases": serializers.ListField(child=serializers.DictField()),
+        "version": serializers.IntegerField(required=False, help_text="Expected current version."),
+    },
+)
+
+
+class EvalDatasetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    version = serializers.IntegerField()
+    cases = serializers.ListField(child=serializers.DictField())
+    updated_at = serializers.DateTimeField()
+
+
+class GateCheckSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    memory = serializers.IntegerField()
+    memory_version = serializers.IntegerField()
+    verdict = serializers.ChoiceField(choices=GateCheck.VERDICTS)
+    trigger = serializers.CharField(help_text="manual, shadow or enforce.")
+    dataset = serializers.CharField()
+    regressed_cases = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField()
+    calls = serializers.IntegerField()
+    results = serializers.ListField(
+        child=serializers.DictField(), help_text="Per case: answers and failures."
+    )
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+GateCheckPage = inline_serializer(
+    "GateCheckPage",
+    {
+        "count": serializers.IntegerField(),
+        "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True),
+        "results": GateCheckSerializer(many=True),
     },
 )
 
@@ -63,13 +107,16 @@ def _body(request, allowed: set[str]) -> dict:
 
 
 @extend_schema(
-    methods=["POST"], request=DatasetIn, summary="Create an eval dataset", responses=OpenApiTypes.OBJECT
+    methods=["POST"],
+    request=DatasetIn,
+    summary="Create an eval dataset",
+    responses={201: EvalDatasetSerializer},
 )
 @extend_schema(
     methods=["GET"],
     summary="List eval datasets",
     operation_id="eval_datasets_list",
-    responses=OpenApiTypes.OBJECT,
+    responses=inline_serializer("EvalDatasetList", {"results": EvalDatasetSerializer(many=True)}),
 )
 @api_view(["GET", "POST"])
 @permission_classes([IsAdmin])
@@ -88,14 +135,12 @@ def datasets(request):
 
 @extend_schema(
     methods=["PUT"],
-    request=DatasetIn,
+    request=DatasetReplaceIn,
     summary="Replace an eval dataset's cases",
-    responses=OpenApiTypes.OBJECT,
+    responses=EvalDatasetSerializer,
 )
-@extend_schema(methods=["GET"], summary="One eval dataset", responses=OpenApiTypes.OBJECT)
-@extend_schema(
-    methods=["DELETE"], summary="Delete an eval dataset", request=None, responses=OpenApiTypes.OBJECT
-)
+@extend_schema(methods=["GET"], summary="One eval dataset", responses=EvalDatasetSerializer)
+@extend_schema(methods=["DELETE"], summary="Delete an eval dataset", request=None, responses={204: None})
 @api_view(["GET", "PUT", "DELETE"])
 @permission_classes([IsAdmin])
 def dataset_detail(request, name):
@@ -124,7 +169,7 @@ def dataset_detail(request, name):
 @extend_schema(
     summary="Run the eval gate on one memory now (records the verdict, changes nothing else)",
     request=None,
-    responses=OpenApiTypes.OBJECT,
+    responses={201: GateCheckSerializer},
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
@@ -143,7 +188,7 @@ def gate_check(request, memory_id):
         OpenApiParameter("limit", int),
         OpenApiParameter("offset", int),
     ],
-    responses=OpenApiTypes.OBJECT,
+    responses=GateCheckPage,
 )
 @api_view(["GET"])
 @permission_classes([IsReviewer])

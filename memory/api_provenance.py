@@ -2,7 +2,6 @@
 one memory's provenance, and the stale list."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
@@ -11,12 +10,15 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.models import Memory
+from knowledge.models import Memory, MemorySource
 from knowledge.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin, IsReviewer
 from knowledge.provenance import EXTERNAL_KINDS, STATE_FIELDS, validate_ref
+from knowledge.schema import error_response
 from knowledge.web import no_body
 from memory import provenance
 from memory.selectors_provenance import memory_provenance, stale_memories
+
+BAD_SOURCE = error_response("Not a kind of source that is pushed, or not a valid reference for its kind.")
 
 
 def _check_source_ref(kind: str, ref: str) -> None:
@@ -47,15 +49,18 @@ def _check_source_ref(kind: str, ref: str) -> None:
     methods=["DELETE"],
     summary="Record that an external source is gone",
     request=None,
-    responses=inline_serializer(
-        "SourceGone",
-        {
-            "kind": serializers.CharField(),
-            "ref": serializers.CharField(),
-            "fingerprint": serializers.CharField(),
-            "deleted": serializers.BooleanField(),
-        },
-    ),
+    responses={
+        200: inline_serializer(
+            "SourceGone",
+            {
+                "kind": serializers.CharField(),
+                "ref": serializers.CharField(),
+                "fingerprint": serializers.CharField(),
+                "deleted": serializers.BooleanField(),
+            },
+        ),
+        400: BAD_SOURCE,
+    },
 )
 @api_view(["PUT", "DELETE"])
 @permission_classes([IsIntegrationOrAdmin])
@@ -114,8 +119,54 @@ def _readable_memory(request, memory_id) -> Memory:
     return memory
 
 
+ProvenanceChangeOut = inline_serializer(
+    "ProvenanceChange",
+    {
+        "field": serializers.CharField(),
+        "before": serializers.JSONField(allow_null=True),
+        "after": serializers.JSONField(allow_null=True),
+    },
+)
+ProvenanceSourceOut = inline_serializer(
+    "ProvenanceSource",
+    {
+        "kind": serializers.CharField(),
+        "ref": serializers.CharField(),
+        "fingerprint": serializers.CharField(),
+        "state": serializers.ChoiceField(choices=MemorySource.STATES),
+        "checked_at": serializers.DateTimeField(allow_null=True),
+        "changes": serializers.ListField(
+            child=ProvenanceChangeOut, help_text="For a changed source: each field that changed."
+        ),
+    },
+)
+StaleMemoryOut = inline_serializer(
+    "StaleMemory",
+    {
+        "id": serializers.IntegerField(),
+        "agent": serializers.CharField(),
+        "store": serializers.CharField(),
+        "status": serializers.CharField(),
+        "tier": serializers.CharField(),
+        "category": serializers.CharField(),
+        "stale_reason": serializers.CharField(),
+        "updated_at": serializers.DateTimeField(),
+    },
+)
+
+
 @extend_schema(
-    summary="What a memory rests on, and each source's state at its last check", responses=OpenApiTypes.OBJECT
+    summary="What a memory rests on, and each source's state at its last check",
+    responses=inline_serializer(
+        "MemoryProvenance",
+        {
+            "memory": serializers.IntegerField(),
+            "status": serializers.CharField(),
+            "stale": serializers.BooleanField(),
+            "stale_reason": serializers.CharField(),
+            "sources": serializers.ListField(child=ProvenanceSourceOut),
+        },
+    ),
 )
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
@@ -132,7 +183,15 @@ def provenance_detail(request, memory_id):
         OpenApiParameter("limit", int),
         OpenApiParameter("offset", int),
     ],
-    responses=OpenApiTypes.OBJECT,
+    responses=inline_serializer(
+        "StaleMemoryPage",
+        {
+            "count": serializers.IntegerField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": serializers.ListField(child=StaleMemoryOut),
+        },
+    ),
 )
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])

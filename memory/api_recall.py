@@ -1,8 +1,13 @@
 """API: memory_search, memory_browse, the pinned memo, context compilation and status."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -11,6 +16,7 @@ from rest_framework.response import Response
 from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals import Principal
+from knowledge.schema import error_response
 from memory.api_conversations import SLUG, IsAgentOrReviewer
 from memory.browse import KINDS, Browser
 from memory.context import context_compile
@@ -65,6 +71,96 @@ def scope_from(principal: Principal, v: dict):
     return resolve_scope(principal, agent=agent, conversation=conversation, channel=channel)
 
 
+RESULT_KINDS = ["memory", "entry", "message", "episode"]
+
+
+class SearchRouteHitSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    score = serializers.FloatField()
+
+
+RouteRunOut = inline_serializer(
+    "SearchRouteRun",
+    {
+        "ran": serializers.BooleanField(),
+        "hits": serializers.IntegerField(),
+        "ms": serializers.FloatField(),
+        "reason": serializers.CharField(help_text="Why the route did not run (empty when it ran)."),
+    },
+)
+ResultMessageOut = inline_serializer(
+    "SearchResultMessage",
+    {
+        "id": serializers.IntegerField(),
+        "external_id": serializers.CharField(allow_null=True),
+        "speaker": serializers.CharField(),
+        "ts": serializers.DateTimeField(),
+        "hit": serializers.BooleanField(help_text="This message is the one the routes found."),
+    },
+)
+_KIND_FIELD = {"required": False, "help_text": "Memories and entries only."}
+_EVIDENCE_FIELD = {"required": False, "help_text": "Messages and episodes only."}
+SearchResultOut = inline_serializer(
+    "SearchResult",
+    {
+        "kind": serializers.ChoiceField(choices=RESULT_KINDS),
+        "id": serializers.IntegerField(),
+        "text": serializers.CharField(help_text="What the agent reads: the hit with its expansion."),
+        "tokens": serializers.IntegerField(),
+        "score": serializers.FloatField(),
+        "fused": serializers.FloatField(),
+        "decay": serializers.FloatField(),
+        "rerank": serializers.FloatField(allow_null=True),
+        "routes": serializers.DictField(
+            child=SearchRouteHitSerializer(), help_text="Rank and score in each route that found it."
+        ),
+        "time": serializers.DateTimeField(allow_null=True),
+        "store": serializers.CharField(**_KIND_FIELD),
+        "owner": serializers.CharField(**_KIND_FIELD),
+        "tier": serializers.CharField(required=False, help_text="Memories only."),
+        "category": serializers.CharField(required=False, help_text="Memories only."),
+        "confidence": serializers.FloatField(required=False, help_text="Memories only."),
+        "entry": serializers.IntegerField(required=False, allow_null=True, help_text="Memories only."),
+        "valid_from": serializers.DateTimeField(required=False, allow_null=True, help_text="Memories only."),
+        "valid_to": serializers.DateTimeField(required=False, allow_null=True, help_text="Memories only."),
+        "name": serializers.CharField(required=False, help_text="Entries only."),
+        "type": serializers.CharField(required=False, help_text="Entries only."),
+        "channel": serializers.CharField(**_EVIDENCE_FIELD),
+        "thread": serializers.CharField(**_EVIDENCE_FIELD),
+        "external_id": serializers.CharField(required=False, allow_null=True, help_text="Messages only."),
+        "speaker": serializers.CharField(required=False, help_text="Messages only."),
+        "topic": serializers.CharField(required=False, help_text="Episodes only."),
+        "messages": serializers.ListField(child=ResultMessageOut, **_EVIDENCE_FIELD),
+        "expanded_external_ids": serializers.ListField(
+            child=serializers.CharField(allow_null=True),
+            required=False,
+            help_text="Messages and episodes only: the messages added around the hit.",
+        ),
+        "also_matched": serializers.ListField(
+            child=inline_serializer(
+                "SearchAlsoMatched",
+                {
+                    "kind": serializers.CharField(),
+                    "id": serializers.IntegerField(),
+                    "routes": serializers.DictField(child=SearchRouteHitSerializer()),
+                },
+            ),
+            required=False,
+            help_text="Other hits this result's text already holds.",
+        ),
+    },
+)
+
+
+class SearchScopeSerializer(serializers.Serializer):
+    agent = serializers.CharField()
+    conversation = serializers.IntegerField(allow_null=True)
+    channel = serializers.CharField(allow_null=True)
+    thread = serializers.CharField()
+    read_stores = serializers.ListField(child=serializers.CharField())
+    write_store = serializers.CharField()
+
+
 SearchOut = inline_serializer(
     "SearchResults",
     {
@@ -73,9 +169,11 @@ SearchOut = inline_serializer(
         "k": serializers.IntegerField(),
         "budget_tokens": serializers.IntegerField(),
         "used_tokens": serializers.IntegerField(),
-        "scope": serializers.DictField(),
-        "routes": serializers.DictField(),
-        "results": serializers.ListField(child=serializers.DictField()),
+        "scope": SearchScopeSerializer(),
+        "routes": serializers.DictField(child=RouteRunOut, help_text="What each route did."),
+        "reranker": serializers.CharField(),
+        "embedding_ms": serializers.FloatField(),
+        "results": serializers.ListField(child=SearchResultOut),
     },
 )
 
@@ -110,8 +208,148 @@ def memory_search_view(request):
     return Response(outcome_dict(outcome))
 
 
+def _kind(value: str):
+    """The `kind` of one browse answer: exactly `value`, so each answer matches one form."""
+
+    @extend_schema_field({"type": "string", "enum": [value]})
+    class KindField(serializers.CharField):
+        pass
+
+    return KindField()
+
+
+class BrowseMessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField(allow_null=True)
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    speaker = serializers.CharField()
+    ts = serializers.DateTimeField()
+    text = serializers.CharField()
+
+
+class BrowsedMessageSerializer(serializers.Serializer):
+    kind = _kind("message")
+    message = BrowseMessageSerializer()
+    thread = BrowseMessageSerializer(many=True, required=False, help_text="Its thread, when it has one.")
+    context = BrowseMessageSerializer(
+        many=True, required=False, help_text="A lone message: it with its neighbours in the channel."
+    )
+    episode = serializers.IntegerField(required=False, help_text="The episode that covers it.")
+
+
+class BrowsedThreadSerializer(serializers.Serializer):
+    kind = _kind("thread")
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    messages = BrowseMessageSerializer(many=True)
+
+
+class BrowsedEpisodeSerializer(serializers.Serializer):
+    kind = _kind("episode")
+    id = serializers.IntegerField()
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    topic = serializers.CharField()
+    summary = serializers.CharField()
+    likely_question = serializers.CharField()
+    resolution = serializers.CharField()
+    related_systems = serializers.ListField(child=serializers.CharField())
+    start_ts = serializers.DateTimeField()
+    end_ts = serializers.DateTimeField()
+    evidence = serializers.ListField(child=serializers.IntegerField(), help_text="Message ids.")
+    messages = BrowseMessageSerializer(many=True)
+
+
+class BrowsedEntrySerializer(serializers.Serializer):
+    kind = _kind("entry")
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    type = serializers.CharField()
+    aliases = serializers.ListField(child=serializers.CharField())
+    summary = serializers.CharField()
+    properties = serializers.DictField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+    blocks = serializers.ListField(
+        child=inline_serializer(
+            "BrowsedBlock",
+            {
+                "id": serializers.IntegerField(),
+                "text": serializers.CharField(),
+                "version": serializers.IntegerField(),
+                "author": serializers.CharField(help_text="kind:name"),
+            },
+        )
+    )
+
+
+class BrowsedMemorySerializer(serializers.Serializer):
+    kind = _kind("memory")
+    id = serializers.IntegerField()
+    text = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    tier = serializers.CharField()
+    category = serializers.CharField()
+    status = serializers.CharField()
+    stale = serializers.BooleanField()
+    confidence = serializers.FloatField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    entry = serializers.IntegerField(allow_null=True)
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    version = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+    sources = serializers.ListField(
+        child=inline_serializer(
+            "BrowsedSource",
+            {
+                "kind": serializers.CharField(),
+                "ref": serializers.CharField(),
+                "opened": serializers.DictField(
+                    required=False,
+                    help_text="An internal source in scope, opened as browse opens its kind (a memory "
+                    "shows only kind, id, text and status).",
+                ),
+            },
+        )
+    )
+
+
+class BrowsedConversationSerializer(serializers.Serializer):
+    kind = _kind("conversation")
+    id = serializers.IntegerField()
+    agent = serializers.CharField()
+    channel = serializers.CharField()
+    thread = serializers.CharField()
+    status = serializers.CharField()
+    read_stores = serializers.ListField(child=serializers.CharField())
+    write_store = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    messages = BrowseMessageSerializer(many=True)
+
+
+BrowseOut = PolymorphicProxySerializer(
+    "Browsed",
+    serializers=[
+        BrowsedMessageSerializer,
+        BrowsedThreadSerializer,
+        BrowsedEpisodeSerializer,
+        BrowsedEntrySerializer,
+        BrowsedMemorySerializer,
+        BrowsedConversationSerializer,
+    ],
+    resource_type_field_name=None,
+)
+
+
 @extend_schema(
-    responses={200: OpenApiTypes.OBJECT},
+    responses={200: BrowseOut},
     parameters=[
         OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=list(KINDS)),
         OpenApiParameter(
@@ -169,7 +407,7 @@ def _agent_for(principal: Principal, name: str) -> Agent:
 @extend_schema(
     methods=["PUT"],
     request=MemoIn,
-    responses={200: MemoOut},
+    responses={200: MemoOut, 409: error_response("`version` is not the current one.")},
     summary="Replace the pinned memo (admins)",
     description="400 when the text counts more tokens than BRAIN_MEMO_BUDGET_TOKENS; 409 when "
     "`version` is given and another version was saved meanwhile.",
@@ -211,14 +449,51 @@ class ContextIn(StrictSerializer):
         return data
 
 
+ContextItemOut = inline_serializer(
+    "CompiledContextItem",
+    {
+        "kind": serializers.ChoiceField(choices=RESULT_KINDS),
+        "id": serializers.IntegerField(),
+        "tokens": serializers.IntegerField(),
+        "forced": serializers.BooleanField(required=False, help_text="Put first by the caller (the gate)."),
+        "score": serializers.FloatField(required=False),
+        "relevance": serializers.FloatField(required=False),
+        "recency": serializers.FloatField(required=False),
+        "confidence": serializers.FloatField(required=False),
+        "density": serializers.FloatField(required=False),
+    },
+)
+ContextSectionOut = inline_serializer(
+    "CompiledContextSection",
+    {
+        "name": serializers.ChoiceField(choices=["instructions", "pinned_memo", "skills", "recalled_memory"]),
+        "text": serializers.CharField(),
+        "tokens": serializers.IntegerField(),
+        "budget_tokens": serializers.IntegerField(required=False, help_text="pinned_memo only."),
+        "version": serializers.IntegerField(required=False, help_text="pinned_memo only."),
+        "items": serializers.ListField(
+            child=ContextItemOut, required=False, help_text="recalled_memory only: what it holds, in order."
+        ),
+        "overlay_budget_tokens": serializers.IntegerField(required=False, help_text="skills only."),
+        "skills": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="skills only: per enabled skill its name, version, tokens (base, overlay), whether "
+            "it was cut, and the lessons it holds.",
+        ),
+    },
+)
 ContextOut = inline_serializer(
     "CompiledContext",
     {
         "agent": serializers.CharField(),
+        "scope": SearchScopeSerializer(),
+        "query": serializers.CharField(),
+        "now": serializers.DateTimeField(),
         "budget_tokens": serializers.IntegerField(),
         "total_tokens": serializers.IntegerField(),
         "truncated": serializers.ListField(child=serializers.CharField()),
-        "sections": serializers.ListField(child=serializers.DictField()),
+        "sections": serializers.ListField(child=ContextSectionOut),
     },
 )
 
@@ -245,8 +520,86 @@ def context_view(request, agent: str):
 # --- status -----------------------------------------------------------------------------------
 
 
+StatusOut = inline_serializer(
+    "Status",
+    {
+        "embeddings": serializers.DictField(
+            help_text="The embedding configuration (and `error` if invalid)."
+        ),
+        "backlog": serializers.DictField(
+            child=serializers.IntegerField(), required=False, help_text="Rows waiting for a vector, per kind."
+        ),
+        "vector_coverage": serializers.DictField(
+            child=serializers.DictField(), help_text="Per kind: rows, vectors and backlog."
+        ),
+        "evidence": inline_serializer(
+            "StatusEvidence",
+            {
+                "channels": serializers.IntegerField(),
+                "messages": serializers.IntegerField(),
+                "episodes": serializers.IntegerField(),
+                "open_conversations": serializers.IntegerField(),
+            },
+        ),
+        "agents": serializers.IntegerField(),
+        "pinned_memos": serializers.ListField(
+            child=inline_serializer(
+                "StatusMemo",
+                {
+                    "agent": serializers.CharField(),
+                    "tokens": serializers.IntegerField(),
+                    "budget_tokens": serializers.IntegerField(),
+                    "over": serializers.BooleanField(),
+                },
+            )
+        ),
+        "overlays_over_budget": serializers.ListField(
+            child=inline_serializer(
+                "StatusOverlayOverBudget",
+                {
+                    "agent": serializers.CharField(),
+                    "skill": serializers.CharField(),
+                    "tokens": serializers.IntegerField(),
+                    "budget_tokens": serializers.IntegerField(),
+                },
+            )
+        ),
+        # Registered from curation (a StatusSection): Dreaming stage A per channel.
+        "dreaming_stage_a": inline_serializer(
+            "StatusStageA",
+            {
+                "available": serializers.BooleanField(),
+                "unavailable_reason": serializers.CharField(allow_blank=True),
+                "quiet_minutes": serializers.IntegerField(),
+                "batch_messages": serializers.IntegerField(),
+                "channels": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per channel: lag_messages, lag_seconds, lag_text, cursor_message, "
+                    "last_run, next, failures, last_failure.",
+                ),
+            },
+            required=False,
+        ),
+        "worker_heartbeat": serializers.DateTimeField(allow_null=True),
+        "jobs": serializers.DictField(
+            help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "
+            "for reviewers and admins)."
+        ),
+        "alerts": serializers.ListField(
+            child=inline_serializer(
+                "StatusAlert",
+                {
+                    "level": serializers.ChoiceField(choices=["error", "warning"]),
+                    "text": serializers.CharField(),
+                },
+            )
+        ),
+    },
+)
+
+
 @extend_schema(
-    responses={200: OpenApiTypes.OBJECT},
+    responses={200: StatusOut},
     summary="Health: alerts, embedding configuration, vector coverage and backlog per kind, jobs",
     description="`alerts` lists what needs a person, most urgent first. `jobs.recent_failures` "
     "(task results may quote stored text) is given to reviewers and admins only.",

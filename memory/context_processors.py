@@ -1,13 +1,13 @@
 from django.utils.functional import SimpleLazyObject
 
+from knowledge.context_processors import console_user
 from memory.selectors import queue_count
 
 
 def review_queue(request):
     """The number of memories waiting for review (under the owner selector), for the navigation
     badge; computed only when a template shows it."""
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    if console_user(request) is None:
         return {}
     owner = request.session.get("owner", "")
     return {"queue_count": SimpleLazyObject(lambda: queue_count(owner))}

@@ -196,3 +196,14 @@ def test_an_unknown_field_inside_a_message_batch_is_400(world):
         format="json",
     )
     assert top.status_code == 400 and top.json()["fields"]["extra"] == ["Unknown field."]
+
+
+def test_a_nul_character_in_a_json_text_is_400_and_writes_nothing(world):
+    before = _writes()
+    for body in (
+        b'{"scope": "agent", "text": "a\\u0000b"}',
+        b'{"scope": "agent", "text": "t", "value": {"k\\u0000": 1}}',
+    ):
+        response = _raw(world.client("scribe"), "post", "/api/memory", body)
+        assert response.status_code == 400 and "NUL" in response.json()["error"]
+    assert _writes() == before

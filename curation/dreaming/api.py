@@ -14,6 +14,7 @@ from knowledge.api_errors import Conflict
 from knowledge.api_fields import StrictSerializer
 from knowledge.models import Channel
 from knowledge.permissions import IsAdmin, IsReviewer
+from knowledge.schema import error_response
 
 
 class StageARunInput(StrictSerializer):
@@ -88,7 +89,7 @@ def stage_a_run_view(request):
         OpenApiParameter("stage", str, enum=["a", "b"]),
         OpenApiParameter("limit", int, description="At most 200 (default 50)."),
     ],
-    responses=DreamingRunSerializer(many=True),
+    responses={200: DreamingRunSerializer(many=True), 404: error_response("No channel of that name.")},
 )
 @api_view(["GET"])
 @permission_classes([IsReviewer])

@@ -247,7 +247,7 @@ def lesson_remove(request, lesson_id: int):
     tags=TAG,
     summary="Task outcomes, newest first (per agent and skill)",
     parameters=[OutcomeQuery],
-    responses={200: OBJECT, 400: ERROR},
+    responses={200: OBJECT, 400: ERROR, 404: ERROR},
 )
 @api_view(["GET", "POST"])
 @permission_classes([IsAgentOrReviewer])
