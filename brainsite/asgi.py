@@ -17,16 +17,25 @@ django_app = get_asgi_application()
 
 from memory.mcp.http import PATH, mcp_asgi_app  # noqa: E402  (needs Django set up)
 
-mcp_app = mcp_asgi_app()
+
+def build_application():
+    """The router: lifespan and `/mcp/` (and `/mcp`) to the MCP app, the rest to Django. The MCP
+    app's lifespan (which runs the SDK's session manager) can run once, so each server gets its
+    own from here."""
+    mcp_app = mcp_asgi_app()
+
+    async def application(scope, receive, send):
+        if scope["type"] == "lifespan":  # Django has no lifespan; the MCP app's starts its sessions
+            return await mcp_app(scope, receive, send)
+        path = scope.get("path", "")
+        if path == PATH.rstrip("/"):
+            scope = {**scope, "path": PATH, "raw_path": PATH.encode()}
+            path = PATH
+        if path.startswith(PATH):
+            return await mcp_app(scope, receive, send)
+        return await django_app(scope, receive, send)
+
+    return application
 
 
-async def application(scope, receive, send):
-    if scope["type"] == "lifespan":  # Django has no lifespan; the MCP app's starts its sessions
-        return await mcp_app(scope, receive, send)
-    path = scope.get("path", "")
-    if path == PATH.rstrip("/"):
-        scope = {**scope, "path": PATH, "raw_path": PATH.encode()}
-        path = PATH
-    if path.startswith(PATH):
-        return await mcp_app(scope, receive, send)
-    return await django_app(scope, receive, send)
+application = build_application()

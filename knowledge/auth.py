@@ -65,7 +65,10 @@ def token_authenticate(raw: str, request) -> tuple[Principal, ApiToken]:
     else:
         principal = Principal.for_integration(token.integration)
     now = timezone.now()
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
+    if (
+        token.last_used_at is None
+        or (now - token.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS
+    ):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return principal, token
 

@@ -37,7 +37,9 @@ def _authenticate(raw: str, meta: dict):
 async def _answer(send, status: int, body: dict, headers: dict | None = None) -> None:
     payload = json.dumps(body).encode()
     raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-    raw_headers += [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in (headers or {}).items()]
+    raw_headers += [
+        (k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in (headers or {}).items()
+    ]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": payload})
 

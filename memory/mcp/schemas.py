@@ -80,7 +80,11 @@ def _batch(body: dict, key: str) -> dict:
     found = next((v for v in variants if key in v.get("properties", {})), None)
     if found is not None:
         return found
-    return {"type": "object", "properties": {key: {"type": "array", "items": variants[0], "minItems": 1}}, "required": [key]}
+    return {
+        "type": "object",
+        "properties": {key: {"type": "array", "items": variants[0], "minItems": 1}},
+        "required": [key],
+    }
 
 
 def input_schema(

@@ -66,7 +66,9 @@ def build_server(principal_for: PrincipalFor) -> Server:
                 is_error=True,
             )
         except LookupError as exc:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=str(exc))], is_error=True
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(out))], structured_content=out
         )

@@ -20,8 +20,8 @@ from knowledge.errors import DomainError
 from knowledge.principals import Principal
 from memory import services
 from memory.api_conversations import (
-    MessageBatchIn,
     ConversationIn,
+    MessageBatchIn,
     conversation_dict,
     conversation_get_for,
     conversation_open,
@@ -118,7 +118,12 @@ def conversation_finish_tool(principal: Principal, args: dict) -> dict:
 def messages_post_tool(principal: Principal, args: dict) -> dict:
     items = _valid(MessageBatchIn, args)["messages"]
     rows, result = messages_post(principal, items)
-    return {"received": len(items), "stored": result.stored, "duplicates": result.duplicates, "messages": rows}
+    return {
+        "received": len(items),
+        "stored": result.stored,
+        "duplicates": result.duplicates,
+        "messages": rows,
+    }
 
 
 TOOLS = [

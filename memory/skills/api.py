@@ -190,7 +190,9 @@ def experience_add(request, agent: str, skill: str):
     agent_obj = _agent_for(request.user, agent)
     skill_obj = selectors.skill_get(skill)
     data = _valid(ExperienceIn, request.data)
-    return Response(experience_add_for(request.user, agent_obj, skill_obj, data), status=status.HTTP_201_CREATED)
+    return Response(
+        experience_add_for(request.user, agent_obj, skill_obj, data), status=status.HTTP_201_CREATED
+    )
 
 
 @extend_schema(
