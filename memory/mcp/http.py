@@ -13,6 +13,7 @@ import json
 from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
@@ -90,6 +91,7 @@ def mcp_asgi_app():
         streamable_http_path=PATH,
         stateless_http=True,
         json_response=True,
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,  # the API's BRAIN_MAX_BODY_BYTES
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return BearerAuth(app)

@@ -11,12 +11,14 @@ import json
 from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from rest_framework.exceptions import APIException
 
 from knowledge.principals import Principal
 from memory.mcp import schemas
-from memory.mcp.tools import RESOURCES, TOOLS, ToolRefused, call_tool, read_resource
+from memory.mcp.tools import RESOURCES, TOOLS, ToolRefused, call_tool, read_resource, refusal_of
 
 INSTRUCTIONS = (
     "Brain is this agent's long-term memory. Open a conversation in the channel you work in "
@@ -45,8 +47,9 @@ def tool_list() -> list[types.Tool]:
 
 
 def build_server(principal_for: PrincipalFor) -> Server:
-    """A server whose calls act as `principal_for(ctx)`: a fixed agent on stdio, the bearer
-    token's agent of each HTTP request (`brainsite.asgi` authenticates it before the SDK runs)."""
+    """A server whose calls act as `principal_for(ctx)` (called in the call's thread, so it may
+    read the database): on stdio the token's agent, looked up again for every call so a revoked
+    token stops at once; over HTTP the agent `memory.mcp.http` authenticated for the request."""
     tools_cached: list[types.Tool] = []
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
@@ -55,9 +58,16 @@ def build_server(principal_for: PrincipalFor) -> Server:
         return types.ListToolsResult(tools=tools_cached)
 
     async def call(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        principal = principal_for(ctx)
+        def run():
+            close_old_connections()
+            try:
+                principal = principal_for(ctx)
+            except APIException as exc:  # a token revoked since the server started
+                raise refusal_of(exc) from None
+            return call_tool(principal, params.name, params.arguments)
+
         try:
-            out = await sync_to_async(call_tool)(principal, params.name, params.arguments)
+            out = await sync_to_async(run)()
         except ToolRefused as refusal:
             body = {"status": refusal.status, **refusal.body}
             return types.CallToolResult(
@@ -87,7 +97,7 @@ def build_server(principal_for: PrincipalFor) -> Server:
             from mcp.shared.exceptions import MCPError
 
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource {uri}.")
-        out = await sync_to_async(read_resource)(principal_for(ctx), uri)
+        out = await sync_to_async(lambda: read_resource(principal_for(ctx), uri))()
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=json.dumps(out))]
         )

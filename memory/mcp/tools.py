@@ -185,7 +185,7 @@ RESOURCES = {
 # --- running one call -------------------------------------------------------------------------
 
 
-def _refusal(exc: Exception) -> ToolRefused | None:
+def refusal_of(exc: Exception) -> ToolRefused | None:
     """The API's error answer to `exc` (the REST API's exception handler decides the body and
     status), or None for an exception the API would not answer (a crash)."""
     if not isinstance(exc, APIException | DomainError | Http404):
@@ -219,7 +219,7 @@ def call_tool(principal: Principal, name: str, arguments: dict | None) -> dict:
             )
         return _jsonable(spec.run(principal, args))
     except Exception as exc:
-        refusal = _refusal(exc)
+        refusal = refusal_of(exc)
         if refusal is None:
             raise
         raise refusal from None

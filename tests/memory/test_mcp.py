@@ -88,6 +88,14 @@ def _counts():
     return Memory.objects.count(), Message.objects.count(), TaskOutcome.objects.count()
 
 
+def _revoke_copilot():
+    from knowledge import services
+    from knowledge.models import ApiToken
+
+    for token in ApiToken.objects.filter(agent__name="copilot"):
+        services.token_revoke(actor=factory.SYSTEM, token_id=token.pk)
+
+
 def _ok(result) -> dict:
     assert not result.is_error, result.content[0].text
     assert result.structured_content == json.loads(result.content[0].text)
@@ -226,6 +234,10 @@ def test_an_agent_works_through_mcp_over_stdio(world, setup):
     async def main():
         async with _stdio_client(world.tokens["copilot"]) as client:
             await _journey(client, world, setup)
+            # A token revoked while the server runs stops at its next call.
+            await _db(_revoke_copilot)
+            body = _refused(await client.call_tool("conversation_open", {"channel": "general"}), 401)
+            assert body["error"] == "Unknown or revoked token."
 
     anyio.run(main)
 

@@ -14,6 +14,18 @@ from knowledge.auth import token_authenticate
 from memory.mcp.server import build_server
 
 
+def _agent_of(token: str, error: type[Exception]):
+    """The agent principal of `token`; `error` with the API's message otherwise."""
+    try:
+        # A local process: bad tokens count against the loopback address.
+        principal, _ = token_authenticate(token, SimpleNamespace(META={"REMOTE_ADDR": "127.0.0.1"}))
+    except exceptions.APIException as exc:
+        raise error(error_text(exc))
+    if principal.kind != "agent":
+        raise error("The MCP server serves agent tokens only.")
+    return principal
+
+
 class Command(BaseCommand):
     help = "Serve the MCP server over stdio for the agent of an API token."
 
@@ -24,14 +36,14 @@ class Command(BaseCommand):
         token = token or os.environ.get("BRAIN_TOKEN")
         if not token:
             raise CommandError("Give the agent's API token: --token … or BRAIN_TOKEN.")
-        try:
-            # A local process: bad tokens count against the loopback address.
-            principal, _ = token_authenticate(token, SimpleNamespace(META={"REMOTE_ADDR": "127.0.0.1"}))
-        except exceptions.APIException as exc:
-            raise CommandError(error_text(exc))
-        if principal.kind != "agent":
-            raise CommandError("The MCP server serves agent tokens only.")
-        server = build_server(lambda ctx: principal)
+        principal = _agent_of(token, CommandError)
+
+        def principal_for(ctx):
+            # Looked up for every call (one indexed query), so revoking the token stops it at once.
+            return _agent_of(token, exceptions.AuthenticationFailed)
+
+        assert principal.kind == "agent"
+        server = build_server(principal_for)
 
         async def serve():
             async with stdio_server() as (read, write):
