@@ -5,6 +5,7 @@ refusals that write nothing."""
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -69,6 +70,24 @@ def _http_client(url: str, token: str) -> Client:
 
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     return Client(streamable_http_client(f"{url}/mcp/", http_client=http), read_timeout_seconds=60)
+
+
+def _run(main) -> None:
+    """anyio.run in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread for the whole session."""
+    errors = []
+
+    def target():
+        try:
+            anyio.run(main)
+        except BaseException as exc:  # handed to the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
 
 
 async def _db(fn):
@@ -239,7 +258,7 @@ def test_an_agent_works_through_mcp_over_stdio(world, setup):
             body = _refused(await client.call_tool("conversation_open", {"channel": "general"}), 401)
             assert body["error"] == "Unknown or revoked token."
 
-    anyio.run(main)
+    _run(main)
 
 
 def test_an_agent_works_through_mcp_over_http(world, setup):
@@ -250,7 +269,7 @@ def test_an_agent_works_through_mcp_over_http(world, setup):
             async with _http_client(server.url, world.tokens["copilot"]) as client:
                 await _journey(client, world, setup)
 
-        anyio.run(main)
+        _run(main)
 
         # The same web app still serves the REST API beside /mcp/.
         me = httpx.get(f"{server.url}/api/me", headers={"Authorization": f"Bearer {world.tokens['copilot']}"})
