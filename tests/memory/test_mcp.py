@@ -215,6 +215,10 @@ async def _journey(client: Client, world, setup) -> None:
     body = _refused(await client.call_tool("conversation_open", {"channel": "dm-bob"}), 403)
     assert "error" in body
     _refused(await client.call_tool("memory_search", {"q": "salary", "channel": "dm-bob"}), 403)
+    mine = _ok(await client.call_tool("memory_search", {"q": "scribe own note salary", "conversation": cid}))
+    assert not any(
+        "scribe's own note" in r.get("text", "") or "salary" in r.get("text", "") for r in mine["results"]
+    )
     refused = await client.call_tool("memory_browse", {"kind": "message", "id": setup["secret_message"]})
     assert refused.is_error and json.loads(refused.content[0].text)["status"] in (403, 404)
     refused = await client.call_tool("memory_browse", {"kind": "memory", "id": setup["secret_memory"]})
