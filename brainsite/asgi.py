@@ -9,8 +9,14 @@ one-request-at-a-time per process that gunicorn's sync workers gave; the MCP too
 same thread (`sync_to_async`), so they share the process's database connection."""
 
 import os
+import warnings
 
 from django.core.asgi import get_asgi_application
+
+# WhiteNoise answers static files with a file iterator, which Django's ASGI handler reads in a
+# thread (and says so on every file); static files are small, so that is fine.
+STATIC_ITERATOR_WARNING = "StreamingHttpResponse must consume synchronous iterators"
+warnings.filterwarnings("ignore", message=STATIC_ITERATOR_WARNING)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
 django_app = get_asgi_application()

@@ -306,3 +306,27 @@ def test_the_stdio_command_refuses_a_bad_or_non_agent_token(world):
         call_command("mcp", token="nope")
     with pytest.raises(CommandError, match="agent tokens only"):
         call_command("mcp", token=world.tokens["reviewer"])
+
+
+def test_the_asgi_web_app_serves_the_console_beside_mcp(world):
+    """`make run` serves brainsite.asgi: the console (a login with its CSRF cookie, a page,
+    a static file) works there as under WSGI."""
+    import re
+
+    server = AsgiServer()
+    try:
+        with httpx.Client(base_url=server.url) as browser:
+            form = browser.get("/login/")
+            assert form.status_code == 200
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+            logged_in = browser.post(
+                "/login/",
+                data={"username": "rita", "password": "correct-horse-9", "csrfmiddlewaretoken": csrf},
+                headers={"Referer": f"{server.url}/login/"},
+            )
+            assert logged_in.status_code == 302
+            assert browser.get("/review/").status_code == 200
+            assert browser.get("/static/app.css").status_code == 200
+            assert browser.get("/healthz").status_code in (200, 503)
+    finally:
+        server.close()
