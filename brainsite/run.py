@@ -59,7 +59,11 @@ def main() -> int:
                 PY,
                 "-m",
                 "gunicorn",
-                "brainsite.wsgi",
+                "brainsite.asgi:application",
+                # ASGI, so the MCP server's streamable HTTP transport is served at /mcp/ beside
+                # Django (brainsite/asgi.py says why).
+                "--worker-class",
+                "uvicorn_worker.UvicornWorker",
                 "--bind",
                 f"{host}:{port}",
                 "--workers",
@@ -76,7 +80,7 @@ def main() -> int:
     print()
     print(f"  Brain is running at http://{host}:{port}/")
     print(f"  {login_hint}")
-    print("  API docs: /api/docs/   health: /healthz   Ctrl-C stops everything.")
+    print("  API docs: /api/docs/   MCP: /mcp/   health: /healthz   Ctrl-C stops everything.")
     print(flush=True)
 
     stopping = False

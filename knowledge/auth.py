@@ -45,6 +45,34 @@ def token_lookup(key_hash: str) -> ApiToken | None:
     return token
 
 
+def token_authenticate(raw: str, request) -> tuple[Principal, ApiToken]:
+    """The principal a raw bearer token stands for, for every door that takes one (the REST API,
+    the MCP server over HTTP and stdio). An unknown token counts against the caller's address
+    (`request.META`); past the limit it is `Throttled` (429 with Retry-After), else
+    `AuthenticationFailed`."""
+    token = token_lookup(hash_token(raw))
+    if token is None:
+        wait = bad_token_record(request)
+        if wait is not None:
+            raise exceptions.Throttled(wait, detail="Too many bad tokens from your address.")
+        raise exceptions.AuthenticationFailed("Unknown or revoked token.")
+    if token.agent_id:
+        principal = Principal.for_agent(token.agent)
+    elif token.user_id:
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("This user is disabled.")
+        principal = Principal.for_user(token.user)
+    else:
+        principal = Principal.for_integration(token.integration)
+    now = timezone.now()
+    if (
+        token.last_used_at is None
+        or (now - token.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS
+    ):
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return principal, token
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     keyword = b"bearer"
 
@@ -54,28 +82,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             return None
         if header[0].lower() != self.keyword or len(header) != 2:
             raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <token>'.")
-        raw = header[1].decode(errors="replace")
-        token = token_lookup(hash_token(raw))
-        if token is None:
-            wait = bad_token_record(request)
-            if wait is not None:
-                raise exceptions.Throttled(wait, detail="Too many bad tokens from your address.")
-            raise exceptions.AuthenticationFailed("Unknown or revoked token.")
-        if token.agent_id:
-            principal = Principal.for_agent(token.agent)
-        elif token.user_id:
-            if not token.user.is_active:
-                raise exceptions.AuthenticationFailed("This user is disabled.")
-            principal = Principal.for_user(token.user)
-        else:
-            principal = Principal.for_integration(token.integration)
-        now = timezone.now()
-        if (
-            token.last_used_at is None
-            or (now - token.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS
-        ):
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        return principal, token
+        return token_authenticate(header[1].decode(errors="replace"), request)
 
     def authenticate_header(self, request):
         return 'Bearer realm="brain"'

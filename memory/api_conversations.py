@@ -209,6 +209,40 @@ MessagesOut = PolymorphicProxySerializer(
 )
 
 
+def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], evidence.IngestResult]:
+    """Store validated messages (`MessageIn` data) for `principal`: every channel must exist
+    (400) and take the principal's posts (`can_post_message`, 403). Returns one row per message
+    (`id`, `channel`, `external_id`, `duplicate`) and the ingestion result. The API and the MCP
+    server both post through here."""
+    names = {i["channel"] for i in items}
+    channels = {c.name: c for c in Channel.objects.filter(name__in=names).select_related("person")}
+    unknown = sorted(names - set(channels))
+    if unknown:
+        raise ValidationError({"channel": [f"Unknown channel(s): {', '.join(unknown)}."]})
+    for channel in channels.values():
+        if not can_post_message(principal, channel):
+            raise PermissionDenied(f"You take no part in channel {channel.name}.")
+    result = evidence.message_ingest(
+        actor=principal,
+        messages=[
+            evidence.MessageIn(
+                channel=channels[i["channel"]],
+                speaker=i["speaker"],
+                text=i["text"],
+                ts=i.get("ts"),
+                thread=i.get("thread") or "",
+                external_id=i.get("external_id") or None,
+            )
+            for i in items
+        ],
+    )
+    rows = [
+        {"id": pk, "channel": i["channel"], "external_id": i.get("external_id") or None, "duplicate": dup}
+        for i, pk, dup in zip(items, result.ids, result.duplicate, strict=True)
+    ]
+    return rows, result
+
+
 @extend_schema(
     request=MessagesIn,
     responses={201: MessagesOut, 200: MessagesOut},
@@ -246,32 +280,7 @@ def message_post(request):
         data = MessageBatchIn(data=body)
         data.is_valid(raise_exception=True)
         items = data.validated_data["messages"]
-    names = {i["channel"] for i in items}
-    channels = {c.name: c for c in Channel.objects.filter(name__in=names).select_related("person")}
-    unknown = sorted(names - set(channels))
-    if unknown:
-        raise ValidationError({"channel": [f"Unknown channel(s): {', '.join(unknown)}."]})
-    for channel in channels.values():
-        if not can_post_message(request.user, channel):
-            raise PermissionDenied(f"You take no part in channel {channel.name}.")
-    result = evidence.message_ingest(
-        actor=request.user,
-        messages=[
-            evidence.MessageIn(
-                channel=channels[i["channel"]],
-                speaker=i["speaker"],
-                text=i["text"],
-                ts=i.get("ts"),
-                thread=i.get("thread") or "",
-                external_id=i.get("external_id") or None,
-            )
-            for i in items
-        ],
-    )
-    rows = [
-        {"id": pk, "channel": i["channel"], "external_id": i.get("external_id") or None, "duplicate": dup}
-        for i, pk, dup in zip(items, result.ids, result.duplicate, strict=True)
-    ]
+    rows, result = messages_post(request.user, items)
     code = status.HTTP_201_CREATED if result.stored else status.HTTP_200_OK
     if single:
         return Response(rows[0], status=code)
@@ -330,6 +339,21 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
     return conversation
 
 
+def conversation_open(principal: Principal, v: dict) -> Conversation:
+    """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
+    join is `knowledge.services.conversation_start`'s rule (`check_join`)."""
+    agent = Agent.objects.filter(name=v["agent"]).first()
+    channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
+    errors = {}
+    if agent is None:
+        errors["agent"] = [f"Unknown agent {v['agent']}."]
+    if channel is None:
+        errors["channel"] = [f"Unknown channel {v['channel']}."]
+    if errors:
+        raise ValidationError(errors)
+    return services.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
+
+
 @extend_schema(
     request=ConversationIn,
     responses={201: ConversationOut},
@@ -343,19 +367,7 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
 def conversation_create(request):
     data = ConversationIn(data=request.data)
     data.is_valid(raise_exception=True)
-    v = data.validated_data
-    agent = Agent.objects.filter(name=v["agent"]).first()
-    channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
-    errors = {}
-    if agent is None:
-        errors["agent"] = [f"Unknown agent {v['agent']}."]
-    if channel is None:
-        errors["channel"] = [f"Unknown channel {v['channel']}."]
-    if errors:
-        raise ValidationError(errors)
-    conversation = services.conversation_start(
-        actor=request.user, agent=agent, channel=channel, thread=v["thread"]
-    )
+    conversation = conversation_open(request.user, data.validated_data)
     return Response(conversation_dict(conversation), status=status.HTTP_201_CREATED)
 
 

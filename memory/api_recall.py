@@ -161,6 +161,19 @@ class SearchScopeSerializer(serializers.Serializer):
     write_store = serializers.CharField()
 
 
+def search_for(principal: Principal, v: dict) -> dict:
+    """Run memory_search from validated `SearchIn` data (the API and the MCP server)."""
+    outcome = memory_search(
+        scope_from(principal, v),
+        q=v["q"],
+        k=v["k"],
+        budget_tokens=v["budget_tokens"],
+        now=v.get("now"),
+        routes=tuple(v.get("routes") or ROUTES),
+    )
+    return outcome_dict(outcome)
+
+
 SearchOut = inline_serializer(
     "SearchResults",
     {
@@ -195,17 +208,24 @@ SearchOut = inline_serializer(
 def memory_search_view(request):
     data = SearchIn(data=request.data)
     data.is_valid(raise_exception=True)
-    v = data.validated_data
-    scope = scope_from(request.user, v)
-    outcome = memory_search(
-        scope,
-        q=v["q"],
-        k=v["k"],
-        budget_tokens=v["budget_tokens"],
-        now=v.get("now"),
-        routes=tuple(v.get("routes") or ROUTES),
-    )
-    return Response(outcome_dict(outcome))
+    return Response(search_for(request.user, data.validated_data))
+
+
+class BrowseIn(StrictSerializer):
+    """memory_browse's arguments as one object (the API takes them from the path and query)."""
+
+    kind = serializers.ChoiceField(choices=list(KINDS))
+    id = serializers.IntegerField(min_value=1)
+    conversation = serializers.IntegerField(required=False, min_value=1)
+
+
+def browse_open(principal: Principal, *, kind: str, pk: int, conversation: int | None = None) -> dict:
+    """Open the thing behind a result, inside `conversation`'s scope when one is named (404
+    for an unknown conversation; what the principal may not see is refused by the Browser)."""
+    conv = None
+    if conversation:
+        conv = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation)
+    return Browser(principal, conv).open(kind, pk)
 
 
 def _kind(value: str):
@@ -361,13 +381,10 @@ BrowseOut = PolymorphicProxySerializer(
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def memory_browse_view(request, kind: str, pk: int):
-    conversation = None
     raw = request.query_params.get("conversation")
-    if raw:
-        if not raw.isdigit():
-            raise ValidationError({"conversation": ["A conversation id is a number."]})
-        conversation = get_object_or_404(Conversation.objects.select_related("agent"), pk=int(raw))
-    return Response(Browser(request.user, conversation).open(kind, pk))
+    if raw and not raw.isdigit():
+        raise ValidationError({"conversation": ["A conversation id is a number."]})
+    return Response(browse_open(request.user, kind=kind, pk=pk, conversation=int(raw) if raw else None))
 
 
 # --- pinned memo ------------------------------------------------------------------------------
@@ -498,6 +515,13 @@ ContextOut = inline_serializer(
 )
 
 
+def context_for(principal: Principal, agent: Agent, v: dict) -> dict:
+    """Compile `agent`'s context from validated `ContextIn` data, inside the scope `principal`
+    may read (the API and the MCP server both compile through here)."""
+    scope = scope_from(principal, {**v, "agent": agent.name})
+    return context_compile(scope, q=v["q"], budget_tokens=v["budget_tokens"], now=v.get("now"))
+
+
 @extend_schema(
     request=ContextIn,
     responses={200: ContextOut},
@@ -512,9 +536,7 @@ def context_view(request, agent: str):
     agent_obj = _agent_for(request.user, agent)
     data = ContextIn(data=request.data)
     data.is_valid(raise_exception=True)
-    v = data.validated_data
-    scope = scope_from(request.user, {**v, "agent": agent_obj.name})
-    return Response(context_compile(scope, q=v["q"], budget_tokens=v["budget_tokens"], now=v.get("now")))
+    return Response(context_for(request.user, agent_obj, data.validated_data))
 
 
 # --- status -----------------------------------------------------------------------------------

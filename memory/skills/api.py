@@ -160,6 +160,19 @@ def agent_skill_detail(request, agent: str, skill: str):
     return Response(selectors.skill_load(agent_obj, skill_obj))
 
 
+def experience_add_for(principal, agent: Agent, skill, data: dict) -> dict:
+    """Add a lesson from validated `ExperienceIn` data (the API and the MCP server)."""
+    lesson = services.lesson_add(
+        actor=principal,
+        agent=agent,
+        skill=skill,
+        text=data["lesson"],
+        sources=[dict(s) for s in data["sources"]],
+        revises=data["revises"],
+    )
+    return _lesson(lesson)
+
+
 @extend_schema(
     tags=TAG,
     summary="Add experience to the agent's overlay of a skill",
@@ -177,15 +190,9 @@ def experience_add(request, agent: str, skill: str):
     agent_obj = _agent_for(request.user, agent)
     skill_obj = selectors.skill_get(skill)
     data = _valid(ExperienceIn, request.data)
-    lesson = services.lesson_add(
-        actor=request.user,
-        agent=agent_obj,
-        skill=skill_obj,
-        text=data["lesson"],
-        sources=[dict(s) for s in data["sources"]],
-        revises=data["revises"],
+    return Response(
+        experience_add_for(request.user, agent_obj, skill_obj, data), status=status.HTTP_201_CREATED
     )
-    return Response(_lesson(lesson), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(
@@ -263,6 +270,14 @@ def outcome_collection(request):
         return Response({"results": [outcome_out(o) for o in outcomes]})
 
     data = _valid(OutcomeIn, request.data)
+    out, created = outcome_report(principal, data)
+    return Response(out, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def outcome_report(principal, data: dict) -> tuple[dict, bool]:
+    """Record a task outcome from validated `OutcomeIn` data: names resolve to objects (400 for
+    unknown ones; an agent token reports for itself by default), then `outcome_record`, which is
+    idempotent by `external_id`. Returns the outcome and whether it was new."""
     errors = {}
     name = data.get("agent")
     agent = None
@@ -296,4 +311,4 @@ def outcome_collection(request):
         correction=dict(data["correction"]) if data["correction"] else None,
         external_id=data["external_id"],
     )
-    return Response(outcome_out(outcome), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+    return outcome_out(outcome), created

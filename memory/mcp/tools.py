@@ -1,0 +1,235 @@
+"""The MCP tools and resources, as plain synchronous functions of (principal, arguments).
+
+Each tool validates its arguments with the REST operation's input serializer (a
+`StrictSerializer`: unknown fields are refused) and calls the helper or service that operation's
+view calls. The API names the agent in the body or the path; here the agent is always the
+token's, so those fields are left out of the schema and refused when given."""
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import close_old_connections
+from django.http import Http404
+from rest_framework import serializers
+from rest_framework.exceptions import APIException, ValidationError
+
+from knowledge.api_errors import api_exception_handler
+from knowledge.api_fields import StrictSerializer
+from knowledge.errors import DomainError
+from knowledge.principals import Principal
+from memory import services
+from memory.api_conversations import (
+    ConversationIn,
+    MessageBatchIn,
+    conversation_dict,
+    conversation_get_for,
+    conversation_open,
+    messages_post,
+)
+from memory.api_recall import BrowseIn, ContextIn, SearchIn, browse_open, context_for, search_for
+from memory.conversations import conversation_finish
+from memory.memo import memo_as_dict, memo_for
+from memory.serializers import MemoryWriteSerializer, memory_out
+from memory.skills import selectors as skill_selectors
+from memory.skills.api import experience_add_for, outcome_report
+from memory.skills.serializers import ExperienceIn, OutcomeIn
+
+
+class ToolRefused(Exception):
+    """A tool call the API would have answered with an error: `body` is the API's JSON error
+    body, `status` its HTTP status. Nothing was written."""
+
+    def __init__(self, status: int, body: dict):
+        super().__init__(json.dumps(body))
+        self.status = status
+        self.body = body
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    method: str  # the REST operation whose schemas and rules the tool shares
+    path: str
+    run: Callable[[Principal, dict], dict]
+    implied: tuple[str, ...] = ("agent",)
+    renamed: dict[str, str] = field(default_factory=dict)
+    read_only: bool = False
+    batch: str | None = None  # the body is the batch form {batch: [items]} of a one-or-many body
+
+
+def _valid(serializer_class, data, **context) -> dict:
+    serializer = serializer_class(data=data, context=context)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+# --- tools ------------------------------------------------------------------------------------
+
+
+def memory_search_tool(principal: Principal, args: dict) -> dict:
+    return search_for(principal, _valid(SearchIn, {**args, "agent": principal.agent.name}))
+
+
+def memory_write_tool(principal: Principal, args: dict) -> dict:
+    data = _valid(MemoryWriteSerializer, args, principal=principal)
+    return memory_out(services.memory_write(actor=principal, **data))
+
+
+def memory_browse_tool(principal: Principal, args: dict) -> dict:
+    v = _valid(BrowseIn, args)
+    return browse_open(principal, kind=v["kind"], pk=v["id"], conversation=v.get("conversation"))
+
+
+def context_compile_tool(principal: Principal, args: dict) -> dict:
+    return context_for(principal, principal.agent, _valid(ContextIn, args))
+
+
+class ExperienceToolIn(ExperienceIn):
+    skill = serializers.SlugField(max_length=64)
+
+
+def experience_add_tool(principal: Principal, args: dict) -> dict:
+    v = _valid(ExperienceToolIn, args)
+    skill = skill_selectors.skill_get(v.pop("skill"))
+    return experience_add_for(principal, principal.agent, skill, v)
+
+
+def task_outcome_report_tool(principal: Principal, args: dict) -> dict:
+    out, _created = outcome_report(principal, _valid(OutcomeIn, args))
+    return out
+
+
+def conversation_open_tool(principal: Principal, args: dict) -> dict:
+    v = _valid(ConversationIn, {**args, "agent": principal.agent.name})
+    return conversation_dict(conversation_open(principal, v))
+
+
+class FinishIn(StrictSerializer):
+    conversation = serializers.IntegerField(min_value=1)
+
+
+def conversation_finish_tool(principal: Principal, args: dict) -> dict:
+    v = _valid(FinishIn, args)
+    conversation = conversation_get_for(principal, v["conversation"])
+    return conversation_dict(conversation_finish(actor=principal, conversation_id=conversation.pk))
+
+
+def messages_post_tool(principal: Principal, args: dict) -> dict:
+    items = _valid(MessageBatchIn, args)["messages"]
+    rows, result = messages_post(principal, items)
+    return {
+        "received": len(items),
+        "stored": result.stored,
+        "duplicates": result.duplicates,
+        "messages": rows,
+    }
+
+
+TOOLS = [
+    ToolSpec("memory_search", "POST", "/api/memory/search", memory_search_tool, read_only=True),
+    ToolSpec("memory_write", "POST", "/api/memory", memory_write_tool),
+    ToolSpec(
+        "memory_browse",
+        "GET",
+        "/api/memory/browse/{kind}/{id}",
+        memory_browse_tool,
+        renamed={"pk": "id"},  # the path parameter, whatever the schema calls it
+        read_only=True,
+    ),
+    ToolSpec("context_compile", "POST", "/api/agents/{agent}/context", context_compile_tool, read_only=True),
+    ToolSpec("experience_add", "POST", "/api/agents/{agent}/skills/{skill}/experience", experience_add_tool),
+    ToolSpec("task_outcome_report", "POST", "/api/task-outcomes", task_outcome_report_tool),
+    ToolSpec("conversation_open", "POST", "/api/conversations", conversation_open_tool),
+    ToolSpec(
+        "conversation_finish",
+        "POST",
+        "/api/conversations/{id}/finish",
+        conversation_finish_tool,
+        renamed={"pk": "conversation", "id": "conversation"},
+    ),
+    ToolSpec("messages_post", "POST", "/api/messages", messages_post_tool, batch="messages"),
+]
+TOOLS_BY_NAME = {t.name: t for t in TOOLS}
+
+
+# --- resources --------------------------------------------------------------------------------
+
+
+def memo_resource(principal: Principal) -> dict:
+    return memo_as_dict(memo_for(principal.agent))
+
+
+def skills_resource(principal: Principal) -> dict:
+    agent = principal.agent
+    return {
+        "agent": agent.name,
+        "skills": [
+            skill_selectors.skill_load(agent, row.skill)
+            for row in skill_selectors.agent_skills(agent)
+            if row.enabled
+        ],
+    }
+
+
+RESOURCES = {
+    "brain://memo": ("pinned-memo", "The agent's pinned memo: rules that apply every turn.", memo_resource),
+    "brain://skills": (
+        "enabled-skills",
+        "The agent's enabled skills: base instructions followed by its overlay of lessons.",
+        skills_resource,
+    ),
+}
+
+
+# --- running one call -------------------------------------------------------------------------
+
+
+def refusal_of(exc: Exception) -> ToolRefused | None:
+    """The API's error answer to `exc` (the REST API's exception handler decides the body and
+    status), or None for an exception the API would not answer (a crash)."""
+    if not isinstance(exc, APIException | DomainError | Http404):
+        return None
+    response = api_exception_handler(exc, {})
+    if response is None:
+        return None
+    return ToolRefused(response.status_code, json.loads(json.dumps(response.data, default=str)))
+
+
+def _jsonable(value: dict) -> dict:
+    # The API renders dates and decimals with DRF's encoder; do the same for structured output.
+    from rest_framework.utils.encoders import JSONEncoder
+
+    return json.loads(json.dumps(value, cls=JSONEncoder))
+
+
+def call_tool(principal: Principal, name: str, arguments: dict | None) -> dict:
+    """Run one tool as `principal`. Raises ToolRefused with the API's error for a refusal or
+    bad arguments (nothing written), LookupError for an unknown tool."""
+    spec = TOOLS_BY_NAME.get(name)
+    if spec is None:
+        raise LookupError(f"Unknown tool {name}.")
+    args = dict(arguments or {})
+    close_old_connections()  # what Django does at the start of each request
+    try:
+        given = [f for f in spec.implied if f in args]
+        if given:
+            raise ValidationError(
+                {f: ["Leave this out: the MCP server acts as the agent of its token."] for f in given}
+            )
+        return _jsonable(spec.run(principal, args))
+    except Exception as exc:
+        refusal = refusal_of(exc)
+        if refusal is None:
+            raise
+        raise refusal from None
+    finally:
+        close_old_connections()
+
+
+def read_resource(principal: Principal, uri: str) -> dict:
+    close_old_connections()
+    try:
+        return _jsonable(RESOURCES[uri][2](principal))
+    finally:
+        close_old_connections()
