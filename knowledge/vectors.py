@@ -60,21 +60,28 @@ BACKLOG = [
         # Rejected, superseded, invalidated and expired memories are never recalled.
         where="t.status IN ('queued', 'active')",
     ),
-    Kind("messages", Message._meta.db_table, "t.id, t.text", side_table=MessageVector._meta.db_table),
+    Kind(
+        "messages",
+        Message._meta.db_table,
+        "t.id, t.speaker_name, t.text",
+        side_table=MessageVector._meta.db_table,
+    ),
     Kind("episodes", Episode._meta.db_table, "t.id, t.topic, t.summary, t.likely_question, t.resolution"),
 ]
 
 
 def embedding_text(kind: str, row: tuple) -> str:
     """The text a row is embedded as. A block carries its entry's name (the block alone often
-    lacks its subject); a memory with a key carries the key."""
+    lacks its subject); a memory with a key carries the key; a message its speaker ("Ana: …"),
+    because questions name people."""
     if kind == "memories":
         _, key, text, entry_name = row
         head = entry_name or key
         return f"{head}: {text}" if head else text
     if kind == "episodes":
         return "\n".join(p for p in row[1:] if p)
-    return row[1]
+    _, speaker, text = row
+    return f"{speaker}: {text}"
 
 
 def backlog_counts() -> dict[str, int]:

@@ -111,8 +111,9 @@ def test_lanes_share_the_backlog_and_embed_each_row_once(world):
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
     stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
     assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.model_name()}
-    # A lane's single-threaded session gives the vector the shared session gives.
-    expected = embeddings.embed_texts(texts)
+    # A lane's single-threaded session gives the vector the shared session gives; a message is
+    # embedded with its speaker.
+    expected = embeddings.embed_texts([f"alice: {t}" for t in texts])
     got = np.array([stored[i].embedding for i in ids])
     assert np.allclose(got, expected, atol=1e-4)
 

@@ -58,3 +58,22 @@ def test_a_tight_budget_trims_context_before_it_drops_a_hit(world):
     assert len(result["results"]) == 10
     assert sum(r["tokens"] for r in result["results"]) == result["used_tokens"] <= 300
     assert all(any(m["hit"] for m in r["messages"]) for r in result["results"])
+
+
+def test_a_query_naming_a_speaker_finds_that_speakers_message(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    rows = [("priya", "I think the offsite should be somewhere by the sea", 9)]
+    rows += [
+        (name, "The offsite should be somewhere in the mountains", d) for name, d in (("bob", 3), ("carl", 2))
+    ]
+    rows += [
+        (name, "Offsite ideas: a city trip, maybe with a museum", d) for name, d in (("dora", 4), ("emil", 1))
+    ]
+    ids = factory.post_messages(
+        world.general,
+        [{"speaker": s, "text": t, "ts": NOW - timedelta(days=d)} for s, t, d in rows],
+    )
+    factory.embed_all()
+    result = search(world.client("copilot"), conversation=conv.pk, q="Where did Priya want the offsite?", k=1)
+    assert result["results"][0]["id"] == ids[0]
+    assert result["results"][0]["routes"].keys() >= {"keyword_messages", "vector_episodes"}
