@@ -7,7 +7,7 @@ from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.sources import SourceState
-from knowledge.models.system import Heartbeat, Setting
+from knowledge.models.system import Heartbeat, Setting, TermStat
 
 __all__ = [
     "Agent",
@@ -34,5 +34,6 @@ __all__ = [
     "PinnedMemo",
     "Revision",
     "Setting",
+    "TermStat",
     "SourceState",
 ]

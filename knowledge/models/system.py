@@ -14,3 +14,23 @@ class Heartbeat(models.Model):
 
     name = models.CharField(max_length=32, unique=True)
     beat_at = models.DateTimeField()
+
+
+class TermStat(models.Model):
+    """Keyword statistics of the searchable corpora (`memory`: memory key and text, `entry`: an
+    entry's name, aliases and summary, `message`: speaker and text), kept exact by database
+    triggers on every write (migration 0012): each row is a change — documents containing
+    `lexeme` gained or lost — and the statistics are the sums per (corpus, lexeme). The row with
+    lexeme "" counts the corpus's documents and their summed length (distinct lexemes). Writers
+    only append, so they never wait for one another; `knowledge.termstats.term_stats_compact`
+    folds the changes into one row per lexeme without changing any sum."""
+
+    corpus = models.CharField(max_length=16)
+    lexeme = models.TextField()
+    docs = models.BigIntegerField()
+    length = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["corpus", "lexeme"], include=["docs", "length"], name="termstat_lexeme")
+        ]
