@@ -77,3 +77,32 @@ def test_a_query_naming_a_speaker_finds_that_speakers_message(world):
     result = search(world.client("copilot"), conversation=conv.pk, q="Where did Priya want the offsite?", k=1)
     assert result["results"][0]["id"] == ids[0]
     assert result["results"][0]["routes"].keys() >= {"keyword_messages", "vector_episodes"}
+
+
+def test_an_old_message_that_is_the_only_match_is_still_found_within_k_10(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    (old,) = factory.post_messages(
+        world.general,
+        [
+            {
+                "speaker": "alice",
+                "text": "Our dog is a greyhound called Biscuit",
+                "ts": NOW - timedelta(days=3 * 365),
+            }
+        ],
+    )
+    # Thirty recent messages by the same person, near the question in meaning but not answering it.
+    factory.post_messages(
+        world.general,
+        [
+            {
+                "speaker": "alice",
+                "text": f"Took the kids and our pets to the park on day {i}",
+                "ts": NOW - timedelta(days=i),
+            }
+            for i in range(30)
+        ],
+    )
+    factory.embed_all()
+    result = search(world.client("copilot"), conversation=conv.pk, q="What is the name of Alice's dog?")
+    assert old in [r["id"] for r in result["results"]]
