@@ -170,3 +170,18 @@ def test_the_embed_backlog_command_takes_one_kind_and_reports_failures(world):
     with override_settings(BRAIN_EMBEDDINGS="none"), pytest.raises(CommandError, match="Embeddings are off"):
         call_command("embed_backlog", stdout=io.StringIO())
     assert backlog_counts()["messages"] == 1  # nothing written by the failed runs
+
+
+@pytest.mark.django_db(transaction=True)  # the run and the writer commit, as a worker and a client would
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_rows_that_arrive_while_the_backlog_drains_are_embedded_in_the_same_run(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"note {i}"} for i in range(40)])
+    arrived = []
+
+    def progress(kind, count):
+        if kind == "messages" and not arrived:  # memories were drained already in this pass
+            arrived.append(factory.make_memory_row(world.copilot, "Alice prefers email"))
+
+    done = run_backlog(lanes=1, batch=16, progress=progress)
+    assert done == {"memories": 1, "messages": 40, "episodes": 0}
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
