@@ -15,4 +15,5 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("short-term memory expiry", "memory.tasks.expire_short_term_memory", 60),
         ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
         ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
+        ("keyword statistics compaction", "knowledge.tasks.term_stats_compact", 60),
     ]

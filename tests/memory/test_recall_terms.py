@@ -110,3 +110,14 @@ def test_the_same_query_ranks_the_same_across_a_statistics_refresh(world):
 
     (deploy,) = [t for t in weigh_terms(["deploy"], CORPORA)["message"].terms]
     assert deploy.docs == 304
+
+
+def test_the_statistics_compaction_is_scheduled():
+    from django.utils.module_loading import import_string
+
+    from curation.schedules import schedule_table
+    from knowledge.termstats import term_stats_compact
+
+    rows = {func: minutes for _, func, minutes in schedule_table()}
+    assert rows["knowledge.tasks.term_stats_compact"] == 60
+    assert import_string("knowledge.tasks.term_stats_compact").__doc__ and callable(term_stats_compact)
