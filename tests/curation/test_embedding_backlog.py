@@ -185,3 +185,25 @@ def test_rows_that_arrive_while_the_backlog_drains_are_embedded_in_the_same_run(
     done = run_backlog(lanes=1, batch=16, progress=progress)
     assert done == {"memories": 1, "messages": 40, "episodes": 0}
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+
+
+def test_the_speaker_migration_sends_text_only_message_vectors_back_to_the_backlog(world):
+    import importlib
+
+    from django.db import connection
+
+    migration = importlib.import_module("knowledge.migrations.0011_message_speaker_indexed")
+    (message_id,) = factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "the demo moved to Friday"}]
+    )
+    factory.embed_all()
+    with connection.cursor() as cursor:
+        cursor.execute(migration.MARK_STALE)
+    assert backlog_counts()["messages"] == 1
+    factory.embed_all()
+    assert backlog_counts()["messages"] == 0
+    stored = MessageVector.objects.get(message_id=message_id)
+    assert stored.model == embeddings.model_name()
+    assert np.allclose(
+        stored.embedding, embeddings.embed_texts(["alice: the demo moved to Friday"])[0], atol=1e-4
+    )
