@@ -149,38 +149,74 @@ def _fetch(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
+# BM25 needs each row's term counts (unnesting its tsvector), which costs far more per row than
+# an index match. So the rows selected through the index are first ranked by the sum of the idf
+# of the query terms they hold (no unnesting), and only the best PRESELECT_FACTOR × limit (at
+# least PRESELECT_MIN) are scored by BM25 — with b 0.25 and tf mostly 1 in chat, BM25's top rows
+# are among them.
+PRESELECT_FACTOR = 2
+PRESELECT_MIN = 100
+
+
+def _keyword_rows(kind: str, weighed: Weighed, where: str, params: list, newest: str, limit: int) -> list:
+    """(id, BM25 score, matched idf, *stamp) of the best `limit` rows of `kind` holding one of the
+    query's candidate terms under `where`; ties go to `newest` (a column, larger first)."""
+    table = TABLE[kind]
+    tsv = {MEMORY: fts.memory_tsv, ENTRY: fts.entry_tsv, MESSAGE: fts.message_tsv}[kind](table)
+    terms = weighed.terms
+    pre = " + ".join(f"({tsv} @@ %s::tsquery)::int * %s" for _ in terms)
+    pre_params = [x for t in terms for x in (t.tsquery, t.idf)]
+    bm25, bm25_params = _bm25_sql(weighed, tsv)
+    sql = (
+        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]} FROM ("
+        f"SELECT {table}.id, {newest} AS newest FROM {table} "
+        f"WHERE {tsv} @@ %s::tsquery AND ({where}) "
+        f"ORDER BY {pre} DESC, {newest} DESC LIMIT %s) c "
+        f"JOIN {table} ON {table}.id = c.id {bm25} "
+        f"ORDER BY s.score DESC, c.newest DESC, {table}.id DESC LIMIT %s"
+    )
+    args = [
+        _or_query(candidate_terms(terms)),
+        *params,
+        *pre_params,
+        max(PRESELECT_FACTOR * limit, PRESELECT_MIN),
+        *bm25_params,
+        limit,
+    ]
+    return _fetch(sql, args)
+
+
 def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
     """Full text over memory text (loose memories and entry blocks) and entry fields (name,
     aliases, summary), BM25, one ranking for both."""
     hits: list[RouteHit] = []
-    memory_tsv = fts.memory_tsv("knowledge_memory")
     weighed = inp.terms("memory")
     if candidate_terms(weighed.terms):
         try:
             where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
-            score, sparams = _bm25_sql(weighed, memory_tsv)
-            rows = _fetch(
-                f"SELECT knowledge_memory.id, s.score, s.matched, {STAMP[MEMORY]} FROM knowledge_memory "
-                f"{score} WHERE {memory_tsv} @@ %s::tsquery AND ({where}) AND {live} "
-                f"ORDER BY s.score DESC, knowledge_memory.id DESC LIMIT %s",
-                [*sparams, _or_query(candidate_terms(weighed.terms)), *wparams, *lparams, inp.limit],
+            rows = _keyword_rows(
+                MEMORY,
+                weighed,
+                f"({where}) AND {live}",
+                [*wparams, *lparams],
+                "knowledge_memory.id",
+                inp.limit,
             )
             hits += _keyword_hits(MEMORY, rows, sum(t.idf for t in weighed.terms))
         except NothingVisible:
             pass
-    entry_tsv = fts.entry_tsv("knowledge_entry")
     weighed = inp.terms("entry")
     if candidate_terms(weighed.terms):
         try:
             where, wparams = inp.scope.where(Entry)
-            score, sparams = _bm25_sql(weighed, entry_tsv)
-            rows = _fetch(
-                f"SELECT knowledge_entry.id, s.score, s.matched, {STAMP[ENTRY]} FROM knowledge_entry "
-                f"{score} WHERE {entry_tsv} @@ %s::tsquery AND ({where}) "
-                f"AND knowledge_entry.created_at <= %s "
-                f"ORDER BY s.score DESC, knowledge_entry.id DESC LIMIT %s",
-                [*sparams, _or_query(candidate_terms(weighed.terms)), *wparams, inp.now, inp.limit],
+            rows = _keyword_rows(
+                ENTRY,
+                weighed,
+                f"({where}) AND knowledge_entry.created_at <= %s",
+                [*wparams, inp.now],
+                "knowledge_entry.id",
+                inp.limit,
             )
             hits += _keyword_hits(ENTRY, rows, sum(t.idf for t in weighed.terms))
         except NothingVisible:
@@ -199,13 +235,13 @@ def keyword_messages(inp: RouteInput) -> list[RouteHit]:
         where, wparams = inp.scope.where(Message)
     except NothingVisible:
         return []
-    tsv = fts.message_tsv("knowledge_message")
-    score, sparams = _bm25_sql(weighed, tsv)
-    rows = _fetch(
-        f"SELECT knowledge_message.id, s.score, s.matched, {STAMP[MESSAGE]} FROM knowledge_message "
-        f"{score} WHERE {tsv} @@ %s::tsquery AND ({where}) AND knowledge_message.ts <= %s "
-        f"ORDER BY s.score DESC, knowledge_message.ts DESC, knowledge_message.id DESC LIMIT %s",
-        [*sparams, _or_query(candidate_terms(weighed.terms)), *wparams, inp.now, inp.limit],
+    rows = _keyword_rows(
+        MESSAGE,
+        weighed,
+        f"({where}) AND knowledge_message.ts <= %s",
+        [*wparams, inp.now],
+        "knowledge_message.ts",
+        inp.limit,
     )
     return _keyword_hits(MESSAGE, rows, sum(t.idf for t in weighed.terms))
 
