@@ -1,9 +1,9 @@
 """Expansion of winning candidates and their fitting into the token budget.
 
 A message in a thread brings its thread, a lone message its chronological neighbours, an
-episode its messages; a memory or entry stands alone. Every item is cut to a per-candidate cap
-(nearest messages to the hit first), and items are taken in score order until the total budget
-is full. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
+episode its messages; a memory or entry stands alone. Each item is one ranked hit; every item is
+cut to a per-candidate cap (nearest messages to the hit first), hits are placed before any
+context, and context is shown once. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
