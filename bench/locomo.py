@@ -13,7 +13,7 @@ without evidence is skipped. Each question is searched in its conversation's cha
 
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rest_framework.test import APIClient
@@ -35,8 +35,6 @@ def available() -> bool:
 
 def _session_start(text: str) -> datetime:
     # e.g. "1:56 pm on 8 May, 2023"; times are read as UTC
-    from datetime import UTC
-
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
