@@ -172,15 +172,11 @@ def _embed(report):
     )
 
 
-def _latency(report, copilot, gen, rng):
-    raw = _token(agent=copilot)
-    client = _client(raw)
-    conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
-    questions = [question(gen) for _ in range(QUERIES)]
-    timings, routes = [], {}
-    for i in range(QUERIES + 20):
+def _api_timings(client, conversations, questions, rng, k: int, n: int):
+    timings, routes, sizes = [], {}, []
+    for i in range(n + 20):
         conv = rng.choice(conversations)
-        body = {"agent": "copilot", "conversation": conv.pk, "q": questions[i % QUERIES], "k": 10}
+        body = {"agent": "copilot", "conversation": conv.pk, "q": questions[i % len(questions)], "k": k}
         t0 = time.perf_counter()
         response = client.post("/api/memory/search", body, format="json")
         spent = (time.perf_counter() - t0) * 1000
@@ -188,14 +184,28 @@ def _latency(report, copilot, gen, rng):
         if i < 20:  # warm-up: model load, statistics, connection
             continue
         timings.append(spent)
+        sizes.append(len(response.content))
         payload = response.json()
         for name, info in payload["routes"].items():
             routes.setdefault(name, []).append(info["ms"])
         routes.setdefault("query embedding", []).append(payload["embedding_ms"])
     timings.sort()
+    return timings, routes, sizes
+
+
+def _pct(timings, q):
+    return timings[int(len(timings) * q) - 1]
+
+
+def _latency(report, copilot, gen, rng):
+    raw = _token(agent=copilot)
+    client = _client(raw)
+    conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
+    questions = [question(gen) for _ in range(QUERIES)]
+    timings, routes, sizes = _api_timings(client, conversations, questions, rng, 10, QUERIES)
     p50 = statistics.median(timings)
-    p95 = timings[int(len(timings) * 0.95) - 1]
-    p99 = timings[int(len(timings) * 0.99) - 1]
+    p95 = _pct(timings, 0.95)
+    p99 = _pct(timings, 0.99)
     breakdown = ", ".join(f"{name} {statistics.mean(v):.1f}" for name, v in routes.items())
     report(
         "memory_search latency p50 (API)",
@@ -203,7 +213,7 @@ def _latency(report, copilot, gen, rng):
         "ms",
         note=f"{len(timings)} searches through POST /api/memory/search (in-process client: auth, "
         "validation, JSON), k=10, budget 2,000, random conversations (shared, channel-only and DM "
-        "scopes), query embedding included",
+        f"scopes), query embedding included; response {statistics.mean(sizes) / 1000:.1f} kB on average",
     )
     report(
         "memory_search latency p95 (API)",
@@ -211,6 +221,14 @@ def _latency(report, copilot, gen, rng):
         "ms",
         target="≤ 50 ms",
         note=f"p99 {p99:.0f} ms; mean ms per step: {breakdown}",
+    )
+    timings, _, sizes = _api_timings(client, conversations, questions, rng, 50, QUERIES // 2)
+    report(
+        "memory_search latency p95, k=50 (API)",
+        _pct(timings, 0.95),
+        "ms",
+        note=f"p50 {statistics.median(timings):.1f} ms, {len(timings)} searches, k=50, budget 2,000; "
+        f"response {statistics.mean(sizes) / 1000:.1f} kB on average",
     )
     # The same searches without the HTTP layer: the search itself, query embedding included.
     principal = Principal.for_agent(copilot)

@@ -1,35 +1,86 @@
-"""Retrieval quality of memory_search on the labelled set (bench/data/recall_eval.json):
-recall@1/5/10/50 of each route alone and of the fused ranking, plus what memory_search delivers
-(expansion included) at k=10 within 2,000 tokens."""
+"""Retrieval quality of memory_search on labelled questions: the team's own set
+(bench/data/recall_eval.json, with generated distractors) and, when present beside the
+repository, the public LoCoMo development split (bench/locomo.py). For each route alone, the
+fused ranking before packing and the result items memory_search returns: any@1/5/10/50, all@10
+and session@5 (bench/recall_eval.py)."""
 
 import time
 
 from django.test import override_settings
 
-from bench.recall_eval import KS, Evaluation
+from bench import locomo
+from bench.recall_eval import FUSED, ITEMS, Case, Evaluation, table
 from bench.recall_seed import ACTOR, analyze, load_eval, reset_recall_tables
 from knowledge.vectors import run_backlog
+from memory.recall import resolve_scope
 
 
-def run(report):
+def own_cases(world) -> tuple[list[Case], object]:
+    """The own set's questions as cases, and a label -> session map (a message's session is the
+    dialogue it belongs to; a memory or block is its own session)."""
+    session = {}
+    for s in world.data["sessions"]:
+        for m in s["messages"]:
+            session[m["external_id"]] = s["id"]
+    cases = []
+    for question in world.data["questions"]:
+        conversation = world.conversations[question["channel"]]
+        scope = resolve_scope(ACTOR, agent=conversation.agent, conversation=conversation)
+        cases.append(
+            Case(
+                q=question["q"],
+                evidence=question["evidence"],
+                scope=scope,
+                now=world.when(question["day"]),
+                type=question["type"],
+            )
+        )
+    return cases, lambda label: session.get(label, label)
+
+
+def evaluate(name: str, evaluation: Evaluation, report) -> dict:
+    rows = {f"{route} alone": m for route, m in evaluation.route_metrics().items()}
+    rows[FUSED] = evaluation.fused_metrics()
+    rows[ITEMS] = evaluation.item_metrics()
+    n = len(evaluation.cases)
+    for ranking, m in rows.items():
+        for metric in ("any@1", "any@10", "session@5"):
+            target = ""
+            if ranking == FUSED and metric == "any@10":
+                target = "≥ every route"
+            report(f"{name} {metric} {ranking}", m[metric] * 100, "%", target=target, note=f"{n} questions")
+    print(f"\n   {name}, {n} questions\n" + table(rows) + "\n", flush=True)
+    for kind, m in evaluation.by_type().items():
+        print(f"   fused, {kind} ({m['n']}): " + "  ".join(f"{x} {m[x]:.3f}" for x in ("any@1", "any@10")))
+    return rows
+
+
+def load_own():
     reset_recall_tables()
     with override_settings(BRAIN_EMBEDDING_KICK=False):
         start = time.perf_counter()
         world = load_eval()
         run_backlog(max_seconds=3600)
         analyze()
-        print(f"   loaded and embedded the labelled set in {time.perf_counter() - start:.0f} s", flush=True)
-    evaluation = Evaluation(world, ACTOR)
-    n = len(evaluation.cases)
-    for route, scores in evaluation.route_recall().items():
-        for k in KS:
-            report(f"recall@{k} {route}", scores[k] * 100, "%", note=f"{n} questions, route alone")
-    fused, by_type = evaluation.fused_recall(by_type=True)
-    for k in KS:
-        report(f"recall@{k} fused", fused[k] * 100, "%", target="> every route @10" if k == 10 else "")
-    for name, scores in sorted(by_type.items()):
-        print(
-            f"   fused by type {name:10s} " + "  ".join(f"@{k} {scores[k] * 100:5.1f}" for k in KS),
-            flush=True,
-        )
-    report("delivered recall@10 (expanded, 2,000 tokens)", evaluation.delivered_recall() * 100, "%")
+        print(f"   loaded and embedded the own set in {time.perf_counter() - start:.0f} s", flush=True)
+    cases, session_of = own_cases(world)
+    return Evaluation(cases, world.label_of, session_of)
+
+
+def load_locomo():
+    reset_recall_tables()
+    with override_settings(BRAIN_EMBEDDING_KICK=False):
+        start = time.perf_counter()
+        cases, labels = locomo.load()
+        run_backlog(max_seconds=3600)
+        analyze()
+        print(f"   loaded and embedded locomo-dev in {time.perf_counter() - start:.0f} s", flush=True)
+    return Evaluation(cases, labels, locomo.session_of)
+
+
+def run(report):
+    evaluate("own set", load_own(), report)
+    if not locomo.available():
+        print(f"   locomo-dev skipped: {locomo.PATH} is not there (evaluation data, never shipped)")
+        return
+    evaluate("locomo-dev", load_locomo(), report)

@@ -1,116 +1,144 @@
-"""Retrieval quality on the labelled set: recall@k of each route alone and of the fused ranking.
+"""Retrieval quality of memory_search on labelled questions.
 
-recall@k of a question = the share of its evidence items found among the first k candidates;
-the figure is the mean over questions. "fused" is memory_search's ranking (fusion, decay,
-reranker) before expansion; "delivered" counts evidence inside what memory_search actually
-returns with k=10 and a 2,000-token budget (expansion included).
+Each question has evidence items (message external ids, memory or block ids). For a ranked list
+of candidates (one route alone, the fused ranking before packing, or the result items that
+memory_search returns, one primary hit per item — context messages attached to a result do not
+count) we report:
+
+- any@k: at least one evidence item among the first k;
+- all@k: every evidence item among the first k;
+- session@k: the list mapped to sessions (de-duplicated, in order) has an evidence session among
+  its first k.
 
 The route rankings do not depend on the fusion parameters, so they are computed once per
 question and re-fused for every parameter set `tune()` tries."""
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 
-from memory.recall import memory_search, resolve_scope
+from memory.recall import memory_search
 from memory.recall.fuse import apply_decay, fuse
 from memory.recall.params import DEFAULT_PARAMS, ROUTES, RecallParams
 from memory.recall.search import recall_candidates
 
 KS = (1, 5, 10, 50)
+METRICS = ("any@1", "any@5", "any@10", "any@50", "all@10", "session@5")
+FUSED, ITEMS = "fused (before packing)", "returned items"
 
 
-def _labels(world, items) -> list[str]:
-    return [world.label_of.get((c.kind, c.id), "") for c in items]
+@dataclass
+class Case:
+    q: str
+    evidence: list[str]
+    scope: object
+    now: datetime
+    type: str = ""
 
 
-def _recall(evidence: list[str], ranked: list[str], k: int) -> float:
-    top = set(ranked[:k])
-    return sum(1 for e in evidence if e in top) / len(evidence)
+def metrics(evidence: list[str], ranked: list[str], session_of) -> dict[str, float]:
+    wanted = set(evidence)
+    out = {}
+    for k in KS:
+        out[f"any@{k}"] = float(bool(wanted & set(ranked[:k])))
+    out["all@10"] = float(wanted <= set(ranked[:10]))
+    sessions: list[str] = []
+    for label in ranked:
+        s = session_of(label) if label else ""
+        if s not in sessions:
+            sessions.append(s)
+    out["session@5"] = float(bool({session_of(e) for e in wanted} & set(sessions[:5])))
+    return out
+
+
+def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {m: sum(r[m] for r in rows) / len(rows) for m in METRICS} if rows else {}
 
 
 class Evaluation:
-    def __init__(self, world, actor):
-        self.world = world
-        self.cases = []
-        for question in world.data["questions"]:
-            conversation = world.conversations[question["channel"]]
-            scope = resolve_scope(actor, agent=conversation.agent, conversation=conversation)
-            now = world.when(question["day"])
-            ranking = recall_candidates(scope, q=question["q"], now=now, limit=50)
-            self.cases.append((question, scope, now, ranking))
+    """`label_of[(kind, id)]` names a candidate's evidence label; `session_of(label)` its session."""
 
-    def route_recall(self) -> dict[str, dict[int, float]]:
-        out = {}
-        for route in ROUTES:
-            scores = {k: 0.0 for k in KS}
-            for question, _, _, ranking in self.cases:
-                labels = _labels(self.world, ranking.rankings.get(route, []))
-                for k in KS:
-                    scores[k] += _recall(question["evidence"], labels, k)
-            out[route] = {k: v / len(self.cases) for k, v in scores.items()}
+    def __init__(self, cases: list[Case], label_of: dict, session_of, *, limit: int = 50):
+        self.cases, self.label_of, self.session_of = cases, label_of, session_of
+        self.rankings = [recall_candidates(c.scope, q=c.q, now=c.now, limit=limit) for c in cases]
+
+    def _labels(self, items) -> list[str]:
+        return [self.label_of.get((c.kind, c.id), "") for c in items]
+
+    def _score(self, lists: list[list[str]]) -> dict[str, float]:
+        return mean(
+            [
+                metrics(c.evidence, ranked, self.session_of)
+                for c, ranked in zip(self.cases, lists, strict=True)
+            ]
+        )
+
+    def route_metrics(self) -> dict[str, dict[str, float]]:
+        return {
+            route: self._score([self._labels(r.rankings.get(route, [])) for r in self.rankings])
+            for route in ROUTES
+            if any(route in r.rankings for r in self.rankings)
+        }
+
+    def fused_lists(self, params: RecallParams = DEFAULT_PARAMS) -> list[list[str]]:
+        return [
+            self._labels(apply_decay(fuse(r.rankings, params), c.now, params))
+            for c, r in zip(self.cases, self.rankings, strict=True)
+        ]
+
+    def fused_metrics(self, params: RecallParams = DEFAULT_PARAMS) -> dict[str, float]:
+        return self._score(self.fused_lists(params))
+
+    def item_lists(self, params: RecallParams = DEFAULT_PARAMS, k: int = 50, budget: int = 2000):
+        out = []
+        for c in self.cases:
+            outcome = memory_search(c.scope, q=c.q, k=k, budget_tokens=budget, now=c.now, params=params)
+            out.append(self._labels([item.candidate for item in outcome.items]))
         return out
 
-    def fused_recall(self, params: RecallParams = DEFAULT_PARAMS, by_type: bool = False):
-        totals = {k: 0.0 for k in KS}
-        types: dict[str, dict] = {}
-        for question, _, now, ranking in self.cases:
-            candidates = apply_decay(fuse(ranking.rankings, params), now, params)
-            labels = _labels(self.world, candidates)
-            t = types.setdefault(question["type"], {"n": 0, **{k: 0.0 for k in KS}})
-            t["n"] += 1
-            for k in KS:
-                r = _recall(question["evidence"], labels, k)
-                totals[k] += r
-                t[k] += r
-        result = {k: v / len(self.cases) for k, v in totals.items()}
-        if by_type:
-            return result, {name: {k: t[k] / t["n"] for k in KS} for name, t in types.items()}
-        return result
+    def item_metrics(self, params: RecallParams = DEFAULT_PARAMS, *, budget: int = 2000) -> dict[str, float]:
+        """memory_search's result items: k=10 within `budget` for @1/5/10 and all@10 and
+        session@5 (what an agent gets by default), k=50 within 25× the budget for @50."""
+        at10 = self.item_lists(params, k=10, budget=budget)
+        at50 = self.item_lists(params, k=50, budget=budget * 25)
+        rows = []
+        for c, short, long in zip(self.cases, at10, at50, strict=True):
+            row = metrics(c.evidence, short, self.session_of)
+            row["any@50"] = metrics(c.evidence, long, self.session_of)["any@50"]
+            rows.append(row)
+        return mean(rows)
 
-    def delivered_recall(
-        self, params: RecallParams = DEFAULT_PARAMS, k: int = 10, budget: int = 2000
-    ) -> float:
-        total = 0.0
-        for question, scope, now, _ in self.cases:
-            outcome = memory_search(scope, q=question["q"], k=k, budget_tokens=budget, now=now, params=params)
-            found = set()
-            for item in outcome.items:
-                found.add(self.world.label_of.get((item.candidate.kind, item.candidate.id), ""))
-                found |= {self.world.label_of.get(("message", m["id"]), "") for m in item.messages}
-                found |= {self.world.label_of.get((c.kind, c.id), "") for c in item.also_hits}
-            total += sum(1 for e in question["evidence"] if e in found) / len(question["evidence"])
-        return total / len(self.cases)
+    def by_type(self, params: RecallParams = DEFAULT_PARAMS) -> dict[str, dict[str, float]]:
+        groups: dict[str, list] = {}
+        for c, ranked in zip(self.cases, self.fused_lists(params), strict=True):
+            groups.setdefault(c.type, []).append(metrics(c.evidence, ranked, self.session_of))
+        return {t: {**mean(rows), "n": len(rows)} for t, rows in sorted(groups.items())}
 
 
-def tune(evaluation: Evaluation, k: int = 10) -> list[tuple[float, RecallParams]]:
-    """Grid search over fusion and decay parameters; returns (score, params), best first. The
-    score is recall@k with recall@1 as a tie-breaker (see docs/RECALL.md)."""
+def table(rows: dict[str, dict[str, float]]) -> str:
+    lines = ["| ranking | " + " | ".join(METRICS) + " |", "|---|" + "---|" * len(METRICS)]
+    for name, m in rows.items():
+        lines.append(f"| {name} | " + " | ".join(f"{m[x]:.3f}" for x in METRICS) + " |")
+    return "\n".join(lines)
+
+
+def tune(evaluation: Evaluation, grid: dict, base: RecallParams = DEFAULT_PARAMS, key: str = "any@10"):
+    """Fused metrics for every combination of `grid` ({field: values}; the field "keyword" /
+    "vector" sets both keyword / both vector route weights). Returns [(metrics, overrides)], best
+    `key` first (any@1 breaks ties)."""
+    names = list(grid)
     results = []
-    grid = itertools.product(
-        (5, 10, 20, 60),  # rrf_k
-        (0.5, 1.0, 1.5),  # keyword weight (both keyword routes)
-        (0.5, 1.0, 1.5),  # vector weight (both vector routes)
-        (90.0, 365.0, 1000.0),  # message half-life (days)
-        (0.5, 0.8),  # knowledge floor
-        (0.0, 1.0, 2.0),  # quality exponent (0 = plain RRF)
-        (0.0, 0.2, 0.3),  # minimum cosine similarity of vector hits
-    )
-    for rrf_k, kw, vec, half_life, floor, exponent, min_sim in grid:
-        params = replace(
-            DEFAULT_PARAMS,
-            rrf_k=rrf_k,
-            message_half_life_days=half_life,
-            knowledge_floor=floor,
-            quality_exponent=exponent,
-            min_similarity=min_sim,
-            weights={
-                "keyword_knowledge": kw,
-                "keyword_messages": kw,
-                "vector_knowledge": vec,
-                "vector_episodes": vec,
-            },
-        )
-        scores = evaluation.fused_recall(params)
-        results.append((scores[k] + 0.01 * scores[1], params, scores))
-    results.sort(key=lambda r: -r[0])
+    for values in itertools.product(*(grid[n] for n in names)):
+        overrides = dict(zip(names, values, strict=True))
+        fields = {n: v for n, v in overrides.items() if n not in ("keyword", "vector")}
+        params = replace(base, **fields)
+        weights = {}
+        if "keyword" in overrides:
+            weights.update(keyword_knowledge=overrides["keyword"], keyword_messages=overrides["keyword"])
+        if "vector" in overrides:
+            weights.update(vector_knowledge=overrides["vector"], vector_episodes=overrides["vector"])
+        if weights:
+            params = params.with_weights(**weights)
+        results.append((evaluation.fused_metrics(params), overrides))
+    results.sort(key=lambda r: (-r[0][key], -r[0]["any@1"]))
     return results

@@ -24,7 +24,8 @@ def reset_recall_tables() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE knowledge_memory, knowledge_entry, knowledge_message, knowledge_episode, "
-            "knowledge_conversation, knowledge_channelintegration, knowledge_channel, knowledge_pinnedmemo "
+            "knowledge_conversation, knowledge_channelintegration, knowledge_channel, knowledge_pinnedmemo, "
+            "knowledge_termstat "
             "RESTART IDENTITY CASCADE"
         )
     from memory.recall.terms import forget_stats

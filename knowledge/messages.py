@@ -226,4 +226,12 @@ def request_embedding_run() -> None:
         return
     from django_q.tasks import async_task
 
-    async_task("curation.tasks.embedding_backlog_run", task_name="embedding backlog (kick)")
+    # While further kicks from this process are held back, the kicked run waits for the rows
+    # still arriving (a bulk ingest posts batch after batch), so they start at once instead of
+    # waiting for the next kick or the every-minute run. Not when tasks run inline (tests).
+    linger = 0 if settings.Q_CLUSTER.get("sync") else KICK_SECONDS + 1
+    async_task(
+        "curation.tasks.embedding_backlog_run",
+        linger_seconds=linger,
+        task_name="embedding backlog (kick)",
+    )

@@ -27,6 +27,7 @@ from knowledge.models import Episode, Memory, Message, MessageVector
 log = logging.getLogger(__name__)
 
 BATCH = 256
+LINGER_POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -60,21 +61,28 @@ BACKLOG = [
         # Rejected, superseded, invalidated and expired memories are never recalled.
         where="t.status IN ('queued', 'active')",
     ),
-    Kind("messages", Message._meta.db_table, "t.id, t.text", side_table=MessageVector._meta.db_table),
+    Kind(
+        "messages",
+        Message._meta.db_table,
+        "t.id, t.speaker_name, t.text",
+        side_table=MessageVector._meta.db_table,
+    ),
     Kind("episodes", Episode._meta.db_table, "t.id, t.topic, t.summary, t.likely_question, t.resolution"),
 ]
 
 
 def embedding_text(kind: str, row: tuple) -> str:
     """The text a row is embedded as. A block carries its entry's name (the block alone often
-    lacks its subject); a memory with a key carries the key."""
+    lacks its subject); a memory with a key carries the key; a message its speaker ("Ana: …"),
+    because questions name people."""
     if kind == "memories":
         _, key, text, entry_name = row
         head = entry_name or key
         return f"{head}: {text}" if head else text
     if kind == "episodes":
         return "\n".join(p for p in row[1:] if p)
-    return row[1]
+    _, speaker, text = row
+    return f"{speaker}: {text}"
 
 
 def backlog_counts() -> dict[str, int]:
@@ -95,7 +103,9 @@ def backlog_counts() -> dict[str, int]:
 
 
 def coverage() -> dict[str, dict]:
-    """Per kind: rows worth a vector, and how many have one from the current model."""
+    """Per kind: rows worth a vector (`total`), how many have one from the current model
+    (`embedded`), and the rest, the backlog (`backlog`; 0 when embeddings are off) — one count
+    query per kind."""
     model = embeddings.model_name()
     out = {}
     with connection.cursor() as cursor:
@@ -148,12 +158,18 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH, embed
 
 
 def run_backlog(
-    *, max_seconds: float = 50.0, batch: int = BATCH, kinds=None, lanes: int | None = None, progress=None
+    *,
+    max_seconds: float = 50.0,
+    batch: int = BATCH,
+    kinds=None,
+    lanes: int | None = None,
+    progress=None,
+    linger_seconds: float = 0.0,
 ) -> dict:
-    """Embed backlog rows until none is left or `max_seconds` pass, in `lanes` threads (default
-    BRAIN_EMBEDDING_LANES; 0: one per core). `progress(kind, count)` is called after every
-    stored batch, from the lane's thread. Returns counts per kind and, when the embedder failed,
-    why."""
+    """Embed backlog rows until none is left (and none arrived for `linger_seconds`) or
+    `max_seconds` pass, in `lanes` threads (default BRAIN_EMBEDDING_LANES; 0: one per core).
+    `progress(kind, count)` is called after every stored batch, from the lane's thread. Returns
+    counts per kind and, when the embedder failed, why."""
     if not embeddings.enabled():
         return {"skipped": "embeddings are off (BRAIN_EMBEDDINGS=none)"}
     model = embeddings.model_name()
@@ -167,12 +183,12 @@ def run_backlog(
         log.warning("embedding backlog stopped: %s", exc)
         return {"error": str(exc)}
     if len(embedders) == 1:
-        return _drain(selected, model, deadline, batch, embedders[0], progress)
+        return _drain(selected, model, deadline, batch, embedders[0], progress, linger_seconds)
     results: list = [None] * len(embedders)
 
     def lane(i):
         try:
-            results[i] = _drain(selected, model, deadline, batch, embedders[i], progress)
+            results[i] = _drain(selected, model, deadline, batch, embedders[i], progress, linger_seconds)
         except BaseException as exc:  # handed to the caller's thread below
             results[i] = exc
         finally:
@@ -197,21 +213,37 @@ def run_backlog(
     return done
 
 
-def _drain(kinds: list[Kind], model: str, deadline: float, batch: int, embedder, progress) -> dict:
-    done: dict = {}
-    for kind in kinds:
-        after = 0
-        done[kind.name] = 0
-        while time.monotonic() < deadline:
-            try:
-                count, last = embed_batch(kind, model, after, batch, embedder)
-            except embeddings.EmbeddingError as exc:
-                log.warning("embedding backlog stopped: %s", exc)
-                return {**done, "error": str(exc)}
-            if last == after:
-                break
-            done[kind.name] += count
-            after = last
-            if progress and count:
-                progress(kind.name, count)
+def _drain(
+    kinds: list[Kind], model: str, deadline: float, batch: int, embedder, progress, linger: float = 0.0
+) -> dict:
+    """Embed batch after batch, kind after kind, and pass over the kinds again as long as a pass
+    found work: rows that arrived meanwhile (behind a kind already drained) start at once instead
+    of waiting for the next run. With `linger`, an idle drain keeps looking for new rows that
+    long before it ends."""
+    done: dict = {kind.name: 0 for kind in kinds}
+    idle_since = None
+    while time.monotonic() < deadline:
+        found = 0
+        for kind in kinds:
+            after = 0
+            while time.monotonic() < deadline:
+                try:
+                    count, last = embed_batch(kind, model, after, batch, embedder)
+                except embeddings.EmbeddingError as exc:
+                    log.warning("embedding backlog stopped: %s", exc)
+                    return {**done, "error": str(exc)}
+                if last == after:
+                    break
+                done[kind.name] += count
+                found += count
+                after = last
+                if progress and count:
+                    progress(kind.name, count)
+        if found:
+            idle_since = None
+            continue
+        idle_since = idle_since or time.monotonic()
+        if time.monotonic() - idle_since >= linger:
+            break
+        time.sleep(LINGER_POLL_SECONDS)
     return done

@@ -136,18 +136,6 @@ SearchResultOut = inline_serializer(
             required=False,
             help_text="Messages and episodes only: the messages added around the hit.",
         ),
-        "also_matched": serializers.ListField(
-            child=inline_serializer(
-                "SearchAlsoMatched",
-                {
-                    "kind": serializers.CharField(),
-                    "id": serializers.IntegerField(),
-                    "routes": serializers.DictField(child=SearchRouteHitSerializer()),
-                },
-            ),
-            required=False,
-            help_text="Other hits this result's text already holds.",
-        ),
     },
 )
 
@@ -197,8 +185,9 @@ SearchOut = inline_serializer(
     summary="memory_search: hybrid recall inside a conversation's scope",
     description="Four routes — keyword over entries and memories, vector over memories and entry "
     "blocks, keyword over messages, vector over episode summaries (and over messages no episode "
-    "covers yet) — fused by reciprocal rank, decayed by age as of `now`, optionally reranked, "
-    "expanded (a thread, a lone message's neighbours, an episode's messages), each result capped "
+    "covers yet) — fused (a weighted sum of each route's normalised scores), decayed by age as of "
+    "`now`, optionally reranked; `k` results, one ranked hit each, expanded (a thread, a lone "
+    "message's neighbours, an episode's messages; context shown once), each result capped "
     "and all results together within `budget_tokens` (counted by Brain's token counter on the "
     "`text` fields). Each result gives its rank and score in every route that found it. Only "
     "active, unexpired memories are recalled. With embeddings off the keyword routes still answer.",

@@ -33,7 +33,7 @@ from knowledge.models import Memory
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.memo import memo_budget_tokens, memo_for
 from memory.recall.expand import Expander, Item, item_cap, memory_text
-from memory.recall.fuse import Candidate
+from memory.recall.fuse import Candidate, best_fused
 from memory.recall.params import DEFAULT_PARAMS, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.scope import RecallScope
@@ -154,7 +154,7 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
         exclude_memory_ids=tuple(excluded),
         hydrate_top=2 * MAX_RECALLED_ITEMS,
     )
-    best = sum(params.weights.values()) / (params.rrf_k + 1)
+    best = best_fused(params)
     expander = Expander(scope, now, params)
     pool = ranking.candidates[: 2 * MAX_RECALLED_ITEMS]
     expander.prefetch(pool)

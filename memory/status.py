@@ -60,8 +60,11 @@ def recall_status() -> dict:
         )
     return {
         "embeddings": {**config, **({"error": config_error} if config_error else {})},
+        # Each backlog once: `backlog` per kind; `vector_coverage` the totals it is drawn from.
         "backlog": {kind: c["backlog"] for kind, c in cover.items()},
-        "vector_coverage": cover,
+        "vector_coverage": {
+            kind: {"total": c["total"], "embedded": c["embedded"]} for kind, c in cover.items()
+        },
         "evidence": {
             "channels": Channel.objects.count(),
             "messages": Message.objects.count(),

@@ -34,6 +34,7 @@ def status_page(request):
                 {
                     "kind": kind,
                     **c,
+                    "backlog": status["backlog"].get(kind, 0),
                     "percent": round(100 * c["embedded"] / c["total"], 1) if c["total"] else 100.0,
                 }
                 for kind, c in status["vector_coverage"].items()

@@ -8,7 +8,7 @@ from knowledge.models.messages import ChannelIntegration, Episode, Message, Mess
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.skills import AgentSkill, Skill, TaskOutcome
 from knowledge.models.sources import SourceState
-from knowledge.models.system import AuthFailure, Heartbeat, Setting
+from knowledge.models.system import AuthFailure, Heartbeat, Setting, TermStat
 
 __all__ = [
     "Agent",
@@ -38,6 +38,7 @@ __all__ = [
     "Revision",
     "Setting",
     "Skill",
+    "TermStat",
     "SourceState",
     "TaskOutcome",
 ]

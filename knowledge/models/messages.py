@@ -57,8 +57,9 @@ class Message(models.Model):
     episode = models.ForeignKey(
         "knowledge.Episode", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
     )
+    # Who said it is indexed with what was said: questions name people ("what did Ana say about…").
     search = models.GeneratedField(
-        expression=SearchVector("text", config=FTS_CONFIG),
+        expression=SearchVector("speaker_name", "text", config=FTS_CONFIG),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -27,3 +27,23 @@ class AuthFailure(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["address", "time_window"], name="authfailure_address_window")
         ]
+
+
+class TermStat(models.Model):
+    """Keyword statistics of the searchable corpora (`memory`: memory key and text, `entry`: an
+    entry's name, aliases and summary, `message`: speaker and text), kept exact by database
+    triggers on every write (migration 0015): each row is a change — documents containing
+    `lexeme` gained or lost — and the statistics are the sums per (corpus, lexeme). The row with
+    lexeme "" counts the corpus's documents and their summed length (distinct lexemes). Writers
+    only append, so they never wait for one another; `knowledge.termstats.term_stats_compact`
+    folds the changes into one row per lexeme without changing any sum."""
+
+    corpus = models.CharField(max_length=16)
+    lexeme = models.TextField()
+    docs = models.BigIntegerField()
+    length = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["corpus", "lexeme"], include=["docs", "length"], name="termstat_lexeme")
+        ]

@@ -1,9 +1,9 @@
 """Expansion of winning candidates and their fitting into the token budget.
 
 A message in a thread brings its thread, a lone message its chronological neighbours, an
-episode its messages; a memory or entry stands alone. Every item is cut to a per-candidate cap
-(nearest messages to the hit first), and items are taken in score order until the total budget
-is full. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
+episode its messages; a memory or entry stands alone. Each item is one ranked hit; every item is
+cut to a per-candidate cap (nearest messages to the hit first), hits are placed before any
+context, and context is shown once. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,7 +44,6 @@ class Item:
     text: str
     tokens: int
     messages: list = field(default_factory=list)  # [{"id", "external_id", "speaker", "ts", "hit"}]
-    also_hits: list = field(default_factory=list)  # other candidates this item's text already holds
 
     @property
     def message_ids(self) -> set[int]:
@@ -169,9 +168,12 @@ class Expander:
             messages.sort(key=lambda m: (m.ts, m.id))
         return out
 
-    def item(self, cand: Candidate, cap: int) -> Item | None:
+    def item(
+        self, cand: Candidate, cap: int, *, exclude: set[int] = frozenset(), bare: bool = False
+    ) -> Item | None:
         """The candidate's text (with its context) cut to at most `cap` tokens, or None when not
-        even the hit itself fits in a useful form (or its row is gone)."""
+        even the hit itself fits in a useful form (or its row is gone). Context messages in
+        `exclude` (shown elsewhere) are left out; `bare` leaves out all context."""
         if cand.obj is None:
             hydrate([cand])
             if cand.obj is None:
@@ -193,11 +195,14 @@ class Expander:
                     ),
                 )
                 context = context[start : start + self.params.thread_messages]
+            context = [m for m in context if m.id == cand.id or (not bare and m.id not in exclude)]
+            if not any(m.id == cand.id for m in context):
+                context = [cand.obj]
             return _messages_item(cand, "", context, cand.id, cap)
         if cand.kind == EPISODE:
             head = episode_head(cand.obj)
-            context = self.context.get(cand.key, [])[: self.params.episode_messages]
-            return _messages_item(cand, head, context, None, cap)
+            context = [] if bare else self.context.get(cand.key, [])[: self.params.episode_messages]
+            return _messages_item(cand, head, [m for m in context if m.id not in exclude], None, cap)
         return None
 
 
@@ -271,27 +276,35 @@ def item_cap(budget_tokens: int, params: RecallParams) -> int:
 def pack(
     candidates: list[Candidate], expander: Expander, *, k: int, budget_tokens: int, params
 ) -> list[Item]:
-    """Take candidates in order, expanded and capped, until k items or the budget is used up. A
-    message already shown inside an earlier item is not repeated; the earlier item notes it."""
+    """k means k hits: one item per candidate, best first, until k items or the budget is used
+    up. Hits come before context: first every item takes its hit alone (cut to the
+    per-candidate cap), then, best first, each item gets its context up to the cap from what the
+    budget has left. A message that is the hit of another item, or already shown in an earlier
+    item, is not repeated as context."""
     cap = item_cap(budget_tokens, params)
-    items: list[Item] = []
+    chosen: list[tuple[Candidate, Item]] = []
     used = 0
-    shown: dict[int, Item] = {}  # message id -> item that shows it
     for cand in candidates:
-        if len(items) >= k:
+        if len(chosen) >= k or used >= budget_tokens:
             break
-        if cand.kind == MESSAGE and cand.id in shown:
-            shown[cand.id].also_hits.append(cand)
-            continue
-        remaining = budget_tokens - used
-        if remaining <= 0:
-            break
-        item = expander.item(cand, min(cap, remaining))
+        item = expander.item(cand, min(cap, budget_tokens - used), bare=True)
         if item is None:
             continue
-        assert item.tokens <= remaining
-        items.append(item)
+        chosen.append((cand, item))
         used += item.tokens
-        for mid in item.message_ids:
-            shown.setdefault(mid, item)
+    hits = {cand.id for cand, _ in chosen if cand.kind == MESSAGE}
+    shown: set[int] = set()
+    items: list[Item] = []
+    for cand, bare in chosen:
+        item = bare
+        if cand.kind in (MESSAGE, EPISODE):
+            room = min(cap, bare.tokens + budget_tokens - used)
+            if room > bare.tokens:
+                fuller = expander.item(cand, room, exclude=(hits | shown) - {cand.id})
+                if fuller is not None and fuller.tokens <= room:
+                    item = fuller
+            used += item.tokens - bare.tokens
+            shown |= item.message_ids
+        items.append(item)
+    assert sum(i.tokens for i in items) <= budget_tokens
     return items

@@ -1,4 +1,4 @@
-"""Reciprocal-rank fusion of the routes, temporal decay, and the optional reranker."""
+"""Fusion of the routes, temporal decay, and the optional reranker."""
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -69,28 +69,42 @@ class Candidate:
 
 
 def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Candidate]:
-    """Reciprocal-rank fusion, weighted by how well each hit matches:
+    """One fused score per candidate, from every route that found it (`params.fusion`):
 
-        fused = sum over routes of weight × quality^quality_exponent / (rrf_k + rank)
+    - "wsum" (score-aware): sum over routes of weight × the hit's score min–max normalised
+      within its route's list × quality^quality_exponent;
+    - "rrf" (rank-based): sum over routes of weight × quality^quality_exponent / (rrf_k + rank).
 
-    Plain RRF (exponent 0) lets a route with nothing relevant push its best irrelevant hit as
-    high as another route's exact match; the quality factor (matched share of the query's idf
-    for keyword routes, cosine similarity for vector routes) damps that. Vector hits below
-    `min_similarity` do not take part."""
+    Quality is how well the hit matches, 0..1 (matched share of the query's idf for keyword
+    routes, cosine similarity for vector routes); it damps a route whose best hit is poor.
+    Vector hits below `min_similarity` do not take part."""
     candidates: dict[tuple[str, int], Candidate] = {}
     for route, hits in rankings.items():
         weight = params.weights.get(route, 1.0)
         vector = route in VECTOR_ROUTES
+        hits = [h for h in hits if not vector or h.score >= params.min_similarity]
+        if not hits:
+            continue
+        top = max(h.score for h in hits)
+        bottom = min(h.score for h in hits) if params.normalise == "minmax" else 0.0
+        spread = top - bottom
         for rank, hit in enumerate(hits, start=1):
-            if vector and hit.score < params.min_similarity:
-                continue
             cand = candidates.get((hit.kind, hit.id))
             if cand is None:
                 cand = candidates[(hit.kind, hit.id)] = Candidate(kind=hit.kind, id=hit.id, stamp=hit.stamp)
             cand.routes[route] = {"rank": rank, "score": round(hit.score, 4)}
             quality = max(0.0, min(1.0, hit.quality)) ** params.quality_exponent
-            cand.fused += weight * quality / (params.rrf_k + rank)
-    return sorted(candidates.values(), key=lambda c: -c.fused)
+            if params.fusion == "rrf":
+                cand.fused += weight * quality / (params.rrf_k + rank)
+            else:
+                cand.fused += weight * quality * ((hit.score - bottom) / spread if spread > 0 else 1.0)
+    return sorted(candidates.values(), key=lambda c: (-c.fused, c.kind, -c.id))
+
+
+def best_fused(params: RecallParams) -> float:
+    """The highest fused score a candidate can get: a perfect match first in every route."""
+    total = sum(params.weights.values())
+    return total / (params.rrf_k + 1) if params.fusion == "rrf" else total
 
 
 def _half_life(age_seconds: float, days: float) -> float:
@@ -125,7 +139,7 @@ def apply_decay(candidates: list[Candidate], now: datetime, params: RecallParams
     for cand in candidates:
         cand.decay = decay_factor(cand, now, params)
         cand.score = cand.fused * cand.decay
-    return sorted(candidates, key=lambda c: -c.score)
+    return sorted(candidates, key=lambda c: (-c.score, c.kind, -c.id))
 
 
 def get_reranker():

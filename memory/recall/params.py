@@ -1,6 +1,7 @@
 """The knobs of memory_search, in one place. The defaults were chosen by measurement on the
-labelled set in bench/data/recall_eval.json (`python -m bench recall_quality`); docs/RECALL.md
-records the runs that chose them. Change them only with a new measurement."""
+public LoCoMo dev split, checked on the labelled set in bench/data/recall_eval.json
+(`python -m bench recall_quality`); docs/RECALL.md records the runs that chose them. Change them
+only with a new measurement."""
 
 from dataclasses import dataclass, field, replace
 
@@ -14,14 +15,18 @@ VECTOR_ROUTES = (VECTOR_KNOWLEDGE, VECTOR_EPISODES)
 
 @dataclass(frozen=True)
 class RecallParams:
-    # Reciprocal-rank fusion: score = sum over routes of weight / (rrf_k + rank).
+    # Fusion (memory.recall.fuse.fuse): "wsum", a weighted sum of min-max normalised route
+    # scores, or "rrf", weighted reciprocal-rank fusion: sum over routes of weight / (rrf_k + rank).
+    fusion: str = "wsum"
+    # How "wsum" normalises a route's scores: "max" (score / the route's best) or "minmax".
+    normalise: str = "max"
     rrf_k: int = 20
     weights: dict = field(
         default_factory=lambda: {
-            KEYWORD_KNOWLEDGE: 0.75,
-            VECTOR_KNOWLEDGE: 1.5,
-            KEYWORD_MESSAGES: 0.75,
-            VECTOR_EPISODES: 1.5,
+            KEYWORD_KNOWLEDGE: 1.5,
+            VECTOR_KNOWLEDGE: 1.0,
+            KEYWORD_MESSAGES: 1.5,
+            VECTOR_EPISODES: 1.0,
         }
     )
     # Each hit's contribution is multiplied by its match quality (0..1) to this power; 0 is
@@ -31,9 +36,10 @@ class RecallParams:
     # Candidates each route contributes (at least; a larger k asks for more).
     route_limit: int = 50
     # Temporal decay. Messages, episodes and short-term memories lose half their score every
-    # `message_half_life_days`; knowledge (semantic and procedural memories, entries) loses at
+    # `message_half_life_days` (no floor: age counts fully, but four years to halve, so a question
+    # about a conversation's first weeks still finds them); knowledge (semantic and procedural memories, entries) loses at
     # most (1 - knowledge_floor), with its own half-life, so it never vanishes for not being edited.
-    message_half_life_days: float = 180.0
+    message_half_life_days: float = 1460.0
     knowledge_half_life_days: float = 180.0
     knowledge_floor: float = 0.8
     # A memory whose validity has ended (valid_to in the past) is history: it ranks below current

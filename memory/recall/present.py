@@ -44,8 +44,6 @@ def result_dict(item, channels: dict[int, str]) -> dict:
             out.update(topic=obj.topic)
         out["messages"] = item.messages
         out["expanded_external_ids"] = [m["external_id"] for m in item.messages if not m["hit"]]
-    if item.also_hits:
-        out["also_matched"] = [{"kind": c.kind, "id": c.id, "routes": _routes(c)} for c in item.also_hits]
     return out
 
 

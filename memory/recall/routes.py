@@ -16,14 +16,21 @@ from django.db import connection
 from knowledge import fts
 from knowledge.models import Entry, Episode, Memory, Message
 from memory.recall.scope import NothingVisible, RecallScope
-from memory.recall.terms import Corpus, Term, candidate_terms, query_lexemes, weigh_terms
+from memory.recall.terms import (
+    BM25_B,
+    BM25_K1,
+    Corpus,
+    Term,
+    Weighed,
+    candidate_terms,
+    query_lexemes,
+    weigh_terms,
+)
 
 CORPORA = [
-    Corpus("memory", "knowledge_memory", fts.memory_tsv("knowledge_memory"), "knowledge_memory", "search"),
-    Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry"), "knowledge_entry", "head_vector"),
-    Corpus(
-        "message", "knowledge_message", fts.message_tsv("knowledge_message"), "knowledge_message", "search"
-    ),
+    Corpus("memory", "knowledge_memory", fts.memory_tsv("knowledge_memory")),
+    Corpus("entry", "knowledge_entry", fts.entry_tsv("knowledge_entry")),
+    Corpus("message", "knowledge_message", fts.message_tsv("knowledge_message")),
 ]
 
 MEMORY, ENTRY, MESSAGE, EPISODE = "memory", "entry", "message", "episode"
@@ -39,7 +46,7 @@ TABLE = {
 class RouteHit:
     kind: str
     id: int
-    score: float  # the route's own score: summed idf of matched terms, or cosine similarity
+    score: float  # the route's own score: BM25, or cosine similarity
     quality: float = 1.0  # how well the hit matches, 0..1: matched share of the query's idf, or cosine
     # What decay needs, read in the route's own query so non-winners are never loaded:
     # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts; times are epoch
@@ -62,7 +69,8 @@ STAMP = {
 
 
 def _keyword_hits(kind: str, rows, total_idf: float) -> list[RouteHit]:
-    return [RouteHit(kind, r[0], float(r[1]), float(r[1]) / total_idf, tuple(r[2:6])) for r in rows]
+    """Rows of (id, BM25 score, matched idf, *stamp)."""
+    return [RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:7])) for r in rows]
 
 
 @dataclass
@@ -92,7 +100,7 @@ class RouteInput:
             self._vector_sql = vector_literal(self.vector)
         return self._vector_sql
 
-    def terms(self, corpus: str) -> list[Term]:
+    def terms(self, corpus: str) -> Weighed:
         """The query's weighted terms in one corpus (all corpora are weighed in one go)."""
         if self._terms is None:
             self._terms = weigh_terms(self.lexemes, CORPORA)
@@ -103,12 +111,19 @@ def vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
-def _score_sql(terms: list[Term], tsv: str) -> tuple[str, list]:
-    parts, params = [], []
-    for term in terms:
-        parts.append(f"({tsv} @@ %s::tsquery)::int * %s")
-        params += [term.tsquery, term.idf]
-    return " + ".join(parts), params
+def _bm25_sql(weighed: Weighed, tsv: str) -> tuple[str, list]:
+    """A LATERAL subquery giving each row its BM25 `score` over the query's terms and the idf it
+    `matched`: idf × tf (k1 + 1) / (tf + k1 (1 − b + b · length / average length)), with tf a
+    lexeme's positions in the row and length its distinct lexemes."""
+    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length({tsv}) / %s::float8)"
+    sql = (
+        f"CROSS JOIN LATERAL (SELECT coalesce(sum(q.idf * u.tf * {BM25_K1 + 1} / (u.tf + {norm})), 0) "
+        f"AS score, coalesce(sum(q.idf), 0) AS matched FROM (SELECT lexeme, "
+        f"greatest(cardinality(positions), 1) AS tf FROM unnest({tsv})) u "
+        f"JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme) s"
+    )
+    terms = weighed.terms
+    return sql, [max(weighed.avg_length, 1e-9), [t.lexeme for t in terms], [t.idf for t in terms]]
 
 
 def _or_query(terms: list[Term]) -> str:
@@ -136,62 +151,101 @@ def _fetch(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
+# BM25 needs each row's term counts (unnesting its tsvector), which costs far more per row than
+# an index match. So the rows selected through the index are first ranked by the sum of the idf
+# of the query terms they hold (no unnesting), and only the best PRESELECT_FACTOR × limit (at
+# least PRESELECT_MIN) are scored by BM25 — with b 0.25 and tf mostly 1 in chat, BM25's top rows
+# are among them.
+PRESELECT_FACTOR = 2
+PRESELECT_MIN = 100
+
+
+def _keyword_rows(kind: str, weighed: Weighed, where: str, params: list, newest: str, limit: int) -> list:
+    """(id, BM25 score, matched idf, *stamp) of the best `limit` rows of `kind` holding one of the
+    query's candidate terms under `where`; ties go to `newest` (a column, larger first)."""
+    table = TABLE[kind]
+    tsv = {MEMORY: fts.memory_tsv, ENTRY: fts.entry_tsv, MESSAGE: fts.message_tsv}[kind](table)
+    terms = weighed.terms
+    pre = " + ".join(f"({tsv} @@ %s::tsquery)::int * %s" for _ in terms)
+    pre_params = [x for t in terms for x in (t.tsquery, t.idf)]
+    bm25, bm25_params = _bm25_sql(weighed, tsv)
+    sql = (
+        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]} FROM ("
+        f"SELECT {table}.id, {newest} AS newest FROM {table} "
+        f"WHERE {tsv} @@ %s::tsquery AND ({where}) "
+        f"ORDER BY {pre} DESC, {newest} DESC LIMIT %s) c "
+        f"JOIN {table} ON {table}.id = c.id {bm25} "
+        f"ORDER BY s.score DESC, c.newest DESC, {table}.id DESC LIMIT %s"
+    )
+    args = [
+        _or_query(candidate_terms(terms)),
+        *params,
+        *pre_params,
+        max(PRESELECT_FACTOR * limit, PRESELECT_MIN),
+        *bm25_params,
+        limit,
+    ]
+    return _fetch(sql, args)
+
+
 def keyword_knowledge(inp: RouteInput) -> list[RouteHit]:
     """Full text over memory text (loose memories and entry blocks) and entry fields (name,
-    aliases, summary), idf-weighted, one ranking for both."""
+    aliases, summary), BM25, one ranking for both."""
     hits: list[RouteHit] = []
-    memory_tsv = fts.memory_tsv("knowledge_memory")
-    terms = inp.terms("memory")
-    if candidate_terms(terms):
+    weighed = inp.terms("memory")
+    if candidate_terms(weighed.terms):
         try:
             where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
-            score, sparams = _score_sql(terms, memory_tsv)
-            rows = _fetch(
-                f"SELECT knowledge_memory.id, {score} AS score, {STAMP[MEMORY]} FROM knowledge_memory "
-                f"WHERE {memory_tsv} @@ %s::tsquery AND ({where}) AND {live} "
-                f"ORDER BY score DESC, knowledge_memory.id DESC LIMIT %s",
-                [*sparams, _or_query(candidate_terms(terms)), *wparams, *lparams, inp.limit],
+            rows = _keyword_rows(
+                MEMORY,
+                weighed,
+                f"({where}) AND {live}",
+                [*wparams, *lparams],
+                "knowledge_memory.id",
+                inp.limit,
             )
-            hits += _keyword_hits(MEMORY, rows, sum(t.idf for t in terms))
+            hits += _keyword_hits(MEMORY, rows, sum(t.idf for t in weighed.terms))
         except NothingVisible:
             pass
-    entry_tsv = fts.entry_tsv("knowledge_entry")
-    terms = inp.terms("entry")
-    if candidate_terms(terms):
+    weighed = inp.terms("entry")
+    if candidate_terms(weighed.terms):
         try:
             where, wparams = inp.scope.where(Entry)
-            score, sparams = _score_sql(terms, entry_tsv)
-            rows = _fetch(
-                f"SELECT knowledge_entry.id, {score} AS score, {STAMP[ENTRY]} FROM knowledge_entry "
-                f"WHERE {entry_tsv} @@ %s::tsquery AND ({where}) AND knowledge_entry.created_at <= %s "
-                f"ORDER BY score DESC, knowledge_entry.id DESC LIMIT %s",
-                [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
+            rows = _keyword_rows(
+                ENTRY,
+                weighed,
+                f"({where}) AND knowledge_entry.created_at <= %s",
+                [*wparams, inp.now],
+                "knowledge_entry.id",
+                inp.limit,
             )
-            hits += _keyword_hits(ENTRY, rows, sum(t.idf for t in terms))
+            hits += _keyword_hits(ENTRY, rows, sum(t.idf for t in weighed.terms))
         except NothingVisible:
             pass
-    hits.sort(key=lambda h: -h.quality)  # memories and entries are scored against different statistics
+    # Memories and entries are scored against different statistics: rank by matched share first.
+    hits.sort(key=lambda h: (-h.quality, -h.score))
     return hits[: inp.limit]
 
 
 def keyword_messages(inp: RouteInput) -> list[RouteHit]:
-    """Full text over the messages of the scope said before `now`, idf-weighted."""
-    terms = inp.terms("message")
-    if not candidate_terms(terms):
+    """Full text over the messages (speaker and text) of the scope said before `now`, BM25."""
+    weighed = inp.terms("message")
+    if not candidate_terms(weighed.terms):
         return []
     try:
         where, wparams = inp.scope.where(Message)
     except NothingVisible:
         return []
-    score, sparams = _score_sql(terms, "knowledge_message.search")
-    rows = _fetch(
-        f"SELECT knowledge_message.id, {score} AS score, {STAMP[MESSAGE]} FROM knowledge_message "
-        f"WHERE knowledge_message.search @@ %s::tsquery AND ({where}) AND knowledge_message.ts <= %s "
-        f"ORDER BY score DESC, knowledge_message.ts DESC LIMIT %s",
-        [*sparams, _or_query(candidate_terms(terms)), *wparams, inp.now, inp.limit],
+    rows = _keyword_rows(
+        MESSAGE,
+        weighed,
+        f"({where}) AND knowledge_message.ts <= %s",
+        [*wparams, inp.now],
+        "knowledge_message.ts",
+        inp.limit,
     )
-    return _keyword_hits(MESSAGE, rows, sum(t.idf for t in terms))
+    return _keyword_hits(MESSAGE, rows, sum(t.idf for t in weighed.terms))
 
 
 MAX_SCAN_TUPLES = 10_000

@@ -111,8 +111,9 @@ def test_lanes_share_the_backlog_and_embed_each_row_once(world):
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
     stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
     assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.model_name()}
-    # A lane's single-threaded session gives the vector the shared session gives.
-    expected = embeddings.embed_texts(texts)
+    # A lane's single-threaded session gives the vector the shared session gives; a message is
+    # embedded with its speaker.
+    expected = embeddings.embed_texts([f"alice: {t}" for t in texts])
     got = np.array([stored[i].embedding for i in ids])
     assert np.allclose(got, expected, atol=1e-4)
 
@@ -169,3 +170,40 @@ def test_the_embed_backlog_command_takes_one_kind_and_reports_failures(world):
     with override_settings(BRAIN_EMBEDDINGS="none"), pytest.raises(CommandError, match="Embeddings are off"):
         call_command("embed_backlog", stdout=io.StringIO())
     assert backlog_counts()["messages"] == 1  # nothing written by the failed runs
+
+
+@pytest.mark.django_db(transaction=True)  # the run and the writer commit, as a worker and a client would
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_rows_that_arrive_while_the_backlog_drains_are_embedded_in_the_same_run(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"note {i}"} for i in range(40)])
+    arrived = []
+
+    def progress(kind, count):
+        if kind == "messages" and not arrived:  # memories were drained already in this pass
+            arrived.append(factory.make_memory_row(world.copilot, "Alice prefers email"))
+
+    done = run_backlog(lanes=1, batch=16, progress=progress)
+    assert done == {"memories": 1, "messages": 40, "episodes": 0}
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+
+
+def test_the_speaker_migration_sends_text_only_message_vectors_back_to_the_backlog(world):
+    import importlib
+
+    from django.db import connection
+
+    migration = importlib.import_module("knowledge.migrations.0014_message_speaker_indexed")
+    (message_id,) = factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "the demo moved to Friday"}]
+    )
+    factory.embed_all()
+    with connection.cursor() as cursor:
+        cursor.execute(migration.MARK_STALE)
+    assert backlog_counts()["messages"] == 1
+    factory.embed_all()
+    assert backlog_counts()["messages"] == 0
+    stored = MessageVector.objects.get(message_id=message_id)
+    assert stored.model == embeddings.model_name()
+    assert np.allclose(
+        stored.embedding, embeddings.embed_texts(["alice: the demo moved to Friday"])[0], atol=1e-4
+    )

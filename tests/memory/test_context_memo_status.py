@@ -137,5 +137,19 @@ def test_status_reports_embedding_configuration_and_backlog_per_kind(world):
     factory.embed_all()
     body = world.client("reviewer").get("/api/status").json()
     assert body["backlog"] == {"memories": 0, "messages": 0, "episodes": 0}
-    assert body["vector_coverage"]["messages"] == {"total": 1, "embedded": 1, "backlog": 0}
+    assert body["vector_coverage"]["messages"] == {"total": 1, "embedded": 1}
+
+
+def test_status_counts_each_backlog_once(world):
+    factory.make_memory_row(world.copilot, "one")
+    factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "two"}, {"speaker": "bob", "text": "three"}]
+    )
+    body = world.client("reviewer").get("/api/status").json()
+    assert body["backlog"] == {"memories": 1, "messages": 2, "episodes": 0}
+    # The coverage gives the totals the backlog is drawn from, not a second copy of it.
+    for kind, cover in body["vector_coverage"].items():
+        assert set(cover) == {"total", "embedded"}
+        assert cover["total"] - cover["embedded"] == body["backlog"][kind]
+    assert sum(body["backlog"].values()) == 3
     assert world.client(None).get("/api/status").status_code == 401
