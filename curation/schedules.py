@@ -16,4 +16,9 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
         ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
         ("dreaming stage A (quiet and busy channels)", "curation.dreaming.tasks.stage_a_sweep", 1),
+        (
+            "dreaming stage B (agents with new episodes or task outcomes)",
+            "curation.dreaming.tasks.stage_b_sweep",
+            settings.BRAIN_DREAMING_SWEEP_MINUTES,
+        ),
     ]
