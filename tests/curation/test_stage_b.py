@@ -145,10 +145,19 @@ def test_barbecue_then_vegetarian_closes_the_old_block_and_opens_the_new_one(tak
         {"agent": "copilot", "conversation": conv.pk, "q": "what does Alice eat barbecue vegetarian"},
         format="json",
     )
-    blocks = [r for r in found.json()["results"] if r.get("id") in (old.pk, new.pk)]
+    blocks = [r for r in found.json()["results"] if r["kind"] == "memory" and r["id"] in (old.pk, new.pk)]
     assert [r["id"] for r in blocks] == [new.pk, old.pk]
     assert f"(since {now:%Y-%m-%d})" in blocks[0]["text"]
     assert f"(until {now:%Y-%m-%d})" in blocks[1]["text"]
+    # Context compilation: the same order and dates in the prompt an agent gets.
+    context = world.client("copilot").post(
+        "/api/agents/copilot/context",
+        {"conversation": conv.pk, "q": "what does Alice eat barbecue vegetarian", "budget_tokens": 2000},
+        format="json",
+    )
+    text = next(s["text"] for s in context.json()["sections"] if s["name"] == "recalled_memory")
+    current = text.index(f"Alice: Alice is vegetarian. (since {now:%Y-%m-%d})")
+    assert current < text.index(f"Alice: Alice likes barbecue. (until {now:%Y-%m-%d})")
 
 
 # --- the rules, each refusing a bad operation while the rest apply ---------------------------------
