@@ -669,3 +669,23 @@ def test_check_is_pure_over_what_was_opened():
         [block(sources=[{"kind": "message", "ref": 5}])], opened, run=1, today=NOW.date()
     )
     assert kept == [] and "neither an opened entry nor one created" in dropped[0]["reason"]
+
+
+def test_the_sweep_curates_agents_with_new_episodes_and_an_empty_pick_still_moves_the_cursor(
+    opened_world, model_stub
+):
+    from curation.dreaming.tasks import stage_b_sweep
+
+    world = opened_world
+    model_stub.reply_json({"episodes": [], "outcomes": [], "entries": []})
+    assert stage_b_sweep() == 1  # tasks run inline in tests
+    run = DreamingRun.objects.get(stage=DreamingRun.STAGE_B)
+    assert (run.agent, run.trigger, run.state, run.model_calls, run.materials) == (
+        world.copilot,
+        DreamingRun.THRESHOLD,
+        DreamingRun.DONE,
+        1,  # nothing picked: no propose call
+        1,
+    )
+    assert StageBCursor.objects.get(agent=world.copilot).episode_id == world.episode.pk
+    assert stage_b_due() == [] and stage_b_sweep() == 0
