@@ -30,8 +30,10 @@ class DistillerRun(models.Model):
 class DreamingRun(models.Model):
     """One Dreaming run: stage A over one channel's messages, or stage B for one agent. It
     records why it ran (`trigger`), how it ended (`state`, and `reason` when it failed or did
-    not run), what it did (`batches`, `messages` covered, `noise`, `episodes`, `left` for the
-    next batch) and the ModelUsage rows of its calls. Audit events it writes carry its id."""
+    not run), what it did and the ModelUsage rows of its calls. Audit events it writes carry its
+    id. Stage A: `batches`, `messages` covered, `noise`, `episodes` written, `left` for the next
+    batch. Stage B: `materials` scanned (episodes and task outcomes), `episodes` and `messages`
+    opened, `operations` and `skill_updates` applied, `dropped` operations with their reasons."""
 
     STAGE_A, STAGE_B = "a", "b"
     STAGES = [(STAGE_A, "stage A"), (STAGE_B, "stage B")]

@@ -689,3 +689,10 @@ def test_the_sweep_curates_agents_with_new_episodes_and_an_empty_pick_still_move
     )
     assert StageBCursor.objects.get(agent=world.copilot).episode_id == world.episode.pk
     assert stage_b_due() == [] and stage_b_sweep() == 0
+
+
+def test_the_status_api_reports_stage_b(opened_world):
+    body = opened_world.client("reviewer").get("/api/status").json()
+    (row,) = body["dreaming_stage_b"]["agents"]
+    assert (row["agent"], row["lag_episodes"], row["failures"]) == ("copilot", 1, 0)
+    assert set(body["dreaming_stage_b"]["lints"]) == {"unsourced_blocks", "ended_but_current", "contradictions"}
