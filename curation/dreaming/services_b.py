@@ -261,7 +261,10 @@ def _refusal_text(exc: Exception) -> str:
 
 def _entry(ref, created: dict[str, Entry]) -> Entry:
     if isinstance(ref, int):
-        return Entry.objects.get(pk=ref)
+        entry = Entry.objects.filter(pk=ref).first()
+        if entry is None:  # deleted by a person while the model was reading
+            raise DRFValidationError({"entry": [f"entry {ref} no longer exists"]})
+        return entry
     if ref not in created:
         raise DRFValidationError({"entry": [f"entry {ref!r} was not created (its create_entry was dropped)"]})
     return created[ref]

@@ -695,4 +695,23 @@ def test_the_status_api_reports_stage_b(opened_world):
     body = opened_world.client("reviewer").get("/api/status").json()
     (row,) = body["dreaming_stage_b"]["agents"]
     assert (row["agent"], row["lag_episodes"], row["failures"]) == ("copilot", 1, 0)
-    assert set(body["dreaming_stage_b"]["lints"]) == {"unsourced_blocks", "ended_but_current", "contradictions"}
+    assert set(body["dreaming_stage_b"]["lints"]) == {
+        "unsourced_blocks",
+        "ended_but_current",
+        "contradictions",
+    }
+
+
+def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
+    """Between the scan and the write a person may delete an opened entry: the operation on it
+    is refused (and so dropped), it does not fail the run."""
+    from rest_framework.exceptions import ValidationError
+
+    from curation.dreaming.services_b import REFUSALS, _entry
+    from knowledge.entries import entry_delete
+
+    entry = factory.make_entry(world.copilot, name="Dana", type="person")
+    entry_delete(actor=PERSON, entry_id=entry.pk, reason="duplicate")
+    with pytest.raises(ValidationError, match="no longer exists") as refused:
+        _entry(entry.pk, {})
+    assert isinstance(refused.value, REFUSALS)
