@@ -3,6 +3,7 @@ barbecue → vegetarian story end to end, each code-enforced rule refusing a bad
 the rest apply, model failures and a database error at commit writing nothing, restoring a whole
 run, fitness arithmetic, the API, the Dreaming tab and the Status section."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -715,3 +716,46 @@ def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
     with pytest.raises(ValidationError, match="no longer exists") as refused:
         _entry(entry.pk, {})
     assert isinstance(refused.value, REFUSALS)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_racing_for_one_agent_make_one_run(model_stub):
+    import threading
+
+    from curation.dreaming.services_b import AgentBusy
+
+    agent = factory.make_agent("solo")
+    channel = factory.make_channel("general")
+    factory.make_conversation(agent, channel)
+    mid = post_one(channel, "alice", "Dana works for Acme", NOW - timedelta(days=1), "r1")
+    ep = stage_a_episode(model_stub, channel, mid, "Dana")
+    gate = threading.Event()
+
+    def slow(body):
+        gate.wait(5)  # hold the first run's scan until the second worker has tried
+        if "Pick only" in model_stub.prompt(body):
+            return json.dumps({"episodes": [ep.pk], "outcomes": [], "entries": []})
+        return json.dumps({"operations": [{"op": "rewrite_memo", "text": "Be brief."}]})
+
+    model_stub.respond_with(slow)
+    outcomes = []
+
+    def worker():
+        try:
+            outcomes.append(stage_b_run(agent=agent, trigger=DreamingRun.THRESHOLD).state)
+        except AgentBusy:
+            outcomes.append("busy")
+            gate.set()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    gate.set()
+    assert sorted(outcomes) == ["busy", "done"]
+    assert DreamingRun.objects.filter(stage=DreamingRun.STAGE_B).count() == 1
+    assert PinnedMemo.objects.get(agent=agent).text == "Be brief."
+    assert StageBCursor.objects.get(agent=agent).episode_id == ep.pk
