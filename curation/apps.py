@@ -7,6 +7,7 @@ class CurationConfig(AppConfig):
 
     def ready(self):
         from curation.dreaming.selectors import stage_a_alerts, stage_a_status
+        from curation.dreaming.selectors_b import stage_b_alerts, stage_b_status
         from curation.receivers import connect
         from memory.status import StatusSection, status_section_register
 
@@ -17,5 +18,13 @@ class CurationConfig(AppConfig):
                 template="curation/dreaming/_status_stage_a.html",
                 report=stage_a_status,
                 alerts=stage_a_alerts,
+            )
+        )
+        status_section_register(
+            StatusSection(
+                name="dreaming_stage_b",
+                template="curation/dreaming/_status_stage_b.html",
+                report=stage_b_status,
+                alerts=stage_b_alerts,
             )
         )

@@ -30,8 +30,10 @@ class DistillerRun(models.Model):
 class DreamingRun(models.Model):
     """One Dreaming run: stage A over one channel's messages, or stage B for one agent. It
     records why it ran (`trigger`), how it ended (`state`, and `reason` when it failed or did
-    not run), what it did (`batches`, `messages` covered, `noise`, `episodes`, `left` for the
-    next batch) and the ModelUsage rows of its calls. Audit events it writes carry its id."""
+    not run), what it did and the ModelUsage rows of its calls. Audit events it writes carry its
+    id. Stage A: `batches`, `messages` covered, `noise`, `episodes` written, `left` for the next
+    batch. Stage B: `materials` scanned (episodes and task outcomes), `episodes` and `messages`
+    opened, `operations` and `skill_updates` applied, `dropped` operations with their reasons."""
 
     STAGE_A, STAGE_B = "a", "b"
     STAGES = [(STAGE_A, "stage A"), (STAGE_B, "stage B")]
@@ -55,6 +57,11 @@ class DreamingRun(models.Model):
     noise = models.PositiveIntegerField(default=0)
     episodes = models.PositiveIntegerField(default=0)
     left = models.PositiveIntegerField(default=0)  # messages of an unfinished topic, left for later
+    # Stage B: what the scan read, what was applied, and every operation dropped with its reason.
+    materials = models.PositiveIntegerField(default=0)  # episodes, task outcomes and materials scanned
+    operations = models.PositiveIntegerField(default=0)  # knowledge operations applied
+    skill_updates = models.PositiveIntegerField(default=0)  # overlay lessons added or revised
+    dropped = models.JSONField(default=list, blank=True)  # [{"op": n, "kind": ..., "reason": ...}]
     usage_ids = models.JSONField(default=list, blank=True)
     reason = models.TextField(blank=True)
     started_by = models.CharField(max_length=200, blank=True)  # "<kind>:<name>" of a manual run
@@ -63,7 +70,10 @@ class DreamingRun(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-id"]
-        indexes = [models.Index(fields=["channel", "-started_at"], name="dreamingrun_channel_started")]
+        indexes = [
+            models.Index(fields=["channel", "-started_at"], name="dreamingrun_channel_started"),
+            models.Index(fields=["agent", "-started_at"], name="dreamingrun_agent_started"),
+        ]
         constraints = [
             models.CheckConstraint(
                 name="dreamingrun_stage_subject",
@@ -102,3 +112,27 @@ class StageACursor(models.Model):
 
     def __str__(self) -> str:
         return f"stage A cursor of channel {self.channel_id} at message {self.message_id}"
+
+
+class StageBCursor(models.Model):
+    """Where stage B stands for one agent: every episode up to `episode_id` and every task outcome
+    up to `outcome_id` (ids only grow) was read by a run that committed. Claimed for one run
+    with a conditional update of `claimed_at`, like a stage A channel; `failures` counts failed
+    runs in a row and `retry_at` is when the next attempt may start."""
+
+    agent = models.OneToOneField(
+        "knowledge.Agent", primary_key=True, on_delete=models.CASCADE, related_name="stage_b_cursor"
+    )
+    episode_id = models.BigIntegerField(default=0)
+    outcome_id = models.BigIntegerField(default=0)
+    run = models.ForeignKey(DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_run = models.ForeignKey(
+        DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    failures = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"stage B cursor of agent {self.agent_id} at episode {self.episode_id}"

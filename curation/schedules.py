@@ -17,4 +17,9 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
         ("dreaming stage A (quiet and busy channels)", "curation.dreaming.tasks.stage_a_sweep", 1),
         ("keyword statistics compaction", "knowledge.tasks.term_stats_compact", 60),
+        (
+            "dreaming stage B (agents with new episodes or task outcomes)",
+            "curation.dreaming.tasks.stage_b_sweep",
+            settings.BRAIN_DREAMING_SWEEP_MINUTES,
+        ),
     ]

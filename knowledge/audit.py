@@ -15,6 +15,11 @@ current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("brain_
 current_batch_id: contextvars.ContextVar[uuid.UUID | None] = contextvars.ContextVar(
     "brain_batch_id", default=None
 )
+# Set by a Dreaming run around the services it calls, so every event they write carries the run
+# (the Audit tab's run filter and "Restore this run" find them) without a parameter on each.
+current_dreaming_run: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "brain_dreaming_run", default=None
+)
 
 
 def _json_value(value):
@@ -71,7 +76,7 @@ def audit_record(
         data=data or {},
         batch_id=batch_id or current_batch_id.get() or uuid.uuid4(),
         request_id=current_request_id.get(),
-        dreaming_run=dreaming_run,
+        dreaming_run=dreaming_run or current_dreaming_run.get(),
     )
     rows = [
         Revision(event=event, object_type=otype, object_id=str(oid), before=before, after=after)

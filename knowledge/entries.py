@@ -529,6 +529,36 @@ def block_remove(*, actor: Principal, entry_id: int, block_id: int, reason: str 
     return block
 
 
+def block_close(*, actor: Principal, entry_id: int, block_id: int, valid_to, reason: str) -> Memory:
+    """End a block's validity at `valid_to` (a fact that changed): the block stays in the body
+    with its text, sources and history, and reads as "(until …)" from then on. Time, not
+    overwrite: the new fact is written as a block of its own. A reason is required."""
+    reason = clean_text(reason, "reason", max_length=2000)
+    if not isinstance(valid_to, datetime.datetime):
+        raise ValidationError({"valid_to": ["A date and time."]})
+    with transaction.atomic():
+        entry = _lock_entry(actor, entry_id)
+        block = _lock_block(entry, block_id)
+        if block.valid_to is not None:
+            raise ValidationError({"valid_to": [f"Block {block.pk} is already closed."]})
+        if block.valid_from is not None and valid_to < block.valid_from:
+            raise ValidationError({"valid_to": ["Must not be before the block's valid_from."]})
+        before = block_snapshot(block)
+        block.valid_to = valid_to
+        block.save(update_fields=["valid_to", "updated_at"])
+        _touch(entry, actor)
+        event = _audit(
+            "block.closed",
+            actor=actor,
+            entry=entry,
+            reason=reason,
+            revisions=[("memory", block.pk, before, block_snapshot(block))],
+            data={"block": block.pk, "valid_to": valid_to.isoformat()},
+        )
+    block.audit_event = event
+    return block
+
+
 # --- relations -------------------------------------------------------------------------------------
 
 

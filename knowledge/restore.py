@@ -37,6 +37,7 @@ from knowledge.models import (
     Memory,
     MemorySource,
     MemoryVersion,
+    PinnedMemo,
     Setting,
 )
 from knowledge.principals import Principal
@@ -394,7 +395,37 @@ class SettingRestorer(Restorer):
         return {"value": (target or {}).get("value")}
 
 
-for _restorer in (EntryRestorer(), MemoryRestorer(), RelationRestorer(), GuideRestorer(), SettingRestorer()):
+class MemoRestorer(Restorer):
+    """An agent's pinned memo: its text comes back as a new version. A memo whose first version
+    is restored becomes empty (the row stays: an agent has one memo)."""
+
+    object_type, model = "memo", PinnedMemo
+    content_fields = ("text", "agent_id")
+    derived_fields = ("id", "created_at", "updated_at", "version", "updated_by_kind", "updated_by_name")
+
+    def label(self, object_id, value):
+        return f"pinned memo {object_id}" + (f" of agent {value['agent_id']}" if value else "")
+
+    def scope(self, value):
+        return "self", ""
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        memo = PinnedMemo.objects.get(pk=int(object_id))
+        memo.text = (target or {}).get("text", "")
+        memo.version += 1
+        memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
+        memo.save()
+        return snapshot(memo)
+
+
+for _restorer in (
+    EntryRestorer(),
+    MemoryRestorer(),
+    RelationRestorer(),
+    GuideRestorer(),
+    SettingRestorer(),
+    MemoRestorer(),
+):
     register_restorer(_restorer)
 
 

@@ -591,6 +591,23 @@ StatusOut = inline_serializer(
             },
             required=False,
         ),
+        # Registered from curation (a StatusSection): Dreaming stage B per agent.
+        "dreaming_stage_b": inline_serializer(
+            "StatusStageB",
+            {
+                "available": serializers.BooleanField(),
+                "unavailable_reason": serializers.CharField(allow_blank=True),
+                "agents": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per agent: lag_episodes, lag_outcomes, last_run, failures, retry_at.",
+                ),
+                "lints": serializers.DictField(
+                    help_text="Review lints: blocks with no source, ended memories still current, "
+                    "entries that disagree on a property."
+                ),
+            },
+            required=False,
+        ),
         "worker_heartbeat": serializers.DateTimeField(allow_null=True),
         "jobs": serializers.DictField(
             help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "

@@ -1,7 +1,9 @@
 """Demo: episodes for the demo channels. With the light model available, stage A is queued for
 every demo channel with messages past its cursor once the seed commits (the worker runs it, so
-`BRAIN_DEMO=1 make run` shows episodes within a minute). Without one nothing is queued and the
-Status tab's stage A section says why."""
+`BRAIN_DEMO=1 make run` shows episodes within a minute); the stage B sweep then curates the demo
+agents from those episodes (within BRAIN_DREAMING_SWEEP_MINUTES; Knowledge → Dreaming shows the
+runs, or "Run curation now" at once). Without one nothing is queued and the Status tab's stage A
+and stage B sections and the Dreaming tab say why."""
 
 from django.db import transaction
 

@@ -1,4 +1,5 @@
-"""API for Dreaming stage A: run one channel now (admins) and list runs (reviewers)."""
+"""API for Dreaming: run stage A for one channel or stage B for one agent now (admins), list runs
+(reviewers)."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -12,9 +13,13 @@ from curation.dreaming.services import ChannelBusy, stage_a_run
 from curation.models import DreamingRun
 from knowledge.api_errors import Conflict
 from knowledge.api_fields import StrictSerializer
-from knowledge.models import Channel
+from knowledge.models import Agent, Channel
 from knowledge.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
+
+
+class StageBRunInput(StrictSerializer):
+    agent = serializers.SlugField(help_text="The agent's name.")
 
 
 class StageARunInput(StrictSerializer):
@@ -46,6 +51,10 @@ class DreamingRunSerializer(serializers.ModelSerializer):
             "noise",
             "episodes",
             "left",
+            "materials",
+            "operations",
+            "skill_updates",
+            "dropped",
             "usage_ids",
             "started_by",
             "started_at",
@@ -106,3 +115,34 @@ def dreaming_run_list_view(request):
         raise ValidationError({"limit": ["A whole number is required."]}) from None
     runs = run_list(channel=channel, stage=stage, limit=limit)
     return Response(DreamingRunSerializer(runs, many=True).data)
+
+
+@extend_schema(
+    summary="Run Dreaming stage B (curation) for one agent now",
+    description=(
+        "Scans the agent's new episodes and task outcomes and the index of its entries, opens what "
+        "the model picked, and applies the proposed operations that pass the code rules — "
+        "entries, blocks, relations, overlay lessons, the pinned memo, their audit events (each "
+        "carrying the run id) and the agent's cursor — in one transaction. Returns the run: `done` "
+        "(with `operations`, `skill_updates`, `materials` and every dropped operation with its "
+        "reason), `failed` (nothing written, the cursor did not move) or `skipped` (the model is "
+        "not configured or over budget). Never runs stage A. 409 while another run curates the agent."
+    ),
+    request=StageBRunInput,
+    responses={201: DreamingRunSerializer, 400: None, 404: None, 409: None},
+)
+@api_view(["POST"])
+@permission_classes([IsAdmin])
+def stage_b_run_view(request):
+    from curation.dreaming.services_b import AgentBusy, stage_b_run
+
+    data = StageBRunInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    agent = get_object_or_404(Agent, name=data.validated_data["agent"])
+    try:
+        run = stage_b_run(
+            agent=agent, trigger=DreamingRun.MANUAL, started_by=f"{request.user.kind}:{request.user.name}"
+        )
+    except AgentBusy as exc:
+        raise Conflict(str(exc)) from None
+    return Response(DreamingRunSerializer(run).data, status=status.HTTP_201_CREATED)

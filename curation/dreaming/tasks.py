@@ -38,3 +38,37 @@ def stage_a_channel(channel_id: int, trigger: str, started_by: str = "") -> str:
     except ChannelBusy as exc:
         return str(exc)
     return f"run {run.pk}: {run.state} {run.reason}".strip()
+
+
+def stage_b_sweep() -> int:
+    """Queue a stage B run for every agent with new episodes (stage A wrote some in a channel it
+    takes part in) or new task outcomes. Nothing while the light model is unavailable."""
+    from django_q.tasks import async_task
+
+    from curation.dreaming.selectors_b import stage_b_due
+
+    due = stage_b_due()
+    for agent_id in due:
+        async_task(
+            "curation.dreaming.tasks.stage_b_agent",
+            agent_id,
+            "threshold",
+            task_name=f"dreaming stage B agent {agent_id}",
+        )
+    return len(due)
+
+
+def stage_b_agent(agent_id: int, trigger: str, started_by: str = "") -> str:
+    """Run stage B for one agent (a run claims the agent, so an agent queued twice is curated
+    once at a time)."""
+    from curation.dreaming.services_b import AgentBusy, stage_b_run
+    from knowledge.models import Agent
+
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return "no such agent"
+    try:
+        run = stage_b_run(agent=agent, trigger=trigger, started_by=started_by)
+    except AgentBusy as exc:
+        return str(exc)
+    return f"run {run.pk}: {run.state} {run.reason}".strip()

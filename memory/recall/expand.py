@@ -56,10 +56,26 @@ def message_line(message: Message | ContextMessage) -> str:
 
 def memory_text(memory) -> str:
     """A memory as recall shows it; an entry block is prefixed with its entry's name, because a
-    block ("prefers email") means nothing without its topic."""
+    block ("prefers email") means nothing without its topic, and carries its validity when it
+    has one worth saying, so an agent sees how a fact evolved."""
     if memory.entry_id is not None:
-        return f"{memory.entry.name}: {memory.text}"
+        return f"{memory.entry.name}: {memory.text}{validity_note(memory)}"
     return memory.text
+
+
+def validity_note(memory) -> str:
+    """ " (until 2026-10-03)" for a closed block; " (since 2026-10-03)" for one whose validity was
+    dated before the day it was written (a fact that changed at a known time). A block valid
+    from the moment it was written says nothing: every memory is."""
+    if memory.valid_to is not None:
+        return f" (until {memory.valid_to:%Y-%m-%d})"
+    if (
+        memory.valid_from is not None
+        and memory.created_at
+        and memory.valid_from.date() < memory.created_at.date()
+    ):
+        return f" (since {memory.valid_from:%Y-%m-%d})"
+    return ""
 
 
 def entry_text(entry) -> str:

@@ -1,0 +1,380 @@
+"""Stage B's writes: claim an agent, scan its new material, open what the scan picked, ask for
+operations, apply the code rules (stage_b.check), and apply what is left in ONE transaction —
+entries, blocks, relations, overlay lessons, the pinned memo, their audit events (each carrying
+the run id) and the agent's cursor. Every write goes through the existing services; new blocks
+and lessons pass the one activation function with route "dreaming" (active at once). An
+operation a service refuses is dropped with its reason like one the rules refuse; a model
+failure, an invalid reply or a database error writes nothing and advances nothing.
+
+The model is called outside any transaction."""
+
+import uuid
+
+from django.db import DatabaseError, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+from rest_framework.exceptions import APIException
+from rest_framework.exceptions import ValidationError as DRFValidationError
+
+from curation.dreaming import stage_b
+from curation.dreaming.selectors_b import STUCK_AFTER, open_picked, scan_lines, scan_read
+from curation.dreaming.services import ACTOR, retry_delay
+from curation.models import DreamingRun, StageBCursor
+from knowledge import entries as entry_services
+from knowledge.audit import audit_record, current_batch_id, current_dreaming_run
+from knowledge.errors import DomainError
+from knowledge.llm import LIGHT, ModelError, model_availability, model_call
+from knowledge.models import Agent, Entry, Memory, Skill
+from memory.activation_hooks import DREAMING
+from memory.memo import memo_budget_tokens, memo_update
+from memory.services import memory_write
+from memory.skills.services import lesson_add
+
+REPLY_TOKENS = 6000
+REFUSALS = (DomainError, APIException)  # a service said no: drop the operation, keep the rest
+
+
+class AgentBusy(Exception):
+    """Another stage B run holds the agent; nothing was started."""
+
+
+class RunFailed(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _claim(agent: Agent, now) -> StageBCursor | None:
+    StageBCursor.objects.get_or_create(agent=agent)
+    won = (
+        StageBCursor.objects.filter(pk=agent.pk)
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - STUCK_AFTER))
+        .update(claimed_at=now)
+    )
+    if not won:
+        return None
+    cursor = StageBCursor.objects.get(pk=agent.pk)
+    if cursor.run_id:
+        DreamingRun.objects.filter(pk=cursor.run_id, state=DreamingRun.RUNNING).update(
+            state=DreamingRun.FAILED,
+            finished_at=now,
+            reason="abandoned: its worker stopped before finishing; nothing was written",
+        )
+    return cursor
+
+
+def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
+    now = timezone.now()
+    run.refresh_from_db()
+    run.state, run.reason, run.finished_at = state, reason[:2000], now
+    run.save(update_fields=["state", "reason", "finished_at"])
+    cursor = StageBCursor.objects.get(pk=run.agent_id)
+    failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
+    StageBCursor.objects.filter(pk=run.agent_id, run=run).update(
+        claimed_at=None,
+        run=None,
+        last_run=run,
+        failures=failures,
+        retry_at=None if state == DreamingRun.DONE else now + retry_delay(failures),
+    )
+    return run
+
+
+def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "") -> DreamingRun:
+    """Curate one agent's knowledge from its new material (one scan call, one propose call, one
+    transaction). Returns the run: done (with what was applied and what was dropped and why),
+    failed (nothing written, the cursor did not move) or skipped (the light model is
+    unavailable, with the reason). Raises AgentBusy while another run holds the agent."""
+    now = timezone.now()
+    unavailable = model_availability(LIGHT, agent=agent)
+    if unavailable:
+        return DreamingRun.objects.create(
+            stage=DreamingRun.STAGE_B,
+            agent=agent,
+            trigger=trigger,
+            state=DreamingRun.SKIPPED,
+            reason=f"stage B did not run: the light model is {unavailable}",
+            started_by=started_by,
+            started_at=now,
+            finished_at=now,
+        )
+    cursor = _claim(agent, now)
+    if cursor is None:
+        raise AgentBusy(f"another stage B run is curating agent {agent.name}")
+    run = DreamingRun.objects.create(
+        stage=DreamingRun.STAGE_B, agent=agent, trigger=trigger, started_by=started_by, started_at=now
+    )
+    StageBCursor.objects.filter(pk=agent.pk).update(run=run)
+    try:
+        reason = _curate(run, agent, cursor)
+    except RunFailed as exc:
+        return _finish(run, DreamingRun.FAILED, exc.reason)
+    except Exception as exc:
+        _finish(run, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        raise
+    return _finish(run, DreamingRun.DONE, reason)
+
+
+def _call(
+    run: DreamingRun, agent: Agent, *, purpose: str, messages: list[dict], schema: dict, max_tokens: int
+):
+    try:
+        reply = model_call(
+            purpose=purpose,
+            messages=messages,
+            schema=schema,
+            profile=LIGHT,
+            agent=agent,
+            actor=ACTOR,
+            max_tokens=max_tokens,
+        )
+    except ModelError as exc:
+        _count_call(run, exc.usage_id)
+        raise RunFailed(exc.reason) from None
+    _count_call(run, reply.usage_id)
+    return reply
+
+
+def _count_call(run: DreamingRun, usage_id: int | None) -> None:
+    run.model_calls += 1
+    if usage_id is not None:
+        run.usage_ids = [*run.usage_ids, usage_id]
+    DreamingRun.objects.filter(pk=run.pk).update(model_calls=run.model_calls, usage_ids=run.usage_ids)
+
+
+def _curate(run: DreamingRun, agent: Agent, cursor: StageBCursor) -> str:
+    scan = scan_read(agent, cursor)
+    if scan.empty:
+        return "nothing new since the last run"
+    lines = scan_lines(scan)
+    picked = _call(
+        run,
+        agent,
+        purpose="dreaming.stage_b.scan",
+        messages=stage_b.scan_prompt(agent=agent.name, **lines),
+        schema=stage_b.SCAN_SCHEMA,
+        max_tokens=1000,
+    ).data
+    opened, sections = open_picked(agent, scan, picked)
+    operations = []
+    if opened.episodes or opened.outcomes or opened.entries:
+        operations = _call(
+            run,
+            agent,
+            purpose="dreaming.stage_b.propose",
+            messages=stage_b.propose_prompt(
+                agent=agent.name,
+                today=timezone.now().date(),
+                types=opened.types,
+                stores=opened.stores,
+                memo_budget=memo_budget_tokens(),
+                sections=sections,
+            ),
+            schema=stage_b.PROPOSE_SCHEMA,
+            max_tokens=REPLY_TOKENS,
+        ).data["operations"]
+    kept, dropped = stage_b.check(operations, opened, run=run.pk, today=timezone.now().date())
+    try:
+        _apply(run, agent, cursor, scan, opened, kept, dropped)
+    except DatabaseError as exc:
+        raise RunFailed(f"database error, nothing written: {exc}".strip()) from None
+    return ""
+
+
+def _apply(run, agent, cursor_before, scan, opened, kept, dropped) -> None:
+    """Apply the checked operations and move the cursor, all in one transaction. Each operation
+    runs in a savepoint: one a service refuses is rolled back alone and recorded as dropped."""
+    created: dict[str, Entry] = {}
+    applied = {"operations": 0, "skill_updates": 0}
+    run_token = current_dreaming_run.set(run.pk)
+    batch_token = current_batch_id.set(uuid.uuid4())
+    try:
+        with transaction.atomic():
+            cursor = StageBCursor.objects.select_for_update().get(pk=agent.pk)
+            if cursor.run_id != run.pk:
+                raise RunFailed("another run took the agent over; nothing was written")
+            if (cursor.episode_id, cursor.outcome_id) != (cursor_before.episode_id, cursor_before.outcome_id):
+                raise RunFailed("the cursor moved while the model was reading; nothing was written")
+            for position, op in kept:
+                try:
+                    with transaction.atomic():
+                        counter = _apply_one(run, agent, op, created)
+                except REFUSALS as exc:
+                    dropped.append({"op": position, "kind": op["op"], "reason": _refusal_text(exc)})
+                else:
+                    applied[counter] += 1
+            dropped.sort(key=lambda d: d["op"])
+            if scan.episodes:
+                cursor.episode_id = max(e.pk for e in scan.episodes)
+            if scan.outcomes:
+                cursor.outcome_id = max(o.pk for o in scan.outcomes)
+            cursor.save(update_fields=["episode_id", "outcome_id", "updated_at"])
+            materials = len(scan.episodes) + len(scan.outcomes)
+            DreamingRun.objects.filter(pk=run.pk).update(
+                batches=1,
+                materials=materials,
+                episodes=len(opened.episodes),
+                messages=len(opened.messages),
+                operations=applied["operations"],
+                skill_updates=applied["skill_updates"],
+                dropped=dropped,
+            )
+            audit_record(
+                "dreaming.curated",
+                actor=ACTOR,
+                store="self",
+                owner=agent.name,
+                object_type="agent",
+                object_ids=[agent.pk],
+                counts={
+                    "materials": materials,
+                    "opened_episodes": len(opened.episodes),
+                    "opened_messages": len(opened.messages),
+                    "operations": applied["operations"],
+                    "skill_updates": applied["skill_updates"],
+                    "dropped": len(dropped),
+                },
+                data={
+                    "episode_from": cursor_before.episode_id,
+                    "episode_to": cursor.episode_id,
+                    "outcome_from": cursor_before.outcome_id,
+                    "outcome_to": cursor.outcome_id,
+                    "usage": run.usage_ids,
+                    "job": stage_b.VERSION,
+                },
+            )
+    finally:
+        current_dreaming_run.reset(run_token)
+        current_batch_id.reset(batch_token)
+
+
+def _refusal_text(exc: Exception) -> str:
+    detail = getattr(exc, "detail", None) or str(exc)
+    if isinstance(exc, DRFValidationError) and isinstance(detail, dict):
+        return "; ".join(
+            f"{k}: {' '.join(map(str, v if isinstance(v, list) else [v]))}" for k, v in detail.items()
+        )
+    if isinstance(detail, dict):
+        detail = detail.get("detail", detail)
+    return f"refused: {detail}"
+
+
+def _entry(ref, created: dict[str, Entry]) -> Entry:
+    if isinstance(ref, int):
+        entry = Entry.objects.filter(pk=ref).first()
+        if entry is None:  # deleted by a person while the model was reading
+            raise DRFValidationError({"entry": [f"entry {ref} no longer exists"]})
+        return entry
+    if ref not in created:
+        raise DRFValidationError({"entry": [f"entry {ref!r} was not created (its create_entry was dropped)"]})
+    return created[ref]
+
+
+def _apply_one(run: DreamingRun, agent: Agent, op: dict, created: dict[str, Entry]) -> str:
+    kind = op["op"]
+    if kind == "create_entry":
+        entry = entry_services.entry_create(
+            actor=ACTOR,
+            owner=agent,
+            store=op["store"],
+            name=op["name"],
+            type=op.get("type", ""),
+            aliases=op.get("aliases") or [],
+            summary=op.get("summary", ""),
+            properties=op.get("properties"),
+        )
+        created[op["name"].strip().lower()] = entry
+        return "operations"
+    if kind == "update_entry":
+        fields = {k: op[k] for k in entry_services.ENTRY_FIELDS if k in op}
+        entry_services.entry_update(actor=ACTOR, entry_id=op["entry"], **fields)
+        return "operations"
+    if kind == "add_block":
+        entry = _entry(op["entry"], created)
+        if op.get("closes"):
+            entry_services.block_close(
+                actor=ACTOR,
+                entry_id=entry.pk,
+                block_id=op["closes"],
+                valid_to=op["valid_from"],
+                reason=op.get("reason")
+                or f"the fact changed: a new block of Dreaming run {run.pk} follows it",
+            )
+        top = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).aggregate(
+            m=Max("position")
+        )["m"]
+        memory_write(
+            actor=ACTOR,
+            owner=agent,
+            store=entry.store,
+            text=op["text"].strip(),
+            sources=op["sources"],
+            tier=Memory.SEMANTIC,
+            category=op["kind"],
+            valid_from=op["valid_from"],
+            valid_to=op["valid_to"],
+            route=DREAMING,
+            author_kind="dreaming",
+            author_name=f"run {run.pk}",
+            attach={"entry": entry, "position": 0 if top is None else top + 1},
+            audit_data={
+                "entry": entry.pk,
+                "kind": op["kind"],
+                "closes": op.get("closes"),
+                "job": stage_b.VERSION,
+            },
+        )
+        Entry.objects.filter(pk=entry.pk).update(author_kind="dreaming", author_name=f"run {run.pk}")
+        return "operations"
+    if kind == "revise_block":
+        entry_services.block_correct(
+            actor=ACTOR,
+            entry_id=op["entry"],
+            block_id=op["block"],
+            text=op["text"],
+            reason=op["reason"],
+            sources=op["sources"],
+        )
+        return "operations"
+    if kind == "remove_block":
+        entry_services.block_remove(
+            actor=ACTOR, entry_id=op["entry"], block_id=op["block"], reason=op["reason"]
+        )
+        return "operations"
+    if kind == "add_relation":
+        entry = _entry(op["entry"], created)
+        target = _entry(op["target"], created)
+        entry_services.relation_add(
+            actor=ACTOR,
+            entry_id=entry.pk,
+            predicate=op["predicate"],
+            target_id=target.pk,
+            sources=op["sources"],
+            valid_from=op["valid_from"].date() if op["valid_from"] else None,
+            valid_to=op["valid_to"].date() if op["valid_to"] else None,
+        )
+        return "operations"
+    if kind == "rewrite_memo":
+        memo_update(actor=ACTOR, agent=agent, text=op["text"], reason=f"compacted by Dreaming run {run.pk}")
+        return "operations"
+    # revise_lesson: a lesson that nearly repeats one of the overlay revises it instead
+    skill = Skill.objects.get(name=op["skill"])
+    kwargs = {
+        "actor": ACTOR,
+        "agent": agent,
+        "skill": skill,
+        "text": op["text"],
+        "sources": op["sources"],
+        "route": DREAMING,
+        "author_kind": "dreaming",
+        "author_name": f"run {run.pk}",
+    }
+    try:
+        with transaction.atomic():
+            lesson_add(**kwargs, revises=op.get("revises"))
+    except DomainError as exc:
+        twin = exc.extra.get("duplicate_of")
+        if twin is None or op.get("revises") == twin:
+            raise
+        lesson_add(**kwargs, revises=twin)
+    return "skill_updates"
