@@ -282,7 +282,7 @@ BRAIN_MEMO_BUDGET_TOKENS = env_int("BRAIN_MEMO_BUDGET_TOKENS", 300)
 BRAIN_OVERLAY_BUDGET_TOKENS = env_int("BRAIN_OVERLAY_BUDGET_TOKENS", 1000)
 BRAIN_DEMO = env_bool("BRAIN_DEMO")
 
-# --- governed model calls and consolidation (issue 7)
+# --- governed model calls and consolidation
 BRAIN_MODEL_LIGHT = env("BRAIN_MODEL_LIGHT")  # the `light` profile's model (blank: BRAIN_MODEL)
 BRAIN_MODEL_MAX_RETRIES = env_int("BRAIN_MODEL_MAX_RETRIES", 2)
 BRAIN_MODEL_RETRY_BACKOFF_SECONDS = float(env("BRAIN_MODEL_RETRY_BACKOFF_SECONDS", "1"))

@@ -8,7 +8,7 @@ from django.conf import settings
 def schedule_table() -> list[tuple[str, str, int]]:
     return [
         ("worker heartbeat", "knowledge.tasks.worker_heartbeat", 1),
-        # issue 7: consolidation every 6 hours; finished conversations the distiller missed
+        # consolidation every 6 hours; finished conversations the distiller missed
         ("memory consolidation", "curation.tasks.consolidation_scheduled", 360),
         ("distiller sweep", "curation.tasks.distill_pending", 10),
         ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),

@@ -7,7 +7,7 @@ urlpatterns = []
 
 api_urlpatterns = []
 
-# --- models page (issue 7) ---
+# --- models page ---
 urlpatterns += [
     path("models/", views.model_list, name="model-list"),
     path("models/profiles", views.model_profile_edit, name="model-profile-edit"),

@@ -27,8 +27,10 @@ def channel_store(channel_name: str) -> str:
 
 
 def conversation_scope(channel: Channel) -> tuple[list[str], str]:
-    """(stores read, store written by default) for a new conversation in `channel` — the
-    DESIGN.md table. Fixed on the Conversation when it starts."""
+    """(stores read, store written by default) for a new conversation in `channel`: a shared
+    channel reads shared + self and writes shared; a channel-only channel reads its channel
+    store + self and writes the channel store; a direct message with person P reads shared +
+    self + private:P and writes private:P. Fixed on the Conversation when it starts."""
     if channel.kind == Channel.KIND_DM:
         private = private_store(channel.person.name)
         return [SHARED, SELF, private], private

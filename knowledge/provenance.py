@@ -1,6 +1,6 @@
 """Fingerprints: what a memory's sources looked like when it was written.
 
-A fingerprint covers exactly the fields whose change matters for the source's kind (seed 000):
+A fingerprint covers exactly the fields whose change matters for the source's kind:
 
 | kind         | fingerprinted                                             | also counts as a change |
 |--------------|-----------------------------------------------------------|-------------------------|

@@ -6,7 +6,7 @@ activation function itself:
 - `gate_before_activation` — the eval gate (memory.gate). In `enforce` mode it runs the gate
   check and holds a memory that regresses a case (or whose check could not run) in the queue;
   in `shadow` mode it queues a background check.
-- `route_goes_active` — who goes into force at once (the DESIGN.md table), including the
+- `route_goes_active` — who goes into force at once (trusted agents', people's and Dreaming's writes, reviewer approvals), including the
   distiller's auto-activation setting.
 """
 
@@ -32,7 +32,7 @@ ALLOW = GateDecision(allow=True)
 
 
 def gate_before_activation(memory: Memory, *, route: str) -> GateDecision:
-    """EVAL GATE HOOK (issue 8): decide whether `memory` may go into force now.
+    """EVAL GATE HOOK: decide whether `memory` may go into force now.
 
     Called by memory_activate after the route decided "active" and before anything changes.
     Returns GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
@@ -48,7 +48,7 @@ def gate_checks_stored_memory() -> bool:
 
 
 def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
-    """Whether a memory arriving by `route` goes into force without a review (DESIGN.md):
+    """Whether a memory arriving by `route` goes into force without a review:
     a trusted agent's API write, a write by a reviewer or admin, Dreaming stage B, a reviewer's
     approval, and the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on."""
     if route in (REVIEW, DREAMING):

@@ -146,7 +146,7 @@ def same_key_active(memory: Memory):
 
 
 def anti_drift_conflicts(memory: Memory) -> list[int]:
-    """Strict anti-drift (seed 001): the ids of active semantic memories of confidence ≥ 0.9
+    """Strict anti-drift: the ids of active semantic memories of confidence ≥ 0.9
     with the same key whose content `memory` contradicts, other than the one it supersedes.
     Empty when BRAIN_STRICT_ANTI_DRIFT is off."""
     if not memory.key or not setting_get("BRAIN_STRICT_ANTI_DRIFT"):
@@ -347,7 +347,7 @@ def memory_activate(
         persist("queue_reason", "status_reason")
         return Memory.QUEUED
 
-    # ---- EVAL GATE (issue 8) plugs in here: enforce mode may hold the memory. ----
+    # ---- The eval gate plugs in here: enforce mode may hold the memory. ----
     if gate_checks_stored_memory():
         persist()
     decision = gate_before_activation(memory, route=route)
@@ -775,7 +775,7 @@ def memory_revoke(*, actor: Principal, memory_id: int, reason: str) -> Memory:
 def memory_promote(
     *, actor: Principal, memory_id: int, tier: str | None = None, confidence: float | None = None
 ) -> Memory:
-    """Promote a live memory to a higher tier and/or a higher confidence (seed 001's inspector).
+    """Promote a live memory to a higher tier and/or a higher confidence (an operator action of the memory inspector).
     With neither given, a short-term memory becomes semantic and a long-term one gets confidence
     1.0. A memory promoted out of the short-term tiers no longer expires."""
     errors = {}

@@ -16,7 +16,7 @@ from memory import (
 )
 from memory.skills import urls as skills_urls
 
-# --- memories and the review queue (issue 3) ---
+# --- memories and the review queue ---
 urlpatterns = [
     path("knowledge/status/", views_status.status_page, name="knowledge-status"),
     path("review/", views.review_queue, name="review-queue"),
@@ -31,7 +31,7 @@ urlpatterns = [
     path("memories/<int:memory_id>/revoke", views.memory_revoke, name="memory-revoke"),
     path("memories/<int:memory_id>/promote", views.memory_promote, name="memory-promote"),
     path("memories/<int:memory_id>/revise", views.memory_revise, name="memory-revise"),
-    # --- provenance (issue 4) ---
+    # --- provenance ---
     path("memories/stale/", views_provenance.stale_list, name="stale-list"),
     path("memories/stale/check", views_provenance.stale_check, name="stale-check"),
     path("memories/stale/<int:memory_id>", views_provenance.stale_action, name="stale-action"),
@@ -56,14 +56,14 @@ api_urlpatterns = [
 ]
 
 api_urlpatterns += [
-    # --- provenance (issue 4) ---
+    # --- provenance ---
     path("sources/<slug:kind>/<path:ref>", api_provenance.source_detail, name="api-source"),
     path("memory-provenance/check", api_provenance.provenance_check, name="api-provenance-check"),
     path("memory-provenance/stale", api_provenance.provenance_stale, name="api-provenance-stale"),
     path("memory-provenance/<int:memory_id>", api_provenance.provenance_detail, name="api-provenance"),
 ]
 
-# --- consolidation (issue 7) ---
+# --- consolidation ---
 urlpatterns += [
     path("consolidation/", views_consolidation.plan_list_page, name="consolidation-list"),
     path("consolidation/run", views_consolidation.plan_run, name="consolidation-run"),
@@ -99,7 +99,7 @@ api_urlpatterns += [
     ),
 ]
 
-# --- eval gate (issue 8) ---
+# --- eval gate ---
 urlpatterns += [
     path("gate/", views_gate.gate_page, name="gate"),
     path("gate/datasets/", views_gate.dataset_list, name="dataset-list"),
@@ -115,7 +115,7 @@ api_urlpatterns += [
     path("memory-gate/<int:memory_id>/check", api_gate.gate_check, name="api-gate-check"),
 ]
 
-# --- conversations in, memory out (issue 6): evidence, recall, memo, context, status ---
+# --- conversations in, memory out: evidence, recall, memo, context, status ---
 urlpatterns += [
     path("recall/", views_recall.playground, name="recall-playground"),
     path("recall/browse/<str:kind>/<int:pk>", views_recall.browse, name="recall-browse"),

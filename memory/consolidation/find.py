@@ -3,7 +3,7 @@ memories (semantic and procedural; entry blocks and memories in an open plan are
 
 1. duplicates — same text (case and whitespace folded), key and value: the newest is kept (a
    pinned one first) and the others fold into it. Found set-wise in SQL.
-2. same-key conflicts (seed 001) — one key, different values, per store: recency × confidence ×
+2. same-key conflicts — one key, different values, per store: recency × confidence ×
    source-kind weight picks the winner (a pinned memory always wins); the optional LLM arbiter
    (BRAIN_CONFLICT_ARBITER) may pick instead.
 3. near-duplicates — key terms mostly overlap (and, with vectors on both, the vectors are
@@ -38,7 +38,8 @@ LOOSE_TERM_OVERLAP = 0.35
 MAX_GROUP = 12  # memories one model merge may read
 SUMMARY_BATCH = 50  # oldest memories one summary may read
 
-# Conflicts: how much a memory's best source counts (seed 001's "source weight").
+# Conflicts: how much a memory's best source counts (its source weight): what an owning system
+# recorded outweighs curated knowledge, which outweighs what was said.
 SOURCE_WEIGHTS = {
     "ticket": 1.0,
     "kb": 1.0,
@@ -168,7 +169,7 @@ def source_weight(kinds) -> float:
 
 
 def conflict_score(*, confidence: float, created_at, kinds, now) -> float:
-    """recency × confidence × source weight (seed 001's conflict resolution)."""
+    """recency × confidence × source weight (how a same-key conflict is resolved)."""
     age_days = max(0.0, (now - created_at).total_seconds() / 86400)
     recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
     return recency * confidence * source_weight(kinds)

@@ -110,7 +110,8 @@ class RecallScope:
 
 def store_scope(agent: Agent, store: str) -> RecallScope:
     """The scope of a turn that writes into `store`, outside any channel: what the agent reads
-    there (the DESIGN.md table) — used by the eval gate to compile a case's context."""
+    there (private:P reads shared + self + private:P; channel:C reads channel:C + self; anything
+    else reads shared + self) — used by the eval gate to compile a case's context."""
     if store.startswith("private:"):
         read = [access.SHARED, access.SELF, store]
     elif store.startswith("channel:"):
