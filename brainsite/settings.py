@@ -1,6 +1,7 @@
 """Brain's one settings file. Every value comes from the environment; .env.example lists them
 all with their defaults."""
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -141,6 +142,21 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRAIN_MAX_BODY_BYTES", 5 * 1024 * 1024)
+# Materials: an uploaded original may be this large (the body limit above does not apply to
+# material uploads, which are held to this one instead). Originals are kept through Django's
+# storage API: the `materials` storage is a FileSystemStorage under var/media/materials unless
+# BRAIN_MATERIAL_STORAGE names another backend (e.g. storages.backends.s3.S3Storage from
+# django-storages) with its options as JSON in BRAIN_MATERIAL_STORAGE_OPTIONS.
+BRAIN_MATERIAL_MAX_MB = env_int("BRAIN_MATERIAL_MAX_MB", 20)
+BRAIN_MATERIAL_STORAGE = env("BRAIN_MATERIAL_STORAGE", "django.core.files.storage.FileSystemStorage")
+BRAIN_MATERIAL_STORAGE_OPTIONS = json.loads(env("BRAIN_MATERIAL_STORAGE_OPTIONS", "{}"))
+if BRAIN_MATERIAL_STORAGE.endswith("FileSystemStorage"):
+    BRAIN_MATERIAL_STORAGE_OPTIONS.setdefault("location", str(MEDIA_ROOT / "materials"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "materials": {"BACKEND": BRAIN_MATERIAL_STORAGE, "OPTIONS": BRAIN_MATERIAL_STORAGE_OPTIONS},
+}
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"

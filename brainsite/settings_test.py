@@ -12,6 +12,11 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Originals of a test run go to a folder of their own, removed by the tests' session fixture.
+    "materials": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(VAR_DIR / "test-media" / str(os.getpid()))},  # noqa: F405
+    },
 }
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405  tasks run inline in tests
 BRAIN_EMBEDDINGS = "local"

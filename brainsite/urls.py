@@ -5,11 +5,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
+from knowledge.materials import urls as materials_urls
 from knowledge.views import healthz
 from memory import urls as memory_urls
 
 api_patterns = [
     *knowledge_urls.api_urlpatterns,
+    *materials_urls.api_urlpatterns,
     *memory_urls.api_urlpatterns,
     *curation_urls.api_urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -32,6 +34,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),
     path("", include(knowledge_urls.urlpatterns)),
+    path("", include(materials_urls.urlpatterns)),
     path("", include(memory_urls.urlpatterns)),
     path("", include(curation_urls.urlpatterns)),
 ]

@@ -10,7 +10,7 @@ A fingerprint covers exactly the fields whose change matters for the source's ki
 | memory       | whether it is live or superseded / rejected / invalidated | row gone                |
 | entry        | name, summary, properties and active block text (its projection) | removed          |
 | message      | its text                                                  | deleted                 |
-| material     | (no material store yet: recorded untracked)               |                         |
+| material     | the current version's label and sha256                    | withdrawn, removed      |
 | conversation | nothing — a finished conversation never changes           |                         |
 | task_outcome | nothing — a task outcome is immutable evidence            |                         |
 
@@ -54,6 +54,11 @@ def validate_ref(kind: str, ref: str) -> str | None:
         return "A source ref must have 1 to 300 characters."
     if kind == "record" and (ref.count("/") != 2 or not all(ref.split("/"))):
         return "A record ref is source/type/id."
+    if kind == "material":
+        base, _, section = ref.partition("#")
+        connector, colon, document = base.partition(":")
+        if not (base.isdigit() or (colon and connector and document)) or (section and not section.isdigit()):
+            return "A material ref is its id or <connector>:<ref>, optionally with #<section>."
     if kind in ("memory", "entry", "message", "conversation", "task_outcome") and not ref.isdigit():
         return f"A {kind} ref is its numeric id."
     return None
@@ -88,6 +93,22 @@ INTERNAL_SQL = {
                                                  THEN m.status ELSE 'live' END) AS fields
         FROM knowledge_memory m
         WHERE m.id::text = ANY(%(refs)s)
+    """,
+    # A material is cited by its id or, for a connector document, `<connector>:<ref>`; a block
+    # learned from one section adds `#<n>`. Every ref form of a material answers with the same
+    # fingerprint, so a new version makes them all stale at once; a withdrawn one is gone.
+    "material": """
+        SELECT c.ref AS ref, md5(v.label || chr(31) || v.sha256) AS fingerprint,
+               jsonb_build_object('title', mt.title, 'version', v.number, 'label', v.label,
+                                  'sha256', v.sha256) AS fields
+        FROM knowledge_material mt
+        JOIN knowledge_materialversion v ON v.id = mt.version_id
+        CROSS JOIN LATERAL (
+            SELECT (CASE WHEN mt.connector = '' THEN mt.id::text ELSE mt.connector || ':' || mt.external_ref END)
+                   || CASE WHEN n = 0 THEN '' ELSE '#' || n END AS ref
+            FROM generate_series(0, v.sections) n
+        ) c
+        WHERE mt.withdrawn_at IS NULL AND c.ref = ANY(%(refs)s)
     """,
     "entry": """
         SELECT e.id::text AS ref,

@@ -6,3 +6,8 @@ from django.dispatch import Signal
 # Sent (inside the finishing transaction) when a conversation is finished: kwargs
 # `conversation`. The distiller (curation) enqueues its work on commit.
 conversation_finished = Signal()
+
+# Sent inside the transaction that gave a material a new version or withdrew it: kwargs
+# `actor` and `refs` (the refs it is cited by, without a section). Provenance (memory) rechecks
+# the memories citing it, so they go stale by the invalidation mode at once.
+material_changed = Signal()

@@ -21,7 +21,7 @@ DRAIN_CHUNK = 64 * 1024
 
 
 def _too_large(request, size: int | None) -> HttpResponse:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    limit = body_limit(request)
     told = f"{size:,} bytes" if size is not None else "larger than the limit"
     message = f"The request body is {told}; at most {limit:,} bytes are accepted."
     if request.path.startswith("/api/"):
@@ -42,6 +42,20 @@ def _drain(request, size: int) -> None:
         left -= len(chunk)
 
 
+# Where originals are uploaded: bodies there are held to BRAIN_MATERIAL_MAX_MB (plus room for
+# the multipart envelope) instead; the material services refuse an original over the limit.
+UPLOAD_PATHS = ("/api/materials", "/api/connectors/", "/knowledge/materials/")
+UPLOAD_ENVELOPE = 1024 * 1024
+
+
+def body_limit(request) -> int | None:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if request.path.startswith(UPLOAD_PATHS) and request.method in ("POST", "PUT"):
+        upload = settings.BRAIN_MATERIAL_MAX_MB * 1024 * 1024 + UPLOAD_ENVELOPE
+        return max(limit or 0, upload)
+    return limit
+
+
 class BodySizeMiddleware:
     """Refuse a body over the limit before any view reads it (Content-Length), or when a body
     without one turns out too large while it is read (RequestDataTooBig)."""
@@ -50,7 +64,7 @@ class BodySizeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = body_limit(request)
         try:
             size = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

@@ -608,6 +608,23 @@ StatusOut = inline_serializer(
             },
             required=False,
         ),
+        # Registered from memory's AppConfig (a StatusSection): materials' learning and storage.
+        "materials": inline_serializer(
+            "StatusMaterials",
+            {
+                "job_timeout_seconds": serializers.IntegerField(),
+                "by_state": serializers.DictField(child=serializers.IntegerField()),
+                "stuck": serializers.ListField(child=serializers.DictField()),
+                "stuck_count": serializers.IntegerField(),
+                "failed": serializers.ListField(child=serializers.DictField()),
+                "failed_count": serializers.IntegerField(),
+                "withdrawn": serializers.ListField(child=serializers.DictField()),
+                "withdrawn_count": serializers.IntegerField(),
+                "storage_bytes": serializers.IntegerField(),
+                "versions": serializers.IntegerField(),
+            },
+            required=False,
+        ),
         "worker_heartbeat": serializers.DateTimeField(allow_null=True),
         "jobs": serializers.DictField(
             help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "

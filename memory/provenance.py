@@ -256,6 +256,29 @@ def provenance_recheck_memory_sources(*, actor: Principal, retired, now=None) ->
         return _act_until_settled(mode, actor, now, counts)
 
 
+def provenance_recheck_materials(*, actor: Principal, refs: list[str], now=None) -> list[int]:
+    """Right after a material's version changed or it was withdrawn: recheck every memory source
+    citing it (by any ref form: id, `<connector>:<ref>`, with or without `#<section>`) and act
+    on the dependants per the current mode. Runs in the caller's transaction."""
+    mode = setting_get("BRAIN_MEMORY_INVALIDATION")
+    if mode == "off" or not refs:
+        return []
+    now = now or timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT ref FROM knowledge_memorysource "
+            "WHERE kind = 'material' AND split_part(ref, '#', 1) = ANY(%s)",
+            [list(refs)],
+        )
+        cited = [row[0] for row in cursor.fetchall()]
+    if not cited:
+        return []
+    counts = {"stale": 0, "requeued": 0, "invalidated": 0}
+    with transaction.atomic():
+        _refresh_states(now, kinds=["material"], refs=cited)
+        return _act_until_settled(mode, actor, now, counts)
+
+
 def provenance_check(*, actor: Principal | None = None, now=None) -> dict:
     """Check every tracked source once and act per the current mode. Returns counts: checked,
     unchanged, changed, deleted, untracked (source rows), stale, requeued, invalidated (memories).

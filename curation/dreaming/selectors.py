@@ -52,7 +52,8 @@ def batch_next(channel: Channel, cursor: StageACursor | None, *, budget_tokens: 
 
     budget = budget_tokens or settings.BRAIN_DREAMING_BATCH_TOKENS
     rows = (
-        Message.objects.filter(past_cursor_q(cursor), channel=channel)
+        # learn=False: signals kept as messages but never curated (fast-changing values).
+        Message.objects.filter(past_cursor_q(cursor), channel=channel, learn=True)
         .order_by("ts", "id")
         .values_list("id", "ts", "speaker_name", "thread", "text", "store")[: MAX_BATCH_MESSAGES + 1]
     )
@@ -91,7 +92,7 @@ _LAG_SQL = """
 SELECT c.id, c.name, count(m.id), min(m.ts), max(m.created_at), max(m.id)
 FROM knowledge_channel c
 LEFT JOIN curation_stageacursor k ON k.channel_id = c.id
-LEFT JOIN knowledge_message m ON m.channel_id = c.id
+LEFT JOIN knowledge_message m ON m.channel_id = c.id AND m.learn
      AND (k.message_ts IS NULL OR (m.ts >= k.message_ts AND (m.ts, m.id) > (k.message_ts, k.message_id)))
 {where}
 GROUP BY c.id, c.name

@@ -2,6 +2,7 @@ from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.llm import ModelProfile, ModelUsage
+from knowledge.models.materials import Material, MaterialVersion, Signal, SignalRule
 from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
@@ -26,6 +27,8 @@ __all__ = [
     "Episode",
     "Heartbeat",
     "Integration",
+    "Material",
+    "MaterialVersion",
     "Memory",
     "MemorySource",
     "MemoryVersion",
@@ -37,6 +40,8 @@ __all__ = [
     "PinnedMemo",
     "Revision",
     "Setting",
+    "Signal",
+    "SignalRule",
     "Skill",
     "TermStat",
     "SourceState",

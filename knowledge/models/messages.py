@@ -63,6 +63,9 @@ class Message(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # False for signals routed with `learn: false` (fast-changing values): kept as messages,
+    # searchable, never curated into knowledge (Dreaming's stage A reads only learn=True).
+    learn = models.BooleanField(default=True, db_default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,0 +1,503 @@
+"""Materials API: ask an agent to learn a source (`POST /api/materials`: a multipart file, or
+JSON text / html), list and read materials, download the stored original, retry learning;
+connector mirrors (`PUT`/`DELETE /api/connectors/{connector}/documents/{ref}`); external
+signals (`POST /api/signals`) and their routing rules (`/api/signal-rules`). Thin views over
+knowledge.materials.services / .signals_routing and .selectors; store visibility through
+knowledge.access."""
+
+from django.http import FileResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, parser_classes, permission_classes
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from knowledge import access
+from knowledge.api_fields import BoundedDictField, StrictCharField, StrictSerializer
+from knowledge.materials import services, signals_routing
+from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
+from knowledge.materials.storage import original_open
+from knowledge.models import Agent, Material, SignalRule
+from knowledge.permissions import IsAdmin, IsAgentOrReviewer, IsIntegrationOrAdmin
+from knowledge.schema import error_response
+from knowledge.web import JSONParser, no_body
+
+TOO_LARGE = error_response("The original is larger than BRAIN_MATERIAL_MAX_MB; nothing was stored.")
+CONFLICT = error_response("The material's state does not allow this.")
+
+# --- serializers -----------------------------------------------------------------------------
+
+
+class MaterialFileIn(StrictSerializer):
+    file = serializers.FileField(help_text="Plain text, Markdown, HTML, PDF or DOCX (judged from its bytes).")
+    agent = serializers.CharField(required=False, max_length=64, help_text="Default: the calling agent.")
+    scope = serializers.CharField(max_length=160, default="shared", help_text="The memory scope (store).")
+    title = serializers.CharField(required=False, max_length=300, allow_blank=True)
+
+
+class MaterialPasteIn(StrictSerializer):
+    title = StrictCharField(max_length=300)
+    text = StrictCharField(required=False, max_length=5_000_000)
+    html = StrictCharField(required=False, max_length=5_000_000)
+    agent = serializers.CharField(required=False, max_length=64, help_text="Default: the calling agent.")
+    scope = serializers.CharField(max_length=160, default="shared")
+
+    def validate(self, data):
+        if ("text" in data) == ("html" in data):
+            raise ValidationError({"text": ["Send either text (pasted text) or html (web content)."]})
+        return data
+
+
+class RetryIn(StrictSerializer):
+    again = serializers.BooleanField(
+        required=False, default=False, help_text="Learn a learned material again (Learn again)."
+    )
+
+
+class ConnectorDocumentIn(StrictSerializer):
+    title = StrictCharField(max_length=300)
+    version = serializers.CharField(max_length=200, help_text="The external system's version of the document.")
+    content = StrictCharField(required=False, max_length=5_000_000, help_text="The document as text.")
+    file = serializers.FileField(required=False, help_text="The document's file (multipart).")
+    agent = serializers.CharField(max_length=64, help_text="The agent whose knowledge it feeds.")
+    scope = serializers.CharField(max_length=160, default="shared")
+    access = serializers.ChoiceField(
+        choices=["ok", "lost"], required=False, default="ok", help_text="`lost` withdraws the mirror."
+    )
+
+    def validate(self, data):
+        if data.get("access") != "lost" and ("content" in data) == ("file" in data):
+            raise ValidationError({"content": ["Send either content (text) or file."]})
+        return data
+
+
+class SignalIn(StrictSerializer):
+    source = serializers.SlugField(max_length=64)
+    type = serializers.CharField(max_length=64)
+    text = StrictCharField(max_length=20_000)
+    data = BoundedDictField(required=False, default=dict)
+    occurred_at = serializers.DateTimeField(required=False)
+    external_id = serializers.CharField(max_length=200)
+
+
+class SignalRuleIn(StrictSerializer):
+    source = serializers.SlugField(max_length=64)
+    type = serializers.CharField(max_length=64, required=False, default="", allow_blank=True)
+    channel = serializers.SlugField(max_length=100)
+    memory_scope = serializers.ChoiceField(choices=["shared", "channel"], default="shared")
+    learn = serializers.BooleanField(default=True)
+
+
+_version = inline_serializer(
+    "MaterialVersion",
+    {
+        "number": serializers.IntegerField(),
+        "label": serializers.CharField(allow_blank=True),
+        "sha256": serializers.CharField(),
+        "size": serializers.IntegerField(),
+        "media_type": serializers.CharField(),
+        "filename": serializers.CharField(),
+        "sections": serializers.IntegerField(),
+        "pages": serializers.IntegerField(),
+        "created_at": serializers.DateTimeField(),
+    },
+)
+MaterialOut = inline_serializer(
+    "Material",
+    {
+        "id": serializers.IntegerField(),
+        "kind": serializers.ChoiceField(choices=[k for k, _ in Material.KINDS]),
+        "title": serializers.CharField(),
+        "ref": serializers.CharField(help_text='Cite it as {"kind": "material", "ref": ref}.'),
+        "agent": serializers.CharField(),
+        "store": serializers.CharField(),
+        "state": serializers.ChoiceField(choices=[s for s, _ in Material.STATES]),
+        "reason": serializers.CharField(allow_blank=True),
+        "attempts": serializers.IntegerField(),
+        "asked_by": serializers.CharField(),
+        "created_at": serializers.DateTimeField(),
+        "learned_at": serializers.DateTimeField(allow_null=True),
+        "learned_with": serializers.CharField(allow_blank=True),
+        "withdrawn": serializers.BooleanField(),
+        "connector": serializers.CharField(allow_blank=True),
+        "external_ref": serializers.CharField(allow_blank=True),
+        "version": _version,
+    },
+)
+MaterialDetailOut = inline_serializer(
+    "MaterialDetail",
+    {
+        "material": MaterialOut,
+        "versions": serializers.ListField(child=_version),
+        "entries": serializers.ListField(
+            child=inline_serializer(
+                "MaterialCitingEntry",
+                {"id": serializers.IntegerField(), "name": serializers.CharField(), "blocks": serializers.IntegerField()},
+            )
+        ),
+    },
+)
+MaterialCreatedOut = inline_serializer(
+    "MaterialCreated",
+    {
+        "material": MaterialOut,
+        "entry": serializers.IntegerField(allow_null=True, help_text="Pasted text or web content: the new entry."),
+    },
+)
+ConnectorOut = inline_serializer(
+    "ConnectorDocument",
+    {
+        "material": MaterialOut,
+        "outcome": serializers.ChoiceField(choices=["created", "updated", "restored", "unchanged", "withdrawn"]),
+    },
+)
+SignalOut = inline_serializer(
+    "SignalStored",
+    {
+        "id": serializers.IntegerField(),
+        "message": serializers.IntegerField(),
+        "channel": serializers.CharField(),
+        "store": serializers.CharField(),
+        "learn": serializers.BooleanField(),
+        "rule": serializers.IntegerField(allow_null=True),
+        "duplicate": serializers.BooleanField(),
+    },
+)
+SignalRuleOut = inline_serializer(
+    "SignalRule",
+    {
+        "id": serializers.IntegerField(),
+        "source": serializers.CharField(),
+        "type": serializers.CharField(allow_blank=True),
+        "channel": serializers.CharField(),
+        "memory_scope": serializers.CharField(),
+        "learn": serializers.BooleanField(),
+        "updated_by": serializers.CharField(allow_blank=True),
+        "updated_at": serializers.DateTimeField(),
+    },
+)
+
+
+def version_out(v) -> dict:
+    return {
+        "number": v.number,
+        "label": v.label,
+        "sha256": v.sha256,
+        "size": v.size,
+        "media_type": v.media_type,
+        "filename": v.filename,
+        "sections": v.sections,
+        "pages": v.pages,
+        "created_at": v.created_at,
+    }
+
+
+def material_out(m: Material) -> dict:
+    return {
+        "id": m.pk,
+        "kind": m.kind,
+        "title": m.title,
+        "ref": m.source_ref,
+        "agent": m.owner.name,
+        "store": m.store,
+        "state": m.state,
+        "reason": m.reason,
+        "attempts": m.attempts,
+        "asked_by": m.asked_by,
+        "created_at": m.created_at,
+        "learned_at": m.learned_at,
+        "learned_with": m.learned_with,
+        "withdrawn": m.withdrawn,
+        "connector": m.connector,
+        "external_ref": m.external_ref,
+        "version": version_out(m.version),
+    }
+
+
+def rule_out(r: SignalRule) -> dict:
+    return {
+        "id": r.pk,
+        "source": r.source,
+        "type": r.type,
+        "channel": r.channel,
+        "memory_scope": r.memory_scope,
+        "learn": r.learn,
+        "updated_by": r.updated_by,
+        "updated_at": r.updated_at,
+    }
+
+
+def _valid(serializer_class, data):
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def owner_for(principal, name, field: str = "agent") -> Agent:
+    """The agent a material is learned by: an agent asks only for itself; people name one."""
+    if principal.kind == "agent":
+        if name and name != principal.agent.name:
+            raise PermissionDenied("An agent may ask only itself to learn a source.")
+        return principal.agent
+    if not name:
+        raise ValidationError({field: ["Name the agent that learns it."]})
+    owner = Agent.objects.filter(name=name).first()
+    if owner is None:
+        raise ValidationError({field: [f"No agent named {name}."]})
+    return owner
+
+
+# --- views -----------------------------------------------------------------------------------
+
+
+class MaterialParsers:
+    """JSON for pasted text and web content, multipart for files."""
+
+    classes = [JSONParser, MultiPartParser]
+
+
+@extend_schema(
+    methods=["GET"],
+    summary="List the materials you can see",
+    parameters=[
+        OpenApiParameter("state", str, enum=[s for s, _ in Material.STATES]),
+        OpenApiParameter("kind", str, enum=[k for k, _ in Material.KINDS]),
+    ],
+    responses={200: inline_serializer("MaterialList", {"results": serializers.ListField(child=MaterialOut)})},
+)
+@extend_schema(
+    methods=["POST"],
+    summary="Ask an agent to learn a source",
+    description="multipart: `file`, `agent`, `scope`, `title` — stored, then learned by a job (202 body: "
+    "the material, `queued`). JSON: `text` or `html` with `title`, `agent`, `scope` — learned at once into "
+    "one entry (`entry`). Types are judged from the bytes; a refused type is a 400 and stores nothing.",
+    request={"multipart/form-data": MaterialFileIn, "application/json": MaterialPasteIn},
+    responses={201: MaterialCreatedOut, 413: TOO_LARGE},
+)
+@api_view(["GET", "POST"])
+@parser_classes(MaterialParsers.classes)
+@permission_classes([IsAgentOrReviewer])
+def material_collection(request):
+    principal = request.user
+    if request.method == "GET":
+        qs = materials_for(principal, state=request.query_params.get("state", ""))
+        kind = request.query_params.get("kind", "")
+        if kind:
+            if kind not in dict(Material.KINDS):
+                raise ValidationError({"kind": [f"One of {', '.join(dict(Material.KINDS))}."]})
+            qs = qs.filter(kind=kind)
+        state = request.query_params.get("state", "")
+        if state and state not in dict(Material.STATES):
+            raise ValidationError({"state": [f"One of {', '.join(dict(Material.STATES))}."]})
+        return Response({"results": [material_out(m) for m in qs[:500]]})
+    if request.content_type.startswith("multipart/"):
+        data = _valid(MaterialFileIn, request.data)
+        owner = owner_for(principal, data.get("agent"))
+        upload = data["file"]
+        material = services.material_upload(
+            actor=principal,
+            owner=owner,
+            store=access.parse_scope(data["scope"]),
+            filename=upload.name or "",
+            data=upload.read(),
+            title=data.get("title") or "",
+        )
+        material.refresh_from_db()
+        return Response({"material": material_out(material), "entry": None}, status=status.HTTP_201_CREATED)
+    data = _valid(MaterialPasteIn, request.data)
+    owner = owner_for(principal, data.get("agent"))
+    material = services.material_paste(
+        actor=principal,
+        owner=owner,
+        store=access.parse_scope(data["scope"]),
+        title=data["title"],
+        text=data.get("text", ""),
+        html=data.get("html", ""),
+    )
+    entry = material.entry
+    material.refresh_from_db()
+    return Response({"material": material_out(material), "entry": entry.pk}, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(summary="One material: its state, versions and the entries citing it", responses=MaterialDetailOut)
+@api_view(["GET"])
+@permission_classes([IsAgentOrReviewer])
+def material_detail(request, material_id):
+    material = material_get_for(request.user, material_id)
+    return Response(
+        {
+            "material": material_out(material),
+            "versions": [version_out(v) for v in material.versions.order_by("-number")],
+            "entries": [
+                {"id": e.pk, "name": e.name, "blocks": e.citing_blocks}
+                for e in citing_entries(request.user, material)
+            ],
+        }
+    )
+
+
+def original_response(material: Material, version=None) -> FileResponse:
+    """The stored bytes exactly, as an attachment that the browser must not sniff."""
+    version = version or material.version
+    response = FileResponse(
+        original_open(version.path),
+        as_attachment=True,
+        filename=version.filename if "." in version.filename else f"{version.filename}.{_ext(version)}",
+        content_type=version.media_type,
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    response["ETag"] = f'"{version.sha256}"'
+    return response
+
+
+def _ext(version) -> str:
+    return {"application/pdf": "pdf", "text/html": "html", "text/markdown": "md"}.get(
+        version.media_type, "docx" if "wordprocessing" in version.media_type else "txt"
+    )
+
+
+@extend_schema(
+    summary="Download the stored original (exact bytes, as an attachment)",
+    parameters=[OpenApiParameter("version", int, description="A version number; default the current one.")],
+    responses={
+        (200, "application/octet-stream"): OpenApiResponse(
+            description="The original's bytes; Content-Type is its sniffed media type."
+        )
+    },
+)
+@api_view(["GET"])
+@permission_classes([IsAgentOrReviewer])
+def material_original(request, material_id):
+    material = material_get_for(request.user, material_id)
+    version = None
+    if "version" in request.query_params:
+        try:
+            number = int(request.query_params["version"])
+        except ValueError:
+            raise ValidationError({"version": ["A version number."]}) from None
+        version = material.versions.filter(number=number).first()
+        if version is None:
+            raise ValidationError({"version": [f"Material {material.pk} has no version {number}."]})
+    return original_response(material, version)
+
+
+@extend_schema(
+    summary="Retry learning (or learn again) from the stored original",
+    request=RetryIn,
+    responses={200: MaterialOut, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsAgentOrReviewer])
+def material_retry(request, material_id):
+    data = _valid(RetryIn, request.data or {})
+    material = material_get_for(request.user, material_id)
+    access.check_write(request.user, owner=material.owner, store=material.store)
+    material = services.material_retry(actor=request.user, material=material, again=data["again"])
+    material.refresh_from_db()
+    return Response(material_out(material))
+
+
+@extend_schema(
+    methods=["PUT"],
+    summary="Create or update a connector's mirror of an external document",
+    description="A changed version is stored as a new version (the old one kept), queued for learning, "
+    "and makes the memories citing the document stale by the invalidation mode; the same version is a "
+    'no-op. `"access": "lost"` withdraws the mirror like DELETE.',
+    request={"application/json": ConnectorDocumentIn, "multipart/form-data": ConnectorDocumentIn},
+    responses={200: ConnectorOut, 201: ConnectorOut, 409: CONFLICT, 413: TOO_LARGE},
+)
+@extend_schema(
+    methods=["DELETE"],
+    summary="Withdraw a connector's mirror (kept, marked withdrawn; dependants go stale)",
+    request=None,
+    responses={200: ConnectorOut},
+)
+@api_view(["PUT", "DELETE"])
+@parser_classes(MaterialParsers.classes)
+@permission_classes([IsIntegrationOrAdmin])
+def connector_document(request, connector, ref):
+    _check_connector(connector, ref)
+    if request.method == "DELETE":
+        no_body(lambda r: None)(request)
+        material = services.connector_document_withdraw(actor=request.user, connector=connector, ref=ref)
+        return Response({"material": material_out(material), "outcome": "withdrawn"})
+    data = _valid(ConnectorDocumentIn, request.data)
+    if data["access"] == "lost":
+        material = services.connector_document_withdraw(actor=request.user, connector=connector, ref=ref)
+        return Response({"material": material_out(material), "outcome": "withdrawn"})
+    owner = owner_for(request.user, data["agent"])
+    upload = data.get("file")
+    body = upload.read() if upload is not None else data["content"].encode()
+    material, outcome = services.connector_document_put(
+        actor=request.user,
+        connector=connector,
+        ref=ref,
+        owner=owner,
+        store=access.parse_scope(data["scope"]),
+        title=data["title"],
+        version=data["version"],
+        data=body,
+        filename=(upload.name if upload is not None else f"{ref}.txt"),
+    )
+    material.refresh_from_db()
+    code = status.HTTP_201_CREATED if outcome == "created" else status.HTTP_200_OK
+    return Response({"material": material_out(material), "outcome": outcome}, status=code)
+
+
+def _check_connector(connector: str, ref: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", connector):
+        raise ValidationError({"connector": ["A connector name is a lower-case slug of at most 64 characters."]})
+    if not ref or len(ref) > 300 or "#" in ref:
+        raise ValidationError({"ref": ["A document ref has 1 to 300 characters and no #."]})
+
+
+@extend_schema(
+    summary="Post an external signal (routed by the signal routing rules)",
+    request=SignalIn,
+    responses={200: SignalOut, 201: SignalOut},
+)
+@api_view(["POST"])
+@permission_classes([IsIntegrationOrAdmin])
+def signal_post(request):
+    data = _valid(SignalIn, request.data)
+    signal, duplicate = signals_routing.signal_receive(actor=request.user, **data)
+    out = {
+        "id": signal.pk,
+        "message": signal.message_id,
+        "channel": signal.message.channel.name,
+        "store": signal.message.store,
+        "learn": signal.learn,
+        "rule": signal.rule_id,
+        "duplicate": duplicate,
+    }
+    return Response(out, status=status.HTTP_200_OK if duplicate else status.HTTP_201_CREATED)
+
+
+@extend_schema(methods=["GET"], summary="List the signal routing rules", responses=SignalRuleOut(many=True))
+@extend_schema(methods=["POST"], summary="Add a signal routing rule", request=SignalRuleIn, responses={201: SignalRuleOut, 409: CONFLICT})
+@api_view(["GET", "POST"])
+@permission_classes([IsAdmin])
+def signal_rule_collection(request):
+    if request.method == "GET":
+        return Response([rule_out(r) for r in SignalRule.objects.all()])
+    data = _valid(SignalRuleIn, request.data)
+    rule = signals_routing.signal_rule_save(actor=request.user, rule_id=None, **data)
+    return Response(rule_out(rule), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(methods=["PUT"], summary="Change a signal routing rule (applies to the next signals)", request=SignalRuleIn, responses={200: SignalRuleOut, 409: CONFLICT})
+@extend_schema(methods=["DELETE"], summary="Remove a signal routing rule", request=None, responses={204: None})
+@api_view(["PUT", "DELETE"])
+@permission_classes([IsAdmin])
+def signal_rule_detail(request, rule_id):
+    if request.method == "DELETE":
+        no_body(lambda r: None)(request)
+        signals_routing.signal_rule_delete(actor=request.user, rule_id=rule_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    data = _valid(SignalRuleIn, request.data)
+    rule = signals_routing.signal_rule_save(actor=request.user, rule_id=rule_id, **data)
+    return Response(rule_out(rule))

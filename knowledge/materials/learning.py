@@ -1,0 +1,177 @@
+"""The learning job: claim a material, read its stored original, extract and cut it into
+sections, and write what it teaches in ONE transaction that also marks it learned.
+
+With a model (a learner registered by a higher layer — curation's, which uses Dreaming stage
+B's operation schema and rules — and the light model available for the material's agent), the
+model proposes focused entries; without one, the material becomes one entry whose blocks are
+its sections, each citing `<material>#<section>`. Either way:
+
+- a failure (unreadable original, model failure, invalid reply, database error) writes nothing
+  and marks the material failed with its reason; Retry runs it again on the stored original;
+- learning happens once per claim: the write transaction locks the material and checks that it
+  is still this attempt's, so a worker that died mid-learning (its material left `learning`)
+  and the retry that took it over never both write."""
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import DatabaseError, transaction
+
+from knowledge import entries as entry_services
+from knowledge.materials import extract
+from knowledge.materials.services import _learned, learning_claim, learning_fail
+from knowledge.materials.storage import original_read
+from knowledge.models import Entry, Material, MaterialVersion, Memory
+from knowledge.principals import Principal
+
+ACTOR = Principal.system("materials")
+PLAIN_JOB = "plain/1"
+ENTRY_TYPE = "document"
+
+
+class LearnFailed(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Learner:
+    """A model-backed learner: `unavailable(material)` says why it cannot run now ("" when it
+    can); `learn(material, version, extracted, attempt)` calls the model, checks the reply and
+    writes through `learning_commit`, raising LearnFailed with a reason."""
+
+    job: str
+    unavailable: Callable[[Material], str]
+    learn: Callable[..., None]
+
+
+_learners: list[Learner] = []
+
+
+def learner_register(learner: Learner) -> None:
+    """Called from a higher layer's AppConfig.ready (this layer may not import it)."""
+    _learners[:] = [x for x in _learners if x.job != learner.job] + [learner]
+
+
+def learner_for(material: Material) -> tuple[Learner | None, str]:
+    """(the model learner to use, or None and why not)."""
+    if not _learners:
+        return None, "no model-backed learner is installed"
+    learner = _learners[-1]
+    why = learner.unavailable(material)
+    return (None, why) if why else (learner, "")
+
+
+def learning_commit(
+    *, material_id: int, attempt: int, extracted: extract.Extracted, job: str, write, note: str = ""
+) -> bool:
+    """Run `write(material, version)` (returning counts) and mark the material learned, in one
+    transaction, if this attempt still holds the material; returns False (writing nothing) when
+    another attempt took over."""
+    with transaction.atomic():
+        material = Material.objects.select_for_update().select_related("owner", "version").get(pk=material_id)
+        if material.state != Material.LEARNING or material.attempts != attempt:
+            return False
+        version = material.version
+        # Section refs are fingerprinted as the blocks are written: they must exist first.
+        version.sections = len(extracted.sections)
+        version.save(update_fields=["sections"])
+        counts = write(material, version) or {}
+        _learned(material, version, extracted, job=job, counts=counts, note=note)
+    return True
+
+
+def material_learn(material_id: int) -> str:
+    """The django-q2 job: learn one material once. Returns what happened (for the task log)."""
+    attempt = learning_claim(material_id)
+    if attempt is None:
+        return "not claimed: another worker holds it, or it is not queued"
+    material = Material.objects.select_related("owner", "version").get(pk=material_id)
+    version = material.version
+    try:
+        data = original_read(version.path)
+        if hashlib.sha256(data).hexdigest() != version.sha256:
+            raise LearnFailed("the stored original does not match its recorded sha256")
+        try:
+            extracted = extract.extract(version.media_type, data)
+        except extract.Unreadable as exc:
+            raise LearnFailed(str(exc)) from None
+        if not extracted.sections:
+            raise LearnFailed("the original holds no text to learn")
+        learner, why = learner_for(material)
+        if learner is not None:
+            learner.learn(material=material, version=version, extracted=extracted, attempt=attempt)
+            return "learned with a model"
+        done = learning_commit(
+            material_id=material_id,
+            attempt=attempt,
+            extracted=extracted,
+            job=PLAIN_JOB,
+            write=lambda m, v: learn_plain(m, v, extracted).counts,
+            note=f"learned without a model ({why}): one entry whose blocks are its sections",
+        )
+        return "learned" if done else "taken over by another attempt; nothing written"
+    except LearnFailed as exc:
+        learning_fail(material_id, attempt, exc.reason)
+        return f"failed: {exc.reason}"
+    except DatabaseError as exc:
+        learning_fail(material_id, attempt, f"database error, nothing written: {exc}")
+        return "failed: database error"
+
+
+def section_ref(material: Material, number: int) -> str:
+    return f"{material.source_ref}#{number}"
+
+
+def learn_plain(material: Material, version: MaterialVersion, extracted: extract.Extracted) -> Entry:
+    """Without a model: one entry for the material (its title, type `document`), whose blocks
+    are the sections in order, each citing its section. Learning the material again (Learn
+    again, a new connector version) replaces that entry's blocks, keeping the entry."""
+    blocks = [
+        {
+            "text": (f"{s.title}: {s.text}" if s.title else s.text)[: entry_services.MAX_TEXT],
+            "sources": [{"kind": "material", "ref": section_ref(material, i)}],
+        }
+        for i, s in enumerate(extracted.sections, 1)
+    ]
+    first = extracted.sections[0].text
+    summary = (first[:300] + " …") if len(first) > 300 else first
+    ref = material.source_ref
+    entry = (
+        Entry.objects.filter(owner=material.owner, store=material.store, properties__material=ref)
+        .order_by("pk")
+        .first()
+    )
+    limit = entry_services.MAX_BLOCKS_PER_WRITE
+    if entry is None:
+        entry = entry_services.entry_create(
+            actor=ACTOR,
+            owner=material.owner,
+            store=material.store,
+            name=material.title,
+            type=ENTRY_TYPE,
+            summary=summary,
+            properties={"material": ref},
+            blocks=blocks[:limit],
+        )
+        rest = blocks[limit:]
+        removed = 0
+    else:
+        live = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).order_by("position")
+        removed = 0
+        for block in list(live):
+            entry_services.block_remove(
+                actor=ACTOR,
+                entry_id=entry.pk,
+                block_id=block.pk,
+                reason=f"learned again from version {version.number} of material {ref}",
+            )
+            removed += 1
+        entry_services.entry_update(actor=ACTOR, entry_id=entry.pk, summary=summary)
+        rest = blocks
+    for block in rest:
+        entry_services.block_add(actor=ACTOR, entry_id=entry.pk, text=block["text"], sources=block["sources"])
+    entry.counts = {"entries": 1, "blocks": len(blocks), "removed_blocks": removed}
+    return entry

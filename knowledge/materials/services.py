@@ -1,0 +1,358 @@
+"""Every write of materials: storing an original (upload, paste, connector mirror), queueing and
+retrying learning, new connector versions and withdrawal. Each service is one transaction with
+its audit event; the learning job is enqueued after commit, so a rolled-back write starts
+nothing. The original is stored before learning starts and never overwritten: a changed
+document is a new MaterialVersion."""
+
+import hashlib
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from knowledge import access
+from knowledge.audit import audit_record
+from knowledge.errors import Conflict, DomainError, Invalid, NotFound
+from knowledge.materials import extract
+from knowledge.materials.storage import original_save
+from knowledge.models import Agent, Material, MaterialVersion
+from knowledge.principals import Principal
+from knowledge.signals import material_changed
+
+LEARN_TASK = "knowledge.materials.tasks.material_learn"
+
+
+class TooLarge(DomainError):
+    """The original is over BRAIN_MATERIAL_MAX_MB (413)."""
+
+    status_code = 413
+    code = "too_large"
+
+
+def max_bytes() -> int:
+    return settings.BRAIN_MATERIAL_MAX_MB * 1024 * 1024
+
+
+def job_timeout_seconds() -> int:
+    """How long one learning job may run before it counts as stuck (the worker's task timeout)."""
+    return int(settings.Q_CLUSTER.get("timeout") or 600)
+
+
+def who(actor: Principal) -> str:
+    return f"{actor.kind}:{actor.name}"
+
+
+def _check_size(data: bytes, field: str) -> None:
+    if len(data) > max_bytes():
+        raise TooLarge(
+            f"{field}: the original is {len(data):,} bytes; at most {settings.BRAIN_MATERIAL_MAX_MB} MB "
+            f"(BRAIN_MATERIAL_MAX_MB) are learned.",
+            max_bytes=max_bytes(),
+        )
+
+
+def _sniff(data: bytes, filename: str, field: str) -> str:
+    try:
+        return extract.sniff(data, filename)
+    except extract.Refused as exc:
+        raise Invalid({field: str(exc)}) from None
+
+
+def _new_version(material: Material, *, actor, data: bytes, filename: str, media_type: str, label: str = ""):
+    previous = material.versions.order_by("-number").values_list("number", "sections").first() or (0, 0)
+    number = previous[0] + 1
+    path = original_save(material_id=material.pk, number=number, data=data)
+    version = MaterialVersion.objects.create(
+        material=material,
+        number=number,
+        label=label,
+        path=path,
+        filename=(filename or "original")[:255],
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        media_type=media_type,
+        # The sections of the version before stay citable refs (changed, not gone) until this
+        # one is learned and cut.
+        sections=previous[1],
+        created_by=who(actor),
+    )
+    material.version = version
+    return version
+
+
+def _enqueue(material_id: int) -> None:
+    from django_q.tasks import async_task
+
+    transaction.on_commit(lambda: async_task(LEARN_TASK, material_id, task_name=f"learn material {material_id}"))
+
+
+def _audit(action, *, actor, material, reason="", data=None):
+    return audit_record(
+        action,
+        actor=actor,
+        store=material.store,
+        owner=material.owner.name,
+        object_type="material",
+        object_ids=[material.pk],
+        reason=reason,
+        data={"ref": material.source_ref, **(data or {})},
+    )
+
+
+def material_upload(
+    *, actor: Principal, owner: Agent, store: str, filename: str, data: bytes, title: str = ""
+) -> Material:
+    """Store an uploaded file for `owner` to learn in `store` and queue its learning. Refuses
+    (writing nothing) a file over the size limit (413) and any type, judged from its bytes, that
+    is not plain text, Markdown, HTML, PDF or DOCX (400)."""
+    access.check_write(actor, owner=owner, store=store)
+    _check_size(data, "file")
+    media_type = _sniff(data, filename, "file")
+    title = (title or filename or "Untitled material").strip()[:300]
+    with transaction.atomic():
+        material = Material.objects.create(
+            kind=Material.FILE, title=title, owner=owner, store=store, state=Material.QUEUED, asked_by=who(actor)
+        )
+        version = _new_version(material, actor=actor, data=data, filename=filename, media_type=media_type)
+        material.save(update_fields=["version"])
+        _audit(
+            "material.stored",
+            actor=actor,
+            material=material,
+            data={"version": version.number, "sha256": version.sha256, "size": version.size},
+        )
+        _enqueue(material.pk)
+    return material
+
+
+def material_paste(
+    *, actor: Principal, owner: Agent, store: str, title: str, text: str = "", html: str = ""
+) -> Material:
+    """Pasted text or web content (HTML) becomes a knowledge entry at once, in this transaction:
+    the paste is kept as a material (so the entry can cite it) and learned without a model, one
+    entry whose blocks are its sections. Returns the material with `entry` set."""
+    from knowledge.materials.learning import learn_plain
+
+    if bool(text) == bool(html):
+        raise Invalid({"text": "Send either text or html."})
+    access.check_write(actor, owner=owner, store=store)
+    data = (text or html).encode()
+    _check_size(data, "text" if text else "html")
+    media_type = extract.PLAIN if text else extract.HTML
+    title = (title or "").strip()
+    if not title:
+        raise Invalid({"title": "A title is required."})
+    extracted = extract.extract(media_type, data)
+    if not extracted.sections:
+        raise Invalid({"text" if text else "html": "There is no text to learn."})
+    with transaction.atomic():
+        material = Material.objects.create(
+            kind=Material.TEXT if text else Material.WEB,
+            title=title[:300],
+            owner=owner,
+            store=store,
+            state=Material.LEARNING,
+            attempts=1,
+            learning_started_at=timezone.now(),
+            asked_by=who(actor),
+        )
+        version = _new_version(material, actor=actor, data=data, filename="pasted", media_type=media_type)
+        material.save(update_fields=["version"])
+        _audit("material.stored", actor=actor, material=material, data={"version": version.number})
+        version.sections = len(extracted.sections)
+        version.save(update_fields=["sections"])
+        entry = learn_plain(material, version, extracted)
+        _learned(material, version, extracted, job="plain/1", counts=entry.counts, note="pasted: learned at once")
+    material.entry = entry
+    return material
+
+
+def _learned(
+    material: Material, version: MaterialVersion, extracted, *, job: str, counts=None, note: str = ""
+) -> None:
+    """Inside the learning transaction: the material is learned (`note` says how, e.g. why
+    no model was used)."""
+    version.sections, version.pages = len(extracted.sections), extracted.pages
+    version.save(update_fields=["sections", "pages"])
+    material.state, material.reason, material.learned_at = Material.LEARNED, note, timezone.now()
+    material.learned_with = job
+    material.save(update_fields=["state", "reason", "learned_at", "learned_with", "updated_at"])
+    audit_record(
+        "material.learned",
+        actor=Principal.system("materials"),
+        store=material.store,
+        owner=material.owner.name,
+        object_type="material",
+        object_ids=[material.pk],
+        counts={"sections": len(extracted.sections), **(counts or {})},
+        data={"ref": material.source_ref, "version": version.number, "job": job, "attempt": material.attempts},
+    )
+
+
+def material_retry(*, actor: Principal, material: Material, again: bool = False) -> Material:
+    """Learn the stored original again: **Retry** for a failed material or one stuck in learning
+    past the job timeout; **Learn again** (`again`) for a learned one. Anything else is a 409."""
+    with transaction.atomic():
+        material = Material.objects.select_for_update().select_related("owner").get(pk=material.pk)
+        stuck = material.state == Material.LEARNING and material.learning_started_at is not None and (
+            material.learning_started_at < timezone.now() - timezone.timedelta(seconds=job_timeout_seconds())
+        )
+        allowed = {Material.FAILED, Material.STORED} | ({Material.LEARNED} if again else set())
+        if material.withdrawn:
+            raise Conflict(f"Material {material.pk} was withdrawn by its connector; it is not learned.")
+        if material.kind in (Material.TEXT, Material.WEB):
+            raise Conflict("Pasted text and web content were learned when pasted; edit the entry instead.")
+        if not (material.state in allowed or stuck or (again and material.state == Material.FAILED)):
+            if material.state == Material.LEARNED:
+                raise Conflict(f"Material {material.pk} is learned; use Learn again.", state=material.state)
+            raise Conflict(
+                f"Material {material.pk} is {material.state}; only a failed material, or one stuck in "
+                "learning past the job timeout, is retried.",
+                state=material.state,
+            )
+        previous = material.state
+        material.state, material.reason = Material.QUEUED, ""
+        material.save(update_fields=["state", "reason", "updated_at"])
+        _audit(
+            "material.learn_again" if again else "material.retried",
+            actor=actor,
+            material=material,
+            data={"was": previous, "attempts": material.attempts},
+        )
+        _enqueue(material.pk)
+    return material
+
+
+# --- connectors ------------------------------------------------------------------------------
+
+
+def connector_document_put(
+    *,
+    actor: Principal,
+    connector: str,
+    ref: str,
+    owner: Agent,
+    store: str,
+    title: str,
+    version: str,
+    data: bytes,
+    filename: str = "",
+) -> tuple[Material, str]:
+    """Create or update the read-only mirror of an external document. Returns (material,
+    outcome): `created`, `updated` (a new version: the old one is kept for lineage, the
+    memories citing the document go stale by the invalidation mode, the new version is
+    queued for learning), `restored` (a withdrawn document is back) or `unchanged` (same
+    version and bytes: nothing is written)."""
+    _check_size(data, "content")
+    media_type = _sniff(data, filename, "content")
+    sha = hashlib.sha256(data).hexdigest()
+    with transaction.atomic():
+        material = (
+            Material.objects.select_for_update()
+            .select_related("owner", "version")
+            .filter(connector=connector, external_ref=ref)
+            .first()
+        )
+        if material is None:
+            material = Material.objects.create(
+                kind=Material.CONNECTOR,
+                connector=connector,
+                external_ref=ref,
+                title=title[:300],
+                owner=owner,
+                store=store,
+                state=Material.QUEUED,
+                asked_by=who(actor),
+            )
+            v = _new_version(material, actor=actor, data=data, filename=filename, media_type=media_type, label=version)
+            material.save(update_fields=["version"])
+            _audit("material.mirrored", actor=actor, material=material, data={"version": v.number, "label": version})
+            _enqueue(material.pk)
+            return material, "created"
+        if (material.owner_id, material.store) != (owner.pk, store):
+            raise Conflict(
+                f"{connector}:{ref} is mirrored for agent {material.owner.name} in store {material.store}; "
+                "a mirror never moves across a visibility boundary.",
+            )
+        current = material.version
+        same = current is not None and current.label == version and current.sha256 == sha
+        if same and not material.withdrawn:
+            return material, "unchanged"
+        outcome = "restored" if same else "updated"
+        if not same:
+            _new_version(material, actor=actor, data=data, filename=filename, media_type=media_type, label=version)
+        material.withdrawn_at, material.title = None, (title or material.title)[:300]
+        material.state, material.reason = Material.QUEUED, ""
+        material.save(update_fields=["version", "withdrawn_at", "title", "state", "reason", "updated_at"])
+        _audit(
+            "material.mirrored",
+            actor=actor,
+            material=material,
+            data={"version": material.version.number, "label": version, "outcome": outcome},
+        )
+        material_changed.send(sender=Material, actor=actor, refs=[material.source_ref])
+        _enqueue(material.pk)
+        return material, outcome
+
+
+def connector_document_withdraw(*, actor: Principal, connector: str, ref: str) -> Material:
+    """The external document is gone or access to it was lost: the mirror is kept, marked
+    withdrawn (never learned again), and the memories citing it go stale."""
+    with transaction.atomic():
+        material = (
+            Material.objects.select_for_update()
+            .select_related("owner")
+            .filter(connector=connector, external_ref=ref)
+            .first()
+        )
+        if material is None:
+            raise NotFound(f"No document {ref} of connector {connector} is mirrored.")
+        if material.withdrawn:
+            return material
+        material.withdrawn_at = timezone.now()
+        material.save(update_fields=["withdrawn_at", "updated_at"])
+        _audit("material.withdrawn", actor=actor, material=material)
+        material_changed.send(sender=Material, actor=actor, refs=[material.source_ref])
+    return material
+
+
+# --- the learning job's claim -----------------------------------------------------------------
+
+
+def learning_claim(material_id: int, *, now=None) -> int | None:
+    """Take a queued material (or one whose learning worker died: learning past the job timeout)
+    by a conditional update; returns this attempt's number, or None when another worker holds it
+    or there is nothing to learn."""
+    now = now or timezone.now()
+    stale = now - timezone.timedelta(seconds=job_timeout_seconds())
+    won = (
+        Material.objects.filter(pk=material_id, withdrawn_at__isnull=True)
+        .filter(Q(state=Material.QUEUED) | Q(state=Material.LEARNING, learning_started_at__lt=stale))
+        .update(state=Material.LEARNING, attempts=F("attempts") + 1, learning_started_at=now, updated_at=now)
+    )
+    if not won:
+        return None
+    return Material.objects.filter(pk=material_id).values_list("attempts", flat=True).first()
+
+
+def learning_fail(material_id: int, attempt: int, reason: str) -> bool:
+    """This attempt failed: the material is failed with the reason (nothing else was written).
+    A no-op when another attempt has taken over."""
+    with transaction.atomic():
+        material = Material.objects.select_for_update().select_related("owner").get(pk=material_id)
+        if material.state != Material.LEARNING or material.attempts != attempt:
+            return False
+        material.state, material.reason = Material.FAILED, reason[:2000]
+        material.save(update_fields=["state", "reason", "updated_at"])
+        audit_record(
+            "material.learning_failed",
+            actor=Principal.system("materials"),
+            store=material.store,
+            owner=material.owner.name,
+            object_type="material",
+            object_ids=[material.pk],
+            reason=reason[:2000],
+            data={"ref": material.source_ref, "attempt": attempt},
+        )
+    return True

@@ -1,0 +1,169 @@
+"""External signals and their routing rules. A signal (source, type, text, data, occurred_at,
+external_id) is kept as a message in the channel its rule names, idempotent by (source,
+external_id). The rule's memory scope is the channel's routing rule for the next conversation
+(messages keep the store they arrived with, so a changed rule moves no old content across a
+visibility boundary). A rule with `learn: false` (prices, stock levels: values that change by
+the minute) keeps its signals as searchable messages that Dreaming never curates."""
+
+import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.audit import audit_record
+from knowledge.errors import Conflict, Invalid, NotFound
+from knowledge.messages import MessageIn, channel_integration_add, channel_open, message_ingest
+from knowledge.models import Channel, Message, Signal, SignalRule
+from knowledge.principals import Principal
+
+
+def rule_for(source: str, type: str) -> SignalRule | None:
+    """The most specific rule: source + type, else the source's catch-all (type blank)."""
+    rules = {r.type: r for r in SignalRule.objects.filter(source=source, type__in=[type, ""])}
+    return rules.get(type) or rules.get("")
+
+
+def signal_rule_save(
+    *,
+    actor: Principal,
+    rule_id: int | None,
+    source: str,
+    type: str,
+    channel: str,
+    memory_scope: str,
+    learn: bool,
+) -> SignalRule:
+    """Create (rule_id None) or change a routing rule; admins only (the views check). A rule
+    may not route into a direct message."""
+    with transaction.atomic():
+        target = Channel.objects.filter(name=channel).first()
+        if target is not None and target.kind == Channel.KIND_DM:
+            raise Invalid({"channel": f"{channel} is a direct message; signals go to shared channels."})
+        if rule_id is None:
+            if SignalRule.objects.filter(source=source, type=type).exists():
+                raise Conflict(f"A rule for {source}/{type or '*'} exists already; change it instead.")
+            rule = SignalRule(source=source, type=type)
+            before = None
+        else:
+            rule = SignalRule.objects.select_for_update().filter(pk=rule_id).first()
+            if rule is None:
+                raise NotFound(f"No signal routing rule {rule_id}.")
+            before = _snap(rule)
+            clash = SignalRule.objects.filter(source=source, type=type).exclude(pk=rule.pk).exists()
+            if clash:
+                raise Conflict(f"A rule for {source}/{type or '*'} exists already.")
+            rule.source, rule.type = source, type
+        rule.channel, rule.memory_scope, rule.learn = channel, memory_scope, learn
+        rule.updated_by = actor.name
+        rule.save()
+        audit_record(
+            "signal_rule.saved",
+            actor=actor,
+            object_type="signal_rule",
+            object_ids=[rule.pk],
+            data={"before": before, "after": _snap(rule)},
+        )
+    return rule
+
+
+def signal_rule_delete(*, actor: Principal, rule_id: int) -> None:
+    with transaction.atomic():
+        rule = SignalRule.objects.select_for_update().filter(pk=rule_id).first()
+        if rule is None:
+            raise NotFound(f"No signal routing rule {rule_id}.")
+        before = _snap(rule)
+        rule.delete()
+        audit_record(
+            "signal_rule.deleted", actor=actor, object_type="signal_rule", object_ids=[rule_id], data={"before": before}
+        )
+
+
+def _snap(rule: SignalRule) -> dict:
+    return {
+        "source": rule.source,
+        "type": rule.type,
+        "channel": rule.channel,
+        "memory_scope": rule.memory_scope,
+        "learn": rule.learn,
+    }
+
+
+def signal_receive(
+    *,
+    actor: Principal,
+    source: str,
+    type: str,
+    text: str,
+    external_id: str,
+    data: dict | None = None,
+    occurred_at: datetime.datetime | None = None,
+) -> tuple[Signal, bool]:
+    """Store one signal as a message in its rule's channel (one transaction). Returns (signal,
+    duplicate): a signal already received (same source and external_id) is returned as it was
+    stored, and nothing is written."""
+    existing = Signal.objects.select_related("message__channel").filter(source=source, external_id=external_id).first()
+    if existing is not None:
+        return existing, True
+    rule = rule_for(source, type)
+    if rule is None:
+        raise Invalid({"source": f"No signal routing rule for {source}/{type}; an admin adds one first."})
+    with transaction.atomic():
+        channel = Channel.objects.select_for_update().filter(name=rule.channel).first()
+        if channel is None:
+            channel = channel_open(
+                actor=Principal.system("signals"), name=rule.channel, memory_scope=rule.memory_scope
+            )
+        elif channel.kind == Channel.KIND_DM:
+            raise Conflict(f"Channel {channel.name} is a direct message; the rule cannot route there.")
+        elif channel.memory_scope != rule.memory_scope:
+            # The rule changed: the channel's next conversations and messages follow it; the
+            # messages already stored keep their store.
+            channel.memory_scope = rule.memory_scope
+            channel.save(update_fields=["memory_scope"])
+            audit_record(
+                "channel.scope_changed",
+                actor=actor,
+                object_type="channel",
+                object_ids=[channel.pk],
+                reason=f"signal routing rule {rule.pk}",
+                data={"memory_scope": rule.memory_scope},
+            )
+        if actor.kind == "integration":
+            channel_integration_add(actor=actor, channel=channel, integration=actor.integration)
+        result = message_ingest(
+            actor=actor,
+            messages=[
+                MessageIn(
+                    channel=channel,
+                    speaker=f"person:{source}",
+                    text=text,
+                    ts=occurred_at or timezone.now(),
+                    external_id=f"signal:{source}:{external_id}",
+                )
+            ],
+        )
+        message_id = result.ids[0]
+        if not rule.learn:
+            Message.objects.filter(pk=message_id).update(learn=False)
+        signal = Signal.objects.create(
+            source=source,
+            type=type,
+            external_id=external_id,
+            text=text,
+            data=data or {},
+            occurred_at=occurred_at or timezone.now(),
+            rule=rule,
+            message_id=message_id,
+            learn=rule.learn,
+            posted_by=f"{actor.kind}:{actor.name}",
+        )
+        audit_record(
+            "signal.received",
+            actor=actor,
+            store=Message.objects.filter(pk=message_id).values_list("store", flat=True).first() or "",
+            object_type="signal",
+            object_ids=[signal.pk],
+            data={"source": source, "type": type, "rule": rule.pk, "learn": rule.learn, "message": message_id},
+        )
+    signal = Signal.objects.select_related("message__channel").get(pk=signal.pk)
+    return signal, False

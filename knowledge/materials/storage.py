@@ -1,0 +1,35 @@
+"""Where originals live: Django's storage API, the `materials` storage (a FileSystemStorage
+under var/media/materials by default; any backend — S3 through django-storages, say — by
+setting BRAIN_MATERIAL_STORAGE and its options). Originals are written once under a path that
+names the material and version and are never overwritten."""
+
+import hashlib
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import storages
+
+
+def material_storage():
+    return storages["materials"]
+
+
+def original_save(*, material_id: int, number: int, data: bytes) -> str:
+    """Store one version's bytes; returns its storage path. A path that already exists (a
+    write that a rolled-back transaction left behind) gets a new name from the storage, so no
+    stored original is ever overwritten."""
+    name = f"{material_id}/v{number}-{hashlib.sha256(data).hexdigest()[:16]}"
+    return material_storage().save(name, ContentFile(data))
+
+
+def original_read(path: str) -> bytes:
+    with material_storage().open(path, "rb") as handle:
+        return handle.read()
+
+
+def original_open(path: str):
+    return material_storage().open(path, "rb")
+
+
+def storage_usage(paths_sizes) -> int:
+    """The bytes held by the given versions (sizes are recorded, so no storage call is made)."""
+    return sum(size for _, size in paths_sizes)

@@ -1,0 +1,201 @@
+"""Console: the Knowledge page's Materials tab (retained files and connector documents with
+their learning state), "ask an agent to learn a source", a material's page (state, attempts,
+download of the original, Retry / Learn again, the entries citing it), and the admins' signal
+routing rules. Thin views over the same services and selectors as the API."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from rest_framework.exceptions import APIException
+
+from knowledge import access
+from knowledge.errors import DomainError
+from knowledge.materials import services, signals_routing
+from knowledge.materials.api import original_response
+from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
+from knowledge.models import Agent, Material, SignalRule
+from knowledge.permissions import admin_required, reviewer_required
+
+FINAL = (Material.LEARNED, Material.FAILED)
+
+
+def _error_text(exc) -> str:
+    if isinstance(exc, DomainError):
+        return exc.message
+    detail = getattr(exc, "detail", str(exc))
+    if isinstance(detail, dict):
+        return "; ".join(f"{k}: {' '.join(map(str, v if isinstance(v, list) else [v]))}" for k, v in detail.items())
+    if isinstance(detail, list):
+        return " ".join(map(str, detail))
+    return str(detail)
+
+
+def _get(request, pk):
+    try:
+        return material_get_for(request.principal, pk)
+    except DomainError:
+        from django.http import Http404
+
+        raise Http404("No such material.") from None
+
+
+@reviewer_required
+def material_list(request):
+    owner = request.session.get("owner", "")
+    qs = materials_for(request.principal, listed_only=True)
+    if owner:
+        qs = qs.filter(owner__name=owner)
+    state = request.GET.get("state", "")
+    if state in dict(Material.STATES):
+        qs = qs.filter(state=state)
+    return render(
+        request,
+        "knowledge/materials/list.html",
+        {
+            "tab": "materials",
+            "materials": qs[:200],
+            "agents": Agent.objects.order_by("name"),
+            "states": [s for s, _ in Material.STATES],
+            "state": state,
+            "max_mb": services.max_bytes() // (1024 * 1024),
+        },
+    )
+
+
+@reviewer_required
+@require_POST
+def material_new(request):
+    """Ask an agent to learn a source: a file (stored, then learned by a job), pasted text or
+    pasted web content (an entry at once; the console opens it)."""
+    principal = request.principal
+    agent = Agent.objects.filter(name=request.POST.get("agent", "")).first()
+    try:
+        if agent is None:
+            raise DomainError("Pick the agent that learns it.")
+        store = access.parse_scope(request.POST.get("scope") or "shared")
+        upload = request.FILES.get("file")
+        title = request.POST.get("title", "").strip()
+        if upload is not None:
+            material = services.material_upload(
+                actor=principal, owner=agent, store=store, filename=upload.name or "", data=upload.read(), title=title
+            )
+            messages.success(request, f"Stored {material.title}; {agent.name} is learning it.")
+            return redirect("material-page", pk=material.pk)
+        text, html = request.POST.get("text", "").strip(), request.POST.get("html", "").strip()
+        if not (text or html):
+            raise DomainError("Upload a file, paste text, or paste web content.")
+        material = services.material_paste(
+            actor=principal, owner=agent, store=store, title=title, text=text if not html else "", html=html
+        )
+        messages.success(request, f"{agent.name} learned {material.title}.")
+        return redirect("entry-edit", pk=material.entry.pk)
+    except (DomainError, APIException, DjangoPermissionDenied) as exc:
+        messages.error(request, _error_text(exc))
+        return redirect("material-list")
+
+
+@reviewer_required
+def material_page(request, pk):
+    material = _get(request, pk)
+    return render(
+        request,
+        "knowledge/materials/page.html",
+        {
+            "tab": "materials",
+            "material": material,
+            "versions": material.versions.order_by("-number"),
+            "entries": citing_entries(request.principal, material),
+            "final": material.state in FINAL,
+        },
+    )
+
+
+@reviewer_required
+def material_state(request, pk):
+    """The state fragment the page polls while the material is queued or learning."""
+    material = _get(request, pk)
+    return render(
+        request,
+        "knowledge/materials/page.html#state",
+        {
+            "material": material,
+            "entries": citing_entries(request.principal, material),
+            "final": material.state in FINAL,
+        },
+    )
+
+
+@reviewer_required
+def material_download(request, pk):
+    material = _get(request, pk)
+    version = None
+    if number := request.GET.get("version", ""):
+        version = material.versions.filter(number=number).first() if number.isdigit() else None
+        if version is None:
+            from django.http import Http404
+
+            raise Http404("No such version.")
+    return original_response(material, version)
+
+
+@reviewer_required
+@require_POST
+def material_retry(request, pk):
+    material = _get(request, pk)
+    again = request.POST.get("again") == "1"
+    try:
+        services.material_retry(actor=request.principal, material=material, again=again)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Learning again." if again else "Retrying.")
+    return redirect(reverse("material-page", args=[material.pk]))
+
+
+@admin_required
+def signal_rules(request):
+    if request.method == "POST":
+        rule_id = request.POST.get("rule") or None
+        try:
+            signals_routing.signal_rule_save(
+                actor=request.principal,
+                rule_id=int(rule_id) if rule_id and rule_id.isdigit() else None,
+                source=_slug(request.POST.get("source", ""), "source"),
+                type=request.POST.get("type", "").strip()[:64],
+                channel=_slug(request.POST.get("channel", ""), "channel"),
+                memory_scope="channel" if request.POST.get("memory_scope") == "channel" else "shared",
+                learn=request.POST.get("learn") == "1",
+            )
+        except DomainError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, "Rule saved; it applies to the next signals and conversations.")
+        return redirect("signal-rules")
+    return render(
+        request,
+        "knowledge/materials/signal_rules.html",
+        {"tab": "materials", "rules": SignalRule.objects.all()},
+    )
+
+
+def _slug(value: str, field: str) -> str:
+    import re
+
+    value = value.strip().lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", value):
+        raise DomainError(f"{field}: a lower-case slug (letters, digits, - and _).")
+    return value
+
+
+@admin_required
+@require_POST
+def signal_rule_delete(request, rule_id):
+    try:
+        signals_routing.signal_rule_delete(actor=request.principal, rule_id=rule_id)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Rule removed.")
+    return redirect("signal-rules")
