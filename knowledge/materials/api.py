@@ -477,7 +477,7 @@ def signal_post(request):
     return Response(out, status=status.HTTP_200_OK if duplicate else status.HTTP_201_CREATED)
 
 
-@extend_schema(methods=["GET"], summary="List the signal routing rules", responses=SignalRuleOut(many=True))
+@extend_schema(methods=["GET"], summary="List the signal routing rules", responses=serializers.ListSerializer(child=SignalRuleOut))
 @extend_schema(methods=["POST"], summary="Add a signal routing rule", request=SignalRuleIn, responses={201: SignalRuleOut, 409: CONFLICT})
 @api_view(["GET", "POST"])
 @permission_classes([IsAdmin])

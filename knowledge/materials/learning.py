@@ -71,7 +71,7 @@ def learning_commit(
     transaction, if this attempt still holds the material; returns False (writing nothing) when
     another attempt took over."""
     with transaction.atomic():
-        material = Material.objects.select_for_update().select_related("owner", "version").get(pk=material_id)
+        material = Material.objects.select_for_update(of=("self",)).select_related("owner", "version").get(pk=material_id)
         if material.state != Material.LEARNING or material.attempts != attempt:
             return False
         version = material.version

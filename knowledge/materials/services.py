@@ -36,7 +36,8 @@ def max_bytes() -> int:
 
 def job_timeout_seconds() -> int:
     """How long one learning job may run before it counts as stuck (the worker's task timeout)."""
-    return int(settings.Q_CLUSTER.get("timeout") or 600)
+    timeout = settings.Q_CLUSTER.get("timeout")
+    return 600 if timeout is None else int(timeout)
 
 
 def who(actor: Principal) -> str:
@@ -194,7 +195,7 @@ def material_retry(*, actor: Principal, material: Material, again: bool = False)
     """Learn the stored original again: **Retry** for a failed material or one stuck in learning
     past the job timeout; **Learn again** (`again`) for a learned one. Anything else is a 409."""
     with transaction.atomic():
-        material = Material.objects.select_for_update().select_related("owner").get(pk=material.pk)
+        material = Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material.pk)
         stuck = material.state == Material.LEARNING and material.learning_started_at is not None and (
             material.learning_started_at < timezone.now() - timezone.timedelta(seconds=job_timeout_seconds())
         )
@@ -249,7 +250,7 @@ def connector_document_put(
     sha = hashlib.sha256(data).hexdigest()
     with transaction.atomic():
         material = (
-            Material.objects.select_for_update()
+            Material.objects.select_for_update(of=("self",))
             .select_related("owner", "version")
             .filter(connector=connector, external_ref=ref)
             .first()
@@ -301,7 +302,7 @@ def connector_document_withdraw(*, actor: Principal, connector: str, ref: str) -
     withdrawn (never learned again), and the memories citing it go stale."""
     with transaction.atomic():
         material = (
-            Material.objects.select_for_update()
+            Material.objects.select_for_update(of=("self",))
             .select_related("owner")
             .filter(connector=connector, external_ref=ref)
             .first()
@@ -340,7 +341,7 @@ def learning_fail(material_id: int, attempt: int, reason: str) -> bool:
     """This attempt failed: the material is failed with the reason (nothing else was written).
     A no-op when another attempt has taken over."""
     with transaction.atomic():
-        material = Material.objects.select_for_update().select_related("owner").get(pk=material_id)
+        material = Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material_id)
         if material.state != Material.LEARNING or material.attempts != attempt:
             return False
         material.state, material.reason = Material.FAILED, reason[:2000]
