@@ -12,6 +12,10 @@ class CurationConfig(AppConfig):
         from memory.status import StatusSection, status_section_register
 
         connect()
+        from curation.materials.learn import LEARNER
+        from knowledge.materials.learning import learner_register
+
+        learner_register(LEARNER)
         status_section_register(
             StatusSection(
                 name="dreaming_stage_a",

@@ -1,0 +1,1 @@
+"""Learning materials with a model (the learner registered into knowledge.materials.learning)."""

@@ -1,0 +1,199 @@
+"""Learning a material with a model, version 1: the prompt, the reply's JSON schema (Dreaming
+stage B's operation schema cut to the operations learning may use, with sections as the only
+sources) and the code rules — stage B's own `check_one`, applied to the sections as the opened
+evidence. Change any of them together and bump VERSION (recorded on the material and its
+audit events).
+
+- every block cites at least one section of the material (stored as `<material>#<section>`);
+- a relation is written only when a cited section states it: the operation quotes the words and
+  code checks the quote is in that section;
+- an induction needs evidence from different places or times, which one document never is, so
+  a material alone yields observations and deductions (stated as conditionals);
+- entry types come from the agent's curation guide; everything is written into the material's
+  store, so nothing crosses a visibility boundary.
+
+The model is called outside any transaction; the checked operations are applied in ONE
+transaction with the material's `learned` state (knowledge.materials.learning.learning_commit).
+A model failure or an invalid reply writes nothing and fails the material with the reason; an
+operation a rule or a service refuses is dropped and its reason recorded on the audit event."""
+
+import copy
+import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from curation.dreaming import stage_b
+from curation.dreaming.selectors_b import guide_types
+from curation.dreaming.services_b import REFUSALS, _refusal_text
+from knowledge import entries as entry_services
+from knowledge.llm import LIGHT, ModelError, model_availability, model_call
+from knowledge.materials.learning import ACTOR, Learner, LearnFailed, learning_commit, section_ref
+from knowledge.models import Entry, Material
+
+VERSION = "material-learn/1"
+OPS = ("create_entry", "add_block", "add_relation")
+SECTION_CHARS = 6000
+MAX_SECTIONS = 60  # one call; a longer material is learned without the model's help past this
+REPLY_TOKENS = 6000
+
+SCHEMA = copy.deepcopy(stage_b.PROPOSE_SCHEMA)
+_item = SCHEMA["properties"]["operations"]["items"]
+_item["properties"]["op"] = {"enum": list(OPS)}
+_item["properties"]["sources"]["items"]["properties"]["kind"] = {"enum": ["section"]}
+for _unused in ("block", "closes", "skill", "revises", "reason"):
+    _item["properties"].pop(_unused)
+
+SYSTEM = """You turn one document that the agent {agent} was asked to learn into focused \
+knowledge entries. The document is given as numbered sections (#n, title, text). A document is \
+evidence: place separate topics in separate entries.
+
+Return operations (JSON):
+- create_entry: name, type (one of: {types}), aliases, summary, store ("{store}").
+- add_block: entry (the name of an entry created above), text (one fact, in your words), kind \
+(observation | deduction), sources ([{{"kind": "section", "ref": n}}]), valid_from, valid_to \
+(YYYY-MM-DD or null). A deduction names its premises ("premises": [...]).
+- add_relation: entry, predicate, target (entry names created above), sources (the one section \
+that states it), quote (the exact words of that section that state it). Never a relation you \
+inferred.
+
+Every block cites the sections it comes from. Do not store guesses. An empty list is a fine \
+answer. Reply with JSON only: {{"operations": [...]}}"""
+
+
+def prompt(*, agent: str, title: str, types: list[str], store: str, sections) -> list[dict]:
+    lines = [f"Document: {title}", ""]
+    for n, section in enumerate(sections, 1):
+        text = section.text if len(section.text) <= SECTION_CHARS else section.text[:SECTION_CHARS] + " …"
+        lines += [f"#{n} {section.title}", text, ""]
+    return [
+        {"role": "system", "content": SYSTEM.format(agent=agent, types=", ".join(types), store=store)},
+        {"role": "user", "content": "\n".join(lines).strip()},
+    ]
+
+
+def opened_for(material: Material, sections) -> stage_b.Opened:
+    """The sections as stage B's opened evidence: one place (the document), one time."""
+    now = timezone.now()
+    opened = stage_b.Opened(agent_id=material.owner_id, types=guide_types(material.owner), stores=[material.store])
+    for n, section in enumerate(sections, 1):
+        opened.messages[n] = stage_b.Evidence(
+            id=n, store=material.store, place=f"material:{material.pk}", ts=now, text=section.text
+        )
+    return opened
+
+
+def _as_messages(op: dict, store: str) -> dict:
+    op = dict(op)
+    if op["op"] == "create_entry":
+        op.setdefault("store", store)
+    if "sources" in op:
+        op["sources"] = [{"kind": "message", "ref": s["ref"]} for s in op["sources"]]
+    return op
+
+
+def check(operations: list[dict], material: Material, sections, *, today: datetime.date):
+    """Stage B's rules on the operations; returns (kept, dropped) with sources as material refs."""
+    opened = opened_for(material, sections)
+    kept, dropped, created = [], [], {}
+    for i, op in enumerate(operations, 1):
+        try:
+            out = stage_b.check_one(_as_messages(op, material.store), opened, created, run=0, today=today)
+        except stage_b.Dropped as exc:
+            dropped.append({"op": i, "kind": op["op"], "reason": str(exc)})
+            continue
+        if "sources" in out:
+            out["sources"] = [
+                {"kind": "material", "ref": section_ref(material, int(s["ref"]))} for s in out["sources"]
+            ]
+        if out["op"] == "add_block" and out.get("kind") == "deduction":
+            out["text"] = out["text"].replace("(Deduced by Dreaming run 0 on", f"(Deduced from material {material.source_ref} on")
+        kept.append((i, out))
+    return kept, dropped
+
+
+def _apply(material: Material, kept, dropped) -> dict:
+    created: dict[str, Entry] = {}
+    counts = {"entries": 0, "blocks": 0, "relations": 0}
+    for position, op in kept:
+        try:
+            with transaction.atomic():
+                if op["op"] == "create_entry":
+                    entry = entry_services.entry_create(
+                        actor=ACTOR,
+                        owner=material.owner,
+                        store=material.store,
+                        name=op["name"],
+                        type=op.get("type", ""),
+                        aliases=op.get("aliases") or [],
+                        summary=op.get("summary", ""),
+                        properties={"material": material.source_ref},
+                    )
+                    created[op["name"].strip().lower()] = entry
+                    counts["entries"] += 1
+                elif op["op"] == "add_block":
+                    entry = created[op["entry"]]
+                    entry_services.block_add(actor=ACTOR, entry_id=entry.pk, text=op["text"].strip(), sources=op["sources"])
+                    counts["blocks"] += 1
+                else:
+                    entry_services.relation_add(
+                        actor=ACTOR,
+                        entry_id=created[op["entry"]].pk,
+                        predicate=op["predicate"],
+                        target_id=created[op["target"]].pk,
+                        sources=op["sources"],
+                        valid_from=op["valid_from"].date() if op["valid_from"] else None,
+                        valid_to=op["valid_to"].date() if op["valid_to"] else None,
+                    )
+                    counts["relations"] += 1
+        except KeyError:
+            dropped.append({"op": position, "kind": op["op"], "reason": "its entry was not created (dropped above)"})
+        except REFUSALS as exc:
+            dropped.append({"op": position, "kind": op["op"], "reason": _refusal_text(exc)})
+    counts["dropped"] = len(dropped)
+    return counts
+
+
+def learn_with_model(*, material: Material, version, extracted, attempt: int) -> None:
+    sections = extracted.sections[:MAX_SECTIONS]
+    try:
+        reply = model_call(
+            purpose="materials.learn",
+            messages=prompt(
+                agent=material.owner.name,
+                title=material.title,
+                types=guide_types(material.owner),
+                store=material.store,
+                sections=sections,
+            ),
+            schema=SCHEMA,
+            profile=LIGHT,
+            agent=material.owner,
+            actor=ACTOR,
+            max_tokens=REPLY_TOKENS,
+        )
+    except ModelError as exc:
+        raise LearnFailed(f"the model call failed, nothing written: {exc.reason}") from None
+    kept, dropped = check(reply.data["operations"], material, sections, today=timezone.now().date())
+    if not any(op["op"] == "add_block" for _, op in kept):
+        reasons = "; ".join(d["reason"] for d in dropped[:3]) or "it proposed no operations"
+        raise LearnFailed(f"the model's reply taught nothing that passes the rules, nothing written: {reasons}")
+    note = f"learned with the model: {len(kept)} operation(s) applied"
+    if dropped:
+        note += f", {len(dropped)} dropped (" + "; ".join(f"#{d['op']} {d['reason']}" for d in dropped[:5]) + ")"
+    learning_commit(
+        material_id=material.pk,
+        attempt=attempt,
+        extracted=extracted,
+        job=VERSION,
+        write=lambda m, v: _apply(m, kept, dropped),
+        note=note[:2000],
+    )
+
+
+def unavailable(material: Material) -> str:
+    why = model_availability(LIGHT, agent=material.owner)
+    return f"the light model is {why}" if why else ""
+
+
+LEARNER = Learner(job=VERSION, unavailable=unavailable, learn=learn_with_model)

@@ -1,0 +1,93 @@
+"""Learning a material with the model (the loopback stub): Dreaming stage B's operations and
+rules on the material's sections; good, invalid and failing replies."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from knowledge.materials.learning import material_learn
+from knowledge.models import Entry, EntryRelation, Material, Memory
+from tests.knowledge.materials.documents import docx_bytes, pdf_bytes
+
+pytestmark = pytest.mark.django_db
+
+DOCS = {
+    "policy.pdf": pdf_bytes(["Refunds are paid within 30 days.", "Acme is a supplier of Globex."]),
+    "policy.docx": docx_bytes([("Refunds", "Refunds are paid within 30 days."), ("Acme", "Acme is a supplier of Globex.")]),
+    "notes.md": b"# Refunds\nRefunds are paid within 30 days.\n\n# Acme\nAcme is a supplier of Globex.",
+    "page.html": b"<h1>Refunds</h1><p>Refunds are paid within 30 days.</p><h1>Acme</h1><p>Acme is a supplier of Globex.</p>",
+    "notes.txt": b"# Refunds\nRefunds are paid within 30 days.\n\n# Acme\nAcme is a supplier of Globex.",
+}
+
+GOOD = [
+    {"op": "create_entry", "name": "Refund policy", "type": "policy", "summary": "How refunds work."},
+    {"op": "add_block", "entry": "Refund policy", "text": "Refunds are paid within 30 days.",
+     "kind": "observation", "sources": [{"kind": "section", "ref": 1}]},
+    {"op": "create_entry", "name": "Acme", "type": "organization"},
+    {"op": "create_entry", "name": "Globex", "type": "organization"},
+    {"op": "add_block", "entry": "Acme", "text": "Acme supplies Globex.", "kind": "observation",
+     "sources": [{"kind": "section", "ref": 2}]},
+    {"op": "add_relation", "entry": "Acme", "predicate": "supplies", "target": "Globex",
+     "sources": [{"kind": "section", "ref": 2}], "quote": "Acme is a supplier of Globex"},
+    # dropped by the rules: an inferred relation, a block citing a section that does not exist
+    {"op": "add_relation", "entry": "Globex", "predicate": "owns", "target": "Acme",
+     "sources": [{"kind": "section", "ref": 2}], "quote": "Globex owns Acme"},
+    {"op": "add_block", "entry": "Acme", "text": "Acme is large.", "sources": [{"kind": "section", "ref": 9}]},
+]
+
+
+def _upload(world, name):
+    response = world.client("admin").post(
+        "/api/materials",
+        {"file": SimpleUploadedFile(name, DOCS[name]), "agent": "copilot", "scope": "shared"},
+        format="multipart",
+    )
+    assert response.status_code == 201, response.json()
+    return response.json()["material"]["id"]
+
+
+@pytest.mark.parametrize("name", list(DOCS))
+def test_a_good_reply_writes_focused_entries_citing_sections_and_only_stated_relations(world, model_stub, name):
+    material_id = _upload(world, name)
+    model_stub.reply_json({"operations": GOOD})
+    assert material_learn(material_id) == "learned with a model"
+    material = Material.objects.get(pk=material_id)
+    assert material.state == Material.LEARNED and material.learned_with == "material-learn/1"
+    assert "2 dropped" in material.reason
+    assert set(Entry.objects.values_list("name", flat=True)) == {"Refund policy", "Acme", "Globex"}
+    block = Memory.objects.get(entry__name="Refund policy")
+    assert list(block.sources.values_list("kind", "ref")) == [("material", f"{material_id}#1")]
+    relations = list(EntryRelation.objects.values_list("source__name", "predicate", "target__name"))
+    assert relations == [("Acme", "supplies", "Globex")]
+    assert "Refunds are paid within 30 days." in model_stub.prompt(model_stub.chat_requests()[-1])
+
+
+def test_an_invalid_reply_fails_the_material_and_writes_nothing(world, model_stub):
+    material_id = _upload(world, "notes.md")
+    model_stub.reply_json({"operations": [{"op": "rewrite_memo", "text": "x"}]})  # not a learning operation
+    assert material_learn(material_id).startswith("failed")
+    material = Material.objects.get(pk=material_id)
+    assert material.state == Material.FAILED and "nothing written" in material.reason
+    assert not Entry.objects.exists()
+
+
+def test_a_reply_that_passes_no_rule_fails_and_writes_nothing(world, model_stub):
+    material_id = _upload(world, "notes.md")
+    model_stub.reply_json({"operations": [GOOD[0], {**GOOD[1], "sources": [{"kind": "section", "ref": 7}]}]})
+    assert material_learn(material_id).startswith("failed")
+    assert "taught nothing that passes the rules" in Material.objects.get(pk=material_id).reason
+    assert not Entry.objects.exists()
+
+
+def test_a_failing_model_fails_with_its_reason_and_retry_learns_from_the_stored_original(world, model_stub):
+    material_id = _upload(world, "policy.pdf")
+    for _ in range(5):
+        model_stub.reply_error(500)
+    assert material_learn(material_id).startswith("failed")
+    material = Material.objects.get(pk=material_id)
+    assert material.state == Material.FAILED and "model call failed" in material.reason
+    assert not Entry.objects.exists()
+    model_stub.reset()
+    assert world.client("admin").post(f"/api/materials/{material_id}/retry", {}, format="json").status_code == 200
+    model_stub.reply_json({"operations": GOOD[:2]})
+    assert material_learn(material_id) == "learned with a model"
+    assert Entry.objects.count() == 1

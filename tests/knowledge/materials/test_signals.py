@@ -1,0 +1,69 @@
+"""Signals: routed by admins' rules, idempotent, and `learn: false` signals never reach
+Dreaming (stage A reads no such message)."""
+
+import pytest
+
+from curation.dreaming.selectors import batch_next, channel_lags
+from knowledge.models import Channel, Message, Signal
+
+pytestmark = pytest.mark.django_db
+
+
+def _rule(client, **fields):
+    body = {"source": "erp", "type": "price", "channel": "prices", "memory_scope": "shared", "learn": False, **fields}
+    return client.post("/api/signal-rules", body, format="json")
+
+
+def _signal(client, external_id, text="Widget price is 9.99", type="price"):
+    return client.post(
+        "/api/signals",
+        {"source": "erp", "type": type, "text": text, "external_id": external_id, "data": {"sku": "W1"}},
+        format="json",
+    )
+
+
+def test_a_learn_false_signal_is_kept_as_a_message_but_never_reaches_dreaming(world):
+    admin = world.client("admin")
+    assert _rule(admin).status_code == 201
+    sent = _signal(world.client("integration"), "p-1")
+    assert sent.status_code == 201, sent.json()
+    assert sent.json()["learn"] is False and sent.json()["channel"] == "prices"
+    message = Message.objects.get(pk=sent.json()["message"])
+    assert message.learn is False and message.text == "Widget price is 9.99"
+    channel = Channel.objects.get(name="prices")
+    assert batch_next(channel, None).messages == []
+    assert [lag.lag for lag in channel_lags(channel.pk)] == [0]
+
+
+def test_signals_are_idempotent_by_external_id_and_need_a_rule(world):
+    admin, integration = world.client("admin"), world.client("integration")
+    assert _signal(integration, "x-1").status_code == 400  # no rule yet
+    _rule(admin, learn=True)
+    first = _signal(integration, "x-1")
+    again = _signal(integration, "x-1", text="changed")
+    assert first.status_code == 201 and again.status_code == 200 and again.json()["duplicate"] is True
+    assert Signal.objects.count() == 1 and Message.objects.filter(channel__name="prices").count() == 1
+    channel = Channel.objects.get(name="prices")
+    assert [m.id for m in batch_next(channel, None).messages] == [first.json()["message"]]
+
+
+def test_a_changed_rule_applies_to_the_next_signals_and_moves_no_old_message(world):
+    admin, integration = world.client("admin"), world.client("integration")
+    rule = _rule(admin, learn=True).json()
+    old = _signal(integration, "s-1").json()
+    assert old["store"] == "shared"
+    changed = admin.put(
+        f"/api/signal-rules/{rule['id']}",
+        {"source": "erp", "type": "price", "channel": "prices", "memory_scope": "channel", "learn": True},
+        format="json",
+    )
+    assert changed.status_code == 200
+    new = _signal(integration, "s-2").json()
+    assert new["store"] == "channel:prices"
+    assert Message.objects.get(pk=old["message"]).store == "shared"
+
+
+def test_only_admins_manage_rules(world):
+    assert _rule(world.client("reviewer")).status_code == 403
+    assert _rule(world.client("integration")).status_code == 403
+    assert world.client("copilot").post("/api/signals", {}, format="json").status_code == 403
