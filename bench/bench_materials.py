@@ -8,7 +8,6 @@ import tempfile
 import time
 
 from django.conf import settings
-
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -36,7 +35,10 @@ def run(report) -> None:
     folder = tempfile.mkdtemp(prefix="brain-bench-materials-")
     storages = {
         **settings.STORAGES,
-        "materials": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": folder}},
+        "materials": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": folder},
+        },
     }
     # No job is enqueued (the bench settings run tasks inline): the benchmark runs learning
     # itself, and uploads are timed without it.
@@ -58,7 +60,9 @@ def _run(report, agent) -> None:
         for doc in range(PDFS):
             data = pdf_bytes([_page(doc, p) for p in range(PAGES)])
             ids.append(
-                material_upload(actor=ACTOR, owner=agent, store="shared", filename=f"doc{doc}.pdf", data=data).pk
+                material_upload(
+                    actor=ACTOR, owner=agent, store="shared", filename=f"doc{doc}.pdf", data=data
+                ).pk
             )
         start = time.perf_counter()
         for material_id in ids:
@@ -73,7 +77,9 @@ def _run(report, agent) -> None:
             note=f"{learned} learned in {spent:.1f} s; one entry of {PAGES} blocks each",
         )
 
-        user = services.consoleuser_create(actor=ACTOR, username="bench-admin", role="admin", password="bench-pass-1")
+        user = services.consoleuser_create(
+            actor=ACTOR, username="bench-admin", role="admin", password="bench-pass-1"
+        )
         token = services.token_create(actor=ACTOR, user=user)
         client = APIClient(HTTP_HOST="localhost")
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -75,7 +75,9 @@ def prompt(*, agent: str, title: str, types: list[str], store: str, sections) ->
 def opened_for(material: Material, sections) -> stage_b.Opened:
     """The sections as stage B's opened evidence: one place (the document), one time."""
     now = timezone.now()
-    opened = stage_b.Opened(agent_id=material.owner_id, types=guide_types(material.owner), stores=[material.store])
+    opened = stage_b.Opened(
+        agent_id=material.owner_id, types=guide_types(material.owner), stores=[material.store]
+    )
     for n, section in enumerate(sections, 1):
         opened.messages[n] = stage_b.Evidence(
             id=n, store=material.store, place=f"material:{material.pk}", ts=now, text=section.text
@@ -107,7 +109,9 @@ def check(operations: list[dict], material: Material, sections, *, today: dateti
                 {"kind": "material", "ref": section_ref(material, int(s["ref"]))} for s in out["sources"]
             ]
         if out["op"] == "add_block" and out.get("kind") == "deduction":
-            out["text"] = out["text"].replace("(Deduced by Dreaming run 0 on", f"(Deduced from material {material.source_ref} on")
+            out["text"] = out["text"].replace(
+                "(Deduced by Dreaming run 0 on", f"(Deduced from material {material.source_ref} on"
+            )
         kept.append((i, out))
     return kept, dropped
 
@@ -133,7 +137,9 @@ def _apply(material: Material, kept, dropped) -> dict:
                     counts["entries"] += 1
                 elif op["op"] == "add_block":
                     entry = created[op["entry"]]
-                    entry_services.block_add(actor=ACTOR, entry_id=entry.pk, text=op["text"].strip(), sources=op["sources"])
+                    entry_services.block_add(
+                        actor=ACTOR, entry_id=entry.pk, text=op["text"].strip(), sources=op["sources"]
+                    )
                     counts["blocks"] += 1
                 else:
                     entry_services.relation_add(
@@ -147,7 +153,9 @@ def _apply(material: Material, kept, dropped) -> dict:
                     )
                     counts["relations"] += 1
         except KeyError:
-            dropped.append({"op": position, "kind": op["op"], "reason": "its entry was not created (dropped above)"})
+            dropped.append(
+                {"op": position, "kind": op["op"], "reason": "its entry was not created (dropped above)"}
+            )
         except REFUSALS as exc:
             dropped.append({"op": position, "kind": op["op"], "reason": _refusal_text(exc)})
     counts["dropped"] = len(dropped)
@@ -177,10 +185,14 @@ def learn_with_model(*, material: Material, version, extracted, attempt: int) ->
     kept, dropped = check(reply.data["operations"], material, sections, today=timezone.now().date())
     if not any(op["op"] == "add_block" for _, op in kept):
         reasons = "; ".join(d["reason"] for d in dropped[:3]) or "it proposed no operations"
-        raise LearnFailed(f"the model's reply taught nothing that passes the rules, nothing written: {reasons}")
+        raise LearnFailed(
+            f"the model's reply taught nothing that passes the rules, nothing written: {reasons}"
+        )
     note = f"learned with the model: {len(kept)} operation(s) applied"
     if dropped:
-        note += f", {len(dropped)} dropped (" + "; ".join(f"#{d['op']} {d['reason']}" for d in dropped[:5]) + ")"
+        note += (
+            f", {len(dropped)} dropped (" + "; ".join(f"#{d['op']} {d['reason']}" for d in dropped[:5]) + ")"
+        )
     learning_commit(
         material_id=material.pk,
         attempt=attempt,

@@ -57,7 +57,9 @@ class RetryIn(StrictSerializer):
 
 class ConnectorDocumentIn(StrictSerializer):
     title = StrictCharField(max_length=300)
-    version = serializers.CharField(max_length=200, help_text="The external system's version of the document.")
+    version = serializers.CharField(
+        max_length=200, help_text="The external system's version of the document."
+    )
     content = StrictCharField(required=False, max_length=5_000_000, help_text="The document as text.")
     file = serializers.FileField(required=False, help_text="The document's file (multipart).")
     agent = serializers.CharField(max_length=64, help_text="The agent whose knowledge it feeds.")
@@ -133,7 +135,11 @@ MaterialDetailOut = inline_serializer(
         "entries": serializers.ListField(
             child=inline_serializer(
                 "MaterialCitingEntry",
-                {"id": serializers.IntegerField(), "name": serializers.CharField(), "blocks": serializers.IntegerField()},
+                {
+                    "id": serializers.IntegerField(),
+                    "name": serializers.CharField(),
+                    "blocks": serializers.IntegerField(),
+                },
             )
         ),
     },
@@ -142,14 +148,18 @@ MaterialCreatedOut = inline_serializer(
     "MaterialCreated",
     {
         "material": MaterialOut,
-        "entry": serializers.IntegerField(allow_null=True, help_text="Pasted text or web content: the new entry."),
+        "entry": serializers.IntegerField(
+            allow_null=True, help_text="Pasted text or web content: the new entry."
+        ),
     },
 )
 ConnectorOut = inline_serializer(
     "ConnectorDocument",
     {
         "material": MaterialOut,
-        "outcome": serializers.ChoiceField(choices=["created", "updated", "restored", "unchanged", "withdrawn"]),
+        "outcome": serializers.ChoiceField(
+            choices=["created", "updated", "restored", "unchanged", "withdrawn"]
+        ),
     },
 )
 SignalOut = inline_serializer(
@@ -320,7 +330,9 @@ def material_collection(request):
     return Response({"material": material_out(material), "entry": entry.pk}, status=status.HTTP_201_CREATED)
 
 
-@extend_schema(summary="One material: its state, versions and the entries citing it", responses=MaterialDetailOut)
+@extend_schema(
+    summary="One material: its state, versions and the entries citing it", responses=MaterialDetailOut
+)
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def material_detail(request, material_id):
@@ -450,7 +462,9 @@ def _check_connector(connector: str, ref: str) -> None:
     import re
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", connector):
-        raise ValidationError({"connector": ["A connector name is a lower-case slug of at most 64 characters."]})
+        raise ValidationError(
+            {"connector": ["A connector name is a lower-case slug of at most 64 characters."]}
+        )
     if not ref or len(ref) > 300 or "#" in ref:
         raise ValidationError({"ref": ["A document ref has 1 to 300 characters and no #."]})
 
@@ -477,8 +491,17 @@ def signal_post(request):
     return Response(out, status=status.HTTP_200_OK if duplicate else status.HTTP_201_CREATED)
 
 
-@extend_schema(methods=["GET"], summary="List the signal routing rules", responses=serializers.ListSerializer(child=SignalRuleOut))
-@extend_schema(methods=["POST"], summary="Add a signal routing rule", request=SignalRuleIn, responses={201: SignalRuleOut, 409: CONFLICT})
+@extend_schema(
+    methods=["GET"],
+    summary="List the signal routing rules",
+    responses=serializers.ListSerializer(child=SignalRuleOut),
+)
+@extend_schema(
+    methods=["POST"],
+    summary="Add a signal routing rule",
+    request=SignalRuleIn,
+    responses={201: SignalRuleOut, 409: CONFLICT},
+)
 @api_view(["GET", "POST"])
 @permission_classes([IsAdmin])
 def signal_rule_collection(request):
@@ -489,8 +512,15 @@ def signal_rule_collection(request):
     return Response(rule_out(rule), status=status.HTTP_201_CREATED)
 
 
-@extend_schema(methods=["PUT"], summary="Change a signal routing rule (applies to the next signals)", request=SignalRuleIn, responses={200: SignalRuleOut, 409: CONFLICT})
-@extend_schema(methods=["DELETE"], summary="Remove a signal routing rule", request=None, responses={204: None})
+@extend_schema(
+    methods=["PUT"],
+    summary="Change a signal routing rule (applies to the next signals)",
+    request=SignalRuleIn,
+    responses={200: SignalRuleOut, 409: CONFLICT},
+)
+@extend_schema(
+    methods=["DELETE"], summary="Remove a signal routing rule", request=None, responses={204: None}
+)
 @api_view(["PUT", "DELETE"])
 @permission_classes([IsAdmin])
 def signal_rule_detail(request, rule_id):

@@ -157,7 +157,9 @@ def _cut(text: str) -> list[Section]:
         body = "\n".join(lines).strip()
         if body:
             for i, part in enumerate(_split_long(body)):
-                sections.append(Section(title=(title or "Introduction") + (f" ({i + 1})" if i else ""), text=part))
+                sections.append(
+                    Section(title=(title or "Introduction") + (f" ({i + 1})" if i else ""), text=part)
+                )
 
     for line in text.splitlines():
         match = _HEADING.match(line.strip())

@@ -71,7 +71,11 @@ def learning_commit(
     transaction, if this attempt still holds the material; returns False (writing nothing) when
     another attempt took over."""
     with transaction.atomic():
-        material = Material.objects.select_for_update(of=("self",)).select_related("owner", "version").get(pk=material_id)
+        material = (
+            Material.objects.select_for_update(of=("self",))
+            .select_related("owner", "version")
+            .get(pk=material_id)
+        )
         if material.state != Material.LEARNING or material.attempts != attempt:
             return False
         version = material.version
@@ -159,7 +163,9 @@ def learn_plain(material: Material, version: MaterialVersion, extracted: extract
         rest = blocks[limit:]
         removed = 0
     else:
-        live = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).order_by("position")
+        live = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).order_by(
+            "position"
+        )
         removed = 0
         for block in list(live):
             entry_services.block_remove(

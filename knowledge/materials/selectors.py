@@ -104,5 +104,7 @@ def materials_alerts(report: dict) -> list[dict]:
             }
         )
     if report["failed_count"]:
-        alerts.append({"level": "warning", "text": f"Learning failed for {report['failed_count']} material(s)."})
+        alerts.append(
+            {"level": "warning", "text": f"Learning failed for {report['failed_count']} material(s)."}
+        )
     return alerts

@@ -85,7 +85,9 @@ def _new_version(material: Material, *, actor, data: bytes, filename: str, media
 def _enqueue(material_id: int) -> None:
     from django_q.tasks import async_task
 
-    transaction.on_commit(lambda: async_task(LEARN_TASK, material_id, task_name=f"learn material {material_id}"))
+    transaction.on_commit(
+        lambda: async_task(LEARN_TASK, material_id, task_name=f"learn material {material_id}")
+    )
 
 
 def _audit(action, *, actor, material, reason="", data=None):
@@ -113,7 +115,12 @@ def material_upload(
     title = (title or filename or "Untitled material").strip()[:300]
     with transaction.atomic():
         material = Material.objects.create(
-            kind=Material.FILE, title=title, owner=owner, store=store, state=Material.QUEUED, asked_by=who(actor)
+            kind=Material.FILE,
+            title=title,
+            owner=owner,
+            store=store,
+            state=Material.QUEUED,
+            asked_by=who(actor),
         )
         version = _new_version(material, actor=actor, data=data, filename=filename, media_type=media_type)
         material.save(update_fields=["version"])
@@ -164,7 +171,9 @@ def material_paste(
         version.sections = len(extracted.sections)
         version.save(update_fields=["sections"])
         entry = learn_plain(material, version, extracted)
-        _learned(material, version, extracted, job="plain/1", counts=entry.counts, note="pasted: learned at once")
+        _learned(
+            material, version, extracted, job="plain/1", counts=entry.counts, note="pasted: learned at once"
+        )
     material.entry = entry
     return material
 
@@ -187,7 +196,12 @@ def _learned(
         object_type="material",
         object_ids=[material.pk],
         counts={"sections": len(extracted.sections), **(counts or {})},
-        data={"ref": material.source_ref, "version": version.number, "job": job, "attempt": material.attempts},
+        data={
+            "ref": material.source_ref,
+            "version": version.number,
+            "job": job,
+            "attempt": material.attempts,
+        },
     )
 
 
@@ -195,9 +209,16 @@ def material_retry(*, actor: Principal, material: Material, again: bool = False)
     """Learn the stored original again: **Retry** for a failed material or one stuck in learning
     past the job timeout; **Learn again** (`again`) for a learned one. Anything else is a 409."""
     with transaction.atomic():
-        material = Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material.pk)
-        stuck = material.state == Material.LEARNING and material.learning_started_at is not None and (
-            material.learning_started_at < timezone.now() - timezone.timedelta(seconds=job_timeout_seconds())
+        material = (
+            Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material.pk)
+        )
+        stuck = (
+            material.state == Material.LEARNING
+            and material.learning_started_at is not None
+            and (
+                material.learning_started_at
+                < timezone.now() - timezone.timedelta(seconds=job_timeout_seconds())
+            )
         )
         allowed = {Material.FAILED, Material.STORED} | ({Material.LEARNED} if again else set())
         if material.withdrawn:
@@ -266,9 +287,16 @@ def connector_document_put(
                 state=Material.QUEUED,
                 asked_by=who(actor),
             )
-            v = _new_version(material, actor=actor, data=data, filename=filename, media_type=media_type, label=version)
+            v = _new_version(
+                material, actor=actor, data=data, filename=filename, media_type=media_type, label=version
+            )
             material.save(update_fields=["version"])
-            _audit("material.mirrored", actor=actor, material=material, data={"version": v.number, "label": version})
+            _audit(
+                "material.mirrored",
+                actor=actor,
+                material=material,
+                data={"version": v.number, "label": version},
+            )
             _enqueue(material.pk)
             return material, "created"
         if (material.owner_id, material.store) != (owner.pk, store):
@@ -282,7 +310,9 @@ def connector_document_put(
             return material, "unchanged"
         outcome = "restored" if same else "updated"
         if not same:
-            _new_version(material, actor=actor, data=data, filename=filename, media_type=media_type, label=version)
+            _new_version(
+                material, actor=actor, data=data, filename=filename, media_type=media_type, label=version
+            )
         material.withdrawn_at, material.title = None, (title or material.title)[:300]
         material.state, material.reason = Material.QUEUED, ""
         material.save(update_fields=["version", "withdrawn_at", "title", "state", "reason", "updated_at"])
@@ -341,7 +371,9 @@ def learning_fail(material_id: int, attempt: int, reason: str) -> bool:
     """This attempt failed: the material is failed with the reason (nothing else was written).
     A no-op when another attempt has taken over."""
     with transaction.atomic():
-        material = Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material_id)
+        material = (
+            Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material_id)
+        )
         if material.state != Material.LEARNING or material.attempts != attempt:
             return False
         material.state, material.reason = Material.FAILED, reason[:2000]

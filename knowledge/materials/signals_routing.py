@@ -74,7 +74,11 @@ def signal_rule_delete(*, actor: Principal, rule_id: int) -> None:
         before = _snap(rule)
         rule.delete()
         audit_record(
-            "signal_rule.deleted", actor=actor, object_type="signal_rule", object_ids=[rule_id], data={"before": before}
+            "signal_rule.deleted",
+            actor=actor,
+            object_type="signal_rule",
+            object_ids=[rule_id],
+            data={"before": before},
         )
 
 
@@ -101,7 +105,11 @@ def signal_receive(
     """Store one signal as a message in its rule's channel (one transaction). Returns (signal,
     duplicate): a signal already received (same source and external_id) is returned as it was
     stored, and nothing is written."""
-    existing = Signal.objects.select_related("message__channel").filter(source=source, external_id=external_id).first()
+    existing = (
+        Signal.objects.select_related("message__channel")
+        .filter(source=source, external_id=external_id)
+        .first()
+    )
     if existing is not None:
         return existing, True
     rule = rule_for(source, type)
@@ -163,7 +171,13 @@ def signal_receive(
             store=Message.objects.filter(pk=message_id).values_list("store", flat=True).first() or "",
             object_type="signal",
             object_ids=[signal.pk],
-            data={"source": source, "type": type, "rule": rule.pk, "learn": rule.learn, "message": message_id},
+            data={
+                "source": source,
+                "type": type,
+                "rule": rule.pk,
+                "learn": rule.learn,
+                "message": message_id,
+            },
         )
     signal = Signal.objects.select_related("message__channel").get(pk=signal.pk)
     return signal, False

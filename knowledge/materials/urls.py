@@ -19,7 +19,9 @@ api_urlpatterns = [
     path("materials/<int:material_id>/original", api.material_original, name="api-material-original"),
     path("materials/<int:material_id>/retry", api.material_retry, name="api-material-retry"),
     path(
-        "connectors/<slug:connector>/documents/<path:ref>", api.connector_document, name="api-connector-document"
+        "connectors/<slug:connector>/documents/<path:ref>",
+        api.connector_document,
+        name="api-connector-document",
     ),
     path("signals", api.signal_post, name="api-signals"),
     path("signal-rules", api.signal_rule_collection, name="api-signal-rules"),

@@ -26,7 +26,9 @@ def _error_text(exc) -> str:
         return exc.message
     detail = getattr(exc, "detail", str(exc))
     if isinstance(detail, dict):
-        return "; ".join(f"{k}: {' '.join(map(str, v if isinstance(v, list) else [v]))}" for k, v in detail.items())
+        return "; ".join(
+            f"{k}: {' '.join(map(str, v if isinstance(v, list) else [v]))}" for k, v in detail.items()
+        )
     if isinstance(detail, list):
         return " ".join(map(str, detail))
     return str(detail)
@@ -79,7 +81,12 @@ def material_new(request):
         title = request.POST.get("title", "").strip()
         if upload is not None:
             material = services.material_upload(
-                actor=principal, owner=agent, store=store, filename=upload.name or "", data=upload.read(), title=title
+                actor=principal,
+                owner=agent,
+                store=store,
+                filename=upload.name or "",
+                data=upload.read(),
+                title=title,
             )
             messages.success(request, f"Stored {material.title}; {agent.name} is learning it.")
             return redirect("material-page", pk=material.pk)

@@ -88,9 +88,7 @@ class MaterialVersion(models.Model):
 
     class Meta:
         ordering = ["material", "number"]
-        constraints = [
-            models.UniqueConstraint(fields=["material", "number"], name="material_version_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["material", "number"], name="material_version_unique")]
 
     def __str__(self) -> str:
         return f"{self.material_id} v{self.number}"

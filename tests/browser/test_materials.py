@@ -1,4 +1,5 @@
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,7 @@ def test_admin_uploads_a_file_watches_it_learn_opens_the_citing_entry_and_downlo
     with page.expect_download() as info:
         page.click("#download-original")
     download = info.value
-    assert hashlib.sha256(open(download.path(), "rb").read()).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert hashlib.sha256(Path(download.path()).read_bytes()).hexdigest() == hashlib.sha256(data).hexdigest()
 
     page.click("#citing-entries a")
     page.wait_for_url("**/knowledge/entries/*/")

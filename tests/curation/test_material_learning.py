@@ -12,7 +12,9 @@ pytestmark = pytest.mark.django_db
 
 DOCS = {
     "policy.pdf": pdf_bytes(["Refunds are paid within 30 days.", "Acme is a supplier of Globex."]),
-    "policy.docx": docx_bytes([("Refunds", "Refunds are paid within 30 days."), ("Acme", "Acme is a supplier of Globex.")]),
+    "policy.docx": docx_bytes(
+        [("Refunds", "Refunds are paid within 30 days."), ("Acme", "Acme is a supplier of Globex.")]
+    ),
     "notes.md": b"# Refunds\nRefunds are paid within 30 days.\n\n# Acme\nAcme is a supplier of Globex.",
     "page.html": b"<h1>Refunds</h1><p>Refunds are paid within 30 days.</p><h1>Acme</h1><p>Acme is a supplier of Globex.</p>",
     "notes.txt": b"# Refunds\nRefunds are paid within 30 days.\n\n# Acme\nAcme is a supplier of Globex.",
@@ -20,18 +22,45 @@ DOCS = {
 
 GOOD = [
     {"op": "create_entry", "name": "Refund policy", "type": "policy", "summary": "How refunds work."},
-    {"op": "add_block", "entry": "Refund policy", "text": "Refunds are paid within 30 days.",
-     "kind": "observation", "sources": [{"kind": "section", "ref": 1}]},
+    {
+        "op": "add_block",
+        "entry": "Refund policy",
+        "text": "Refunds are paid within 30 days.",
+        "kind": "observation",
+        "sources": [{"kind": "section", "ref": 1}],
+    },
     {"op": "create_entry", "name": "Acme", "type": "organization"},
     {"op": "create_entry", "name": "Globex", "type": "organization"},
-    {"op": "add_block", "entry": "Acme", "text": "Acme supplies Globex.", "kind": "observation",
-     "sources": [{"kind": "section", "ref": 2}]},
-    {"op": "add_relation", "entry": "Acme", "predicate": "supplies", "target": "Globex",
-     "sources": [{"kind": "section", "ref": 2}], "quote": "Acme is a supplier of Globex"},
+    {
+        "op": "add_block",
+        "entry": "Acme",
+        "text": "Acme supplies Globex.",
+        "kind": "observation",
+        "sources": [{"kind": "section", "ref": 2}],
+    },
+    {
+        "op": "add_relation",
+        "entry": "Acme",
+        "predicate": "supplies",
+        "target": "Globex",
+        "sources": [{"kind": "section", "ref": 2}],
+        "quote": "Acme is a supplier of Globex",
+    },
     # dropped by the rules: an inferred relation, a block citing a section that does not exist
-    {"op": "add_relation", "entry": "Globex", "predicate": "owns", "target": "Acme",
-     "sources": [{"kind": "section", "ref": 2}], "quote": "Globex owns Acme"},
-    {"op": "add_block", "entry": "Acme", "text": "Acme is large.", "sources": [{"kind": "section", "ref": 9}]},
+    {
+        "op": "add_relation",
+        "entry": "Globex",
+        "predicate": "owns",
+        "target": "Acme",
+        "sources": [{"kind": "section", "ref": 2}],
+        "quote": "Globex owns Acme",
+    },
+    {
+        "op": "add_block",
+        "entry": "Acme",
+        "text": "Acme is large.",
+        "sources": [{"kind": "section", "ref": 9}],
+    },
 ]
 
 
@@ -46,7 +75,9 @@ def _upload(world, name):
 
 
 @pytest.mark.parametrize("name", list(DOCS))
-def test_a_good_reply_writes_focused_entries_citing_sections_and_only_stated_relations(world, model_stub, name):
+def test_a_good_reply_writes_focused_entries_citing_sections_and_only_stated_relations(
+    world, model_stub, name
+):
     material_id = _upload(world, name)
     model_stub.reply_json({"operations": GOOD})
     assert material_learn(material_id) == "learned with a model"
@@ -87,7 +118,10 @@ def test_a_failing_model_fails_with_its_reason_and_retry_learns_from_the_stored_
     assert material.state == Material.FAILED and "model call failed" in material.reason
     assert not Entry.objects.exists()
     model_stub.reset()
-    assert world.client("admin").post(f"/api/materials/{material_id}/retry", {}, format="json").status_code == 200
+    assert (
+        world.client("admin").post(f"/api/materials/{material_id}/retry", {}, format="json").status_code
+        == 200
+    )
     model_stub.reply_json({"operations": GOOD[:2]})
     assert material_learn(material_id) == "learned with a model"
     assert Entry.objects.count() == 1

@@ -49,4 +49,9 @@ def docx_bytes(sections: list[tuple[str, str]]) -> bytes:
     return out.getvalue()
 
 
-EXE = b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00" + b"\x00" * 48 + b"PE\x00\x00" + b"\x00" * 200
+EXE = (
+    b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00"
+    + b"\x00" * 48
+    + b"PE\x00\x00"
+    + b"\x00" * 200
+)

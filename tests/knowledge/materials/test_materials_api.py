@@ -39,7 +39,9 @@ FILES = {
     "page.html": b"<html><body><h1>Refunds</h1><p>Refunds are paid within 30 days.</p>"
     b"<script>alert(1)</script><h2>Office</h2><p>The office is in Lisbon.</p></body></html>",
     "policy.pdf": pdf_bytes(["Refunds are paid within 30 days.", "The office is in Lisbon."]),
-    "policy.docx": docx_bytes([("Refunds", "Refunds are paid within 30 days."), ("Office", "The office is in Lisbon.")]),
+    "policy.docx": docx_bytes(
+        [("Refunds", "Refunds are paid within 30 days."), ("Office", "The office is in Lisbon.")]
+    ),
 }
 TYPES = {
     "notes.txt": "text/plain",
@@ -93,7 +95,9 @@ def test_an_exe_renamed_pdf_is_refused_from_its_bytes_and_nothing_is_stored(worl
     assert not Material.objects.exists()
 
 
-def test_a_worker_killed_mid_learning_leaves_it_learning_and_a_retry_learns_once(world, monkeypatch, settings):
+def test_a_worker_killed_mid_learning_leaves_it_learning_and_a_retry_learns_once(
+    world, monkeypatch, settings
+):
     material_id = upload(world.client("admin"), "policy.pdf", FILES["policy.pdf"]).json()["material"]["id"]
     real = learning.learn_plain
 
@@ -160,7 +164,9 @@ def test_learn_again_replaces_the_entry_blocks_without_a_second_entry(world):
     material_id = upload(client, "guide.md", FILES["guide.md"]).json()["material"]["id"]
     learned(material_id)
     assert client.post(f"/api/materials/{material_id}/retry", {}, format="json").status_code == 409
-    assert client.post(f"/api/materials/{material_id}/retry", {"again": True}, format="json").status_code == 200
+    assert (
+        client.post(f"/api/materials/{material_id}/retry", {"again": True}, format="json").status_code == 200
+    )
     learned(material_id)
     assert Entry.objects.count() == 1
     assert Memory.objects.filter(entry__isnull=False, status="active").count() == 2
@@ -183,7 +189,12 @@ def test_pasted_text_and_web_content_become_an_entry_at_once_citing_the_material
     client = world.client("admin")
     response = client.post(
         "/api/materials",
-        {"title": "Holiday rules", "text": "Staff get 25 days of holiday.", "agent": "copilot", "scope": "shared"},
+        {
+            "title": "Holiday rules",
+            "text": "Staff get 25 days of holiday.",
+            "agent": "copilot",
+            "scope": "shared",
+        },
         format="json",
     )
     assert response.status_code == 201, response.json()
@@ -199,15 +210,21 @@ def test_pasted_text_and_web_content_become_an_entry_at_once_citing_the_material
     )
     assert html.status_code == 201
     assert "noon" in Memory.objects.get(entry_id=html.json()["entry"]).text
-    both = client.post("/api/materials", {"title": "x", "text": "a", "html": "<p>b</p>", "agent": "copilot"}, format="json")
+    both = client.post(
+        "/api/materials", {"title": "x", "text": "a", "html": "<p>b</p>", "agent": "copilot"}, format="json"
+    )
     assert both.status_code == 400
     assert Material.objects.count() == 2
 
 
 def test_materials_follow_store_visibility_for_two_agents(world):
     admin = world.client("admin")
-    own = upload(admin, "notes.txt", FILES["notes.txt"], agent="copilot", scope="agent").json()["material"]["id"]
-    shared = upload(admin, "guide.md", FILES["guide.md"], agent="copilot", scope="shared").json()["material"]["id"]
+    own = upload(admin, "notes.txt", FILES["notes.txt"], agent="copilot", scope="agent").json()["material"][
+        "id"
+    ]
+    shared = upload(admin, "guide.md", FILES["guide.md"], agent="copilot", scope="shared").json()["material"][
+        "id"
+    ]
     scribe = world.client("scribe")
     assert [m["id"] for m in scribe.get("/api/materials").json()["results"]] == [shared]
     assert scribe.get(f"/api/materials/{own}").status_code == 404
@@ -236,7 +253,12 @@ def test_a_connector_version_change_makes_citing_memories_stale_and_an_unchanged
     assert created.status_code == 201 and created.json()["outcome"] == "created"
     material_id = created.json()["material"]["id"]
     learned(material_id)
-    memory = make_memory(world.copilot, "Refunds take 30 days.", store="shared", sources=[{"kind": "material", "ref": "wiki:KB-7"}])
+    memory = make_memory(
+        world.copilot,
+        "Refunds take 30 days.",
+        store="shared",
+        sources=[{"kind": "material", "ref": "wiki:KB-7"}],
+    )
     assert memory.sources.get().state == "unchanged"
 
     same = _put(client, "v1", "Refunds are paid within 30 days.")
@@ -263,16 +285,31 @@ def test_withdrawal_keeps_the_mirror_marks_it_and_makes_dependants_stale(world):
 
     client = world.client("integration")
     material_id = _put(client, "v1", "Stock is checked daily.", ref="KB-9").json()["material"]["id"]
-    memory = make_memory(world.copilot, "Stock is checked daily.", store="shared", sources=[{"kind": "material", "ref": "wiki:KB-9"}])
+    memory = make_memory(
+        world.copilot,
+        "Stock is checked daily.",
+        store="shared",
+        sources=[{"kind": "material", "ref": "wiki:KB-9"}],
+    )
     gone = client.delete("/api/connectors/wiki/documents/KB-9")
     assert gone.status_code == 200 and gone.json()["material"]["withdrawn"] is True
     memory.refresh_from_db()
     assert memory.stale and "was deleted" in memory.stale_reason
     assert Material.objects.filter(pk=material_id).exists()
-    assert world.client("admin").post(f"/api/materials/{material_id}/retry", {}, format="json").status_code == 409
+    assert (
+        world.client("admin").post(f"/api/materials/{material_id}/retry", {}, format="json").status_code
+        == 409
+    )
     lost = _put(client, "v1", "x", ref="KB-10")
     assert lost.status_code == 201
     assert _put(client, "v1", "x", ref="KB-10", access="lost").json()["outcome"] == "withdrawn"
-    assert world.client("copilot").put(
-        "/api/connectors/wiki/documents/KB-11", {"title": "t", "version": "1", "content": "x", "agent": "copilot"}, format="json"
-    ).status_code == 403
+    assert (
+        world.client("copilot")
+        .put(
+            "/api/connectors/wiki/documents/KB-11",
+            {"title": "t", "version": "1", "content": "x", "agent": "copilot"},
+            format="json",
+        )
+        .status_code
+        == 403
+    )

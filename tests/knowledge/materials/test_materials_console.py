@@ -15,7 +15,12 @@ def test_the_tab_lists_files_and_the_page_shows_state_download_and_citing_entrie
     client.force_login(world.admin)
     response = client.post(
         "/knowledge/materials/new",
-        {"agent": "copilot", "scope": "shared", "title": "<b>Plan</b>", "file": SimpleUploadedFile("plan.md", b"# A\nalpha\n# B\nbeta")},
+        {
+            "agent": "copilot",
+            "scope": "shared",
+            "title": "<b>Plan</b>",
+            "file": SimpleUploadedFile("plan.md", b"# A\nalpha\n# B\nbeta"),
+        },
     )
     material = Material.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/knowledge/materials/{material.pk}/"
@@ -23,9 +28,13 @@ def test_the_tab_lists_files_and_the_page_shows_state_download_and_citing_entrie
     tab = client.get("/knowledge/materials/").content.decode()
     assert "Materials</a>" in tab and "&lt;b&gt;Plan&lt;/b&gt;" in tab and "<b>Plan</b>" not in tab
     page = client.get(f"/knowledge/materials/{material.pk}/").content.decode()
-    assert "learned" in page and f"/knowledge/materials/{material.pk}/original" in page and "Learn again" in page
+    assert (
+        "learned" in page and f"/knowledge/materials/{material.pk}/original" in page and "Learn again" in page
+    )
     assert "/knowledge/entries/" in page
-    fragment = client.get(f"/knowledge/materials/{material.pk}/state", HTTP_HX_REQUEST="true").content.decode()
+    fragment = client.get(
+        f"/knowledge/materials/{material.pk}/state", HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert fragment.lstrip().startswith('<section id="material-state"') and "<html" not in fragment
     download = client.get(f"/knowledge/materials/{material.pk}/original")
     assert b"".join(download.streaming_content) == b"# A\nalpha\n# B\nbeta"
@@ -35,7 +44,9 @@ def test_the_tab_lists_files_and_the_page_shows_state_download_and_citing_entrie
 def test_a_refused_type_is_shown_and_nothing_is_stored(client, world):
     client.force_login(world.admin)
     response = client.post(
-        "/knowledge/materials/new", {"agent": "copilot", "file": SimpleUploadedFile("x.pdf", EXE)}, follow=True
+        "/knowledge/materials/new",
+        {"agent": "copilot", "file": SimpleUploadedFile("x.pdf", EXE)},
+        follow=True,
     )
     assert "x-msdownload" in response.content.decode()
     assert not Material.objects.exists()
@@ -43,14 +54,19 @@ def test_a_refused_type_is_shown_and_nothing_is_stored(client, world):
 
 def test_pasted_text_opens_the_new_entry_and_is_not_listed(client, world):
     client.force_login(world.admin)
-    response = client.post("/knowledge/materials/new", {"agent": "copilot", "title": "Rules", "text": "Be kind."})
+    response = client.post(
+        "/knowledge/materials/new", {"agent": "copilot", "title": "Rules", "text": "Be kind."}
+    )
     assert response.status_code == 302 and response["Location"].startswith("/knowledge/entries/")
     assert "Rules" not in client.get("/knowledge/materials/").content.decode().split('id="materials"')[1]
 
 
 def test_retry_of_a_failed_material_queues_it_and_learned_ones_refuse_plain_retry(client, world):
     client.force_login(world.admin)
-    client.post("/knowledge/materials/new", {"agent": "copilot", "file": SimpleUploadedFile("b.pdf", b"%PDF-1.4 broken")})
+    client.post(
+        "/knowledge/materials/new",
+        {"agent": "copilot", "file": SimpleUploadedFile("b.pdf", b"%PDF-1.4 broken")},
+    )
     material = Material.objects.get()
     material_learn(material.pk)
     assert Material.objects.get().state == "failed"
@@ -64,7 +80,10 @@ def test_materials_outside_the_reviewers_reach_are_404_and_rules_are_admin_only(
     assert client.get("/knowledge/materials/999/").status_code == 404
     assert client.get("/knowledge/signal-rules/").status_code == 403
     client.force_login(world.admin)
-    client.post("/knowledge/signal-rules/", {"source": "erp", "type": "stock", "channel": "stock", "memory_scope": "shared"})
+    client.post(
+        "/knowledge/signal-rules/",
+        {"source": "erp", "type": "stock", "channel": "stock", "memory_scope": "shared"},
+    )
     rule = SignalRule.objects.get()
     assert rule.learn is False  # the box was not ticked
     assert "erp" in client.get("/knowledge/signal-rules/").content.decode()
@@ -74,8 +93,13 @@ def test_status_shows_stuck_and_failed_learning_withdrawn_documents_and_storage(
     from django.utils import timezone
 
     client.force_login(world.admin)
-    client.post("/knowledge/materials/new", {"agent": "copilot", "file": SimpleUploadedFile("a.txt", b"alpha")})
-    client.post("/knowledge/materials/new", {"agent": "copilot", "file": SimpleUploadedFile("b.pdf", b"%PDF-1.4 broken")})
+    client.post(
+        "/knowledge/materials/new", {"agent": "copilot", "file": SimpleUploadedFile("a.txt", b"alpha")}
+    )
+    client.post(
+        "/knowledge/materials/new",
+        {"agent": "copilot", "file": SimpleUploadedFile("b.pdf", b"%PDF-1.4 broken")},
+    )
     stuck, failed = Material.objects.order_by("pk")
     Material.objects.filter(pk=stuck.pk).update(
         state="learning", learning_started_at=timezone.now() - timezone.timedelta(hours=1)

@@ -10,7 +10,14 @@ pytestmark = pytest.mark.django_db
 
 
 def _rule(client, **fields):
-    body = {"source": "erp", "type": "price", "channel": "prices", "memory_scope": "shared", "learn": False, **fields}
+    body = {
+        "source": "erp",
+        "type": "price",
+        "channel": "prices",
+        "memory_scope": "shared",
+        "learn": False,
+        **fields,
+    }
     return client.post("/api/signal-rules", body, format="json")
 
 
