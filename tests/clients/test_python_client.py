@@ -264,3 +264,19 @@ def test_it_retries_429_and_503_honouring_retry_after_and_5xx_only_when_safe():
     with pytest.raises(Exception) as failed:
         brain.memory.write("x")
     assert failed.value.status == 500 and failed.value.message == "boom" and posts == ["POST"]
+
+
+def test_an_agent_asks_itself_to_learn_a_file_and_gets_the_original_back(live_server, world):
+    from tests.knowledge.materials.documents import pdf_bytes
+
+    brain = Brain(live_server.url, world.tokens["copilot"])
+    data = pdf_bytes(["Refunds are paid within 30 days."])
+    stored = brain.materials.learn_file(data, "refunds.pdf", scope="agent")["material"]
+    assert stored["version"]["media_type"] == "application/pdf" and stored["store"] == "self"
+    assert brain.materials.original(stored["id"]) == data
+    detail = brain.materials.get(stored["id"])
+    assert detail["material"]["state"] == "learned"  # the test settings run jobs inline
+    assert [e["blocks"] for e in detail["entries"]] == [1]
+    pasted = brain.materials.learn_text("Lunch", text="Lunch is at noon.")
+    assert pasted["entry"] and pasted["material"]["kind"] == "text"
+    assert {m["id"] for m in brain.materials.list()} == {stored["id"], pasted["material"]["id"]}

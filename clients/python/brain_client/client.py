@@ -1,5 +1,5 @@
 """`Brain(url, token)`: the REST API as methods, grouped as the API is (memory, messages,
-conversations, skills, entries, runs).
+conversations, skills, entries, materials, runs).
 
 Retries: 429 and 503 mean the request was not carried out, so every request is retried on them
 (waiting the server's Retry-After, else an exponential backoff), up to `retries` times. Other
@@ -84,6 +84,7 @@ class Brain:
         self.conversations = ConversationsAPI(self)
         self.skills = SkillsAPI(self)
         self.entries = EntriesAPI(self)
+        self.materials = MaterialsAPI(self)
         self.runs = RunsAPI(self)
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -114,14 +115,20 @@ class Brain:
         json: Any = None,
         params: dict[str, Any] | None = None,
         idempotent: bool | None = None,
+        files: dict[str, Any] | None = None,
+        data: dict[str, Any] | None = None,
+        raw: bool = False,
     ) -> Any:
-        """One API call: the decoded JSON answer (None for 204), or a BrainError subclass."""
+        """One API call: the decoded JSON answer (None for 204; the body's bytes with `raw`), or
+        a BrainError subclass. `files` and `data` send a multipart form."""
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "PUT", "DELETE")
         attempt = 0
         while True:
             try:
-                response = self._http.request(method, path, json=json, params=_clean(params or {}) or None)
+                response = self._http.request(
+                    method, path, json=json, params=_clean(params or {}) or None, files=files, data=data
+                )
             except httpx.TransportError as exc:
                 if idempotent and attempt < self.retries:
                     self._sleep(attempt, None)
@@ -133,6 +140,8 @@ class Brain:
                 self._sleep(attempt, response.headers.get("retry-after"))
                 attempt += 1
                 continue
+            if raw and response.is_success:
+                return response.content
             if response.is_success and (response.status_code == 204 or not response.content):
                 return None
             try:
@@ -476,6 +485,47 @@ class EntriesAPI(_Group):
     def guide(self, agent: str | None = None) -> dict[str, Any]:
         """An agent's curation guide (this agent's by default)."""
         return self._req("GET", f"/api/guides/{_seg(agent or self._brain.agent)}")
+
+
+class MaterialsAPI(_Group):
+    """Sources this agent is asked to learn: the original is stored first, then learned into
+    entries that cite it (`{"kind": "material", "ref": material["ref"]}`)."""
+
+    @operation("POST", "/api/materials")
+    def learn_file(
+        self, content: bytes, filename: str, *, scope: str = "shared", title: str | None = None
+    ) -> dict[str, Any]:
+        """Upload a file (plain text, Markdown, HTML, PDF, DOCX); learning runs as a job."""
+        form = _clean({"agent": self._brain.agent, "scope": scope, "title": title})
+        return self._req("POST", "/api/materials", files={"file": (filename, content)}, data=form)
+
+    def learn_text(
+        self, title: str, *, text: str | None = None, html: str | None = None, scope: str = "shared"
+    ) -> dict[str, Any]:
+        """Pasted text or web content (HTML): learned at once; the answer's `entry` is the new entry."""
+        body = _clean({"title": title, "text": text, "html": html, "agent": self._brain.agent, "scope": scope})
+        return self._req("POST", "/api/materials", json=body)
+
+    @operation("GET", "/api/materials")
+    def list(self, *, state: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+        return self._req("GET", "/api/materials", params={"state": state, "kind": kind})["results"]
+
+    @operation("GET", "/api/materials/{material_id}")
+    def get(self, material_id: int) -> dict[str, Any]:
+        """The material, its versions and the entries citing it."""
+        return self._req("GET", f"/api/materials/{int(material_id)}")
+
+    @operation("GET", "/api/materials/{material_id}/original")
+    def original(self, material_id: int, *, version: int | None = None) -> bytes:
+        """The stored original's bytes, exactly."""
+        return self._req(
+            "GET", f"/api/materials/{int(material_id)}/original", params={"version": version}, raw=True
+        )
+
+    @operation("POST", "/api/materials/{material_id}/retry")
+    def retry(self, material_id: int, *, again: bool = False) -> dict[str, Any]:
+        """Retry a failed (or stuck) learning; `again` learns a learned material again."""
+        return self._req("POST", f"/api/materials/{int(material_id)}/retry", json={"again": again})
 
 
 class RunsAPI(_Group):
