@@ -21,6 +21,7 @@ import copy
 import datetime
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from curation.dreaming import stage_b
@@ -29,7 +30,7 @@ from curation.dreaming.services_b import REFUSALS, _refusal_text
 from knowledge import entries as entry_services
 from knowledge.llm import LIGHT, ModelError, model_availability, model_call
 from knowledge.materials.learning import ACTOR, Learner, LearnFailed, learning_commit, section_ref
-from knowledge.models import Entry, Material
+from knowledge.models import Entry, Material, Memory
 
 VERSION = "material-learn/1"
 OPS = ("create_entry", "add_block", "add_relation")
@@ -116,6 +117,29 @@ def check(operations: list[dict], material: Material, sections, *, today: dateti
     return kept, dropped
 
 
+def _relearned(material: Material, name: str) -> Entry | None:
+    """Learning a material again (Learn again, a new connector version): an entry of the same
+    name that an earlier learning of it created is reused, and its blocks resting on the
+    material are removed (audited, restorable) before the new ones are written."""
+    entry = Entry.objects.filter(
+        owner=material.owner,
+        store=material.store,
+        properties__material=material.source_ref,
+        name__iexact=name.strip(),
+    ).first()
+    if entry is None:
+        return None
+    ref = material.source_ref
+    stale = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).filter(
+        Q(sources__kind="material") & (Q(sources__ref=ref) | Q(sources__ref__startswith=f"{ref}#"))
+    )
+    for block_id in stale.values_list("pk", flat=True).distinct():
+        entry_services.block_remove(
+            actor=ACTOR, entry_id=entry.pk, block_id=block_id, reason=f"learned again from material {ref}"
+        )
+    return entry
+
+
 def _apply(material: Material, kept, dropped) -> dict:
     created: dict[str, Entry] = {}
     counts = {"entries": 0, "blocks": 0, "relations": 0}
@@ -123,18 +147,20 @@ def _apply(material: Material, kept, dropped) -> dict:
         try:
             with transaction.atomic():
                 if op["op"] == "create_entry":
-                    entry = entry_services.entry_create(
-                        actor=ACTOR,
-                        owner=material.owner,
-                        store=material.store,
-                        name=op["name"],
-                        type=op.get("type", ""),
-                        aliases=op.get("aliases") or [],
-                        summary=op.get("summary", ""),
-                        properties={"material": material.source_ref},
-                    )
+                    entry = _relearned(material, op["name"])
+                    if entry is None:
+                        entry = entry_services.entry_create(
+                            actor=ACTOR,
+                            owner=material.owner,
+                            store=material.store,
+                            name=op["name"],
+                            type=op.get("type", ""),
+                            aliases=op.get("aliases") or [],
+                            summary=op.get("summary", ""),
+                            properties={"material": material.source_ref},
+                        )
+                        counts["entries"] += 1
                     created[op["name"].strip().lower()] = entry
-                    counts["entries"] += 1
                 elif op["op"] == "add_block":
                     entry = created[op["entry"]]
                     entry_services.block_add(

@@ -451,7 +451,7 @@ def connector_document(request, connector, ref):
         title=data["title"],
         version=data["version"],
         data=body,
-        filename=(upload.name if upload is not None else f"{ref}.txt"),
+        filename=(upload.name if upload is not None else f"{ref.replace('/', '_')}.txt"),
     )
     material.refresh_from_db()
     code = status.HTTP_201_CREATED if outcome == "created" else status.HTTP_200_OK

@@ -125,3 +125,21 @@ def test_a_failing_model_fails_with_its_reason_and_retry_learns_from_the_stored_
     model_stub.reply_json({"operations": GOOD[:2]})
     assert material_learn(material_id) == "learned with a model"
     assert Entry.objects.count() == 1
+
+
+def test_learning_again_with_the_model_reuses_its_entries_and_replaces_their_blocks(world, model_stub):
+    material_id = _upload(world, "notes.md")
+    model_stub.reply_json({"operations": GOOD[:2]})
+    material_learn(material_id)
+    entry = Entry.objects.get()
+    assert (
+        world.client("admin")
+        .post(f"/api/materials/{material_id}/retry", {"again": True}, format="json")
+        .status_code
+        == 200
+    )
+    model_stub.reply_json({"operations": [GOOD[0], {**GOOD[1], "text": "Refunds take at most 30 days."}]})
+    assert material_learn(material_id) == "learned with a model"
+    assert list(Entry.objects.values_list("pk", flat=True)) == [entry.pk]
+    live = list(Memory.objects.filter(entry=entry, status="active").values_list("text", flat=True))
+    assert live == ["Refunds take at most 30 days."]
