@@ -106,3 +106,17 @@ def _fresh_settings_cache():
     setting_cache_clear()
     gate_cache_clear()
     forget_stats()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _material_originals_removed():
+    """Material originals written by this run's tests live in a folder of their own (the
+    `materials` storage of the test settings); remove it after the run."""
+    yield
+    import shutil
+
+    from django.core.files.storage import storages
+
+    location = getattr(storages["materials"], "location", None)
+    if location and "test-media" in str(location):
+        shutil.rmtree(location, ignore_errors=True)

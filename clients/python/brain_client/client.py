@@ -503,7 +503,9 @@ class MaterialsAPI(_Group):
         self, title: str, *, text: str | None = None, html: str | None = None, scope: str = "shared"
     ) -> dict[str, Any]:
         """Pasted text or web content (HTML): learned at once; the answer's `entry` is the new entry."""
-        body = _clean({"title": title, "text": text, "html": html, "agent": self._brain.agent, "scope": scope})
+        body = _clean(
+            {"title": title, "text": text, "html": html, "agent": self._brain.agent, "scope": scope}
+        )
         return self._req("POST", "/api/materials", json=body)
 
     @operation("GET", "/api/materials")
