@@ -22,7 +22,9 @@ def _all(client, **params):
 
 
 def test_events_come_in_order_with_hash_and_provenance(world):
-    first = factory.make_memory(world.copilot, "Ana prefers tea", store="shared", run_id="run-7", turn=3, event_id="evt-1")
+    first = factory.make_memory(
+        world.copilot, "Ana prefers tea", store="shared", run_id="run-7", turn=3, event_id="evt-1"
+    )
     # the successor's write retires the first in the same transaction, before its own event
     second = factory.make_memory(world.copilot, "Ana prefers coffee now", store="shared", supersedes=first)
 

@@ -74,7 +74,9 @@ def test_a_delivery_is_signed_and_retried_with_back_off_until_it_succeeds(world,
     settings.BRAIN_WEBHOOK_RETRY_SECONDS = 60
     receiver = receiver_factory(500, 200)
     hook = _register(world, receiver.url)
-    memory = factory.make_memory(world.copilot, "Ana's deploy window is Friday", store="shared", run_id="r1", turn=2)
+    memory = factory.make_memory(
+        world.copilot, "Ana's deploy window is Friday", store="shared", run_id="r1", turn=2
+    )
 
     assert webhooks_fanout() == 1
     assert webhooks_fanout() == 0  # each event is queued once
@@ -84,7 +86,10 @@ def test_a_delivery_is_signed_and_retried_with_back_off_until_it_succeeds(world,
     assert (delivery.state, delivery.attempts, delivery.last_status) == ("pending", 1, 500)
     assert delivery.next_attempt_at == now + datetime.timedelta(seconds=60)
 
-    assert deliveries_send(now=now + datetime.timedelta(seconds=30)) == {"delivered": 0, "retrying_or_failed": 0}
+    assert deliveries_send(now=now + datetime.timedelta(seconds=30)) == {
+        "delivered": 0,
+        "retrying_or_failed": 0,
+    }
     assert len(receiver.requests) == 1  # not due yet
     assert deliveries_send(now=now + datetime.timedelta(seconds=61))["delivered"] == 1
     delivery.refresh_from_db()
@@ -97,7 +102,11 @@ def test_a_delivery_is_signed_and_retried_with_back_off_until_it_succeeds(world,
     wrong = "sha256=" + hmac.new(b"another secret", first["body"], hashlib.sha256).hexdigest()
     assert expected != wrong
     event = json.loads(first["body"])
-    assert (event["type"], event["memory"], event["content_hash"]) == ("memory.written", memory.pk, memory.content_hash)
+    assert (event["type"], event["memory"], event["content_hash"]) == (
+        "memory.written",
+        memory.pk,
+        memory.content_hash,
+    )
     assert event["provenance"]["run_id"] == "r1" and event["provenance"]["turn"] == 2
     assert second["headers"]["X-Brain-Event"] == "memory.written"
 
