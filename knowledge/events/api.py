@@ -118,26 +118,22 @@ class WebhookIn(StrictSerializer):
         return value
 
 
-WebhookOut = inline_serializer(
-    "Webhook",
-    {
-        "id": serializers.IntegerField(),
-        "url": serializers.CharField(),
-        "events": serializers.ListField(child=serializers.CharField()),
-        "active": serializers.BooleanField(),
-        "cursor": serializers.CharField(help_text="The feed position up to which deliveries are queued."),
-        "created_by": serializers.CharField(),
-        "created_at": serializers.DateTimeField(),
-        "deliveries": inline_serializer(
-            "WebhookDeliveryCounts",
-            {
-                "pending": serializers.IntegerField(),
-                "delivered": serializers.IntegerField(),
-                "failed": serializers.IntegerField(),
-            },
-        ),
-    },
-)
+class WebhookSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    events = serializers.ListField(child=serializers.CharField())
+    active = serializers.BooleanField()
+    cursor = serializers.CharField(help_text="The feed position up to which deliveries are queued.")
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    deliveries = inline_serializer(
+        "WebhookDeliveryCounts",
+        {
+            "pending": serializers.IntegerField(),
+            "delivered": serializers.IntegerField(),
+            "failed": serializers.IntegerField(),
+        },
+    )
 
 
 def webhooks_with_counts():
@@ -167,13 +163,11 @@ def webhook_out(w: Webhook) -> dict:
     }
 
 
-@extend_schema(
-    methods=["GET"], responses={200: serializers.ListField(child=WebhookOut)}, summary="The webhooks"
-)
+@extend_schema(methods=["GET"], responses={200: WebhookSerializer(many=True)}, summary="The webhooks")
 @extend_schema(
     methods=["POST"],
     request=WebhookIn,
-    responses={201: WebhookOut},
+    responses={201: WebhookSerializer},
     summary="Register a webhook (admins)",
     description="It receives the events of the given types committed from now on, each as a POST of "
     "the event's JSON signed `X-Brain-Signature: sha256=<hex HMAC-SHA256 of the body with the secret>`; "
