@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import ValidationError
 
 from knowledge.api_errors import error_text
 from knowledge.events.api import WebhookIn, webhooks_with_counts
@@ -27,7 +28,7 @@ def webhook_page(request):
             )
             messages.success(request, f"Webhook {webhook.pk} registered for {', '.join(webhook.events)}.")
             return redirect("webhooks")
-        messages.error(request, error_text(data.errors and _as_exc(data.errors)))
+        messages.error(request, error_text(ValidationError(data.errors)))
     deliveries = WebhookDelivery.objects.select_related("webhook").order_by("-id")
     selected = request.GET.get("webhook", "")
     if selected.isdigit():
@@ -43,12 +44,6 @@ def webhook_page(request):
             "selected": selected,
         },
     )
-
-
-def _as_exc(errors):
-    from rest_framework.exceptions import ValidationError
-
-    return ValidationError(errors)
 
 
 @admin_required
