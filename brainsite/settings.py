@@ -217,6 +217,7 @@ SPECTACULAR_SETTINGS = {
         "SourceStateEnum": "knowledge.models.MemorySource.STATES",
         "RecallKindEnum": "memory.api_recall.RESULT_KINDS",
         "PlanStateEnum": "memory.models.ConsolidationPlan.STATES",
+        "MemoryEventTypeEnum": "knowledge.events.feed.EVENT_TYPES",
     },
 }
 

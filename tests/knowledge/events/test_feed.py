@@ -128,3 +128,15 @@ def test_bad_parameters_are_400_naming_them(world):
     assert response.status_code == 400 and "limit" in response.json()["fields"]
     response = client.get("/api/events", {"colour": "red"})
     assert response.status_code == 400 and "colour" in response.json()["fields"]
+
+
+def test_the_python_client_reads_the_feed_and_resumes(world, live_server):
+    from brain_client import Brain
+
+    first = factory.make_memory(world.copilot, "first for the client", store="shared")
+    with Brain(live_server.url, world.tokens["copilot"]) as brain:
+        events = list(brain.events.iter())
+        assert first.pk in [e["memory"] for e in events]
+        second = factory.make_memory(world.copilot, "second for the client", store="shared")
+        resumed = list(brain.events.iter(after=events[-1]["cursor"], types=["memory.written"]))
+    assert [e["memory"] for e in resumed] == [second.pk]
