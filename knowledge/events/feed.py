@@ -90,8 +90,8 @@ class Page:
 
 
 def _visibility(principal: Principal) -> tuple[str, list]:
-    """SQL over the revision's memory snapshot (`r.after`): the memories `principal` may see,
-    by the access layer's rule for browsing (no conversation)."""
+    """SQL over the memory row `m`: the memories `principal` may see, by the access layer's rule
+    for browsing (no conversation)."""
     if principal.is_reviewer:
         return "TRUE", []
     if principal.kind != "agent":
@@ -100,23 +100,27 @@ def _visibility(principal: Principal) -> tuple[str, list]:
     stores = access.agent_stores(agent)
     owner_only = [s for s in stores if s.startswith(access.OWNER_ONLY_PREFIXES)]
     open_stores = [s for s in stores if s not in owner_only]
-    sql = (
-        "((r.after->>'store') = ANY(%s) OR "
-        "((r.after->>'store') = ANY(%s) AND (r.after->>'owner_id')::bigint = %s))"
-    )
-    return sql, [open_stores, owner_only, agent.pk]
+    return "(m.store = ANY(%s) OR (m.store = ANY(%s) AND m.owner_id = %s))", [
+        open_stores,
+        owner_only,
+        agent.pk,
+    ]
 
 
+# A revision's snapshot gives the memory as the change left it; some writers (the provenance
+# check's one-statement update) record only the lifecycle fields, so what a snapshot lacks comes
+# from the memory row. Store and owner never change, so visibility reads the row.
 _COLUMNS = (
     "r.xact::text, r.id, r.object_id, r.before, r.after, e.id, e.action, e.actor_kind, e.actor_name, "
-    "e.reason, e.data, e.created_at"
+    "e.reason, e.created_at, a.name, m.store, m.content_hash, m.version, m.status, m.tier, m.run_id, "
+    "m.turn, m.event_id"
 )
 
 
 def feed_read(principal: Principal, *, after: str | None = None, limit: int = 100, types=None) -> Page:
-    """The events after cursor `after` that `principal` may see, oldest first, at most `limit`.
-    `next_cursor` is the position of the last revision read, visible or not, so a reader that
-    resumes from it skips nothing it may see and never sees an event twice."""
+    """The events after cursor `after` that `principal` may see, oldest first, at most `limit`
+    (of `types` when given). `next_cursor` is the last event returned (or `after`), so a reader
+    that resumes from it misses nothing and sees nothing twice."""
     xact, rid = parse_cursor(after)
     limit = max(1, min(limit, MAX_LIMIT))
     visible_sql, visible_params = _visibility(principal)
@@ -124,13 +128,15 @@ def feed_read(principal: Principal, *, after: str | None = None, limit: int = 10
     actions = actions_for(types) if types else None
     if actions is not None:
         action_sql, action_params = "AND e.action = ANY(%s)", [actions]
-    # Fetch one more row than asked to know whether there is more; visibility and types are
-    # applied in SQL so a page is full whenever that many visible events exist.
+    # One row more than asked says whether there is more. Visibility and types are applied in
+    # SQL, so a page is full whenever that many visible events exist.
     sql = f"""
-        SELECT {_COLUMNS}, a.name
-        FROM knowledge_revision r JOIN knowledge_auditevent e ON e.id = r.event_id
-        LEFT JOIN knowledge_agent a ON a.id = (r.after->>'owner_id')::bigint
-        WHERE r.object_type = 'memory' AND r.after IS NOT NULL
+        SELECT {_COLUMNS}
+        FROM knowledge_revision r
+        JOIN knowledge_auditevent e ON e.id = r.event_id
+        JOIN knowledge_memory m ON m.id = r.object_id::bigint
+        JOIN knowledge_agent a ON a.id = m.owner_id
+        WHERE r.object_type = 'memory'
           AND r.xact < pg_snapshot_xmin(pg_current_snapshot())
           AND (r.xact, r.id) > (%s::text::xid8, %s)
           AND {visible_sql} {action_sql}
@@ -142,8 +148,7 @@ def feed_read(principal: Principal, *, after: str | None = None, limit: int = 10
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     has_more = len(rows) > limit
-    rows = rows[:limit]
-    events = [_event(row) for row in rows]
+    events = [_event(row) for row in rows[:limit]]
     next_cursor = events[-1]["cursor"] if events else format_cursor(xact, rid)
     return Page(events=events, next_cursor=next_cursor, has_more=has_more)
 
@@ -175,30 +180,45 @@ def _event(row) -> dict:
         actor_kind,
         actor_name,
         reason,
-        _data,
         at,
         owner,
+        store,
+        content_hash,
+        version,
+        status,
+        tier,
+        run_id,
+        turn,
+        memory_event_id,
     ) = row
     # Django's backend leaves jsonb to the field, so a raw cursor hands back text.
-    after, before = _json(after), _json(before)
-    snap = after or {}
+    after, before = _json(after) or {}, _json(before) or {}
+    row_now = {
+        "content_hash": content_hash,
+        "version": version,
+        "status": status,
+        "tier": tier,
+        "run_id": run_id,
+        "turn": turn,
+        "event_id": memory_event_id,
+    }
+
+    def value(name):
+        return after[name] if name in after else row_now[name]
+
     return {
         "cursor": format_cursor(int(xact), rid),
         "type": event_type(action),
         "action": action,
         "memory": int(object_id),
-        "content_hash": snap.get("content_hash", ""),
-        "version": snap.get("version"),
-        "status": snap.get("status", ""),
-        "previous_status": (before or {}).get("status"),
-        "store": snap.get("store", ""),
-        "owner": owner or "",
-        "tier": snap.get("tier", ""),
-        "provenance": {
-            "run_id": snap.get("run_id", ""),
-            "turn": snap.get("turn"),
-            "event_id": snap.get("event_id", ""),
-        },
+        "content_hash": value("content_hash"),
+        "version": value("version"),
+        "status": value("status"),
+        "previous_status": before.get("status"),
+        "store": store,
+        "owner": owner,
+        "tier": value("tier"),
+        "provenance": {"run_id": value("run_id"), "turn": value("turn"), "event_id": value("event_id")},
         "audit_event": event_id,
         "actor": {"kind": actor_kind, "name": actor_name},
         "reason": reason,

@@ -3,6 +3,7 @@ still open, store visibility and bad parameters. These tests commit (the feed sh
 finished transactions), so they run with transaction=True."""
 
 import threading
+import time
 
 import pytest
 from django.db import connection, transaction
@@ -15,7 +16,23 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ADMIN = Principal.system("test reader")
 
 
+def settle(timeout=60.0):
+    """Wait until every transaction up to the newest revision has ended everywhere on the server
+    (another process's open transaction — a benchmark, a worker — holds the feed back)."""
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(
+                "SELECT coalesce(max(xact), '0') < pg_snapshot_xmin(pg_current_snapshot()) "
+                "FROM knowledge_revision WHERE object_type = 'memory'"
+            )
+            if cursor.fetchone()[0] or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+
 def _all(client, **params):
+    settle()
     response = client.get("/api/events", params)
     assert response.status_code == 200, response.content
     return response.json()
@@ -95,6 +112,7 @@ def test_a_transaction_still_open_holds_the_feed_back_and_its_event_comes_first(
         release.set()
         thread.join(10)
     assert done.is_set()
+    settle()
     resumed = [e["memory"] for e in feed_read(ADMIN, after=cursor).events]
     assert resumed == [slow["memory"].pk, fast.pk]
 
@@ -134,9 +152,35 @@ def test_the_python_client_reads_the_feed_and_resumes(world, live_server):
     from brain_client import Brain
 
     first = factory.make_memory(world.copilot, "first for the client", store="shared")
+    settle()
     with Brain(live_server.url, world.tokens["copilot"]) as brain:
         events = list(brain.events.iter())
         assert first.pk in [e["memory"] for e in events]
         second = factory.make_memory(world.copilot, "second for the client", store="shared")
+        settle()
         resumed = list(brain.events.iter(after=events[-1]["cursor"], types=["memory.written"]))
     assert [e["memory"] for e in resumed] == [second.pk]
+
+
+def test_the_provenance_checks_stale_flags_are_events_with_the_memorys_hash(world):
+    """The provenance check records only lifecycle fields in its revisions; the event still
+    carries the memory's hash and provenance, and its owner's visibility."""
+    integration = world.client("integration")
+    fields = {"title": "VPN drops", "description": "d", "status": "open", "resolution": "", "category": "net"}
+    assert integration.put("/api/sources/ticket/INC-9", fields, format="json").status_code == 200
+    memory = factory.make_memory(
+        world.copilot,
+        "VPN-9 is fixed by 5.2",
+        store="shared",
+        run_id="r9",
+        turn=4,
+        sources=[{"kind": "ticket", "ref": "INC-9"}],
+    )
+    cursor = _all(world.client("admin"))["next_cursor"]
+    integration.put("/api/sources/ticket/INC-9", {**fields, "resolution": "reopened"}, format="json")
+    assert world.client("reviewer").post("/api/memory-provenance/check").status_code == 200
+
+    events = _all(world.client("copilot"), after=cursor)["events"]
+    assert [(e["type"], e["memory"]) for e in events] == [("memory.stale", memory.pk)]
+    assert events[0]["content_hash"] == memory.content_hash
+    assert events[0]["provenance"]["run_id"] == "r9" and events[0]["store"] == "shared"

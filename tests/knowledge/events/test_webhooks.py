@@ -14,6 +14,7 @@ from django.utils import timezone
 from knowledge.events.services import deliveries_send, webhooks_fanout
 from knowledge.models import AuditEvent, Webhook, WebhookDelivery
 from tests import factory
+from tests.knowledge.events.test_feed import settle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "a-long-shared-secret-123"
@@ -61,7 +62,13 @@ def receiver_factory():
         r.close()
 
 
+def fanout():
+    settle()
+    return webhooks_fanout()
+
+
 def _register(world, url, events=("memory.written",)):
+    settle()  # a webhook starts at the feed's head: let it reach every write so far
     response = world.client("admin").post(
         "/api/webhooks", {"url": url, "events": list(events), "secret": SECRET}, format="json"
     )
@@ -78,8 +85,8 @@ def test_a_delivery_is_signed_and_retried_with_back_off_until_it_succeeds(world,
         world.copilot, "Ana's deploy window is Friday", store="shared", run_id="r1", turn=2
     )
 
-    assert webhooks_fanout() == 1
-    assert webhooks_fanout() == 0  # each event is queued once
+    assert fanout() == 1
+    assert fanout() == 0  # each event is queued once
     now = timezone.now()
     assert deliveries_send(now=now) == {"delivered": 0, "retrying_or_failed": 1}
     delivery = WebhookDelivery.objects.get(webhook_id=hook["id"])
@@ -116,7 +123,7 @@ def test_back_off_doubles_and_a_delivery_fails_after_the_last_try(world, receive
     receiver = receiver_factory(503)
     _register(world, receiver.url)
     factory.make_memory(world.copilot, "something", store="shared")
-    webhooks_fanout()
+    fanout()
     now = timezone.now()
     deliveries_send(now=now)
     delivery = WebhookDelivery.objects.get()
@@ -137,7 +144,7 @@ def test_an_unreachable_url_is_recorded_as_the_error(world, receiver_factory):
     receiver.close()  # nothing listens there any more
     _register(world, url)
     factory.make_memory(world.copilot, "something", store="shared")
-    webhooks_fanout()
+    fanout()
     deliveries_send()
     delivery = WebhookDelivery.objects.get()
     assert delivery.state == "pending" and delivery.last_status is None and delivery.last_error
@@ -149,7 +156,7 @@ def test_a_webhook_gets_only_its_event_types_and_only_events_after_it_was_regist
     _register(world, receiver.url, events=["memory.superseded"])
     old = factory.make_memory(world.copilot, "plan A", store="shared")
     factory.make_memory(world.copilot, "plan B", store="shared", supersedes=old)
-    assert webhooks_fanout() == 1
+    assert fanout() == 1
     deliveries_send()
     [request] = receiver.requests
     event = json.loads(request["body"])
@@ -189,7 +196,7 @@ def test_the_console_page_registers_webhooks_and_shows_the_delivery_log(world, c
     )
     assert response.status_code == 200 and b"registered" in response.content
     memory = factory.make_memory(world.copilot, "logged", store="shared")
-    webhooks_fanout()
+    fanout()
     deliveries_send()
     page = client.get("/webhooks/").content.decode()
     assert receiver.url in page and f"/memories/{memory.pk}/" in page and "HTTP 500" in page
