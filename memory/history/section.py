@@ -35,12 +35,14 @@ def _empty(note: str = "") -> dict:
     return {"name": "history", "text": "", "tokens": 0, "turns": [], "summary": None, "note": note}
 
 
+# (ts, id) comparisons, with the plain ts bound first so the (channel, thread, ts) index gives
+# the range.
 def _after(ts, pk) -> Q:
-    return Q(ts__gt=ts) | Q(ts=ts, pk__gt=pk)
+    return Q(ts__gte=ts) & (Q(ts__gt=ts) | Q(ts=ts, pk__gt=pk))
 
 
 def _before(ts, pk) -> Q:
-    return Q(ts__lt=ts) | Q(ts=ts, pk__lt=pk)
+    return Q(ts__lte=ts) & (Q(ts__lt=ts) | Q(ts=ts, pk__lt=pk))
 
 
 def _turn(message: Message) -> tuple[str, str]:
