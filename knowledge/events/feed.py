@@ -60,12 +60,17 @@ def event_type(action: str) -> str:
     return action if action in NAMED else CHANGED
 
 
-def actions_for(types) -> list[str] | None:
-    """The audit actions behind `types` (None: every action, for `memory.changed` is among them)."""
+_ACTION_OF = {v: k for k, v in RENAMED.items()}
+NAMED_ACTIONS = [_ACTION_OF.get(t, t) for t in NAMED]
+
+
+def types_sql(types) -> tuple[str, list]:
+    """SQL over the audit event `e` for events of `types`: their actions, and for
+    `memory.changed` every action that is not one of the named ones."""
+    actions = [_ACTION_OF.get(t, t) for t in types if t != CHANGED]
     if CHANGED in types:
-        return None
-    inverse = {v: k for k, v in RENAMED.items()}
-    return [inverse.get(t, t) for t in types]
+        return "AND (e.action = ANY(%s) OR NOT e.action = ANY(%s))", [actions, NAMED_ACTIONS]
+    return "AND e.action = ANY(%s)", [actions]
 
 
 def parse_cursor(value: str | None, field: str = "after") -> tuple[int, int]:
@@ -124,10 +129,7 @@ def feed_read(principal: Principal, *, after: str | None = None, limit: int = 10
     xact, rid = parse_cursor(after)
     limit = max(1, min(limit, MAX_LIMIT))
     visible_sql, visible_params = _visibility(principal)
-    action_sql, action_params = "", []
-    actions = actions_for(types) if types else None
-    if actions is not None:
-        action_sql, action_params = "AND e.action = ANY(%s)", [actions]
+    action_sql, action_params = types_sql(types) if types else ("", [])
     # One row more than asked says whether there is more. Visibility and types are applied in
     # SQL, so a page is full whenever that many visible events exist.
     sql = f"""

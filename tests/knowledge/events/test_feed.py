@@ -9,6 +9,7 @@ import pytest
 from django.db import connection, transaction
 
 from knowledge.events.feed import feed_read
+from knowledge.models import Memory
 from knowledge.principals import Principal
 from tests import factory
 
@@ -134,6 +135,13 @@ def test_types_filter_the_feed(world):
     factory.make_memory(world.copilot, "new plan", store="shared", supersedes=first)
     events = _all(world.client("admin"), types="memory.superseded")["events"]
     assert [(e["type"], e["memory"]) for e in events] == [("memory.superseded", first.pk)]
+    assert _all(world.client("admin"), types="memory.changed")["events"] == []
+    # an entry's body block is a memory row too: its changes come as memory.changed
+    entry = factory.make_entry(world.copilot, blocks=["The export runs nightly."])
+    block = Memory.objects.get(entry=entry)
+    changed = _all(world.client("admin"), types="memory.changed,memory.superseded")["events"]
+    assert [e["type"] for e in changed] == ["memory.superseded", "memory.changed"]
+    assert changed[1]["action"] == "entry.created" and changed[1]["memory"] == block.pk
 
 
 def test_bad_parameters_are_400_naming_them(world):
