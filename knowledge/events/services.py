@@ -12,6 +12,7 @@ import datetime
 import hashlib
 import hmac
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -29,6 +30,7 @@ from knowledge.principals import Principal
 SIGNATURE_HEADER = "X-Brain-Signature"
 FANOUT_BATCH = 500
 SEND_BATCH = 50
+SEND_SECONDS = 45.0  # per run of the every-minute schedule
 CLAIM_TIMEOUT = datetime.timedelta(minutes=5)  # a claim older than this is a dead worker's
 ERROR_CHARS = 500
 
@@ -180,32 +182,44 @@ def delivery_send(delivery: WebhookDelivery, *, now: datetime.datetime | None = 
     return ok
 
 
-def deliveries_send(*, now: datetime.datetime | None = None, limit: int = SEND_BATCH) -> dict:
-    """Send the deliveries that are due (oldest first), each claimed first with a conditional
-    update. A delivery claimed longer than CLAIM_TIMEOUT ago is a dead worker's and due again.
-    Returns counts of delivered and failed tries."""
+def deliveries_send(
+    *, now: datetime.datetime | None = None, limit: int = SEND_BATCH, max_seconds: float = SEND_SECONDS
+) -> dict:
+    """Send the deliveries that are due (oldest first), batch after batch until none is due or
+    `max_seconds` have passed (the schedule runs every minute), each claimed first with a
+    conditional update. A delivery claimed longer than CLAIM_TIMEOUT ago is a dead worker's and
+    due again. Returns counts of delivered and failed tries."""
     now = now or timezone.now()
+    started = time.monotonic()
     WebhookDelivery.objects.filter(state=WebhookDelivery.SENDING, claimed_at__lt=now - CLAIM_TIMEOUT).update(
         state=WebhookDelivery.PENDING
     )
-    due = list(
-        WebhookDelivery.objects.filter(
-            state=WebhookDelivery.PENDING, next_attempt_at__lte=now, webhook__active=True
-        )
-        .order_by("next_attempt_at", "id")
-        .values_list("pk", flat=True)[:limit]
-    )
     counts = {"delivered": 0, "retrying_or_failed": 0}
-    for pk in due:
-        claimed = WebhookDelivery.objects.filter(pk=pk, state=WebhookDelivery.PENDING).update(
-            state=WebhookDelivery.SENDING, claimed_at=timezone.now()
+    tried: set[int] = set()
+    while time.monotonic() - started < max_seconds:
+        due = list(
+            WebhookDelivery.objects.filter(
+                state=WebhookDelivery.PENDING, next_attempt_at__lte=now, webhook__active=True
+            )
+            .exclude(pk__in=tried)
+            .order_by("next_attempt_at", "id")
+            .values_list("pk", flat=True)[:limit]
         )
-        if not claimed:
-            continue
-        delivery = WebhookDelivery.objects.select_related("webhook").get(pk=pk)
-        delivery.state = WebhookDelivery.SENDING
-        if delivery_send(delivery, now=now):
-            counts["delivered"] += 1
-        else:
-            counts["retrying_or_failed"] += 1
+        if not due:
+            break
+        for pk in due:
+            tried.add(pk)  # a try that failed is due again only after its back-off, in a later run
+            claimed = WebhookDelivery.objects.filter(pk=pk, state=WebhookDelivery.PENDING).update(
+                state=WebhookDelivery.SENDING, claimed_at=timezone.now()
+            )
+            if not claimed:
+                continue
+            delivery = WebhookDelivery.objects.select_related("webhook").get(pk=pk)
+            delivery.state = WebhookDelivery.SENDING
+            if delivery_send(delivery, now=now):
+                counts["delivered"] += 1
+            else:
+                counts["retrying_or_failed"] += 1
+            if time.monotonic() - started >= max_seconds:
+                break
     return counts

@@ -210,3 +210,15 @@ def test_the_console_page_registers_webhooks_and_shows_the_delivery_log(world, c
 
     client.force_login(world.reviewer)
     assert client.get("/webhooks/").status_code == 403
+
+
+def test_one_run_sends_batch_after_batch(world, receiver_factory):
+    receiver = receiver_factory(200)
+    _register(world, receiver.url)
+    for i in range(3):
+        factory.make_memory(world.copilot, f"fact {i}", store="shared")
+    assert fanout() == 3
+    assert deliveries_send(limit=1) == {"delivered": 3, "retrying_or_failed": 0}
+    assert len(receiver.requests) == 3
+    cursors = [r["headers"]["X-Brain-Cursor"] for r in receiver.requests]
+    assert cursors == sorted(cursors, key=lambda c: tuple(map(int, c.split("-"))))
