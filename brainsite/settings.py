@@ -233,6 +233,7 @@ SPECTACULAR_SETTINGS = {
         "SourceStateEnum": "knowledge.models.MemorySource.STATES",
         "RecallKindEnum": "memory.api_recall.RESULT_KINDS",
         "PlanStateEnum": "memory.models.ConsolidationPlan.STATES",
+        "MemoryEventTypeEnum": "knowledge.events.feed.EVENT_TYPES",
     },
 }
 
@@ -275,6 +276,14 @@ BRAIN_DISTILLER_AUTO_ACTIVATE = env_bool("BRAIN_DISTILLER_AUTO_ACTIVATE")  # run
 BRAIN_DREAMING_QUIET_MINUTES = env_int("BRAIN_DREAMING_QUIET_MINUTES", 30)  # run time
 BRAIN_DREAMING_BATCH_MESSAGES = env_int("BRAIN_DREAMING_BATCH_MESSAGES", 200)  # run time
 BRAIN_DREAMING_BATCH_TOKENS = env_int("BRAIN_DREAMING_BATCH_TOKENS", 6000)  # messages per model call
+# Context history: at most this many tokens for the section, of them at most this many for the
+# rolling summary of the turns before the verbatim ones.
+BRAIN_HISTORY_BUDGET_TOKENS = env_int("BRAIN_HISTORY_BUDGET_TOKENS", 1500)
+BRAIN_HISTORY_SUMMARY_TOKENS = env_int("BRAIN_HISTORY_SUMMARY_TOKENS", 400)
+# Webhooks: first retry after this many seconds, doubling (at most 6 h), failed after N tries.
+BRAIN_WEBHOOK_RETRY_SECONDS = env_int("BRAIN_WEBHOOK_RETRY_SECONDS", 60)
+BRAIN_WEBHOOK_MAX_ATTEMPTS = env_int("BRAIN_WEBHOOK_MAX_ATTEMPTS", 8)
+BRAIN_WEBHOOK_TIMEOUT_SECONDS = env_int("BRAIN_WEBHOOK_TIMEOUT_SECONDS", 10)
 BRAIN_DREAMING_RETRY_MINUTES = env_int("BRAIN_DREAMING_RETRY_MINUTES", 5)  # first back-off; doubles
 # Stage B: Dreaming fitness counts a Dreaming block write once it is this many days old.
 BRAIN_DREAMING_MATURE_DAYS = env_int("BRAIN_DREAMING_MATURE_DAYS", 7)

@@ -16,6 +16,7 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
         ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
         ("dreaming stage A (quiet and busy channels)", "curation.dreaming.tasks.stage_a_sweep", 1),
+        ("webhook deliveries (new memory events, due retries)", "knowledge.events.tasks.webhooks_run", 1),
         ("keyword statistics compaction", "knowledge.tasks.term_stats_compact", 60),
         (
             "dreaming stage B (agents with new episodes or task outcomes)",

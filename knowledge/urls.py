@@ -1,6 +1,7 @@
 from django.urls import path
 
 from knowledge import api, api_audit, api_entries, views, views_audit, views_entries
+from knowledge.events import urls as events_urls
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -73,3 +74,6 @@ api_urlpatterns = [
     path("audit/<int:event_id>", api_audit.audit_detail, name="api-audit-event"),
     path("audit/restore", api_audit.audit_restore_view, name="api-audit-restore"),
 ]
+
+urlpatterns += events_urls.urlpatterns
+api_urlpatterns += events_urls.api_urlpatterns

@@ -20,6 +20,7 @@ from knowledge.schema import error_response
 from memory.api_conversations import SLUG, IsAgentOrReviewer
 from memory.browse import KINDS, Browser
 from memory.context import context_compile
+from memory.history.section import DEFAULT_TURNS, MAX_TURNS
 from memory.memo import memo_as_dict, memo_for, memo_update
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.present import outcome_dict
@@ -448,6 +449,14 @@ class ContextIn(StrictSerializer):
     q = StrictCharField(max_length=2000, allow_blank=True)
     budget_tokens = serializers.IntegerField(required=False, default=4000, min_value=1, max_value=MAX_BUDGET)
     now = serializers.DateTimeField(required=False)
+    history_turns = serializers.IntegerField(
+        required=False,
+        default=DEFAULT_TURNS,
+        min_value=0,
+        max_value=MAX_TURNS,
+        help_text="The last turns of the conversation given verbatim in the history section, after a "
+        "rolling summary of the earlier ones; 0 leaves the section out.",
+    )
 
     def validate(self, data):
         if not data.get("conversation") and not data.get("channel"):
@@ -469,10 +478,39 @@ ContextItemOut = inline_serializer(
         "density": serializers.FloatField(required=False),
     },
 )
+HistoryTurnOut = inline_serializer(
+    "HistoryTurn",
+    {
+        "id": serializers.IntegerField(help_text="The message."),
+        "speaker": serializers.CharField(),
+        "ts": serializers.DateTimeField(),
+        "tokens": serializers.IntegerField(),
+        "truncated": serializers.BooleanField(),
+    },
+)
+
+
+class HistorySummaryOut(serializers.Serializer):
+    text = serializers.CharField()
+    tokens = serializers.IntegerField()
+    truncated = serializers.BooleanField(
+        help_text="Cut to fit the budget here (the stored summary is whole)."
+    )
+    turns = serializers.IntegerField(help_text="Turns folded into it.")
+    skipped = serializers.IntegerField(help_text="Earlier turns left out, over a fold's limit.")
+    through_message = serializers.IntegerField(allow_null=True, help_text="The last message folded in.")
+    method = serializers.ChoiceField(choices=["model", "extractive"])
+    version = serializers.CharField()
+    note = serializers.CharField(help_text="Why the last fold did not use the model, if it did not.")
+    updated_at = serializers.DateTimeField()
+
+
 ContextSectionOut = inline_serializer(
     "CompiledContextSection",
     {
-        "name": serializers.ChoiceField(choices=["instructions", "pinned_memo", "skills", "recalled_memory"]),
+        "name": serializers.ChoiceField(
+            choices=["instructions", "pinned_memo", "skills", "history", "recalled_memory"]
+        ),
         "text": serializers.CharField(),
         "tokens": serializers.IntegerField(),
         "budget_tokens": serializers.IntegerField(required=False, help_text="pinned_memo only."),
@@ -487,6 +525,17 @@ ContextSectionOut = inline_serializer(
             help_text="skills only: per enabled skill its name, version, tokens (base, overlay), whether "
             "it was cut, and the lessons it holds.",
         ),
+        "turns": serializers.ListField(
+            child=HistoryTurnOut,
+            required=False,
+            help_text="history only: the turns given verbatim, oldest first.",
+        ),
+        "summary": HistorySummaryOut(
+            required=False,
+            allow_null=True,
+            help_text="history only: the rolling summary of the earlier turns.",
+        ),
+        "note": serializers.CharField(required=False, help_text="history only: why it is empty, if it is."),
     },
 )
 ContextOut = inline_serializer(
@@ -508,7 +557,9 @@ def context_for(principal: Principal, agent: Agent, v: dict) -> dict:
     """Compile `agent`'s context from validated `ContextIn` data, inside the scope `principal`
     may read (the API and the MCP server both compile through here)."""
     scope = scope_from(principal, {**v, "agent": agent.name})
-    return context_compile(scope, q=v["q"], budget_tokens=v["budget_tokens"], now=v.get("now"))
+    return context_compile(
+        scope, q=v["q"], budget_tokens=v["budget_tokens"], now=v.get("now"), history_turns=v["history_turns"]
+    )
 
 
 @extend_schema(
@@ -516,7 +567,8 @@ def context_for(principal: Principal, agent: Agent, v: dict) -> dict:
     responses={200: ContextOut},
     summary="Compile the agent's context for one turn",
     description="Sections: instructions, pinned memo, skills (each enabled skill's base instructions and "
-    "the agent's overlay of lessons), recalled memory (scored relevance × recency × "
+    "the agent's overlay of lessons), history (the conversation's last `history_turns` turns verbatim after "
+    "a rolling summary of the earlier ones, kept per conversation), recalled memory (scored relevance × recency × "
     "confidence × density), each with its token count; the total never exceeds `budget_tokens`.",
 )
 @api_view(["POST"])

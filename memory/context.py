@@ -2,7 +2,10 @@
 
 Sections, in order: the agent's instructions, its pinned memo, its enabled skills (each skill's
 base instructions followed by the agent's overlay of lessons, each overlay within
-BRAIN_OVERLAY_BUDGET_TOKENS; see memory.skills.selectors.skills_section), and recalled memory.
+BRAIN_OVERLAY_BUDGET_TOKENS; see memory.skills.selectors.skills_section), the conversation's
+history when `history_turns` > 0 (its last turns verbatim and a rolling summary of the earlier
+ones; see memory.history.section — recalled memory leaves out the turns shown there), and
+recalled memory.
 Lessons reach the prompt only through the skills section: recall's routes leave them out.
 Recalled memory comes from the same routes, fusion and decay as memory_search; here each
 candidate is scored
@@ -31,6 +34,7 @@ from django.utils import timezone
 
 from knowledge.models import Memory
 from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.history.section import history_section
 from memory.memo import memo_budget_tokens, memo_for
 from memory.recall.expand import Expander, Item, item_cap, memory_text
 from memory.recall.fuse import Candidate, best_fused
@@ -78,6 +82,7 @@ def context_compile(
     params: RecallParams = DEFAULT_PARAMS,
     exclude_memory_ids=(),
     include_memories: list[Memory] = (),
+    history_turns: int = 0,
 ) -> dict:
     """The prompt sections for one turn of `scope.agent` in `scope`'s conversation."""
     now = now or timezone.now()
@@ -117,6 +122,13 @@ def context_compile(
     if any(s["truncated"] for s in skills["skills"]):
         truncated.append("skills")
 
+    shown_messages = set()
+    if history_turns > 0:
+        history = history_section(scope, budget=remaining, turns=history_turns)
+        sections.append(history)
+        remaining -= history["tokens"]
+        shown_messages = {turn["id"] for turn in history["turns"]}
+
     lessons = [m for m in include_memories if m.skill_id]
     recall_forced = [m for m in include_memories if not m.skill_id]
     recalled = _recalled(
@@ -127,6 +139,7 @@ def context_compile(
         params,
         [*exclude_memory_ids, *(m.pk for m in lessons if m.pk)],
         recall_forced,
+        shown_messages,
     )
     sections.append(recalled)
     total = sum(s["tokens"] for s in sections)
@@ -143,7 +156,7 @@ def context_compile(
     }
 
 
-def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memories) -> dict:
+def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memories, shown_messages=()) -> dict:
     forced = [m for m in include_memories]
     excluded = set(exclude_memory_ids) | {m.pk for m in forced if m.pk}
     ranking = recall_candidates(
@@ -181,7 +194,7 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
     scored.sort(key=lambda s: -s[0])
 
     chosen_text, chosen_items, used = [], [], 0
-    shown_messages: set[int] = set()
+    shown_messages = set(shown_messages)
     for memory in forced:  # the gate's candidate goes first, rendered as recall renders memories
         cand = Candidate.for_memory(memory, decay=1.0)
         text = truncate_to_tokens(memory_text(memory), max(cap - count_tokens(item_label(cand)) - 1, 0))

@@ -142,3 +142,6 @@ class GateCheck(models.Model):
 
     def __str__(self) -> str:
         return f"gate check {self.pk}: {self.verdict}"
+
+
+from memory.history.models import ConversationSummary  # noqa: E402,F401  (registered with this app)

@@ -1,6 +1,7 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
+from knowledge.models.events import Webhook, WebhookDelivery
 from knowledge.models.llm import ModelProfile, ModelUsage
 from knowledge.models.materials import Material, MaterialVersion, Signal, SignalRule
 from knowledge.models.memo import PinnedMemo
@@ -46,4 +47,6 @@ __all__ = [
     "TermStat",
     "SourceState",
     "TaskOutcome",
+    "Webhook",
+    "WebhookDelivery",
 ]

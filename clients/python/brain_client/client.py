@@ -86,6 +86,7 @@ class Brain:
         self.entries = EntriesAPI(self)
         self.materials = MaterialsAPI(self)
         self.runs = RunsAPI(self)
+        self.events = EventsAPI(self)
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -241,8 +242,10 @@ class MemoryAPI(_Group):
         channel: str | None = None,
         budget_tokens: int | None = None,
         now: str | None = None,
+        history_turns: int | None = None,
     ) -> CompiledContext:
-        """What goes into the agent's prompt for one turn, within `budget_tokens`."""
+        """What goes into the agent's prompt for one turn, within `budget_tokens`; the history
+        section holds the conversation's last `history_turns` turns (default 4, 0: none)."""
         body = _clean(
             {
                 "q": q,
@@ -250,6 +253,7 @@ class MemoryAPI(_Group):
                 "channel": channel,
                 "budget_tokens": budget_tokens,
                 "now": now,
+                "history_turns": history_turns,
             }
         )
         path = f"/api/agents/{_seg(self._brain.agent)}/context"
@@ -535,6 +539,26 @@ class RunsAPI(_Group):
     def finish(self, run_id: str) -> dict[str, Any]:
         """Clear the run's working memory (finishing twice clears nothing more)."""
         return self._req("POST", f"/api/runs/{_seg(run_id)}/finish", json={}, idempotent=True)
+
+
+class EventsAPI(_Group):
+    @operation("GET", "/api/events")
+    def read(
+        self, *, after: str = "0-0", limit: int | None = None, types: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Memory events after cursor `after`, oldest first: `{events, next_cursor, has_more}`.
+        Keep `next_cursor` and pass it as `after` next time to miss nothing."""
+        params = _clean({"after": after, "limit": limit, "types": ",".join(types) if types else None})
+        return self._req("GET", "/api/events", params=params)
+
+    def iter(self, *, after: str = "0-0", types: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every event after `after` that is visible now, page by page (each carries its `cursor`)."""
+        while True:
+            page = self.read(after=after, limit=500, types=types)
+            yield from page["events"]
+            after = page["next_cursor"]
+            if not page["has_more"]:
+                return
 
 
 __all__ = ["OPERATIONS", "Brain", "Model", "RateLimited"]

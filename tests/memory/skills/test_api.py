@@ -34,7 +34,7 @@ def test_compiled_context_has_the_skills_section_within_the_budget(world, triage
     lesson = experience(world, LESSON)
     compiled = context(world)
     names = [s["name"] for s in compiled["sections"]]
-    assert names == ["instructions", "pinned_memo", "skills", "recalled_memory"]
+    assert names == ["instructions", "pinned_memo", "skills", "history", "recalled_memory"]
     skills = section(compiled, "skills")
     assert BASE in skills["text"] and LESSON in skills["text"]
     assert skills["skills"][0]["lessons"][0]["id"] == lesson["id"]
