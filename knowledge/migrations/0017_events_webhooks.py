@@ -13,7 +13,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("knowledge", "0015_term_statistics"),
+        ("knowledge", "0016_materials_signals"),
     ]
 
     operations = [
