@@ -4,9 +4,9 @@ the embedded PostgreSQL running, restarting whichever stops with a back-off, and
 - Each child runs in a process group of its own, so a restart also ends what the dead child
   left behind (a killed worker's pool processes) and Ctrl-C reaches the children only through
   the supervisor, which stops them in order.
-- Back-off: the first restart is immediate after BACKOFF_FIRST seconds, each failure in a row
-  doubles the wait up to BACKOFF_MAX; a child that stayed up for STABLE_AFTER seconds starts
-  again from the first wait.
+- Back-off: the first restart comes BACKOFF_FIRST seconds after the stop, each failure in a
+  row doubles the wait up to BACKOFF_MAX; a child that stayed up for STABLE_AFTER seconds
+  starts again from the first wait.
 - The embedded database is owned by one supervisor at a time: `acquire_data_dir` takes an
   exclusive lock next to the data directory, and a second `make run` on the same directory
   stops with a clear message instead of sharing it. A database that was already running when
@@ -84,7 +84,7 @@ class Child:
         if self.process is None:
             return
         if self.process.poll() is None:
-            self.kill_group(signal.SIGTERM)
+            self.process.terminate()  # the child's main process stops its own (django-q2, gunicorn)
             try:
                 self.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -243,7 +243,7 @@ class Supervisor:
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         for child in self.children:
             if child.process is not None and child.process.poll() is None:
-                child.kill_group(signal.SIGTERM)
+                child.process.terminate()
         for child in self.children:
             child.stop(deadline)
         if self.database is not None:
