@@ -134,6 +134,7 @@ class EmbeddedDatabase:
         result = subprocess.run(
             [self.python, "-c", "from brainsite.embedded_db import embedded_url; print(embedded_url())"],
             cwd=self.cwd,
+            env={**os.environ, "BRAIN_PGDATA": str(self.pgdata)},
             capture_output=True,
             text=True,
             timeout=120,
@@ -151,7 +152,7 @@ class EmbeddedDatabase:
         from brainsite.embedded_db import embedded_stop
 
         say("stopping the embedded PostgreSQL")
-        embedded_stop()
+        embedded_stop(self.pgdata)
 
 
 def acquire_data_dir(pgdata: Path):
