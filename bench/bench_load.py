@@ -23,6 +23,22 @@ WEB_PROCESSES = os.environ.get("WEB_CONCURRENCY", "3")
 QUERIES = ["e-mail before 10:00", "ticket INC", "prefers to be contacted", "customer contact preference"]
 
 
+def _setup_channel() -> dict:
+    """The bench agents' tokens, and a channel the trusted agent takes part in (recall searches
+    within a conversation or a channel)."""
+    from knowledge import services
+    from knowledge.models import Agent
+    from knowledge.principals import Principal
+
+    tokens = _setup()
+    actor = Principal.system("bench")
+    channel = services.channel_create(
+        actor=actor, name="bench-load", kind="shared", person=None, agent=None, memory_scope="shared"
+    )
+    services.conversation_start(actor=actor, agent=Agent.objects.get(name="bench-trusted"), channel=channel)
+    return tokens
+
+
 def _start_server(port: int) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -84,7 +100,13 @@ def _load(base: str, token: str, agent: str, seconds: float):
                             ok = r.status_code == 201
                         else:
                             r = http.post(
-                                "/api/memory/search", json={"agent": agent, "q": QUERIES[i % len(QUERIES)], "k": 10}
+                                "/api/memory/search",
+                                json={
+                                    "agent": agent,
+                                    "channel": "bench-load",
+                                    "q": QUERIES[i % len(QUERIES)],
+                                    "k": 10,
+                                },
                             )
                             ok = r.status_code == 200
                         problem = None if ok else f"{op} {r.status_code}"
@@ -107,7 +129,7 @@ def _load(base: str, token: str, agent: str, seconds: float):
 
 
 def run(report):
-    tokens = _setup()
+    tokens = _setup_channel()
     port = _free_port()
     server = _start_server(port)
     base = f"http://127.0.0.1:{port}"

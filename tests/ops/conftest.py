@@ -86,6 +86,8 @@ def make_token(env: dict, agent: str) -> str:
         "from knowledge.principals import Principal\n"
         "a = Principal.system('ops-test')\n"
         f"agent = services.agent_create(actor=a, name={agent!r}, trusted=True)\n"
+        f"channel = services.channel_create(actor=a, name={agent!r}, kind='shared', person=None, agent=None, memory_scope='shared')\n"
+        "services.conversation_start(actor=a, agent=agent, channel=channel)\n"
         "print('TOKEN', services.token_create(actor=a, agent=agent))\n"
     )
     out = subprocess.run(
@@ -113,7 +115,7 @@ class Web:
         return client.post(f"{self.url}/api/memory", json=body, headers=self.headers(), timeout=15)
 
     def search(self, client: httpx.Client, q: str) -> httpx.Response:
-        body = {"agent": self.agent, "q": q, "k": 5}
+        body = {"agent": self.agent, "channel": self.agent, "q": q, "k": 5}
         return client.post(f"{self.url}/api/memory/search", json=body, headers=self.headers(), timeout=15)
 
 

@@ -1,5 +1,5 @@
-"""Faults under load, against a supervised `make run`: writes keep coming while the worker and
-then the database are SIGKILLed. Every write that got a 201 is there afterwards, failed writes
+"""Faults under load, against a supervised `make run`: writes keep coming while the worker, then
+the database, then the web server are SIGKILLed. Every write that got a 201 is there afterwards, failed writes
 are 503 JSON (never a 500 page), /healthz tells the truth in between, and service comes back
 without anyone restarting anything."""
 
@@ -102,6 +102,15 @@ def test_worker_then_database_killed_while_writing(brain):
         brain.wait_healthy(timeout=120)  # the supervisor restarted it; nobody else did anything
         wait_for(lambda: len(load.acknowledged) > before + 20, timeout=60, what="writes to succeed again")
 
+        # 3. The web server dies.
+        web = [p for p in children_of(brain.process.pid) if "gunicorn" in cmdline(p)]
+        assert len(web) == 1
+        before = len(load.acknowledged)
+        os.kill(web[0], signal.SIGKILL)
+        wait_for(lambda: "unreachable" in load.health, timeout=60, what="/healthz to go unanswered")
+        brain.wait_healthy(timeout=120)
+        wait_for(lambda: len(load.acknowledged) > before + 20, timeout=60, what="writes after the web restart")
+
     assert load.bad == [], load.bad[:5]
     ids = sorted(set(load.acknowledged))
     assert len(ids) == len(load.acknowledged)
@@ -111,3 +120,4 @@ def test_worker_then_database_killed_while_writing(brain):
     assert "supervisor: worker killed by SIGKILL" in log
     assert "supervisor: the embedded PostgreSQL is not running" in log
     assert "supervisor: the embedded PostgreSQL is running again" in log
+    assert "supervisor: web server killed by SIGKILL" in log
