@@ -8,6 +8,7 @@ per operation, and every answer that was not 201/200 as an error.
 `python -m bench load` (opt-in: a minute long)."""
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -128,6 +129,34 @@ def _load(base: str, token: str, agent: str, seconds: float):
     return latencies, errors, time.perf_counter() - begin
 
 
+def _beside_slow_clients(base: str, token: str, slow: int = 40) -> list[float]:
+    """/healthz latencies while `slow` connections hang in their headers and `slow` more in
+    their bodies (each past the web processes' thread count)."""
+    host, port = base.removeprefix("http://").split(":")
+    hanging = []
+    for n in range(2 * slow):
+        sock = socket.create_connection((host, int(port)), timeout=10)
+        if n % 2:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        else:
+            sock.sendall(
+                b"POST /api/memory HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer " + token.encode() + b"\r\nContent-Length: 400\r\n\r\n{"
+            )
+        hanging.append(sock)
+    spent = []
+    try:
+        with httpx.Client(base_url=base, timeout=30) as http:
+            for _ in range(20):
+                t = time.perf_counter()
+                http.get("/healthz").raise_for_status()
+                spent.append(time.perf_counter() - t)
+    finally:
+        for sock in hanging:
+            sock.close()
+    return spent
+
+
 def run(report):
     tokens = _setup_channel()
     port = _free_port()
@@ -136,6 +165,7 @@ def run(report):
     try:
         _load(base, tokens["trusted"], "bench-trusted", 3)  # warm imports, connections, the model
         latencies, errors, elapsed = _load(base, tokens["trusted"], "bench-trusted", SECONDS)
+        beside = _beside_slow_clients(base, tokens["trusted"])
     finally:
         server.terminate()
         try:
@@ -160,3 +190,9 @@ def run(report):
             "ms",
             note=f"p95 {_pct(values, 0.95):.0f} ms, p99 {_pct(values, 0.99):.0f} ms, {len(values) / elapsed:.1f}/s",
         )
+    report(
+        "GET /healthz beside 80 slow clients, p50",
+        _pct(beside, 0.5),
+        "ms",
+        note=f"max {max(beside) * 1000:.0f} ms of 20; 40 connections stuck in their headers, 40 in their bodies",
+    )

@@ -109,7 +109,9 @@ def test_worker_then_database_killed_while_writing(brain):
         os.kill(web[0], signal.SIGKILL)
         wait_for(lambda: "unreachable" in load.health, timeout=60, what="/healthz to go unanswered")
         brain.wait_healthy(timeout=120)
-        wait_for(lambda: len(load.acknowledged) > before + 20, timeout=60, what="writes after the web restart")
+        wait_for(
+            lambda: len(load.acknowledged) > before + 20, timeout=60, what="writes after the web restart"
+        )
 
     assert load.bad == [], load.bad[:5]
     ids = sorted(set(load.acknowledged))
