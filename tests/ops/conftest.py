@@ -215,6 +215,15 @@ def pg(command: str, *args: str, check: bool = True) -> subprocess.CompletedProc
     )
 
 
+def stop_pgdata(pgdata: Path) -> None:
+    """Stop the server on `pgdata` if one runs, and make sure it did."""
+    for mode in ("fast", "immediate"):
+        if not (pgdata / "postmaster.pid").exists():
+            return
+        pg("pg_ctl", "-D", str(pgdata), "-w", "-t", "60", "stop", "-m", mode, check=False)
+    assert not (pgdata / "postmaster.pid").exists(), f"the PostgreSQL on {pgdata} did not stop"
+
+
 def copy_pgdata(source: Path, target: Path) -> None:
     """Copy a stopped data directory, owned like the original and reachable by its user."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(".s.PGSQL.*", "postmaster.pid"))
@@ -228,7 +237,7 @@ def copy_pgdata(source: Path, target: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def migrated_pgdata(tmp_path_factory) -> Path:
+def migrated_pgdata(tmp_path_factory):
     """An embedded PostgreSQL data directory with every migration applied, stopped: the tests
     copy it instead of migrating a new database each."""
     pgdata = tmp_path_factory.mktemp("template") / "pgdata"
@@ -249,10 +258,9 @@ def migrated_pgdata(tmp_path_factory) -> Path:
             check=True,
         )
     finally:
-        subprocess.run(
-            [str(pg_bin() / "pg_ctl"), "-D", str(pgdata), "stop", "-m", "fast"], capture_output=True
-        )
-    return pgdata
+        stop_pgdata(pgdata)
+    yield pgdata
+    stop_pgdata(pgdata)  # in case a test started it
 
 
 @pytest.fixture(scope="session")
@@ -263,11 +271,7 @@ def brain(tmp_path_factory, migrated_pgdata):
         yield run
     finally:
         run.stop()
-        if (run.pgdata / "postmaster.pid").exists():  # only when stopping failed
-            subprocess.run(
-                [str(pg_bin() / "pg_ctl"), "-D", str(run.pgdata), "stop", "-m", "immediate"],
-                capture_output=True,
-            )
+        stop_pgdata(run.pgdata)  # a no-op unless stopping failed
 
 
 def is_json(response: httpx.Response) -> bool:

@@ -19,6 +19,7 @@ from tests.ops.conftest import (
     free_port,
     make_token,
     pg,
+    stop_pgdata,
     wait_for,
 )
 
@@ -38,7 +39,7 @@ def postgres(tmp_path, migrated_pgdata):
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/brain"
     finally:
-        pg("pg_ctl", "-D", str(data), "-w", "stop", "-m", "fast", check=False)
+        stop_pgdata(data)
 
 
 def _start(argv, env, log):
