@@ -10,9 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "PERFORMANCE.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-# Run only when named (`python -m bench stage_a_recall`): slow, and a quality check rather than a
-# figure that changes from run to run.
-OPT_IN = {"stage_a_recall"}
+# Run only when named (`python -m bench stage_a_recall`, `python -m bench load`): slow, and a
+# quality check or a minute of load rather than a figure that changes from run to run.
+OPT_IN = {"stage_a_recall", "load"}
 
 
 def fresh_database() -> None:

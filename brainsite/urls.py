@@ -27,6 +27,7 @@ api_patterns = [
 ]
 
 handler404 = "knowledge.api_errors.not_found"
+handler500 = "brainsite.ops.errors.server_error"  # 503 while the database is away
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

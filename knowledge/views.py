@@ -12,7 +12,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
-from knowledge import selectors, services
+from knowledge import health, selectors, services
 from knowledge.api_errors import error_text
 from knowledge.forms import AgentEditForm, AgentForm
 from knowledge.models import Agent, ApiToken, Heartbeat
@@ -23,7 +23,10 @@ from knowledge.settings_store import MODES, setting_get
 @never_cache
 @require_GET
 def healthz(request):
-    """Liveness and readiness in one JSON: 200 when the database answers, 503 otherwise."""
+    """Liveness and readiness in one JSON. `status` is "error" (503) when the database does not
+    answer, "degraded" (200: requests are served, but not everything works) when migrations are
+    pending or the worker's heartbeat is missing or older than three beats (no background job
+    runs), else "ok"."""
     body = {"database": "embedded" if settings.EMBEDDED_DATABASE else "external"}
     try:
         with connection.cursor() as cursor:
@@ -34,12 +37,23 @@ def healthz(request):
     except DatabaseError as exc:
         body.update(status="error", database_reachable=False, error=str(exc).splitlines()[0][:200])
         return JsonResponse(body, status=503)
+    worker = health.worker_state(beat)
+    problems = []
+    if pending:
+        problems.append(f"{len(pending)} migration(s) not applied")
+    if worker != "ok":
+        problems.append(
+            "the worker has never beaten" if worker == "never" else "the worker's heartbeat is stale"
+        )
     body.update(
-        status="ok",
+        status="degraded" if problems else "ok",
+        problems=problems,
         database_reachable=True,
         migrations_applied=not pending,
         pending_migrations=len(pending),
+        worker=worker,
         worker_heartbeat_age_seconds=round((timezone.now() - beat).total_seconds(), 1) if beat else None,
+        worker_stale_after_seconds=health.worker_stale_after().total_seconds(),
     )
     return JsonResponse(body)
 

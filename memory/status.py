@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
-from knowledge import embeddings
+from knowledge import embeddings, health
 from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
 from knowledge.tokens import count_tokens
 from knowledge.vectors import coverage
@@ -79,7 +79,6 @@ def recall_status() -> dict:
     }
 
 
-WORKER_SILENT_AFTER = timedelta(minutes=3)  # the heartbeat job runs every minute
 WAITING_TOO_LONG = timedelta(minutes=5)
 # A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
 # this many texts it is a re-embedding or a worker falling behind, worth a warning.
@@ -124,13 +123,13 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
     now = timezone.now()
     out = []
     beat = status["worker_heartbeat"]
-    if beat is None or now - beat > WORKER_SILENT_AFTER:
+    if health.worker_state(beat, now) != "ok":
         silent = f"has not reported since {beat:%Y-%m-%d %H:%M} UTC" if beat else "has never reported"
         out.append(
             {
                 "level": "error",
                 "text": f"The worker {silent}: background jobs (embedding backlog, provenance checks, "
-                "consolidation) are not running. Start it with manage.py qcluster (make run starts one).",
+                "consolidation) are not running. Start it with python -m brainsite.ops.worker (make run starts one).",
             }
         )
     if status["embeddings"].get("error"):

@@ -1,0 +1,138 @@
+"""`python -m brainsite.ops.worker`: the django-q2 cluster, made to survive killed pool processes
+and to prove it works with a heartbeat.
+
+Why not plain `manage.py qcluster`: django-q2's pool processes share one task queue (and one
+result queue), a `multiprocessing.Queue` whose reads are serialised by a process-shared lock.
+An idle worker waits for the next task *holding* that lock. When such a worker is SIGKILLed (the
+OOM killer, an operator, a crash in native code) the lock is never released: the sentinel
+spawns replacements, but each one blocks on the dead worker's lock forever, the pusher fills
+the queue to its limit and stops, and no job runs again until the cluster is restarted. A
+killed monitor does the same to the result queue, a killed pusher to the task queue's write
+lock, and a worker killed while it reports a result to its own timer lock, on which the
+sentinel's guard loop then blocks.
+
+So here a pool process that died by a signal is never replaced on its own: the sentinel kills
+the rest of the pool, builds new queues and starts a new pool (`BrainSentinel.restart_pool`).
+Jobs that were in the old queues stay claimed in the ORM broker and are handed out again after
+Q_CLUSTER `retry` seconds; nothing is acknowledged that did not run. Processes that exit
+normally (recycled after `recycle` tasks, or after a task timeout) are replaced as django-q2
+does it.
+
+The sentinel also queues `knowledge.tasks.worker_heartbeat` through the broker every
+BRAIN_WORKER_HEARTBEAT_SECONDS: the beat is written only when the pusher, a worker and the
+database all work, so /healthz can tell a cluster that runs jobs from one that merely exists
+(knowledge.health)."""
+
+import logging
+import os
+import time
+
+logger = logging.getLogger("brain.worker")
+
+
+def _sentinel_class():
+    from django.conf import settings
+    from django_q import cluster
+    from django_q.conf import Conf
+    from django_q.queues import Queue
+    from django_q.scheduler import scheduler
+    from django_q.status import Stat
+    from django_q.tasks import async_task
+
+    class BrainSentinel(cluster.Sentinel):
+        next_beat = 0.0
+
+        def restart_pool(self, reason: str) -> None:
+            logger.error("%s; the queues it shared may be locked: restarting the whole pool", reason)
+            for process in [*self.pool, self.monitor, self.pusher]:
+                if process is not None and process.is_alive():
+                    process.kill()
+            for process in [*self.pool, self.monitor, self.pusher]:
+                if process is not None:
+                    process.join(timeout=5)
+            self.task_queue = Queue(maxsize=Conf.QUEUE_LIMIT) if Conf.QUEUE_LIMIT else Queue()
+            self.result_queue = Queue()
+            self.spawn_cluster()
+            self.reincarnations += 1
+
+        def killed(self) -> str | None:
+            """Why the pool must restart: a pool process that died by a signal, else None."""
+            for role, processes in (
+                ("worker", self.pool),
+                ("monitor", [self.monitor]),
+                ("pusher", [self.pusher]),
+            ):
+                for process in processes:
+                    if process is not None and not process.is_alive() and (process.exitcode or 0) < 0:
+                        return f"{role} process {process.pid} was killed by signal {-process.exitcode}"
+            return None
+
+        def beat(self) -> None:
+            if time.monotonic() < self.next_beat:
+                return
+            self.next_beat = time.monotonic() + settings.BRAIN_WORKER_HEARTBEAT_SECONDS
+            try:
+                async_task("knowledge.tasks.worker_heartbeat", broker=self.broker, save=False)
+            except Exception as exc:  # the database is away; the next beat tries again
+                logger.warning("could not queue the heartbeat: %s", str(exc).splitlines()[0][:200])
+
+        def guard(self):
+            """django-q2's guard loop, with restart_pool for killed processes, the heartbeat,
+            and a bounded wait for a worker's timer lock."""
+            logger.info("worker cluster %s running (pid %s)", self.name, os.getpid())
+            self.start_event.set()
+            Stat(self).save()
+            counter = 0
+            cycle = Conf.GUARD_CYCLE
+            while True:
+                reason = self.killed()
+                if reason:
+                    self.restart_pool(reason)
+                for p in list(self.pool):
+                    lock = p.timer.get_lock()
+                    if not lock.acquire(timeout=cycle):
+                        continue  # held by a process that died just now: next cycle restarts the pool
+                    try:
+                        if not p.is_alive() or p.timer.value == 0:
+                            self.reincarnate(p)
+                            continue
+                        if p.timer.value > 0:
+                            p.timer.value -= cycle
+                    finally:
+                        lock.release()
+                if not self.monitor.is_alive():
+                    self.reincarnate(self.monitor)
+                if not self.pusher.is_alive():
+                    self.reincarnate(self.pusher)
+                counter += cycle
+                if counter >= 30 and Conf.SCHEDULER:
+                    counter = 0
+                    scheduler(broker=self.broker)
+                self.beat()
+                Stat(self).save()
+                if self.stop_event.wait(cycle):
+                    break
+            self.stop()
+
+    return BrainSentinel
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
+    import django
+
+    django.setup()
+    from django_q import cluster
+
+    cluster.Sentinel = _sentinel_class()  # Cluster.start spawns the module's Sentinel
+    q = cluster.Cluster()
+    q.start()
+    q.sentinel.join()  # returns when the sentinel stops (SIGTERM/SIGINT) or dies
+    code = q.sentinel.exitcode or 0
+    if code:
+        logger.error("the worker's sentinel exited with %s", code)
+    return 1 if code else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

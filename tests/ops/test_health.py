@@ -1,0 +1,73 @@
+"""/healthz and the Status page tell a stale worker from a working one, and the API answers 503
+JSON (not a 500 page) while the database is away."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+
+from knowledge.models import Heartbeat
+from memory import status as memory_status
+from tests import factory
+
+
+@pytest.fixture
+def beat_at(db, settings):
+    settings.BRAIN_WORKER_HEARTBEAT_SECONDS = 10
+
+    def set_beat(seconds_ago: float | None):
+        Heartbeat.objects.all().delete()
+        if seconds_ago is not None:
+            Heartbeat.objects.create(name="worker", beat_at=timezone.now() - timedelta(seconds=seconds_ago))
+
+    return set_beat
+
+
+@pytest.mark.parametrize(
+    ("seconds_ago", "status", "worker"),
+    [(5, "ok", "ok"), (29, "ok", "ok"), (31, "degraded", "stale"), (None, "degraded", "never")],
+)
+def test_healthz_is_degraded_when_the_heartbeat_is_older_than_three_beats(
+    client, beat_at, seconds_ago, status, worker
+):
+    beat_at(seconds_ago)
+    response = client.get("/healthz")
+    assert response.status_code == 200  # still serving: a load balancer keeps sending requests
+    body = response.json()
+    assert (body["status"], body["worker"], body["worker_stale_after_seconds"]) == (status, worker, 30.0)
+    assert bool(body["problems"]) == (status == "degraded")
+
+
+def test_status_alerts_on_the_same_stale_heartbeat(beat_at):
+    def worker_alerts():
+        alerts = memory_status.alerts(memory_status.recall_status(), memory_status.job_status())
+        return [a for a in alerts if a["text"].startswith("The worker")]
+
+    beat_at(31)
+    assert [a["level"] for a in worker_alerts()] == ["error"]
+    assert "has not reported since" in worker_alerts()[0]["text"]
+    beat_at(5)
+    assert worker_alerts() == []
+
+
+def test_the_api_answers_503_json_while_the_database_is_away(transactional_db, tmp_path):
+    token = factory.make_token(agent=factory.make_agent("db-away"))
+    browser = Client(raise_request_exception=False)
+    saved = dict(connection.settings_dict)
+    connection.close()
+    connection.settings_dict["HOST"] = str(tmp_path)  # a socket directory with no server in it
+    try:
+        api = browser.get("/api/me", HTTP_AUTHORIZATION=f"Bearer {token}")
+        console = browser.post("/login/", {"username": "adam", "password": "correct-horse-9"})
+    finally:
+        connection.close()
+        connection.settings_dict.update(saved)
+    assert api.status_code == 503
+    assert api["Content-Type"] == "application/json"
+    assert api.json()["error"] == "database_unavailable"
+    assert api["Retry-After"] == "5"
+    assert console.status_code == 503 and console["Content-Type"].startswith("text/plain")
+    # Back: the next request reconnects on its own.
+    assert browser.get("/api/me", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200

@@ -1,0 +1,52 @@
+"""Slow or idle clients must not starve everyone else: connections that never finish their
+headers wait on the event loop, and bodies are read there in full before a request takes one
+of Django's pool threads (brainsite/ops/asgi_body.py)."""
+
+import socket
+
+import httpx
+
+from tests.ops.conftest import wait_for
+
+HEADERS_ONLY = 40  # more than the web processes' threads (2 processes × 4)
+SLOW_BODIES = 40
+
+
+def _open(port: int, payload: bytes) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(payload)
+    return sock
+
+
+def test_slow_and_idle_clients_do_not_starve_the_others(brain):
+    brain.wait_healthy()
+    idle = [
+        _open(brain.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        for _ in range(HEADERS_ONLY)
+    ]
+    slow_body = [
+        _open(
+            brain.port,
+            b"POST /api/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + brain.token.encode() + b'\r\nContent-Length: 400\r\n\r\n{"scope": ',
+        )
+        for _ in range(SLOW_BODIES)
+    ]
+    try:
+        # Everyone else is still served, one request after another, while those connections hang.
+        with httpx.Client(timeout=10) as client:
+            for i in range(10):
+                assert client.get(f"{brain.url}/healthz").status_code == 200
+                written = brain.write(client, f"served beside slow clients #{i}")
+                assert written.status_code == 201, written.text
+        # A body that never arrives is answered 408 (BRAIN_BODY_TIMEOUT_SECONDS is 3 here) and
+        # wrote nothing.
+        slow_body[0].settimeout(30)
+        answer = wait_for(
+            lambda: slow_body[0].recv(4096), timeout=30, what="the 408 to a body that never came"
+        )
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert brain.count("SELECT count(*) FROM knowledge_memory WHERE text LIKE 'served beside%%'") == 10
+    finally:
+        for sock in idle + slow_body:
+            sock.close()
