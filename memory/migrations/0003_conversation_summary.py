@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("knowledge", "0016_events_webhooks"),
+        ("knowledge", "0017_events_webhooks"),
         ("memory", "0002_eval_gate"),
     ]
 
