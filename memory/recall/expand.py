@@ -214,12 +214,31 @@ class Expander:
             context = [m for m in context if m.id == cand.id or (not bare and m.id not in exclude)]
             if not any(m.id == cand.id for m in context):
                 context = [cand.obj]
-            return _messages_item(cand, "", context, cand.id, cap)
+            return _messages_item(cand, "", context, [cand.id], cap)
         if cand.kind == EPISODE:
             head = episode_head(cand.obj)
-            context = [] if bare else self.context.get(cand.key, [])[: self.params.episode_messages]
-            return _messages_item(cand, head, [m for m in context if m.id not in exclude], None, cap)
+            hits = cand.hit_ids()
+            if hits and cand.key not in self.context:
+                self.prefetch([cand])
+            context = self.context.get(cand.key, [])
+            wanted = set(hits)
+            if bare:  # the episode's head and its message hits
+                context = [m for m in context if m.id in wanted]
+            else:
+                context = [m for m in context if m.id in wanted or m.id not in exclude]
+                context = _nearest_first(context, wanted, max(self.params.episode_messages, len(wanted)))
+            return _messages_item(cand, head, context, hits, cap)
         return None
+
+
+def _nearest_first(messages: list, hits: set[int], n: int) -> list:
+    """At most `n` of `messages` (in order): the hits and those nearest to a hit (with no hit,
+    the first `n`)."""
+    positions = [i for i, m in enumerate(messages) if m.id in hits]
+    if not positions:
+        return messages[:n]
+    keep = sorted(range(len(messages)), key=lambda i: (min(abs(i - p) for p in positions), i))[:n]
+    return [messages[i] for i in sorted(keep)]
 
 
 def _plain(cand: Candidate, text: str, cap: int) -> Item | None:
@@ -230,10 +249,12 @@ def _plain(cand: Candidate, text: str, cap: int) -> Item | None:
 
 
 def _messages_item(
-    cand: Candidate, head: str, messages: list[Message | ContextMessage], hit_id, cap: int
+    cand: Candidate, head: str, messages: list[Message | ContextMessage], hits: list[int], cap: int
 ) -> Item | None:
-    """Keep the hit and the messages nearest to it (alternating before/after) within `cap`,
-    then print them in order."""
+    """Keep the hits (`hits`, the first one the primary) and the messages nearest to them
+    (nearest first, earlier before later) within `cap`, then print them in order. The primary
+    hit is cut to fit rather than left out; without it (or with no hits at all) there is no
+    item unless there is a head."""
     if not messages:
         return _plain(cand, head, cap) if head else None
     head_tokens = count_tokens(head)
@@ -241,20 +262,25 @@ def _messages_item(
         head = truncate_to_tokens(head, cap // 2)
         head_tokens = count_tokens(head)
     budget = cap - head_tokens
-    ids = [m.id for m in messages]
-    centre = ids.index(hit_id) if hit_id in ids else 0
-    order = [centre]
-    for step in range(1, len(messages)):
-        for idx in (centre - step, centre + step) if hit_id is not None else (step,):
-            if 0 <= idx < len(messages):
-                order.append(idx)
+    position = {m.id: i for i, m in enumerate(messages)}
+    hit_positions = [position[h] for h in hits if h in position]
+    primary = hit_positions[0] if hit_positions else None
+    if hits and primary is None and not head:
+        return None
+    if hit_positions:
+        hit_set = set(hit_positions)
+        rest = [i for i in range(len(messages)) if i not in hit_set]
+        rest.sort(key=lambda i: (min(abs(i - p) for p in hit_positions), i))
+        order = hit_positions + rest
+    else:
+        order = list(range(len(messages)))
     chosen: dict[int, str] = {}
     used = 0
     for idx in order:
         line = message_line(messages[idx])
         cost = count_tokens(line)
         if used + cost > budget:
-            if idx == centre and hit_id is not None:
+            if idx == primary:
                 line = truncate_to_tokens(line, budget - used)
                 cost = count_tokens(line)
                 if not line or line == "…":
@@ -263,11 +289,12 @@ def _messages_item(
                 continue
         chosen[idx] = line
         used += cost
-    if hit_id is not None and centre not in chosen:
+    if primary is not None and primary not in chosen:
         return None
     lines = [chosen[i] for i in sorted(chosen)]
     text = "\n".join(([head] if head else []) + lines)
     kept = [messages[i] for i in sorted(chosen)]
+    hit_ids = set(hits)
     return Item(
         candidate=cand,
         text=text,
@@ -278,7 +305,7 @@ def _messages_item(
                 "external_id": m.external_id,
                 "speaker": m.speaker_name,
                 "ts": m.ts,
-                "hit": m.id == hit_id,
+                "hit": m.id in hit_ids,
             }
             for m in kept
         ],
@@ -308,7 +335,7 @@ def pack(
             continue
         chosen.append((cand, item))
         used += item.tokens
-    hits = {cand.id for cand, _ in chosen if cand.kind == MESSAGE}
+    hits = {m for cand, _ in chosen for m in cand.hit_ids()}
     shown: set[int] = set()
     items: list[Item] = []
     for cand, bare in chosen:
@@ -316,7 +343,7 @@ def pack(
         if cand.kind in (MESSAGE, EPISODE):
             room = min(cap, bare.tokens + budget_tokens - used)
             if room > bare.tokens:
-                fuller = expander.item(cand, room, exclude=(hits | shown) - {cand.id})
+                fuller = expander.item(cand, room, exclude=(hits | shown) - set(cand.hit_ids()))
                 if fuller is not None and fuller.tokens <= room:
                     item = fuller
             used += item.tokens - bare.tokens

@@ -52,6 +52,9 @@ class RouteHit:
     # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts; times are epoch
     # seconds (hundreds per search: cheaper to read than timestamps).
     stamp: tuple = (None, None, None, None)
+    # A message's covering episode (Message.episode), read with it: fusion counts the message
+    # and its episode as one candidate.
+    episode: int | None = None
 
 
 def _epoch_sql(column: str) -> str:
@@ -66,11 +69,13 @@ STAMP = {
     MESSAGE: f"{_epoch_sql('knowledge_message.ts')}, NULL, NULL, NULL",
     EPISODE: f"{_epoch_sql('knowledge_episode.end_ts')}, NULL, NULL, NULL",
 }
+# After the stamp: the covering episode of a message (NULL for other kinds).
+COVER = {MEMORY: "NULL", ENTRY: "NULL", MESSAGE: "knowledge_message.episode_id", EPISODE: "NULL"}
 
 
 def _keyword_hits(kind: str, rows, total_idf: float) -> list[RouteHit]:
-    """Rows of (id, BM25 score, matched idf, *stamp)."""
-    return [RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:7])) for r in rows]
+    """Rows of (id, BM25 score, matched idf, *stamp, covering episode)."""
+    return [RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:7]), r[7]) for r in rows]
 
 
 @dataclass
@@ -170,7 +175,7 @@ def _keyword_rows(kind: str, weighed: Weighed, where: str, params: list, newest:
     pre_params = [x for t in terms for x in (t.tsquery, t.idf)]
     bm25, bm25_params = _bm25_sql(weighed, tsv)
     sql = (
-        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]} FROM ("
+        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]}, {COVER[kind]} FROM ("
         f"SELECT {table}.id, {newest} AS newest FROM {table} "
         f"WHERE {tsv} @@ %s::tsquery AND ({where}) "
         f"ORDER BY {pre} DESC, {newest} DESC LIMIT %s) c "
@@ -314,7 +319,8 @@ def _nearest(
     else:
         source, vector_col, model_col = table, f"{table}.embedding", f"{table}.embedding_model"
     base = (
-        f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]} FROM {source} "
+        f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]}, {COVER[kind]} "
+        f"FROM {source} "
         f"WHERE {model_col} = %s AND ({where}) "
     )
     indexed = base + f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
@@ -331,7 +337,10 @@ def _nearest(
             cursor.execute(exact, args)
             rows = cursor.fetchall()
     rows.sort(key=lambda r: r[1])  # relaxed order: re-sort by distance
-    return [RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6])) for r in rows]
+    return [
+        RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6]), r[6])
+        for r in rows
+    ]
 
 
 def vector_knowledge(inp: RouteInput) -> list[RouteHit]:
