@@ -36,7 +36,7 @@ class RecallParams:
     # A message hit covered by an episode counts towards the episode (fuse): "best" (per route,
     # the episode's best message hit), "sum" (all of them), or "apart" (messages stay candidates
     # of their own).
-    episode_hits: str = "best"
+    episode_hits: str = "sum"
     # Candidates each route contributes (at least; a larger k asks for more).
     route_limit: int = 50
     # Temporal decay. Messages, episodes and short-term memories lose half their score every
@@ -54,6 +54,9 @@ class RecallParams:
     nearby_messages: int = 2
     thread_messages: int = 12
     episode_messages: int = 8
+    # The share of an item's cap that an episode's head (topic, summary, resolution) may take
+    # when the episode stands for message hits (the hits and their neighbours get the rest).
+    episode_head_share: float = 0.5
     # Per-candidate cap: no result may take more than this share of the budget (nor less than
     # min_item_tokens, so a tiny budget still shows whole short results).
     item_share: float = 0.25
