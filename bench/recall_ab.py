@@ -91,6 +91,16 @@ def _statements():
     return connection.execute_wrapper(wrapper), count
 
 
+def _backend_cpu_ms(pid: int) -> float:
+    """CPU time (user + system) of the database backend serving this process, when it runs on
+    this machine (the embedded server); 0 otherwise."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def time_searches(label: str, n: int, seed: int) -> dict:
     _setup()
     from bench import bench_recall as B
@@ -105,6 +115,11 @@ def time_searches(label: str, n: int, seed: int) -> dict:
     client = B._client(B._token(agent=copilot))
     conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
     questions = [question(gen) for _ in range(n)]
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     out: dict = {"label": label}
     for k in (10, 50):
         picks = [(rng.choice(conversations), questions[i % n]) for i in range(n + 20)]
@@ -114,6 +129,7 @@ def time_searches(label: str, n: int, seed: int) -> dict:
             for i, (conv, q) in enumerate(picks):
                 if i == 20:
                     count[0] = 0
+                    db0 = _backend_cpu_ms(backend)
                 body = {"agent": "copilot", "conversation": conv.pk, "q": q, "k": k}
                 w0, c0 = time.perf_counter(), time.process_time()
                 response = client.post("/api/memory/search", body, format="json")
@@ -128,8 +144,10 @@ def time_searches(label: str, n: int, seed: int) -> dict:
                 for name, info in payload["routes"].items():
                     routes.setdefault(name, []).append(info["ms"])
                 routes.setdefault("embedding", []).append(payload["embedding_ms"])
+        db_cpu = (_backend_cpu_ms(backend) - db0) / len(walls)
         walls.sort()
         out[f"k{k}"] = {
+            "db_cpu_ms": round(db_cpu, 2),
             "p50": round(statistics.median(walls), 1),
             "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
             "cpu_ms": round(statistics.mean(cpus), 2),

@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db import connection
-
 from knowledge.models import Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.recall.fuse import Candidate
 from memory.recall.load import hydrate
 from memory.recall.params import RecallParams
-from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
+from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
 from memory.recall.scope import NothingVisible
 
 
@@ -102,32 +100,41 @@ class Expander:
         self.context: dict[tuple[str, int], list[Message | ContextMessage]] = {}
 
     def prefetch(self, candidates: list[Candidate]) -> None:
+        """Load the context of every message and episode candidate not prefetched yet: their
+        threads, lone messages' neighbours and episodes' messages, in one round trip."""
         hydrate(candidates)
-        candidates = [c for c in candidates if c.obj is not None]
-        threads = {
-            (c.obj.channel_id, c.obj.thread)
-            for c in candidates
-            if c.kind == MESSAGE and c.obj.thread and c.key not in self.context
-        }
-        by_thread: dict[tuple[int, str], list[Message | ContextMessage]] = {}
+        candidates = [c for c in candidates if c.obj is not None and c.key not in self.context]
+        threads = {(c.obj.channel_id, c.obj.thread) for c in candidates if c.kind == MESSAGE and c.obj.thread}
+        lone = [c.id for c in candidates if c.kind == MESSAGE and not c.obj.thread]
+        episodes = [c.id for c in candidates if c.kind == EPISODE]
+        asked = {}
         if threads:
             channels, names = zip(*threads, strict=True)
-            for m in self._visible(
+            asked["threads"] = self._visible_sql(
                 "(knowledge_message.channel_id, knowledge_message.thread) IN "
                 "(SELECT * FROM unnest(%s::bigint[], %s::text[]))",
                 [list(channels), list(names)],
-            ):
-                by_thread.setdefault((m.channel_id, m.thread), []).append(m)
-        lone = [c for c in candidates if c.kind == MESSAGE and not c.obj.thread and c.key not in self.context]
-        nearby = self._nearby([c.id for c in lone]) if lone else {}
-        episodes = [c.id for c in candidates if c.kind == EPISODE and c.key not in self.context]
-        by_episode: dict[int, list[Message | ContextMessage]] = {}
+            )
+        if lone:
+            asked["nearby"] = self._nearby_sql(lone)
         if episodes:
-            for m in self._visible("knowledge_message.episode_id = ANY(%s)", [episodes]):
-                by_episode.setdefault(m.episode_id, []).append(m)
+            asked["episodes"] = self._visible_sql("knowledge_message.episode_id = ANY(%s)", [episodes])
+        asked = {name: statement for name, statement in asked.items() if statement is not None}
+        found = dict(zip(asked, execute_all(list(asked.values())), strict=True)) if asked else {}
+        by_thread: dict[tuple[int, str], list[ContextMessage]] = {}
+        for row in found.get("threads", []):
+            m = ContextMessage._make(row)
+            by_thread.setdefault((m.channel_id, m.thread), []).append(m)
+        nearby: dict[int, list[ContextMessage]] = {}
+        for hit, *row in found.get("nearby", []):
+            nearby.setdefault(hit, []).append(ContextMessage._make(row))
+        for messages in nearby.values():
+            messages.sort(key=lambda m: (m.ts, m.id))
+        by_episode: dict[int, list[ContextMessage]] = {}
+        for row in found.get("episodes", []):
+            m = ContextMessage._make(row)
+            by_episode.setdefault(m.episode_id, []).append(m)
         for c in candidates:
-            if c.key in self.context:
-                continue
             if c.kind == MESSAGE:
                 if c.obj.thread:
                     self.context[c.key] = by_thread.get((c.obj.channel_id, c.obj.thread)) or [c.obj]
@@ -136,29 +143,28 @@ class Expander:
             elif c.kind == EPISODE:
                 self.context[c.key] = by_episode.get(c.id, [])
 
-    def _visible(self, condition: str, params: list) -> list[ContextMessage]:
-        """The messages matching `condition` that the scope shows as of `now`, oldest first, with
-        the fields expansion uses (plain SQL on the scope's compiled filter)."""
+    def _visible_sql(self, condition: str, params: list) -> tuple[str, list] | None:
+        """The statement reading the messages matching `condition` that the scope shows as of
+        `now`, oldest first, with the fields expansion uses (plain SQL on the scope's compiled
+        filter); None when the scope shows no message."""
         try:
             where, wparams = self.scope.where(Message)
         except NothingVisible:
-            return []
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {CONTEXT_COLUMNS} FROM knowledge_message "
-                f"WHERE ({where}) AND knowledge_message.ts <= %s AND {condition} "
-                f"ORDER BY knowledge_message.ts, knowledge_message.id",
-                [*wparams, self.now, *params],
-            )
-            return [ContextMessage._make(row) for row in cursor.fetchall()]
+            return None
+        return (
+            f"SELECT {CONTEXT_COLUMNS} FROM knowledge_message "
+            f"WHERE ({where}) AND knowledge_message.ts <= %s AND {condition} "
+            f"ORDER BY knowledge_message.ts, knowledge_message.id",
+            [*wparams, self.now, *params],
+        )
 
-    def _nearby(self, hit_ids: list[int]) -> dict[int, list[ContextMessage]]:
-        """Each lone hit with up to `nearby_messages` neighbours either side in its channel's
-        main timeline, in one query."""
+    def _nearby_sql(self, hit_ids: list[int]) -> tuple[str, list] | None:
+        """The statement reading each lone hit (first column) with up to `nearby_messages`
+        neighbours either side in its channel's main timeline."""
         try:
             where, params = self.scope.where(Message)
         except NothingVisible:
-            return {}
+            return None
         n = self.params.nearby_messages
         cols = CONTEXT_COLUMNS
         side = (
@@ -174,15 +180,7 @@ class Expander:
             f"(SELECT {cols} FROM knowledge_message WHERE knowledge_message.id = hm.id) UNION ALL "
             f"{side.format(cols=cols, where=where, op='>', order='ASC')}) n"
         )
-        args = [hit_ids, self.now, *params, n, self.now, *params, n]
-        out: dict[int, list[ContextMessage]] = {}
-        with connection.cursor() as cursor:
-            cursor.execute(sql, args)
-            for hit, *row in cursor.fetchall():
-                out.setdefault(hit, []).append(ContextMessage._make(row))
-        for messages in out.values():
-            messages.sort(key=lambda m: (m.ts, m.id))
-        return out
+        return sql, [hit_ids, self.now, *params, n, self.now, *params, n]
 
     def item(
         self, cand: Candidate, cap: int, *, exclude: set[int] = frozenset(), bare: bool = False

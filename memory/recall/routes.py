@@ -120,14 +120,23 @@ def _bm25_sql(weighed: Weighed, tsv: str) -> tuple[str, list]:
     `matched`: idf × tf (k1 + 1) / (tf + k1 (1 − b + b · length / average length)), with tf a
     lexeme's positions in the row and length its distinct lexemes."""
     norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length({tsv}) / %s::float8)"
+    terms = weighed.terms
+    lexemes = [t.lexeme for t in terms]
+    if BM25_SHAPE == "filtered":
+        # Only the query's lexemes are unnested: the row's tsvector is cut to them first (all
+        # weights set to D, the query's lexemes to A, then only A kept), a few C calls, instead
+        # of building the positions and weights arrays of every lexeme of the row.
+        source = f"unnest(ts_filter(setweight(setweight({tsv}, 'D'), 'A', %s::text[]), '{{a}}'))"
+        source_params = [lexemes]
+    else:
+        source, source_params = f"unnest({tsv})", []
     sql = (
         f"CROSS JOIN LATERAL (SELECT coalesce(sum(q.idf * u.tf * {BM25_K1 + 1} / (u.tf + {norm})), 0) "
         f"AS score, coalesce(sum(q.idf), 0) AS matched FROM (SELECT lexeme, "
-        f"greatest(cardinality(positions), 1) AS tf FROM unnest({tsv})) u "
+        f"greatest(cardinality(positions), 1) AS tf FROM {source}) u "
         f"JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme) s"
     )
-    terms = weighed.terms
-    return sql, [max(weighed.avg_length, 1e-9), [t.lexeme for t in terms], [t.idf for t in terms]]
+    return sql, [max(weighed.avg_length, 1e-9), *source_params, lexemes, [t.idf for t in terms]]
 
 
 def _or_query(terms: list[Term]) -> str:
@@ -170,7 +179,7 @@ def run_batched(routes: dict, settings_sql: str) -> tuple[dict, dict]:
     while pending:
         statements = [st for _, asked in pending.values() for st in asked]
         start = time.perf_counter()
-        results = _execute_all(statements, settings_sql)
+        results = execute_all(statements, settings_sql)
         ms = (time.perf_counter() - start) * 1000
         at, following = 0, {}
         for name, (gen, asked) in pending.items():
@@ -207,16 +216,17 @@ def gather(gens: dict):
     return found
 
 
-def _execute_all(statements: list[tuple[str, list]], settings_sql: str) -> list[list[tuple]]:
+def execute_all(statements: list[tuple[str, list]], settings_sql: str = "") -> list[list[tuple]]:
     """Rows of each statement, all sent as one message (client-side parameter binding)."""
     if not statements:
         return []
     prefix = [s for s in settings_sql.split(";") if s.strip()]
-    sql = "; ".join([*prefix, *(st for st, _ in statements)])
-    params = [p for _, ps in statements for p in ps]
     out = []
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        # Each statement is bound on its own (psycopg caches the parsing of short statements;
+        # the joined text is too long for its cache and would be parsed again every search).
+        bound = [cursor.mogrify(sql, params) for sql, params in statements]
+        cursor.execute("; ".join([*prefix, *bound]))
         for _ in prefix:
             cursor.nextset()
         for index in range(len(statements)):
@@ -239,6 +249,8 @@ def run_one(gen):
 # are among them.
 PRESELECT_FACTOR = 2
 PRESELECT_MIN = 100
+PRESELECT_SHAPE = "union"
+BM25_SHAPE = "filtered"
 
 
 def _keyword_rows(
@@ -250,25 +262,40 @@ def _keyword_rows(
     table = TABLE[kind]
     tsv = {MEMORY: fts.memory_tsv, ENTRY: fts.entry_tsv, MESSAGE: fts.message_tsv}[kind](table)
     terms = weighed.terms
-    pre = " + ".join(f"({tsv} @@ %s::tsquery)::int * %s" for _ in terms)
-    pre_params = [x for t in terms for x in (t.tsquery, t.idf)]
+    chosen = candidate_terms(terms)
+    candidates = _or_query(chosen)
+    preselect = max(PRESELECT_FACTOR * limit, PRESELECT_MIN)
     bm25, bm25_params = _bm25_sql(weighed, tsv)
+    if PRESELECT_SHAPE == "union":
+        # One arm per query term, each matched through the GIN index (no tsvector is read to
+        # test a term), summed per row.
+        arms, arm_params = [], []
+        for term in terms:
+            also = "" if term in chosen else f" AND {tsv} @@ %s::tsquery"
+            arms.append(
+                f"SELECT {table}.id, {newest} AS newest, %s::float8 AS idf FROM {table} "
+                f"WHERE {tsv} @@ %s::tsquery{also} AND ({where})"
+            )
+            arm_params += [term.idf, term.tsquery, *([candidates] if also else []), *params]
+        select = (
+            f"SELECT id, max(newest) AS newest FROM ({' UNION ALL '.join(arms)}) m GROUP BY id "
+            f"ORDER BY sum(idf) DESC, max(newest) DESC, id DESC LIMIT %s"
+        )
+        select_params = [*arm_params, preselect]
+    else:
+        pre = " + ".join(f"({tsv} @@ %s::tsquery)::int * %s" for _ in terms)
+        select = (
+            f"SELECT {table}.id, {newest} AS newest FROM {table} "
+            f"WHERE {tsv} @@ %s::tsquery AND ({where}) "
+            f"ORDER BY {pre} DESC, {newest} DESC LIMIT %s"
+        )
+        select_params = [candidates, *params, *[x for t in terms for x in (t.tsquery, t.idf)], preselect]
     sql = (
-        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]}, {COVER[kind]} FROM ("
-        f"SELECT {table}.id, {newest} AS newest FROM {table} "
-        f"WHERE {tsv} @@ %s::tsquery AND ({where}) "
-        f"ORDER BY {pre} DESC, {newest} DESC LIMIT %s) c "
+        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]}, {COVER[kind]} FROM ({select}) c "
         f"JOIN {table} ON {table}.id = c.id {bm25} "
         f"ORDER BY s.score DESC, c.newest DESC, {table}.id DESC LIMIT %s"
     )
-    args = [
-        _or_query(candidate_terms(terms)),
-        *params,
-        *pre_params,
-        max(PRESELECT_FACTOR * limit, PRESELECT_MIN),
-        *bm25_params,
-        limit,
-    ]
+    args = [*select_params, *bm25_params, limit]
     return sql, args
 
 
