@@ -122,14 +122,13 @@ def _bm25_sql(weighed: Weighed, tsv: str) -> tuple[str, list]:
     norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length({tsv}) / %s::float8)"
     terms = weighed.terms
     lexemes = [t.lexeme for t in terms]
-    if BM25_SHAPE == "filtered":
-        # Only the query's lexemes are unnested: the row's tsvector is cut to them first (all
-        # weights set to D, the query's lexemes to A, then only A kept), a few C calls, instead
-        # of building the positions and weights arrays of every lexeme of the row.
-        source = f"unnest(ts_filter(setweight(setweight({tsv}, 'D'), 'A', %s::text[]), '{{a}}'))"
-        source_params = [lexemes]
-    else:
-        source, source_params = f"unnest({tsv})", []
+    # Only the query's lexemes are unnested: the row's tsvector is first cut to them (every
+    # weight set to D, the query's lexemes to A, only A kept: three C calls) instead of building
+    # the positions and weights arrays of each of its lexemes. Same scores; per statement, on
+    # 100,000 messages under shared load (same run, alternating, 35 statements × 2): median
+    # 5.3 → 3.4 ms.
+    source = f"unnest(ts_filter(setweight(setweight({tsv}, 'D'), 'A', %s::text[]), '{{a}}'))"
+    source_params = [lexemes]
     sql = (
         f"CROSS JOIN LATERAL (SELECT coalesce(sum(q.idf * u.tf * {BM25_K1 + 1} / (u.tf + {norm})), 0) "
         f"AS score, coalesce(sum(q.idf), 0) AS matched FROM (SELECT lexeme, "
@@ -244,13 +243,11 @@ def run_one(gen):
 
 # BM25 needs each row's term counts (unnesting its tsvector), which costs far more per row than
 # an index match. So the rows selected through the index are first ranked by the sum of the idf
-# of the query terms they hold (no unnesting), and only the best PRESELECT_FACTOR × limit (at
-# least PRESELECT_MIN) are scored by BM25 — with b 0.25 and tf mostly 1 in chat, BM25's top rows
+# of the query terms they hold (matched through the index, no tsvector read), and only the best
+# PRESELECT_FACTOR × limit (at least PRESELECT_MIN) are scored by BM25 — with b 0.25 and tf mostly 1 in chat, BM25's top rows
 # are among them.
 PRESELECT_FACTOR = 2
 PRESELECT_MIN = 100
-PRESELECT_SHAPE = "union"
-BM25_SHAPE = "filtered"
 
 
 def _keyword_rows(
@@ -266,30 +263,23 @@ def _keyword_rows(
     candidates = _or_query(chosen)
     preselect = max(PRESELECT_FACTOR * limit, PRESELECT_MIN)
     bm25, bm25_params = _bm25_sql(weighed, tsv)
-    if PRESELECT_SHAPE == "union":
-        # One arm per query term, each matched through the GIN index (no tsvector is read to
-        # test a term), summed per row.
-        arms, arm_params = [], []
-        for term in terms:
-            also = "" if term in chosen else f" AND {tsv} @@ %s::tsquery"
-            arms.append(
-                f"SELECT {table}.id, {newest} AS newest, %s::float8 AS idf FROM {table} "
-                f"WHERE {tsv} @@ %s::tsquery{also} AND ({where})"
-            )
-            arm_params += [term.idf, term.tsquery, *([candidates] if also else []), *params]
-        select = (
-            f"SELECT id, max(newest) AS newest FROM ({' UNION ALL '.join(arms)}) m GROUP BY id "
-            f"ORDER BY sum(idf) DESC, max(newest) DESC, id DESC LIMIT %s"
+    # One arm per query term, each matched through the GIN index, summed per row. Testing each
+    # term with `@@` on every candidate row read its tsvector once per term; same rankings, and
+    # per statement on 100,000 messages under shared load (same run, alternating, 44 statements
+    # × 2): median 9.6 → 7.3 ms.
+    arms, arm_params = [], []
+    for term in terms:
+        also = "" if term in chosen else f" AND {tsv} @@ %s::tsquery"
+        arms.append(
+            f"SELECT {table}.id, {newest} AS newest, %s::float8 AS idf FROM {table} "
+            f"WHERE {tsv} @@ %s::tsquery{also} AND ({where})"
         )
-        select_params = [*arm_params, preselect]
-    else:
-        pre = " + ".join(f"({tsv} @@ %s::tsquery)::int * %s" for _ in terms)
-        select = (
-            f"SELECT {table}.id, {newest} AS newest FROM {table} "
-            f"WHERE {tsv} @@ %s::tsquery AND ({where}) "
-            f"ORDER BY {pre} DESC, {newest} DESC LIMIT %s"
-        )
-        select_params = [candidates, *params, *[x for t in terms for x in (t.tsquery, t.idf)], preselect]
+        arm_params += [term.idf, term.tsquery, *([candidates] if also else []), *params]
+    select = (
+        f"SELECT id, max(newest) AS newest FROM ({' UNION ALL '.join(arms)}) m GROUP BY id "
+        f"ORDER BY sum(idf) DESC, max(newest) DESC, id DESC LIMIT %s"
+    )
+    select_params = [*arm_params, preselect]
     sql = (
         f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]}, {COVER[kind]} FROM ({select}) c "
         f"JOIN {table} ON {table}.id = c.id {bm25} "
