@@ -3,8 +3,9 @@
 (route 4 = vector search over the messages themselves) and after stage A ran over every channel
 with the extractive stub model (bench/stage_a_stub.py) and the episodes were embedded (route 4 =
 episode summaries, plus messages no episode covers). A winning episode counts for the labelled
-messages it covers; "delivered" counts what memory_search returns at k=10 within 2,000 tokens,
-expansion included.
+messages it covers. The fused ranking is measured for each way of counting an episode's message
+hits (RecallParams.episode_hits), and what memory_search returns at k=10 within 2,000 tokens
+twice: on the results' primary hits, and on every message shown (expansion included).
 
 The stub's episodes are extractive (the messages' own words, grouped by time and thread), not a
 language model's summaries: this checks that episodes do not break recall's plumbing, not how
