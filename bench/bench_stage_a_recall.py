@@ -27,8 +27,6 @@ from memory.recall.params import DEFAULT_PARAMS, KEYWORD_MESSAGES, VECTOR_EPISOD
 # How an episode's message hits count in fusion (RecallParams.episode_hits); "apart" is fusion
 # before episodes and messages were counted together.
 VARIANTS = ("best", "sum", "apart")
-# (episode_hits, episode_head_share) pairs whose k=10 results are measured too.
-DELIVERED_VARIANTS = (("apart", 0.5), ("best", 0.5), ("sum", 0.5), ("sum", 0.25), ("sum", 0.1))
 
 
 def _found(evaluation: Evaluation, cands, episode_labels: dict[int, set[str]]) -> set[str]:

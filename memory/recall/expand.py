@@ -225,7 +225,7 @@ class Expander:
             else:
                 context = [m for m in context if m.id in wanted or m.id not in exclude]
                 context = _nearest_first(context, wanted, max(self.params.episode_messages, len(wanted)))
-            return _messages_item(cand, head, context, hits, cap, self.params.episode_head_share)
+            return _messages_item(cand, head, context, hits, cap)
         return None
 
 
@@ -252,7 +252,6 @@ def _messages_item(
     messages: list[Message | ContextMessage],
     hits: list[int],
     cap: int,
-    head_share: float = 0.5,
 ) -> Item | None:
     """Keep the hits (`hits`, the first one the primary) and the messages nearest to them
     (nearest first, earlier before later) within `cap`, then print them in order. The primary
@@ -261,9 +260,8 @@ def _messages_item(
     if not messages:
         return _plain(cand, head, cap) if head else None
     head_tokens = count_tokens(head)
-    head_cap = int(cap * head_share) if hits else cap // 2
-    if head and head_tokens > head_cap:
-        head = truncate_to_tokens(head, head_cap)
+    if head and head_tokens > cap // 2:
+        head = truncate_to_tokens(head, cap // 2)
         head_tokens = count_tokens(head)
     budget = cap - head_tokens
     position = {m.id: i for i, m in enumerate(messages)}

@@ -54,9 +54,6 @@ class RecallParams:
     nearby_messages: int = 2
     thread_messages: int = 12
     episode_messages: int = 8
-    # The share of an item's cap that an episode's head (topic, summary, resolution) may take
-    # when the episode stands for message hits (the hits and their neighbours get the rest).
-    episode_head_share: float = 0.5
     # Per-candidate cap: no result may take more than this share of the budget (nor less than
     # min_item_tokens, so a tiny budget still shows whole short results).
     item_share: float = 0.25
