@@ -13,6 +13,8 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 # Run only when named (`python -m bench stage_a_recall`, `python -m bench load`): slow, and a
 # quality check or a minute of load rather than a figure that changes from run to run.
 OPT_IN = {"stage_a_recall", "load"}
+# The throw-away database; BRAIN_BENCH_DATABASE lets two benchmarks run side by side.
+BENCH_DATABASE = os.environ.get("BRAIN_BENCH_DATABASE", "brain_bench")
 
 
 def fresh_database() -> None:
@@ -25,8 +27,8 @@ def fresh_database() -> None:
     url = os.environ.get("DATABASE_URL") or embedded_url()
     admin_url = urlparse(url)._replace(path="/postgres").geturl()
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE brain_bench")
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DATABASE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {BENCH_DATABASE}")
 
 
 def settle(timeout: float = 180.0) -> None:

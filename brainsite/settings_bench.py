@@ -1,9 +1,11 @@
 """Benchmark settings: the same server, a separate database (`brain_bench`) made fresh by
 `make bench`, so benchmarks never touch your data."""
 
+import os
+
 from brainsite.settings import *  # noqa: F403
 from brainsite.settings import DATABASES
 
-DATABASES["default"]["NAME"] = "brain_bench"
+DATABASES["default"]["NAME"] = os.environ.get("BRAIN_BENCH_DATABASE", "brain_bench")
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405

@@ -85,7 +85,10 @@ RouteRunOut = inline_serializer(
     {
         "ran": serializers.BooleanField(),
         "hits": serializers.IntegerField(),
-        "ms": serializers.FloatField(),
+        "ms": serializers.FloatField(
+            help_text="Milliseconds of the database round trips the route took part in (the routes' "
+            "statements are sent together, so routes share them)."
+        ),
         "reason": serializers.CharField(help_text="Why the route did not run (empty when it ran)."),
     },
 )
@@ -96,7 +99,9 @@ ResultMessageOut = inline_serializer(
         "external_id": serializers.CharField(allow_null=True),
         "speaker": serializers.CharField(),
         "ts": serializers.DateTimeField(),
-        "hit": serializers.BooleanField(help_text="This message is the one the routes found."),
+        "hit": serializers.BooleanField(
+            help_text="This message is one the routes found (an episode lists its message hits)."
+        ),
     },
 )
 _KIND_FIELD = {"required": False, "help_text": "Memories and entries only."}

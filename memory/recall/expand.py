@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db import connection
-
 from knowledge.models import Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.recall.fuse import Candidate
 from memory.recall.load import hydrate
 from memory.recall.params import RecallParams
-from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
+from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
 from memory.recall.scope import NothingVisible
 
 
@@ -102,32 +100,41 @@ class Expander:
         self.context: dict[tuple[str, int], list[Message | ContextMessage]] = {}
 
     def prefetch(self, candidates: list[Candidate]) -> None:
+        """Load the context of every message and episode candidate not prefetched yet: their
+        threads, lone messages' neighbours and episodes' messages, in one round trip."""
         hydrate(candidates)
-        candidates = [c for c in candidates if c.obj is not None]
-        threads = {
-            (c.obj.channel_id, c.obj.thread)
-            for c in candidates
-            if c.kind == MESSAGE and c.obj.thread and c.key not in self.context
-        }
-        by_thread: dict[tuple[int, str], list[Message | ContextMessage]] = {}
+        candidates = [c for c in candidates if c.obj is not None and c.key not in self.context]
+        threads = {(c.obj.channel_id, c.obj.thread) for c in candidates if c.kind == MESSAGE and c.obj.thread}
+        lone = [c.id for c in candidates if c.kind == MESSAGE and not c.obj.thread]
+        episodes = [c.id for c in candidates if c.kind == EPISODE]
+        asked = {}
         if threads:
             channels, names = zip(*threads, strict=True)
-            for m in self._visible(
+            asked["threads"] = self._visible_sql(
                 "(knowledge_message.channel_id, knowledge_message.thread) IN "
                 "(SELECT * FROM unnest(%s::bigint[], %s::text[]))",
                 [list(channels), list(names)],
-            ):
-                by_thread.setdefault((m.channel_id, m.thread), []).append(m)
-        lone = [c for c in candidates if c.kind == MESSAGE and not c.obj.thread and c.key not in self.context]
-        nearby = self._nearby([c.id for c in lone]) if lone else {}
-        episodes = [c.id for c in candidates if c.kind == EPISODE and c.key not in self.context]
-        by_episode: dict[int, list[Message | ContextMessage]] = {}
+            )
+        if lone:
+            asked["nearby"] = self._nearby_sql(lone)
         if episodes:
-            for m in self._visible("knowledge_message.episode_id = ANY(%s)", [episodes]):
-                by_episode.setdefault(m.episode_id, []).append(m)
+            asked["episodes"] = self._visible_sql("knowledge_message.episode_id = ANY(%s)", [episodes])
+        asked = {name: statement for name, statement in asked.items() if statement is not None}
+        found = dict(zip(asked, execute_all(list(asked.values())), strict=True)) if asked else {}
+        by_thread: dict[tuple[int, str], list[ContextMessage]] = {}
+        for row in found.get("threads", []):
+            m = ContextMessage._make(row)
+            by_thread.setdefault((m.channel_id, m.thread), []).append(m)
+        nearby: dict[int, list[ContextMessage]] = {}
+        for hit, *row in found.get("nearby", []):
+            nearby.setdefault(hit, []).append(ContextMessage._make(row))
+        for messages in nearby.values():
+            messages.sort(key=lambda m: (m.ts, m.id))
+        by_episode: dict[int, list[ContextMessage]] = {}
+        for row in found.get("episodes", []):
+            m = ContextMessage._make(row)
+            by_episode.setdefault(m.episode_id, []).append(m)
         for c in candidates:
-            if c.key in self.context:
-                continue
             if c.kind == MESSAGE:
                 if c.obj.thread:
                     self.context[c.key] = by_thread.get((c.obj.channel_id, c.obj.thread)) or [c.obj]
@@ -136,29 +143,28 @@ class Expander:
             elif c.kind == EPISODE:
                 self.context[c.key] = by_episode.get(c.id, [])
 
-    def _visible(self, condition: str, params: list) -> list[ContextMessage]:
-        """The messages matching `condition` that the scope shows as of `now`, oldest first, with
-        the fields expansion uses (plain SQL on the scope's compiled filter)."""
+    def _visible_sql(self, condition: str, params: list) -> tuple[str, list] | None:
+        """The statement reading the messages matching `condition` that the scope shows as of
+        `now`, oldest first, with the fields expansion uses (plain SQL on the scope's compiled
+        filter); None when the scope shows no message."""
         try:
             where, wparams = self.scope.where(Message)
         except NothingVisible:
-            return []
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {CONTEXT_COLUMNS} FROM knowledge_message "
-                f"WHERE ({where}) AND knowledge_message.ts <= %s AND {condition} "
-                f"ORDER BY knowledge_message.ts, knowledge_message.id",
-                [*wparams, self.now, *params],
-            )
-            return [ContextMessage._make(row) for row in cursor.fetchall()]
+            return None
+        return (
+            f"SELECT {CONTEXT_COLUMNS} FROM knowledge_message "
+            f"WHERE ({where}) AND knowledge_message.ts <= %s AND {condition} "
+            f"ORDER BY knowledge_message.ts, knowledge_message.id",
+            [*wparams, self.now, *params],
+        )
 
-    def _nearby(self, hit_ids: list[int]) -> dict[int, list[ContextMessage]]:
-        """Each lone hit with up to `nearby_messages` neighbours either side in its channel's
-        main timeline, in one query."""
+    def _nearby_sql(self, hit_ids: list[int]) -> tuple[str, list] | None:
+        """The statement reading each lone hit (first column) with up to `nearby_messages`
+        neighbours either side in its channel's main timeline."""
         try:
             where, params = self.scope.where(Message)
         except NothingVisible:
-            return {}
+            return None
         n = self.params.nearby_messages
         cols = CONTEXT_COLUMNS
         side = (
@@ -174,15 +180,7 @@ class Expander:
             f"(SELECT {cols} FROM knowledge_message WHERE knowledge_message.id = hm.id) UNION ALL "
             f"{side.format(cols=cols, where=where, op='>', order='ASC')}) n"
         )
-        args = [hit_ids, self.now, *params, n, self.now, *params, n]
-        out: dict[int, list[ContextMessage]] = {}
-        with connection.cursor() as cursor:
-            cursor.execute(sql, args)
-            for hit, *row in cursor.fetchall():
-                out.setdefault(hit, []).append(ContextMessage._make(row))
-        for messages in out.values():
-            messages.sort(key=lambda m: (m.ts, m.id))
-        return out
+        return sql, [hit_ids, self.now, *params, n, self.now, *params, n]
 
     def item(
         self, cand: Candidate, cap: int, *, exclude: set[int] = frozenset(), bare: bool = False
@@ -214,12 +212,31 @@ class Expander:
             context = [m for m in context if m.id == cand.id or (not bare and m.id not in exclude)]
             if not any(m.id == cand.id for m in context):
                 context = [cand.obj]
-            return _messages_item(cand, "", context, cand.id, cap)
+            return _messages_item(cand, "", context, [cand.id], cap)
         if cand.kind == EPISODE:
             head = episode_head(cand.obj)
-            context = [] if bare else self.context.get(cand.key, [])[: self.params.episode_messages]
-            return _messages_item(cand, head, [m for m in context if m.id not in exclude], None, cap)
+            hits = cand.hit_ids()
+            if hits and cand.key not in self.context:
+                self.prefetch([cand])
+            context = self.context.get(cand.key, [])
+            wanted = set(hits)
+            if bare:  # the episode's head and its message hits
+                context = [m for m in context if m.id in wanted]
+            else:
+                context = [m for m in context if m.id in wanted or m.id not in exclude]
+                context = _nearest_first(context, wanted, max(self.params.episode_messages, len(wanted)))
+            return _messages_item(cand, head, context, hits, cap)
         return None
+
+
+def _nearest_first(messages: list, hits: set[int], n: int) -> list:
+    """At most `n` of `messages` (in order): the hits and those nearest to a hit (with no hit,
+    the first `n`)."""
+    positions = [i for i, m in enumerate(messages) if m.id in hits]
+    if not positions:
+        return messages[:n]
+    keep = sorted(range(len(messages)), key=lambda i: (min(abs(i - p) for p in positions), i))[:n]
+    return [messages[i] for i in sorted(keep)]
 
 
 def _plain(cand: Candidate, text: str, cap: int) -> Item | None:
@@ -230,10 +247,16 @@ def _plain(cand: Candidate, text: str, cap: int) -> Item | None:
 
 
 def _messages_item(
-    cand: Candidate, head: str, messages: list[Message | ContextMessage], hit_id, cap: int
+    cand: Candidate,
+    head: str,
+    messages: list[Message | ContextMessage],
+    hits: list[int],
+    cap: int,
 ) -> Item | None:
-    """Keep the hit and the messages nearest to it (alternating before/after) within `cap`,
-    then print them in order."""
+    """Keep the hits (`hits`, the first one the primary) and the messages nearest to them
+    (nearest first, earlier before later) within `cap`, then print them in order. The primary
+    hit is cut to fit rather than left out; without it (or with no hits at all) there is no
+    item unless there is a head."""
     if not messages:
         return _plain(cand, head, cap) if head else None
     head_tokens = count_tokens(head)
@@ -241,20 +264,25 @@ def _messages_item(
         head = truncate_to_tokens(head, cap // 2)
         head_tokens = count_tokens(head)
     budget = cap - head_tokens
-    ids = [m.id for m in messages]
-    centre = ids.index(hit_id) if hit_id in ids else 0
-    order = [centre]
-    for step in range(1, len(messages)):
-        for idx in (centre - step, centre + step) if hit_id is not None else (step,):
-            if 0 <= idx < len(messages):
-                order.append(idx)
+    position = {m.id: i for i, m in enumerate(messages)}
+    hit_positions = [position[h] for h in hits if h in position]
+    primary = hit_positions[0] if hit_positions else None
+    if hits and primary is None and not head:
+        return None
+    if hit_positions:
+        hit_set = set(hit_positions)
+        rest = [i for i in range(len(messages)) if i not in hit_set]
+        rest.sort(key=lambda i: (min(abs(i - p) for p in hit_positions), i))
+        order = hit_positions + rest
+    else:
+        order = list(range(len(messages)))
     chosen: dict[int, str] = {}
     used = 0
     for idx in order:
         line = message_line(messages[idx])
         cost = count_tokens(line)
         if used + cost > budget:
-            if idx == centre and hit_id is not None:
+            if idx == primary:
                 line = truncate_to_tokens(line, budget - used)
                 cost = count_tokens(line)
                 if not line or line == "…":
@@ -263,11 +291,12 @@ def _messages_item(
                 continue
         chosen[idx] = line
         used += cost
-    if hit_id is not None and centre not in chosen:
+    if primary is not None and primary not in chosen:
         return None
     lines = [chosen[i] for i in sorted(chosen)]
     text = "\n".join(([head] if head else []) + lines)
     kept = [messages[i] for i in sorted(chosen)]
+    hit_ids = set(hits)
     return Item(
         candidate=cand,
         text=text,
@@ -278,7 +307,7 @@ def _messages_item(
                 "external_id": m.external_id,
                 "speaker": m.speaker_name,
                 "ts": m.ts,
-                "hit": m.id == hit_id,
+                "hit": m.id in hit_ids,
             }
             for m in kept
         ],
@@ -308,7 +337,7 @@ def pack(
             continue
         chosen.append((cand, item))
         used += item.tokens
-    hits = {cand.id for cand, _ in chosen if cand.kind == MESSAGE}
+    hits = {m for cand, _ in chosen for m in cand.hit_ids()}
     shown: set[int] = set()
     items: list[Item] = []
     for cand, bare in chosen:
@@ -316,7 +345,7 @@ def pack(
         if cand.kind in (MESSAGE, EPISODE):
             room = min(cap, bare.tokens + budget_tokens - used)
             if room > bare.tokens:
-                fuller = expander.item(cand, room, exclude=(hits | shown) - {cand.id})
+                fuller = expander.item(cand, room, exclude=(hits | shown) - set(cand.hit_ids()))
                 if fuller is not None and fuller.tokens <= room:
                     item = fuller
             used += item.tokens - bare.tokens

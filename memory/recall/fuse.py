@@ -32,10 +32,20 @@ class Candidate:
     score: float = 0.0
     stamp: tuple = (None, None, None, None)  # as RouteHit.stamp: (time, tier, valid_to, confidence)
     obj: object = None  # the row, loaded only for candidates that may be shown
+    # An episode's message hits (message id -> {"score": its fused contribution, "routes": …}):
+    # a message hit covered by an episode counts towards that episode (see fuse).
+    hits: dict = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.kind, self.id)
+
+    def hit_ids(self) -> list[int]:
+        """The message hits this candidate stands for, best first: a message itself, an
+        episode's covered messages that a route found."""
+        if self.kind == MESSAGE:
+            return [self.id]
+        return sorted(self.hits, key=lambda m: (-self.hits[m]["score"], m))
 
     @property
     def time(self) -> datetime | None:
@@ -77,8 +87,17 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
 
     Quality is how well the hit matches, 0..1 (matched share of the query's idf for keyword
     routes, cosine similarity for vector routes); it damps a route whose best hit is poor.
-    Vector hits below `min_similarity` do not take part."""
+    Vector hits below `min_similarity` do not take part.
+
+    A message covered by an episode is not a candidate of its own: its hit counts towards the
+    episode (which lists it among its `hits` and is expanded around it). Otherwise the keyword
+    route's hit lands on the message and the vector route's on its episode, the two never add
+    up, and the pair takes two of the k places. `params.episode_hits` says how an episode's
+    message hits count within one route: "best" (the best one only: one candidate, one
+    contribution per route) or "sum"; "apart" keeps messages as candidates of their own."""
     candidates: dict[tuple[str, int], Candidate] = {}
+    merge = params.episode_hits != "apart"
+    best: dict[tuple[tuple[str, int], str], float] = {}  # (candidate, route) -> best member contribution
     for route, hits in rankings.items():
         weight = params.weights.get(route, 1.0)
         vector = route in VECTOR_ROUTES
@@ -89,15 +108,32 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
         bottom = min(h.score for h in hits) if params.normalise == "minmax" else 0.0
         spread = top - bottom
         for rank, hit in enumerate(hits, start=1):
-            cand = candidates.get((hit.kind, hit.id))
+            covered = merge and hit.kind == MESSAGE and hit.episode is not None
+            key = (EPISODE, hit.episode) if covered else (hit.kind, hit.id)
+            cand = candidates.get(key)
             if cand is None:
-                cand = candidates[(hit.kind, hit.id)] = Candidate(kind=hit.kind, id=hit.id, stamp=hit.stamp)
-            cand.routes[route] = {"rank": rank, "score": round(hit.score, 4)}
+                cand = candidates[key] = Candidate(kind=key[0], id=key[1], stamp=hit.stamp)
+            elif hit.kind == EPISODE:
+                cand.stamp = hit.stamp  # the episode's own time, not its first message hit's
             quality = max(0.0, min(1.0, hit.quality)) ** params.quality_exponent
             if params.fusion == "rrf":
-                cand.fused += weight * quality / (params.rrf_k + rank)
+                value = weight * quality / (params.rrf_k + rank)
             else:
-                cand.fused += weight * quality * ((hit.score - bottom) / spread if spread > 0 else 1.0)
+                value = weight * quality * ((hit.score - bottom) / spread if spread > 0 else 1.0)
+            entry = {"rank": rank, "score": round(hit.score, 4)}
+            if not covered:
+                cand.routes[route] = entry
+                cand.fused += value
+                continue
+            member = cand.hits.setdefault(hit.id, {"score": 0.0, "routes": {}})
+            member["score"] += value
+            member["routes"][route] = entry
+            cand.routes.setdefault(route, entry)  # the route's rank of the episode's best hit
+            if params.episode_hits == "sum":
+                cand.fused += value
+            elif value > best.get((key, route), 0.0):
+                cand.fused += value - best.get((key, route), 0.0)
+                best[(key, route)] = value
     return sorted(candidates.values(), key=lambda c: (-c.fused, c.kind, -c.id))
 
 

@@ -6,11 +6,9 @@ the models (knowledge.rowsql): compiling the ORM queries and building the relate
 more CPU than reading the rows. Columns never shown (vectors, tsvectors, an entry's search
 columns) stay deferred."""
 
-from django.db import connection
-
 from knowledge import rowsql
 from knowledge.models import Agent, Entry, Episode, Memory, Message
-from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
+from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
 
 # An entry's search columns (tsvector, trigram codes, block authors) are never shown; reading
 # and parsing them for every hydrated row cost more than the rest of the row.
@@ -19,53 +17,76 @@ MEMORY_DEFER = ("embedding", "search", "value", "status_reason", "stale_reason")
 MESSAGE_DEFER = ("search",)
 
 
-def _memories(ids: list[int]) -> list[Memory]:
-    """Memories with their owner and (for blocks) their entry, as select_related would give."""
+def _memories(ids: list[int]):
+    """Memories with their owner and (for blocks) their entry, as select_related would give: the
+    statement, and how to build the rows it returns."""
     memory_sql = rowsql.columns(Memory, "t", MEMORY_DEFER)
     agent_sql = rowsql.columns(Agent, "a")
     entry_sql = rowsql.columns(Entry, "e", ENTRY_INDEX_FIELDS)
     n_memory, n_agent = rowsql.width(Memory, MEMORY_DEFER), rowsql.width(Agent)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {memory_sql}, {agent_sql}, {entry_sql} FROM knowledge_memory t "
-            f"JOIN knowledge_agent a ON a.id = t.owner_id LEFT JOIN knowledge_entry e ON e.id = t.entry_id "
-            f"WHERE t.id = ANY(%s)",
-            [ids],
-        )
-        rows = cursor.fetchall()
-    out = []
-    for row in rows:
+    sql = (
+        f"SELECT {memory_sql}, {agent_sql}, {entry_sql} FROM knowledge_memory t "
+        f"JOIN knowledge_agent a ON a.id = t.owner_id LEFT JOIN knowledge_entry e ON e.id = t.entry_id "
+        f"WHERE t.id = ANY(%s)"
+    )
+
+    def build(row):
         memory = rowsql.from_row(Memory, row[:n_memory], MEMORY_DEFER)
         memory.owner = rowsql.from_row(Agent, row[n_memory : n_memory + n_agent])
         if memory.entry_id is not None:
             memory.entry = rowsql.from_row(Entry, row[n_memory + n_agent :], ENTRY_INDEX_FIELDS)
-        out.append(memory)
-    return out
+        return memory
+
+    return (sql, [ids]), build
 
 
-def _messages(ids: list[int]) -> list[Message]:
-    return rowsql.select(Message, "t.id = ANY(%s)", [ids], defer=MESSAGE_DEFER)
+def _entries(ids: list[int]):
+    """Entries with their owner."""
+    entry_sql, agent_sql = rowsql.columns(Entry, "t", ENTRY_INDEX_FIELDS), rowsql.columns(Agent, "a")
+    n_entry = rowsql.width(Entry, ENTRY_INDEX_FIELDS)
+    sql = f"SELECT {entry_sql}, {agent_sql} FROM knowledge_entry t JOIN knowledge_agent a ON a.id = t.owner_id WHERE t.id = ANY(%s)"
+
+    def build(row):
+        entry = rowsql.from_row(Entry, row[:n_entry], ENTRY_INDEX_FIELDS)
+        entry.owner = rowsql.from_row(Agent, row[n_entry:])
+        return entry
+
+    return (sql, [ids]), build
+
+
+def _plain(model, defer):
+    def loader(ids: list[int]):
+        sql = f"SELECT {rowsql.columns(model, 't', defer)} FROM {model._meta.db_table} t WHERE t.id = ANY(%s)"
+        return (sql, [ids]), lambda row: rowsql.from_row(model, row, defer)
+
+    return loader
 
 
 LOADERS = {
     MEMORY: _memories,
-    MESSAGE: _messages,
-    ENTRY: lambda ids: Entry.objects.select_related("owner").defer(*ENTRY_INDEX_FIELDS).filter(pk__in=ids),
-    EPISODE: lambda ids: Episode.objects.defer("embedding").filter(pk__in=ids),
+    MESSAGE: _plain(Message, MESSAGE_DEFER),
+    ENTRY: _entries,
+    EPISODE: _plain(Episode, ("embedding",)),
 }
 
 
 def hydrate(candidates) -> None:
-    """Attach each candidate's row (one query per kind, only for those not loaded yet). A row
-    deleted meanwhile leaves `obj` None; callers skip such candidates."""
+    """Attach each candidate's row (one statement per kind, all in one round trip, only for
+    those not loaded yet). A row deleted meanwhile leaves `obj` None; callers skip such
+    candidates."""
     wanted: dict[str, list[int]] = {}
     for c in candidates:
         if c.obj is None:
             wanted.setdefault(c.kind, []).append(c.id)
+    if not wanted:
+        return
+    loads = [(kind, *LOADERS[kind](ids)) for kind, ids in wanted.items()]
+    results = execute_all([statement for _, statement, _ in loads])
     rows = {}
-    for kind, ids in wanted.items():
-        for row in LOADERS[kind](ids):
-            rows[(kind, row.pk)] = row
+    for (kind, _, build), found in zip(loads, results, strict=True):
+        for row in found:
+            obj = build(row)
+            rows[(kind, obj.pk)] = obj
     for c in candidates:
         if c.obj is None:
             c.obj = rows.get(c.key)

@@ -33,6 +33,10 @@ class RecallParams:
     # plain RRF. Vector hits below min_similarity (cosine) are dropped from fusion.
     quality_exponent: float = 1.0
     min_similarity: float = 0.2
+    # A message hit covered by an episode counts towards the episode (fuse): "best" (per route,
+    # the episode's best message hit), "sum" (all of them), or "apart" (messages stay candidates
+    # of their own).
+    episode_hits: str = "sum"
     # Candidates each route contributes (at least; a larger k asks for more).
     route_limit: int = 50
     # Temporal decay. Messages, episodes and short-term memories lose half their score every

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge import embeddings
@@ -107,31 +106,24 @@ def recall_candidates(
         embedding_model=model,
         ef_search=max(params.ef_search, limit),
     )
-    rankings: dict[str, list[R.RouteHit]] = {}
     info: dict[str, dict] = {}
-    with transaction.atomic():  # SET LOCAL needs a transaction
-        with connection.cursor() as cursor:
-            # Search queries are short: JIT compilation and parallel workers cost more than they
-            # save, and parallel workers take cores from concurrent requests. One round trip.
-            settings_sql = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0"
-            if vector is not None:
-                settings_sql += "; " + R.search_settings(inp.ef_search)
-            cursor.execute(settings_sql)
-        for route in ROUTES:
-            if route not in routes:
-                info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
-                continue
-            if route in VECTOR_ROUTES and vector is None:
-                info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": vector_reason}
-                continue
-            start = time.perf_counter()
-            rankings[route] = ROUTE_FUNCTIONS[route](inp)
-            info[route] = {
-                "ran": True,
-                "hits": len(rankings[route]),
-                "ms": round((time.perf_counter() - start) * 1000, 2),
-                "reason": "",
-            }
+    asked = {}
+    for route in ROUTES:
+        if route not in routes:
+            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
+        elif route in VECTOR_ROUTES and vector is None:
+            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": vector_reason}
+        else:
+            asked[route] = ROUTE_FUNCTIONS[route](inp)
+    # Search queries are short: JIT compilation and parallel workers cost more than they save,
+    # and parallel workers take cores from concurrent requests. Sent with the routes' statements.
+    settings_sql = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0"
+    if vector is not None:
+        settings_sql += "; " + R.search_settings(inp.ef_search)
+    rankings, spent = R.run_batched(asked, settings_sql)
+    for route in asked:
+        info[route] = {"ran": True, "hits": len(rankings[route]), "ms": round(spent[route], 2), "reason": ""}
+    info = {route: info[route] for route in ROUTES}
     candidates = apply_decay(fuse(rankings, params), now, params)
     hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from knowledge.termstats import term_stats
+from knowledge.termstats import CorpusStats, term_stats
 
 # BM25: term-frequency saturation k1 as usual; length normalisation b weaker than the usual 0.75,
 # because chat messages are short and a long one is not less about its words (measured on the
@@ -91,12 +91,13 @@ class Weighed:
     avg_length: float = 1.0
 
 
-def weigh_terms(lexemes: list[str], corpora: list[Corpus]) -> dict[str, Weighed]:
+def weigh_terms(lexemes: list[str], corpora: list[Corpus], stats=None) -> dict[str, Weighed]:
     """Each lexeme with its idf in each corpus (lexemes that occur nowhere in a corpus are
-    dropped from it), from exact statistics, in one round trip."""
+    dropped from it), from exact statistics (knowledge.termstats, read in one round trip unless
+    `stats` are given)."""
     if not lexemes:
         return {c.name: Weighed([]) for c in corpora}
-    stats = term_stats([c.name for c in corpora], lexemes)
+    stats = stats or term_stats([c.name for c in corpora], lexemes)
     out = {}
     for c in corpora:
         st = stats[c.name]
@@ -108,6 +109,41 @@ def weigh_terms(lexemes: list[str], corpora: list[Corpus]) -> dict[str, Weighed]
         ]
         out[c.name] = Weighed(terms, st.avg_length)
     return out
+
+
+def weigh_query(q: str, corpora: list[Corpus]) -> tuple[list[str], dict[str, Weighed]]:
+    """query_lexemes and weigh_terms in one round trip: the query's lexemes and their
+    statistics (the sums knowledge.termstats.term_stats reads, the corpus totals under the
+    lexeme '') come from one statement."""
+    if not q.strip():
+        return [], weigh_terms([], corpora)
+    names = [c.name for c in corpora]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH q AS (SELECT coalesce(array_agg(lexeme), '{}') AS lexemes "
+            "FROM unnest(to_tsvector('english'::regconfig, %s))) "
+            "SELECT NULL::text, NULL::text, NULL::numeric, NULL::numeric, q.lexemes FROM q UNION ALL "
+            "SELECT t.corpus, t.lexeme, sum(t.docs), sum(t.length), NULL FROM knowledge_termstat t, q "
+            "WHERE t.corpus = ANY(%s) AND t.lexeme = ANY(q.lexemes || ''::text) GROUP BY t.corpus, t.lexeme",
+            [q[:2000], names],
+        )
+        rows = cursor.fetchall()
+    lexemes: list[str] = []
+    totals: dict[str, dict[str, tuple[int, int]]] = {name: {} for name in names}
+    for corpus, lexeme, docs, length, found in rows:
+        if corpus is None:
+            lexemes = list(found)
+        else:
+            totals[corpus][lexeme] = (int(docs), int(length))
+    stats = {}
+    for corpus, by_lexeme in totals.items():
+        docs, length = by_lexeme.pop("", (0, 0))
+        stats[corpus] = CorpusStats(
+            docs=max(docs, 0),
+            avg_length=(length / docs) if docs > 0 else 1.0,
+            containing={lx: d for lx, (d, _) in by_lexeme.items() if d > 0},
+        )
+    return lexemes, weigh_terms(lexemes, corpora, stats)
 
 
 def candidate_terms(terms: list[Term]) -> list[Term]:

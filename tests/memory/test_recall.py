@@ -391,6 +391,45 @@ def test_an_episode_is_found_by_its_summary_and_expands_to_its_messages(world):
     )
 
 
+def test_a_message_an_episode_covers_counts_towards_that_episode_once(world):
+    """A keyword hit on a covered message and the vector hit on its episode make one result: the
+    episode, listing the message as a hit. The message is neither a second result nor shown
+    twice, and under a tight budget the hit line is what the episode keeps."""
+    from knowledge.models import Episode, Message
+    from memory.recall.terms import forget_stats
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    ids = post(world.general, SUPPORT_CHAT)
+    episode = Episode.objects.create(
+        channel=world.general,
+        store="shared",
+        topic="VPN outage after the client update",
+        summary="Remote access broke for several people after an update.",
+        likely_question="Why does the VPN drop?",
+        start_ts=NOW - timedelta(days=30),
+        end_ts=NOW - timedelta(days=28),
+    )
+    Message.objects.filter(pk__in=ids[:3]).update(episode=episode)
+    factory.embed_all()
+    forget_stats()
+    client = world.client("copilot")
+    result = search(client, conversation=conv.pk, q="VPN error E4012 on reconnect", k=5)
+    top = result["results"][0]
+    assert (top["kind"], top["id"]) == ("episode", episode.pk)
+    assert {"keyword_messages", "vector_episodes"} <= set(top["routes"])
+    assert {m["external_id"] for m in top["messages"] if m["hit"]} >= {"s-3"}
+    assert not any(r["kind"] == "message" and r["id"] in ids[:3] for r in result["results"])
+    shown = [m["id"] for r in result["results"] for m in r.get("messages", [])]
+    assert len(shown) == len(set(shown))
+    # One result and room for little more than one line: the keyword hit, not the episode's
+    # first messages.
+    tight = search(client, conversation=conv.pk, q="VPN error E4012 on reconnect", k=1, budget_tokens=64)
+    (only,) = tight["results"]
+    assert only["kind"] == "episode" and "E4012" in only["text"]
+    assert [m["external_id"] for m in only["messages"] if m["hit"]][:1] == ["s-3"]
+    assert only["tokens"] <= 64
+
+
 def test_the_entry_keyword_expression_matches_its_index(db):
     """The entry route's keyword expression (knowledge/fts.py) is served by the GIN index of
     migration 0010."""

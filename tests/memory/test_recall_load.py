@@ -1,7 +1,7 @@
-"""Hydration reads the rows behind recall's candidates in one plain query per kind and builds
-them as the ORM would."""
+"""Hydration reads the rows behind recall's candidates with one plain statement per kind, all
+sent in one round trip, and builds them as the ORM would."""
 
-from knowledge.models import Memory, Message
+from knowledge.models import Entry, Memory, Message
 from memory.recall.fuse import Candidate
 from memory.recall.load import hydrate
 from memory.recall.routes import ENTRY, MEMORY, MESSAGE
@@ -40,10 +40,12 @@ def test_messages_and_entries(world, django_assert_num_queries):
     message = Message.objects.get()
     entry = factory.make_entry(world.copilot, name="Printers")
     cands = [candidate(MESSAGE, message.pk), candidate(ENTRY, entry.pk)]
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):  # both kinds' statements in one round trip
         hydrate(cands)
+        assert cands[1].obj.owner.name == "copilot"  # loaded with the entry
     assert cands[0].obj.text == "the printer is jammed" and cands[0].obj.external_id == "m1"
     assert cands[0].obj.ts == message.ts and cands[0].obj.channel_id == world.general.pk
     assert cands[1].obj.name == "Printers"
+    assert cands[1].obj.aliases == Entry.objects.get(pk=entry.pk).aliases
     with django_assert_num_queries(0):
         hydrate(cands)  # loaded already

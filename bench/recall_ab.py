@@ -1,0 +1,191 @@
+"""Same-run A/B of memory_search latency on a kept 100,000-message database.
+
+`make bench` rebuilds its database for every run (≈ 15 minutes for the recall world), which makes
+comparing two versions of the code on a shared machine hopeless: the load changes between runs.
+This tool seeds the recall benchmark's world once into its own database and then times searches
+against it, so two checkouts can be run alternately (A, B, A, B, …) on the same data:
+
+    python -m bench.recall_ab seed                    # once: the world of bench_recall
+    python -m bench.recall_ab time --label new        # prints one JSON line of figures
+    (cd /tmp/old-checkout && BRAIN_PGDATA=$PWD_OF_THIS/var/pgdata python -m bench.recall_ab time --label old)
+
+Besides wall-clock percentiles (noisy under load) it reports what load does not change much:
+CPU seconds of this process per search (Python's share: serialising, packing, tokenising) and
+SQL statements per search."""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DB_NAME = os.environ.get("BRAIN_AB_DATABASE", "brain_recall_ab")
+
+
+def _setup() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
+    import brainsite.settings_bench as bench_settings
+
+    bench_settings.DATABASES["default"]["NAME"] = DB_NAME
+    bench_settings.DATABASES["default"]["CONN_MAX_AGE"] = None
+    import django
+
+    django.setup()
+
+
+def _create_database() -> None:
+    from urllib.parse import urlparse
+
+    import psycopg
+
+    from brainsite.embedded_db import embedded_url
+
+    url = os.environ.get("DATABASE_URL") or embedded_url()
+    admin_url = urlparse(url)._replace(path="/postgres").geturl()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+
+
+def seed() -> None:
+    _create_database()
+    _setup()
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    from bench import bench_recall as B
+    from bench.recall_seed import analyze, reset_recall_tables
+    from bench.textgen import TextGen
+
+    call_command("migrate", verbosity=0)
+
+    def report(name, value, unit, target="", note=""):
+        print(f"  {name}: {value:,.1f} {unit} {note}", flush=True)
+
+    rng = random.Random(2026)
+    gen = TextGen(2026)
+    reset_recall_tables()
+    copilot, integration, channels = B._world(rng)
+    with override_settings(BRAIN_EMBEDDING_KICK=False):
+        B._ingest(report, B._client(B._token(integration=integration)), channels, gen, rng)
+    B._knowledge(copilot, channels, gen, rng)
+    B._embed(report)
+    analyze()
+
+
+def _statements():
+    """A counter of SQL statements run on the default connection."""
+    from django.db import connection
+
+    count = [0]
+
+    def wrapper(execute, sql, params, many, context):
+        count[0] += 1
+        return execute(sql, params, many, context)
+
+    return connection.execute_wrapper(wrapper), count
+
+
+def _backend_cpu_ms(pid: int) -> float:
+    """CPU time (user + system) of the database backend serving this process, when it runs on
+    this machine (the embedded server); 0 otherwise."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def time_searches(label: str, n: int, seed: int) -> dict:
+    _setup()
+    from bench import bench_recall as B
+    from bench.textgen import TextGen, question
+    from knowledge.models import Agent, Conversation
+    from knowledge.principals import Principal
+    from memory.recall import memory_search, resolve_scope
+
+    rng = random.Random(seed)
+    gen = TextGen(seed)
+    copilot = Agent.objects.get(name="copilot")
+    client = B._client(B._token(agent=copilot))
+    conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
+    questions = [question(gen) for _ in range(n)]
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    out: dict = {"label": label}
+    for k in (10, 50):
+        picks = [(rng.choice(conversations), questions[i % n]) for i in range(n + 20)]
+        walls, cpus, sizes, routes = [], [], [], {}
+        wrapper, count = _statements()
+        with wrapper:
+            for i, (conv, q) in enumerate(picks):
+                if i == 20:
+                    count[0] = 0
+                    db0 = _backend_cpu_ms(backend)
+                body = {"agent": "copilot", "conversation": conv.pk, "q": q, "k": k}
+                w0, c0 = time.perf_counter(), time.process_time()
+                response = client.post("/api/memory/search", body, format="json")
+                wall, cpu = (time.perf_counter() - w0) * 1000, (time.process_time() - c0) * 1000
+                assert response.status_code == 200, response.content[:300]
+                if i < 20:
+                    continue
+                walls.append(wall)
+                cpus.append(cpu)
+                sizes.append(len(response.content))
+                payload = response.json()
+                for name, info in payload["routes"].items():
+                    routes.setdefault(name, []).append(info["ms"])
+                routes.setdefault("embedding", []).append(payload["embedding_ms"])
+        db_cpu = (_backend_cpu_ms(backend) - db0) / len(walls)
+        walls.sort()
+        out[f"k{k}"] = {
+            "db_cpu_ms": round(db_cpu, 2),
+            "p50": round(statistics.median(walls), 1),
+            "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
+            "cpu_ms": round(statistics.mean(cpus), 2),
+            "statements": round(count[0] / len(walls), 2),
+            "kB": round(statistics.mean(sizes) / 1000, 2),
+            "routes_ms": {name: round(statistics.mean(v), 2) for name, v in routes.items()},
+        }
+    principal = Principal.for_agent(copilot)
+    walls, cpus = [], []
+    for i in range(n):
+        conv = rng.choice(conversations)
+        w0, c0 = time.perf_counter(), time.process_time()
+        scope = resolve_scope(principal, agent=copilot, conversation=conv)
+        memory_search(scope, q=questions[i], k=10, budget_tokens=2000)
+        walls.append((time.perf_counter() - w0) * 1000)
+        cpus.append((time.process_time() - c0) * 1000)
+    walls.sort()
+    out["service_k10"] = {
+        "p50": round(statistics.median(walls), 1),
+        "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
+        "cpu_ms": round(statistics.mean(cpus), 2),
+    }
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.recall_ab")
+    parser.add_argument("command", choices=["seed", "time"])
+    parser.add_argument("--label", default=str(ROOT))
+    parser.add_argument("-n", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.command == "seed":
+        seed()
+    else:
+        print(json.dumps(time_searches(args.label, args.n, args.seed)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
