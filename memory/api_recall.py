@@ -327,6 +327,21 @@ class BrowsedMemorySerializer(serializers.Serializer):
             },
         )
     )
+    links = serializers.ListField(
+        help_text="Memories this one links to (its nearest neighbours in its store, both ways), "
+        "those in scope only, nearest first.",
+        child=inline_serializer(
+            "BrowsedLink",
+            {
+                "id": serializers.IntegerField(),
+                "text": serializers.CharField(),
+                "store": serializers.CharField(),
+                "status": serializers.CharField(),
+                "similarity": serializers.FloatField(),
+                "plan": serializers.IntegerField(allow_null=True, help_text="The plan that made the link."),
+            },
+        ),
+    )
 
 
 class BrowsedConversationSerializer(serializers.Serializer):
