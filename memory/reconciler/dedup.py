@@ -37,10 +37,8 @@ def same_statement_guard(a: str, b: str) -> bool:
         return False
     sa, sb = _stems(a), _stems(b)
     only_a, only_b = sa - sb, sb - sa
-    if only_a and only_b and len(only_a) <= SWAP_TERMS and len(only_b) <= SWAP_TERMS:
-        if overlap(sa, sb) >= SWAP_OVERLAP:
-            return False
-    return True
+    swapped = only_a and only_b and len(only_a) <= SWAP_TERMS and len(only_b) <= SWAP_TERMS
+    return not (swapped and overlap(sa, sb) >= SWAP_OVERLAP)
 
 
 def unit_rows(vectors) -> np.ndarray:

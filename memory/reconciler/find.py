@@ -98,7 +98,7 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float) -
     partitions = defaultdict(list)
     for row in rows:
         partitions[(row[1], row[2], row[3], json.dumps(row[4], sort_keys=True))].append(row)
-    for (store, tier, key, _), members in sorted(partitions.items()):
+    for (store, _tier, key, _), members in sorted(partitions.items()):
         if len(members) < 2:
             continue
         m = unit_rows([r[9] for r in members])
@@ -135,7 +135,7 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float) -
                     key=key,
                     keep=keep[0],
                     folds=sorted(members[j][0] for j, _ in folds),
-                    reason="cosine ≥ {:.2f}: ".format(theta)
+                    reason=f"cosine ≥ {theta:.2f}: "
                     + ", ".join(f"#{members[j][0]} {cos:.3f}" for j, cos in sorted(folds)),
                 )
             )
