@@ -623,6 +623,20 @@ StatusOut = inline_serializer(
             },
             required=False,
         ),
+        # Registered by memory.apps (a StatusSection): each agent's last reconciler run.
+        "reconciler": inline_serializer(
+            "StatusReconciler",
+            {
+                "every_turns": serializers.IntegerField(),
+                "idle_minutes": serializers.IntegerField(),
+                "agents": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per agent: agent, last_run (id, trigger, state, plan, plan_state, counts, "
+                    "note, started_at, finished_at; null if it never ran).",
+                ),
+            },
+            required=False,
+        ),
         "worker_heartbeat": serializers.DateTimeField(allow_null=True),
         "jobs": serializers.DictField(
             help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "

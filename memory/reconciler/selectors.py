@@ -95,3 +95,39 @@ def memory_links(memory: Memory, *, principal=None, visible_q=None) -> list[dict
         }
         for link in rows
     ]
+
+
+def _run_dict(run: ReconcilerRun | None) -> dict | None:
+    if run is None:
+        return None
+    return {
+        "id": run.pk,
+        "trigger": run.trigger,
+        "state": run.state,
+        "plan": run.plan_id,
+        "plan_state": run.plan.state if run.plan_id else None,
+        "counts": run.counts,
+        "note": run.note,
+        "started_at": run.started_at.isoformat(),
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def reconciler_status() -> dict:
+    """The Status section: the cadence and each agent's last run (JSON-safe)."""
+    return {
+        "every_turns": settings.BRAIN_RECONCILER_EVERY_TURNS,
+        "idle_minutes": settings.BRAIN_RECONCILER_IDLE_MINUTES,
+        "agents": [{"agent": row["agent"].name, "last_run": _run_dict(row["run"])} for row in last_runs()],
+    }
+
+
+def reconciler_alerts(data: dict) -> list[dict]:
+    failed = [
+        a["agent"] for a in data["agents"] if a["last_run"] and a["last_run"]["state"] == ReconcilerRun.FAILED
+    ]
+    if not failed:
+        return []
+    return [
+        {"level": "warning", "text": f"The last reconciler run failed for {', '.join(failed)} (see Status)."}
+    ]
