@@ -38,7 +38,9 @@ from memory.reconciler.links import links_apply, links_revert
 # Parameters: %(plan)s and %(stamp)s (the apply time, ISO 8601).
 _ORIGINALS = f"""
     SELECT i.id, i.memory_id, i.role, g.owner_id, g.store, i.before->'memory' AS b,
-        CASE WHEN i.role = 'keep' THEN jsonb_build_object('updated_at', %(stamp)s::text)
+        -- a link changes nothing on the memory itself (its links are rows of their own)
+        CASE WHEN i.role = 'keep' AND g.kind = 'link' THEN '{{}}'::jsonb
+        WHEN i.role = 'keep' THEN jsonb_build_object('updated_at', %(stamp)s::text)
             -- a promotion: episodic → semantic, no longer expiring
             || CASE WHEN g.kind = 'promotion'
                     THEN jsonb_build_object('tier', 'semantic', 'expires_at', NULL,
@@ -214,7 +216,7 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                     expires_at = CASE WHEN p.a ? 'expires_at' THEN (p.a->>'expires_at')::timestamptz
                                  ELSE m.expires_at END,
                     updated_at = (p.a->>'updated_at')::timestamptz
-                FROM p WHERE m.id = p.memory_id""",
+                FROM p WHERE m.id = p.memory_id AND p.a <> '{{}}'::jsonb""",
             {"plan": plan.pk, "stamp": stamp},
         )
 
@@ -336,7 +338,7 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                     tier = p.b->>'tier',
                     expires_at = (p.b->>'expires_at')::timestamptz,
                     updated_at = (p.b->>'updated_at')::timestamptz
-                FROM p WHERE m.id = p.memory_id""",
+                FROM p WHERE m.id = p.memory_id AND p.a <> '{{}}'::jsonb""",
             {"plan": plan.pk, "stamp": stamp},
         )
         removed = (

@@ -42,7 +42,13 @@ def same_statement_guard(a: str, b: str) -> bool:
 
 
 def unit_rows(vectors) -> np.ndarray:
-    m = np.asarray(vectors, dtype=np.float32)
+    """Unit rows from vectors (arrays, or pgvector's text form '[x,y,…]')."""
+    vectors = list(vectors)
+    if vectors and isinstance(vectors[0], str):
+        flat = ",".join(v[1:-1] for v in vectors)
+        m = np.array(flat.split(","), dtype=np.float32).reshape(len(vectors), -1)
+    else:
+        m = np.asarray(vectors, dtype=np.float32)
     if m.ndim != 2 or not len(m):
         return np.zeros((0, 0), dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)

@@ -25,6 +25,7 @@ from collections import defaultdict
 import numpy as np
 from django.conf import settings
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from knowledge.models import Conversation, Memory, MessageVector
@@ -40,6 +41,10 @@ PROMOTE_TURNS = 3
 LINK_BATCH = 2000  # new memories one pass links at most (the rest wait for the next pass)
 JOBS = ("dedup", "conflicts", "promotion", "digest", "links")
 DIGEST_CATEGORY = "digest"
+# Vectors are read as text and parsed by numpy in one go: far cheaper than a Python object per
+# vector for tens of thousands of rows.
+VECTOR_TEXT = "vector_text"
+_VECTOR_SQL = RawSQL("knowledge_memory.embedding::text", [])
 
 
 class ReconcilerModel(ModelGate):
@@ -78,7 +83,7 @@ def _free(qs):
 def _own_active(owner_id):
     return _free(
         Memory.objects.filter(owner_id=owner_id, status=Memory.ACTIVE, entry__isnull=True, skill__isnull=True)
-    )
+    ).annotate(**{VECTOR_TEXT: _VECTOR_SQL})
 
 
 # --- 1. vector duplicates -------------------------------------------------------------------
@@ -89,7 +94,7 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float) -
         _own_active(owner_id)
         .filter(embedding__isnull=False)
         .values_list(
-            "id", "store", "tier", "key", "value", "confidence", "pinned", "created_at", "text", "embedding"
+            "id", "store", "tier", "key", "value", "confidence", "pinned", "created_at", "text", VECTOR_TEXT
         )
     )
     used = findings.used()
@@ -165,7 +170,7 @@ def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> 
         for r in _own_active(owner_id)
         .filter(tier=Memory.EPISODIC, embedding__isnull=False)
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        .values_list("id", "text", "conversation_id", "turn", "embedding")
+        .values_list("id", "text", "conversation_id", "turn", VECTOR_TEXT)
         if r[0] not in used
     ]
     findings.counts["promotion_candidates"] = len(candidates)
@@ -176,7 +181,9 @@ def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> 
             owner_id=owner_id,
             status__in=(Memory.ACTIVE, Memory.SUPERSEDED, Memory.EXPIRED),
             embedding__isnull=False,
-        ).values_list("id", "text", "conversation_id", "turn", "embedding", "status")
+        )
+        .annotate(**{VECTOR_TEXT: _VECTOR_SQL})
+        .values_list("id", "text", "conversation_id", "turn", VECTOR_TEXT, "status")
     )
     c = unit_rows([r[4] for r in candidates])
     m = unit_rows([r[4] for r in corpus])
@@ -336,14 +343,17 @@ def find_links(findings: Findings, *, owner_id: int, since, k: int, floor: float
         tier__in=(Memory.SEMANTIC, Memory.PROCEDURAL), embedding__isnull=False
     )
     new = pool.filter(created_at__gt=since) if since else pool
-    new_ids = [
-        i
-        for i in new.order_by("-created_at", "-id").values_list("id", flat=True)[:LINK_BATCH]
-        if i not in used
-    ]
+    new_ids = []
+    for memory_id in (
+        new.order_by("-created_at", "-id").values_list("id", flat=True).iterator(chunk_size=2000)
+    ):
+        if memory_id not in used:
+            new_ids.append(memory_id)
+            if len(new_ids) == LINK_BATCH:
+                break
     if not new_ids:
         return
-    rows = [r for r in pool.values_list("id", "store", "embedding") if r[0] not in used]
+    rows = [r for r in pool.values_list("id", "store", VECTOR_TEXT) if r[0] not in used]
     linked = set(MemoryLink.objects.filter(memory_id__in=new_ids).values_list("memory_id", "neighbour_id"))
     by_store = defaultdict(list)
     for row in rows:
