@@ -46,7 +46,7 @@ def unit_rows(vectors) -> np.ndarray:
     vectors = list(vectors)
     if vectors and isinstance(vectors[0], str):
         flat = ",".join(v[1:-1] for v in vectors)
-        m = np.array(flat.split(","), dtype=np.float32).reshape(len(vectors), -1)
+        m = np.fromstring(flat, dtype=np.float32, sep=",").reshape(len(vectors), -1)
     else:
         m = np.asarray(vectors, dtype=np.float32)
     if m.ndim != 2 or not len(m):
@@ -56,17 +56,22 @@ def unit_rows(vectors) -> np.ndarray:
     return m / norms
 
 
-def close_pairs(m: np.ndarray, theta: float):
+def close_pairs(m: np.ndarray, theta: float, rows=None):
     """(i, j, cosine) with i < j for every pair of rows of unit matrix `m` at cosine ≥ θ, in
-    blocks of CHUNK rows so memory stays bounded."""
-    n = len(m)
-    for start in range(0, n, CHUNK):
-        block = m[start : start + CHUNK] @ m.T
-        rows, cols = np.nonzero(block >= theta)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            i = start + r
-            if c > i:
-                yield i, c, float(block[r, c])
+    blocks of CHUNK rows so memory stays bounded. With `rows` (indices), only pairs that
+    involve one of those rows: a pass after the first compares what is new against everything."""
+    targets = np.arange(len(m)) if rows is None else np.asarray(sorted(rows), dtype=np.int64)
+    is_target = np.zeros(len(m), dtype=bool)
+    is_target[targets] = True
+    for start in range(0, len(targets), CHUNK):
+        chunk = targets[start : start + CHUNK]
+        block = m[chunk] @ m.T
+        hits_r, hits_c = np.nonzero(block >= theta)
+        for r, c in zip(hits_r.tolist(), hits_c.tolist(), strict=True):
+            i = int(chunk[r])
+            # each pair once: both targets → i < c; a target with an older row → always
+            if c != i and (not is_target[c] or c > i):
+                yield min(i, c), max(i, c), float(block[r, c])
 
 
 def is_same(text_a: str, text_b: str, cosine: float, theta: float) -> bool:

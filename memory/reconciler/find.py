@@ -89,12 +89,24 @@ def _own_active(owner_id):
 # --- 1. vector duplicates -------------------------------------------------------------------
 
 
-def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float) -> None:
+def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float, since=None) -> None:
+    """Vector duplicates among the agent's active memories; after its first pass (`since` set)
+    only pairs with a memory written or changed since then are compared."""
     rows = list(
         _own_active(owner_id)
         .filter(embedding__isnull=False)
         .values_list(
-            "id", "store", "tier", "key", "value", "confidence", "pinned", "created_at", "text", VECTOR_TEXT
+            "id",
+            "store",
+            "tier",
+            "key",
+            "value",
+            "confidence",
+            "pinned",
+            "updated_at",
+            "text",
+            VECTOR_TEXT,
+            "created_at",
         )
     )
     used = findings.used()
@@ -106,9 +118,12 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float) -
     for (store, _tier, key, _), members in sorted(partitions.items()):
         if len(members) < 2:
             continue
+        fresh = None if since is None else [n for n, r in enumerate(members) if r[7] > since]
+        if fresh == []:
+            continue
         m = unit_rows([r[9] for r in members])
         neighbours = defaultdict(list)
-        for i, j, cos in close_pairs(m, theta):
+        for i, j, cos in close_pairs(m, theta, rows=fresh):
             if is_same(members[i][8], members[j][8], cos, theta):
                 neighbours[i].append((j, cos))
                 neighbours[j].append((i, cos))
@@ -118,7 +133,7 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float) -
         # chain a≈b≈c never folds c into a unless c is itself a duplicate of a.
         order = sorted(
             neighbours,
-            key=lambda i: (members[i][6], members[i][5], members[i][7], members[i][0]),
+            key=lambda i: (members[i][6], members[i][5], members[i][10], members[i][0]),
             reverse=True,
         )
         taken = set()
@@ -370,7 +385,8 @@ def find_links(findings: Findings, *, owner_id: int, since, k: int, floor: float
             sims = m[chunk] @ m.T
             for r, n in enumerate(chunk):
                 sims[r, n] = -1.0
-                top = np.argsort(-sims[r])[:k]
+                best = np.argpartition(-sims[r], k)[:k] if len(ids) > k else np.arange(len(ids))
+                top = best[np.argsort(-sims[r][best])]
                 links = [
                     [ids[t], round(float(sims[r, t]), 4)]
                     for t in top.tolist()
@@ -405,7 +421,7 @@ def reconcile_find(*, owner_id: int, jobs=JOBS, since=None, actor=None, now=None
     if "promotion" in jobs:
         find_promotions(findings, owner_id=owner_id, theta=theta, now=now)
     if "dedup" in jobs:
-        find_vector_duplicates(findings, owner_id=owner_id, theta=theta)
+        find_vector_duplicates(findings, owner_id=owner_id, theta=theta, since=since)
     if "conflicts" in jobs:
         find_conflicts(
             findings, owner_id=owner_id, now=now, model=model, arbiter=settings.BRAIN_RECONCILER_ARBITER

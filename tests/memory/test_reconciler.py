@@ -377,3 +377,22 @@ def test_a_reconciler_plan_is_a_consolidation_plan_and_one_run_at_a_time(world):
         run(world.copilot)
     assert ReconcilerRun.objects.order_by("-id").first().state == ReconcilerRun.SKIPPED
     assert consolidation_run  # the same machinery
+
+
+def test_after_the_first_pass_dedup_compares_only_what_is_new(world, settings):
+    settings.BRAIN_RECONCILER_DEDUP_COSINE = 0.9
+    old_a = remember(world.copilot, A, confidence=0.9)
+    old_b = remember(world.copilot, B, confidence=0.5)
+    set_vector(old_a, unit(1))
+    set_vector(old_b, unit(0, 1))
+    assert run(world.copilot, jobs=("dedup",)).plan.state == ConsolidationPlan.EMPTY
+    # an old pair made close behind the reconciler's back (no write touches updated_at) is not
+    # compared again; a new copy is, against everything
+    Memory.objects.filter(pk=old_b.pk).update(embedding=list(map(float, at_cosine(0.95))))
+    Memory.objects.filter(pk__in=[old_a.pk, old_b.pk]).update(
+        updated_at=timezone.now() - datetime.timedelta(days=1)
+    )
+    new = remember(world.copilot, A, confidence=0.4)
+    set_vector(new, unit(1))
+    group = run(world.copilot, jobs=("dedup",)).plan.groups.get()
+    assert (group.target_id, group.items.get(role="fold").memory_id) == (old_a.pk, new.pk)
