@@ -1,6 +1,6 @@
 """The reconciler: dedup precision/recall on the labelled pair set (bench/data/dedup_pairs.json,
 real ONNX embedder) at several θ, with and without the code guards; the link floor against
-unrelated pairs; whether pulling a linked neighbour of the winner into recall helps; and one
+unrelated pairs; whether a linked neighbour of the winner in recall's places helps; and one
 pass over one agent holding 20,000 active memories (apply mode), in seconds and SQL statements
 per memory.
 
@@ -51,16 +51,21 @@ def dedup_quality(report) -> None:
     p, r, f = precision_recall(guarded, chosen)
     report(
         f"dedup precision at θ={chosen:.2f} (with guards)",
-        p,
-        "",
+        100 * p,
+        "%",
         note=f"{f} of {near_misses} near misses merged",
     )
-    report(f"dedup recall at θ={chosen:.2f} (with guards)", r, "")
+    report(
+        f"dedup recall at θ={chosen:.2f} (with guards)",
+        100 * r,
+        "%",
+        note="also promotion's restatement test",
+    )
     p0, r0, _ = precision_recall(scored, chosen)
     report(
         f"dedup precision at θ={chosen:.2f}, cosine only",
-        p0,
-        "",
+        100 * p0,
+        "%",
         note=f"recall {r0:.2f}: near misses score like paraphrases",
     )
 
