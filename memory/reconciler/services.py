@@ -82,6 +82,7 @@ def reconciler_decay_due(*, actor: Principal | None = None, now=None) -> int:
     conversation past their expiry, so they are summarised rather than dropped. With
     consolidation off (or another plan running) they simply expire. Returns the runs made."""
     from knowledge.models import Memory
+    from memory.services import _in_open_plans
 
     actor = actor or Principal.system("reconciler")
     now = now or timezone.now()
@@ -89,6 +90,7 @@ def reconciler_decay_due(*, actor: Principal | None = None, now=None) -> int:
         Memory.objects.filter(
             status=Memory.ACTIVE, tier=Memory.EPISODIC, conversation__isnull=False, expires_at__lte=now
         )
+        .exclude(pk__in=_in_open_plans())  # already in a digest waiting for review
         .values_list("owner_id", flat=True)
         .distinct()
     )

@@ -251,6 +251,8 @@ def test_a_digest_waiting_for_review_keeps_its_originals_out_of_plain_expiry(wor
     expire_short_term_memory()
     plan = ConsolidationPlan.objects.get(state=ConsolidationPlan.PROPOSED)
     assert Memory.objects.filter(pk__in=[m.pk for m in originals], status=Memory.ACTIVE).count() == 2
+    expire_short_term_memory()  # an hour later: no second digest, no empty plan
+    assert ConsolidationPlan.objects.count() == 1
     plan_apply(actor=SYSTEM, plan_id=plan.pk)
     assert Memory.objects.filter(pk__in=[m.pk for m in originals], status=Memory.EXPIRED).count() == 2
 
@@ -396,3 +398,43 @@ def test_after_the_first_pass_dedup_compares_only_what_is_new(world, settings):
     set_vector(new, unit(1))
     group = run(world.copilot, jobs=("dedup",)).plan.groups.get()
     assert (group.target_id, group.items.get(role="fold").memory_id) == (old_a.pk, new.pk)
+
+
+def test_messages_of_the_conversation_channel_that_restate_a_memory_count_as_turns(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    memory = remember(world.copilot, A, tier=Memory.EPISODIC, conversation=conv, turn=1)
+    now = timezone.now()
+    ids = factory.post_messages(
+        world.general,
+        [
+            {"speaker": "alice", "text": A, "external_id": "r-1", "ts": now},
+            {"speaker": "alice", "text": B, "external_id": "r-2", "ts": now},
+            {"speaker": "bob", "text": "Lunch is at noon today.", "external_id": "r-3", "ts": now},
+        ],
+    )
+    factory.embed_all()
+    group = run(world.copilot, jobs=("promotion",)).plan.groups.get()
+    assert group.target_id == memory.pk and group.reason == "restated in 3 distinct turns"
+    assert {("message", str(ids[0])), ("message", str(ids[1]))} <= set(
+        memory.sources.values_list("kind", "ref")
+    )
+
+
+def test_strict_anti_drift_still_refuses_a_promotion_that_contradicts(world, settings):
+    settings.BRAIN_STRICT_ANTI_DRIFT = True
+    remember(world.copilot, "Acme's SLA is 8 hours", key="acme.sla", value="8h", confidence=0.95)
+    conv = factory.make_conversation(world.copilot, world.general)
+    for turn in (1, 2, 3):
+        remember(
+            world.copilot,
+            "Acme's SLA is 4 hours",
+            key="acme.sla",
+            value="4h",
+            tier=Memory.EPISODIC,
+            conversation=conv,
+            turn=turn,
+        )
+    factory.embed_all()
+    plan = run(world.copilot, jobs=("promotion",)).plan
+    assert not plan.groups.exists()
+    assert "strict anti-drift" in plan.model_note
