@@ -274,6 +274,22 @@ BRAIN_MEMORY_CONSOLIDATION = env("BRAIN_MEMORY_CONSOLIDATION", "propose")  # run
 BRAIN_CONSOLIDATION_SUMMARY_OVER = env_int("BRAIN_CONSOLIDATION_SUMMARY_OVER", 40)
 BRAIN_CONFLICT_ARBITER = env_bool("BRAIN_CONFLICT_ARBITER")
 BRAIN_DISTILLER_AUTO_ACTIVATE = env_bool("BRAIN_DISTILLER_AUTO_ACTIVATE")  # run time
+# The reconciler: per agent every N turns or after M idle minutes (and on demand). Its dedup merges
+# vectors at cosine ≥ θ that also pass the code guards (memory.reconciler.dedup); θ, the link
+# floor and K were chosen on bench/data/dedup_pairs.json (docs/PERFORMANCE.md).
+BRAIN_RECONCILER_EVERY_TURNS = env_int("BRAIN_RECONCILER_EVERY_TURNS", 25)
+BRAIN_RECONCILER_IDLE_MINUTES = env_int("BRAIN_RECONCILER_IDLE_MINUTES", 10)
+BRAIN_RECONCILER_DEDUP_COSINE = float(env("BRAIN_RECONCILER_DEDUP_COSINE", "0.80"))
+BRAIN_RECONCILER_ARBITER = env("BRAIN_RECONCILER_ARBITER", "off").strip().lower() in (
+    "on",
+    "1",
+    "true",
+    "yes",
+)
+BRAIN_RECONCILER_LINK_K = env_int("BRAIN_RECONCILER_LINK_K", 5)
+BRAIN_RECONCILER_LINK_FLOOR = float(env("BRAIN_RECONCILER_LINK_FLOOR", "0.50"))
+BRAIN_RECONCILER_DIGEST_TOKENS = env_int("BRAIN_RECONCILER_DIGEST_TOKENS", 300)
+BRAIN_RECONCILER_MODEL_CALLS = env_int("BRAIN_RECONCILER_MODEL_CALLS", 10)  # per run
 # Dreaming stage A: a channel is read once it has been quiet this long (with a message past its
 # cursor), or as soon as this many messages wait past the cursor (both run time).
 BRAIN_DREAMING_QUIET_MINUTES = env_int("BRAIN_DREAMING_QUIET_MINUTES", 30)  # run time

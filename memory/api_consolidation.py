@@ -21,7 +21,7 @@ from memory.consolidation import (
     plan_list,
     plan_revert,
 )
-from memory.models import ConsolidationPlan
+from memory.models import ConsolidationGroup, ConsolidationPlan
 
 
 class PlanSerializer(serializers.ModelSerializer):
@@ -62,7 +62,7 @@ class MemoryStateSerializer(serializers.Serializer):
 
 class GroupSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=["duplicate", "near_duplicate", "conflict", "summary"])
+    kind = serializers.ChoiceField(choices=[k for k, _ in ConsolidationGroup.KINDS])
     owner = serializers.CharField()
     store = serializers.CharField()
     category = serializers.CharField(allow_blank=True)
@@ -72,6 +72,10 @@ class GroupSerializer(serializers.Serializer):
     )
     merged_text = serializers.CharField(allow_blank=True, help_text="The model's merged or summary text.")
     reason = serializers.CharField(allow_blank=True)
+    data = serializers.DictField(
+        help_text="What the change adds besides memories: a promotion's new sources, a link group's "
+        "[neighbour id, similarity] pairs."
+    )
     before = MemoryStateSerializer(many=True)
     after = MemoryStateSerializer(many=True)
 

@@ -333,6 +333,21 @@ class BrowsedMemorySerializer(serializers.Serializer):
             },
         )
     )
+    links = serializers.ListField(
+        help_text="Memories this one links to (its nearest neighbours in its store, both ways), "
+        "those in scope only, nearest first.",
+        child=inline_serializer(
+            "BrowsedLink",
+            {
+                "id": serializers.IntegerField(),
+                "text": serializers.CharField(),
+                "store": serializers.CharField(),
+                "status": serializers.CharField(),
+                "similarity": serializers.FloatField(),
+                "plan": serializers.IntegerField(allow_null=True, help_text="The plan that made the link."),
+            },
+        ),
+    )
 
 
 class BrowsedConversationSerializer(serializers.Serializer):
@@ -679,6 +694,20 @@ StatusOut = inline_serializer(
                 "withdrawn_count": serializers.IntegerField(),
                 "storage_bytes": serializers.IntegerField(),
                 "versions": serializers.IntegerField(),
+            },
+            required=False,
+        ),
+        # Registered by memory.apps (a StatusSection): each agent's last reconciler run.
+        "reconciler": inline_serializer(
+            "StatusReconciler",
+            {
+                "every_turns": serializers.IntegerField(),
+                "idle_minutes": serializers.IntegerField(),
+                "agents": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per agent: agent, last_run (id, trigger, state, plan, plan_state, counts, "
+                    "note, started_at, finished_at; null if it never ran).",
+                ),
             },
             required=False,
         ),

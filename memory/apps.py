@@ -6,7 +6,9 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self):
+        from memory.reconciler.selectors import reconciler_alerts, reconciler_status
         from memory.skills.restore import register
+        from memory.status import StatusSection, status_section_register
 
         register()
 
@@ -20,7 +22,6 @@ class MemoryConfig(AppConfig):
         material_changed.connect(_recheck, dispatch_uid="memory.recheck_materials", weak=False)
 
         from knowledge.materials.selectors import materials_alerts, materials_status
-        from memory.status import StatusSection, status_section_register
 
         status_section_register(
             StatusSection(
@@ -28,5 +29,13 @@ class MemoryConfig(AppConfig):
                 template="knowledge/materials/_status.html",
                 report=materials_status,
                 alerts=materials_alerts,
+            )
+        )
+        status_section_register(
+            StatusSection(
+                name="reconciler",
+                template="memory/_status_reconciler.html",
+                report=reconciler_status,
+                alerts=reconciler_alerts,
             )
         )

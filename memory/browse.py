@@ -8,6 +8,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from knowledge import access
 from knowledge.models import Conversation, Entry, Episode, Memory, Message
 from knowledge.principals import Principal
+from memory.reconciler.selectors import memory_links
 
 KINDS = ("message", "thread", "episode", "entry", "memory", "conversation")
 CONTEXT_MESSAGES = 10
@@ -173,6 +174,7 @@ class Browser:
             "version": m.version,
             "updated_at": m.updated_at,
             "sources": sources,
+            "links": memory_links(m, visible_q=self.knowledge_q),
         }
 
     def _open_source(self, kind: str, ref: str):

@@ -52,10 +52,17 @@ class ConsolidationPlan(models.Model):
 
 class ConsolidationGroup(models.Model):
     """One change of a plan: memories folded into a kept duplicate, near-duplicates merged into
-    a new memory, a same-key conflict settled, or the oldest memories summarised."""
+    a new memory, a same-key conflict settled, or the oldest memories summarised. The reconciler
+    adds vector duplicates (folded into the most confident), promotions (episodic → semantic),
+    session digests (expired episodic memories summarised into one) and links (a memory and its
+    nearest neighbours); `data` holds what such a change adds besides memories (sources, links)."""
 
     DUPLICATE, NEAR_DUPLICATE, CONFLICT, SUMMARY = "duplicate", "near_duplicate", "conflict", "summary"
-    KINDS = [(k, k.replace("_", "-")) for k in (DUPLICATE, NEAR_DUPLICATE, CONFLICT, SUMMARY)]
+    VECTOR_DUPLICATE, PROMOTION, DIGEST, LINK = "vector_duplicate", "promotion", "digest", "link"
+    KINDS = [
+        (k, k.replace("_", "-"))
+        for k in (DUPLICATE, NEAR_DUPLICATE, CONFLICT, SUMMARY, VECTOR_DUPLICATE, PROMOTION, DIGEST, LINK)
+    ]
 
     plan = models.ForeignKey(ConsolidationPlan, on_delete=models.CASCADE, related_name="groups")
     kind = models.CharField(max_length=16, choices=KINDS)
@@ -67,6 +74,7 @@ class ConsolidationGroup(models.Model):
     merged_text = models.TextField(blank=True)  # the model's merged or summary text
     reason = models.TextField(blank=True)
     position = models.PositiveIntegerField(default=0)
+    data = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["plan", "position", "id"]
@@ -145,3 +153,15 @@ class GateCheck(models.Model):
 
 
 from memory.history.models import ConversationSummary  # noqa: E402,F401  (registered with this app)
+from memory.reconciler.models import MemoryLink, ReconcilerRun  # noqa: E402  (registered with this app)
+
+__all__ = [
+    "ConsolidationGroup",
+    "ConsolidationItem",
+    "ConsolidationPlan",
+    "ConversationSummary",
+    "EvalDataset",
+    "GateCheck",
+    "MemoryLink",
+    "ReconcilerRun",
+]

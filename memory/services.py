@@ -852,6 +852,12 @@ def _retire_batch(
     )
 
 
+def _in_open_plans():
+    from memory.models import ConsolidationItem, ConsolidationPlan
+
+    return ConsolidationItem.objects.filter(plan__state__in=ConsolidationPlan.OPEN_STATES).values("memory_id")
+
+
 def memory_expire_due(
     *, actor: Principal | None = None, now: datetime.datetime | None = None, batch: int = 500
 ) -> int:
@@ -867,6 +873,8 @@ def memory_expire_due(
                 Memory.objects.select_for_update(of=("self",), skip_locked=True)
                 .select_related("owner")
                 .filter(status__in=LIVE, expires_at__lte=now)
+                # a memory in an open plan (a session digest waiting for review) is the plan's to expire
+                .exclude(pk__in=_in_open_plans())
                 .order_by("expires_at", "pk")[:batch]
             )
             if not memories:

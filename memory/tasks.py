@@ -10,7 +10,12 @@ def provenance_check() -> dict:
 
 
 def expire_short_term_memory() -> int:
-    """Hourly: expire working and episodic memories whose TTL has passed. Idempotent."""
+    """Hourly: expire working and episodic memories whose TTL has passed. Episodic memories of
+    a conversation are first summarised into a session digest by the reconciler (their plan
+    expires them); the rest expire plainly. Idempotent."""
+    from memory.reconciler.services import reconciler_decay_due
+
+    reconciler_decay_due()
     return memory_expire_due()
 
 

@@ -14,6 +14,7 @@ from memory import (
     views_recall,
     views_status,
 )
+from memory.reconciler import urls as reconciler_urls
 from memory.skills import urls as skills_urls
 
 # --- memories and the review queue ---
@@ -141,3 +142,7 @@ api_urlpatterns += [
 # --- skills and skill experience ---
 urlpatterns += skills_urls.urlpatterns
 api_urlpatterns += skills_urls.api_urlpatterns
+
+# --- the reconciler ---
+urlpatterns += reconciler_urls.urlpatterns
+api_urlpatterns += reconciler_urls.api_urlpatterns

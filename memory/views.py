@@ -25,6 +25,7 @@ from memory.forms import (
     RevokeForm,
     first_error,
 )
+from memory.reconciler.selectors import memory_links
 from memory.selectors_provenance import memory_provenance
 
 QUEUE_LIMIT = 100
@@ -246,6 +247,7 @@ def _detail_context(request, memory_id: int, **extra) -> dict:
         "queue_item": queue_item,
         "promote_form": PromoteForm(),
         "tiers_above": Memory.TIER_ORDER[Memory.TIER_ORDER.index(memory.tier) + 1 :],
+        "links": memory_links(memory, principal=request.principal),
         **extra,
     }
 

@@ -2,6 +2,8 @@
 each one transaction with its audit events. All or nothing: if any memory changed since the plan
 was made (or applied), PlanConflict and nothing is written."""
 
+import json
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -19,7 +21,8 @@ from memory.consolidation.common import (
     merged_memories_activate,
     merged_memories_retire,
 )
-from memory.models import ConsolidationItem, ConsolidationPlan
+from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
+from memory.reconciler.links import links_apply, links_revert
 
 # --- apply and revert: set-wise SQL over the plan's items --------------------------------------
 #
@@ -35,9 +38,17 @@ from memory.models import ConsolidationItem, ConsolidationPlan
 # Parameters: %(plan)s and %(stamp)s (the apply time, ISO 8601).
 _ORIGINALS = f"""
     SELECT i.id, i.memory_id, i.role, g.owner_id, g.store, i.before->'memory' AS b,
-        CASE WHEN i.role = 'keep' THEN jsonb_build_object('updated_at', %(stamp)s::text)
+        -- a link changes nothing on the memory itself (its links are rows of their own)
+        CASE WHEN i.role = 'keep' AND g.kind = 'link' THEN '{{}}'::jsonb
+        WHEN i.role = 'keep' THEN jsonb_build_object('updated_at', %(stamp)s::text)
+            -- a promotion: episodic → semantic, no longer expiring
+            || CASE WHEN g.kind = 'promotion'
+                    THEN jsonb_build_object('tier', 'semantic', 'expires_at', NULL,
+                        'status_reason', format('promoted: %%s (consolidation plan #%%s)', g.reason, %(plan)s::bigint))
+                    ELSE '{{}}'::jsonb END
         ELSE jsonb_build_object(
-                'status', 'superseded',
+                -- a session digest's originals expire (kept for lineage, never recalled)
+                'status', CASE WHEN g.kind = 'digest' THEN 'expired' ELSE 'superseded' END,
                 'superseded_by_id', g.target_id,
                 'status_reason', format('%%s folded into #%%s (consolidation plan #%%s)',
                                         replace(g.kind, '_', '-'), g.target_id, %(plan)s::bigint),
@@ -47,6 +58,9 @@ _ORIGINALS = f"""
                      AND coalesce(k.b->>'valid_from', k.b->>'created_at')::timestamptz
                          > (i.before->'memory'->>'created_at')::timestamptz
                 THEN jsonb_build_object('valid_to', coalesce(k.b->>'valid_from', k.b->>'created_at'))
+                ELSE '{{}}'::jsonb END
+            || CASE WHEN g.kind = 'digest' AND i.before->'memory'->>'valid_to' IS NULL
+                THEN jsonb_build_object('valid_to', i.before->'memory'->>'expires_at')
                 ELSE '{{}}'::jsonb END
         END AS a
     FROM {T_ITEM} i
@@ -198,8 +212,11 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                     superseded_by_id = CASE WHEN p.a ? 'superseded_by_id'
                                        THEN (p.a->>'superseded_by_id')::bigint ELSE m.superseded_by_id END,
                     valid_to = CASE WHEN p.a ? 'valid_to' THEN (p.a->>'valid_to')::timestamptz ELSE m.valid_to END,
+                    tier = coalesce(p.a->>'tier', m.tier),
+                    expires_at = CASE WHEN p.a ? 'expires_at' THEN (p.a->>'expires_at')::timestamptz
+                                 ELSE m.expires_at END,
                     updated_at = (p.a->>'updated_at')::timestamptz
-                FROM p WHERE m.id = p.memory_id""",
+                FROM p WHERE m.id = p.memory_id AND p.a <> '{{}}'::jsonb""",
             {"plan": plan.pk, "stamp": stamp},
         )
 
@@ -207,7 +224,7 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
         # ids of the source rows added are kept on the plan, so a revert removes exactly those.
         pairs = _sql(
             f"""SELECT i.memory_id, g.target_id FROM {T_ITEM} i JOIN {T_GROUP} g ON g.id = i.group_id
-                WHERE i.plan_id = %s AND i.role = 'fold' AND g.kind = 'duplicate'""",
+                WHERE i.plan_id = %s AND i.role = 'fold' AND g.kind IN ('duplicate', 'vector_duplicate')""",
             [plan.pk],
             fetch=True,
         )
@@ -224,6 +241,33 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                 [now, [p[0] for p in pairs], [p[1] for p in pairs]],
                 fetch=True,
             )
+
+        # Promotions: the promoted memory gains the sources of the turns that corroborated it.
+        promoted = [
+            (g.target_id, src)
+            for g in plan.groups.filter(kind=ConsolidationGroup.PROMOTION).order_by("id")
+            for src in g.data.get("sources", [])
+        ]
+        if promoted:
+            added += _sql(
+                f"""INSERT INTO {T_SOURCE} (memory_id, kind, ref, fingerprint, snapshot, state, created_at)
+                    SELECT v.memory_id, v.kind, v.ref, v.fingerprint, v.snapshot, 'unchanged', %s
+                    FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::jsonb[])
+                         WITH ORDINALITY AS v(memory_id, kind, ref, fingerprint, snapshot, n)
+                    ORDER BY v.n
+                    ON CONFLICT (memory_id, kind, ref) DO NOTHING
+                    RETURNING id""",
+                [
+                    now,
+                    [p[0] for p in promoted],
+                    [p[1]["kind"] for p in promoted],
+                    [p[1]["ref"] for p in promoted],
+                    [p[1].get("fingerprint", "") for p in promoted],
+                    [json.dumps(p[1].get("snapshot")) for p in promoted],
+                ],
+                fetch=True,
+            )
+        links = links_apply(plan=plan, now=now)
 
         merged = _merged_items(plan)
         merged_memories_activate(memory_ids=[i.memory_id for i in merged], plan=plan, actor=actor, now=now)
@@ -248,6 +292,7 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                 "memories": superseded + len(merged),
                 "activated": len(merged),
                 "sources_merged": len(added),
+                "links": links,
             },
         )
         _audit_by_store(
@@ -290,8 +335,10 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                     superseded_by_id = (p.b->>'superseded_by_id')::bigint,
                     valid_to = (p.b->>'valid_to')::timestamptz,
                     queue_reason = p.b->>'queue_reason',
+                    tier = p.b->>'tier',
+                    expires_at = (p.b->>'expires_at')::timestamptz,
                     updated_at = (p.b->>'updated_at')::timestamptz
-                FROM p WHERE m.id = p.memory_id""",
+                FROM p WHERE m.id = p.memory_id AND p.a <> '{{}}'::jsonb""",
             {"plan": plan.pk, "stamp": stamp},
         )
         removed = (
@@ -299,6 +346,7 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
             if plan.added_sources
             else 0
         )
+        unlinked = links_revert(plan=plan)
         merged = _merged_items(plan)
         merged_memories_retire(
             memory_ids=[i.memory_id for i in merged],
@@ -317,7 +365,12 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
             owner=plan.owner.name if plan.owner_id else "",
             object_type="consolidation_plan",
             object_ids=[plan.pk],
-            counts={"restored": restored, "retired": len(merged), "sources_removed": removed},
+            counts={
+                "restored": restored,
+                "retired": len(merged),
+                "sources_removed": removed,
+                "links_removed": unlinked,
+            },
         )
         _audit_by_store(
             "memory.consolidation.reverted",

@@ -75,6 +75,7 @@ class Change:
     key: str = ""
     merged_text: str = ""  # near-duplicate merge or summary, from the model
     reason: str = ""
+    data: dict = field(default_factory=dict)  # what the change adds besides memories (sources, links)
 
     @property
     def memory_ids(self) -> list[int]:
@@ -182,8 +183,11 @@ ARBITER_SYSTEM = (
 )
 
 
-def find_conflicts(findings: Findings, *, owner_id=None, store="", now=None, model: "ModelGate") -> None:
-    """Same key, different values: the loser(s) fold into the winner."""
+def find_conflicts(
+    findings: Findings, *, owner_id=None, store="", now=None, model: "ModelGate", arbiter: bool | None = None
+) -> None:
+    """Same key, different values: the loser(s) fold into the winner. `arbiter` (default: the
+    BRAIN_CONFLICT_ARBITER setting) lets `model.arbitrate` pick the winner."""
     now = now or timezone.now()
     base, params = _eligible_sql(owner_id=owner_id, store=store, exclude=findings.used())
     sql = f"""
@@ -208,7 +212,7 @@ def find_conflicts(findings: Findings, *, owner_id=None, store="", now=None, mod
     kinds = defaultdict(list)
     for memory_id, kind in MemorySource.objects.filter(memory_id__in=ids).values_list("memory_id", "kind"):
         kinds[memory_id].append(kind)
-    arbiter = settings.BRAIN_CONFLICT_ARBITER
+    arbiter = settings.BRAIN_CONFLICT_ARBITER if arbiter is None else arbiter
     for owner, store_, key, members in rows:
 
         def value_of(i):

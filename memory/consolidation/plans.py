@@ -5,6 +5,7 @@ many memories, done set-wise in SQL; each memory's exact state before (and after
 plan's items, so a revert puts back status, reason, successor, validity, update time and sources
 exactly — and refuses (409) if anything changed since, writing nothing."""
 
+import hashlib
 import json
 from collections import defaultdict
 from datetime import timedelta
@@ -39,19 +40,28 @@ from memory.consolidation.find import Change, Findings, find_changes
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
 STALE_RUN = timedelta(hours=1)
-MERGING_KINDS = (ConsolidationGroup.NEAR_DUPLICATE, ConsolidationGroup.SUMMARY)
+MERGING_KINDS = (ConsolidationGroup.NEAR_DUPLICATE, ConsolidationGroup.SUMMARY, ConsolidationGroup.DIGEST)
 
 
 # --- run ------------------------------------------------------------------------------------
 
 
 def consolidation_run(
-    *, actor, owner: Agent | None = None, store: str = "", mode: str | None = None, now=None
+    *,
+    actor,
+    owner: Agent | None = None,
+    store: str = "",
+    mode: str | None = None,
+    now=None,
+    find=None,
+    created_by: str = "",
 ):
     """Run consolidation (optionally for one owner agent and/or one store) and write its plan.
     Mode (default: the BRAIN_MEMORY_CONSOLIDATION setting) `propose` leaves the plan for a
     reviewer, `apply` applies it at once, `off` refuses. One run at a time (ConsolidationBusy).
-    Model calls happen before the write transaction; see memory.consolidation.find."""
+    Model calls happen before the write transaction; see memory.consolidation.find. `find`
+    (default find_changes, same keyword arguments) lets another job (the reconciler) write its
+    findings as a plan through the same machinery."""
     mode = mode or setting_get("BRAIN_MEMORY_CONSOLIDATION")
     if mode == "off":
         raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
@@ -66,13 +76,15 @@ def consolidation_run(
                 mode=mode,
                 owner=owner,
                 store=store,
-                created_by=actor_label(actor),
+                created_by=created_by or actor_label(actor),
                 created_at=now,
             )
     except IntegrityError:
         raise ConsolidationBusy("Another consolidation run is in progress; try again when it has finished.")
     try:
-        findings = find_changes(owner_id=owner.pk if owner else None, store=store, actor=actor, now=now)
+        findings = (find or find_changes)(
+            owner_id=owner.pk if owner else None, store=store, actor=actor, now=now
+        )
         plan = _plan_write(plan=plan, findings=findings, actor=actor, now=now)
     except Exception as exc:
         ConsolidationPlan.objects.filter(pk=plan.pk).update(
@@ -99,7 +111,9 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
     tier = Memory.PROCEDURAL if all(m["tier"] == Memory.PROCEDURAL for m in members) else Memory.SEMANTIC
     confidences = [m["confidence"] for m in members]
     confidence = max(confidences) if change.kind == ConsolidationGroup.NEAR_DUPLICATE else min(confidences)
-    what = "merges" if change.kind == ConsolidationGroup.NEAR_DUPLICATE else "summarises"
+    what = {ConsolidationGroup.NEAR_DUPLICATE: "merges", ConsolidationGroup.DIGEST: "digests"}.get(
+        change.kind, "summarises"
+    )
     memory = memory_row_create(
         owner=Agent.objects.get(pk=change.owner_id),
         store=change.store,
@@ -135,6 +149,20 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
                         else MemorySource.UNCHANGED,
                     )
                 )
+    if change.kind == ConsolidationGroup.DIGEST:  # a digest cites each memory it digests
+        rows.extend(
+            MemorySource(
+                memory=memory,
+                kind="memory",
+                ref=str(i),
+                fingerprint=hashlib.md5(
+                    b"live"
+                ).hexdigest(),  # as knowledge.provenance fingerprints a live memory
+                snapshot={"status": "live"},
+            )
+            for i in change.folds
+            if ("memory", str(i)) not in seen
+        )
     MemorySource.objects.bulk_create(rows)
     return memory
 
@@ -206,6 +234,7 @@ def _plan_write(*, plan: ConsolidationPlan, findings: Findings, actor, now) -> C
                     change.merged_text,
                     change.reason,
                     position,
+                    json.dumps(change.data),
                 )
             )
         copy_rows(
@@ -222,6 +251,7 @@ def _plan_write(*, plan: ConsolidationPlan, findings: Findings, actor, now) -> C
                 "merged_text",
                 "reason",
                 "position",
+                "data",
             ],
             groups,
         )

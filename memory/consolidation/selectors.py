@@ -17,9 +17,9 @@ def plan_list(*, state: str = "", owner=None, store: str = ""):
     return qs
 
 
-def _preview_status(item) -> str:
+def _preview_status(item, kind: str) -> str:
     if item.role == ConsolidationItem.FOLD:
-        return Memory.SUPERSEDED
+        return Memory.EXPIRED if kind == ConsolidationGroup.DIGEST else Memory.SUPERSEDED
     if item.role == ConsolidationItem.MERGED:
         return Memory.ACTIVE
     return item.before["memory"]["status"]
@@ -51,9 +51,16 @@ def plan_detail(plan: ConsolidationPlan) -> list[dict]:
             if item.after is not None:  # applied (or applied and reverted): what apply did
                 status = item.after.get("status", state["status"])
             else:  # what applying would do
-                status = _preview_status(item)
+                status = _preview_status(item, group.kind)
             sources = entry["sources"]
-            if item.role == ConsolidationItem.KEEP and group.kind == ConsolidationGroup.DUPLICATE:
+            if item.role == ConsolidationItem.KEEP and group.kind == ConsolidationGroup.PROMOTION:
+                promoted = [f"{s['kind']}:{s['ref']}" for s in group.data.get("sources", [])]
+                after.append({**entry, "sources": list(dict.fromkeys(entry["sources"] + promoted))})
+                continue
+            if item.role == ConsolidationItem.KEEP and group.kind in (
+                ConsolidationGroup.DUPLICATE,
+                ConsolidationGroup.VECTOR_DUPLICATE,
+            ):
                 extra = [
                     f"{s['kind']}:{s['ref']}"
                     for other in group.items.all()
@@ -77,6 +84,7 @@ def plan_detail(plan: ConsolidationPlan) -> list[dict]:
                 "target": group.target_id,
                 "merged_text": group.merged_text,
                 "reason": group.reason,
+                "data": group.data,
                 "before": before,
                 "after": after,
             }

@@ -1,0 +1,28 @@
+"""The session digest's model prompt, its JSON schema and the code rules its reply must pass,
+versioned together. Without a usable model the digest is extractive (memory.reconciler.find)."""
+
+VERSION = 1
+PURPOSE = "reconciler.digest"
+
+SYSTEM = (
+    "You write a session digest for an AI agent's long-term memory. The numbered memories below "
+    "were noted during one conversation and are about to expire. Write ONE short digest that "
+    "keeps every fact that may still matter later (names, numbers, dates, decisions), adds "
+    'nothing that is not in them, and drops chatter. Reply with JSON: {"text": "<the digest>"}.'
+)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 4000, "pattern": r"\S"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+
+
+def check(text: str, originals: list[str]) -> str:
+    """Code rules beyond the schema: '' if the digest may be used, else why not."""
+    if not text.strip():
+        return "empty digest"
+    if len(text) > max(400, 2 * sum(len(t) for t in originals)):
+        return "the digest is longer than what it digests"
+    return ""

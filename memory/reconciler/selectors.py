@@ -1,0 +1,133 @@
+"""Reads for the reconciler: when an agent is due, its last runs, and a memory's links."""
+
+import datetime
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from knowledge.models import Agent, Memory, Message
+from memory.reconciler.models import MemoryLink, ReconcilerRun
+
+
+def last_run(agent: Agent) -> ReconcilerRun | None:
+    return (
+        ReconcilerRun.objects.filter(agent=agent)
+        .select_related("plan")
+        .order_by("-started_at", "-id")
+        .first()
+    )
+
+
+def last_runs() -> list[dict]:
+    """Every agent with its last reconciler run (None if it never ran), for Status."""
+    latest = {}
+    for run in (
+        ReconcilerRun.objects.select_related("plan")
+        .order_by("agent_id", "-started_at", "-id")
+        .distinct("agent_id")
+    ):
+        latest[run.agent_id] = run
+    return [{"agent": a, "run": latest.get(a.pk)} for a in Agent.objects.order_by("name")]
+
+
+def turns_since(agent: Agent, since) -> tuple[int, datetime.datetime | None]:
+    """(turns, last activity) of `agent` after `since` (everything when None). A turn is a
+    distinct (conversation, turn) that the agent's memory writes name, or a message the agent
+    said."""
+    memories = Memory.objects.filter(owner=agent)
+    messages = Message.objects.filter(speaker_agent=agent)
+    if since is not None:
+        memories = memories.filter(created_at__gt=since)
+        messages = messages.filter(created_at__gt=since)
+    turns = memories.filter(turn__isnull=False).values_list("conversation_id", "turn").distinct().count()
+    turns += messages.count()
+    last = [
+        x
+        for x in (memories.aggregate(t=Max("created_at"))["t"], messages.aggregate(t=Max("created_at"))["t"])
+        if x
+    ]
+    return turns, max(last) if last else None
+
+
+def reconciler_due(agent: Agent, *, now=None) -> tuple[str, int]:
+    """Why `agent` is due for a reconciler pass now ('turns', 'idle' or '' when not due), and the
+    turns seen since its last pass: BRAIN_RECONCILER_EVERY_TURNS turns, or activity followed by
+    BRAIN_RECONCILER_IDLE_MINUTES quiet minutes."""
+    now = now or timezone.now()
+    last = (
+        ReconcilerRun.objects.filter(agent=agent)
+        .exclude(state=ReconcilerRun.SKIPPED)
+        .order_by("-started_at")
+        .first()
+    )
+    since = last.started_at if last else None
+    turns, activity = turns_since(agent, since)
+    if activity is None:
+        return "", 0
+    if turns >= settings.BRAIN_RECONCILER_EVERY_TURNS:
+        return ReconcilerRun.TURNS, turns
+    if activity <= now - datetime.timedelta(minutes=settings.BRAIN_RECONCILER_IDLE_MINUTES):
+        return ReconcilerRun.IDLE, turns
+    return "", turns
+
+
+def memory_links(memory: Memory, *, principal=None, visible_q=None) -> list[dict]:
+    """The memories `memory` links to that the reader may see (`visible_q`, a filter on memories,
+    or what `principal` may read), nearest first."""
+    from knowledge.access import readable_q
+
+    if visible_q is None:
+        visible_q = readable_q(principal)
+    rows = (
+        MemoryLink.objects.filter(memory=memory, neighbour__in=Memory.objects.filter(visible_q).values("pk"))
+        .select_related("neighbour")
+        .order_by("-similarity", "neighbour_id")
+    )
+    return [
+        {
+            "id": link.neighbour_id,
+            "text": link.neighbour.text,
+            "store": link.neighbour.store,
+            "status": link.neighbour.status,
+            "similarity": link.similarity,
+            "plan": link.plan_id,
+        }
+        for link in rows
+    ]
+
+
+def _run_dict(run: ReconcilerRun | None) -> dict | None:
+    if run is None:
+        return None
+    return {
+        "id": run.pk,
+        "trigger": run.trigger,
+        "state": run.state,
+        "plan": run.plan_id,
+        "plan_state": run.plan.state if run.plan_id else None,
+        "counts": run.counts,
+        "note": run.note,
+        "started_at": run.started_at.isoformat(),
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def reconciler_status() -> dict:
+    """The Status section: the cadence and each agent's last run (JSON-safe)."""
+    return {
+        "every_turns": settings.BRAIN_RECONCILER_EVERY_TURNS,
+        "idle_minutes": settings.BRAIN_RECONCILER_IDLE_MINUTES,
+        "agents": [{"agent": row["agent"].name, "last_run": _run_dict(row["run"])} for row in last_runs()],
+    }
+
+
+def reconciler_alerts(data: dict) -> list[dict]:
+    failed = [
+        a["agent"] for a in data["agents"] if a["last_run"] and a["last_run"]["state"] == ReconcilerRun.FAILED
+    ]
+    if not failed:
+        return []
+    return [
+        {"level": "warning", "text": f"The last reconciler run failed for {', '.join(failed)} (see Status)."}
+    ]
