@@ -18,8 +18,9 @@ CHANNELS = 10
 
 
 def seed():
-    from knowledge import messages, services
-    from knowledge.principals import Principal
+    from knowledge.conversations import services as messages
+    from knowledge.principals import services
+    from knowledge.principals.principal import Principal
 
     actor = Principal.system("bench")
     channels = [services.channel_create(actor=actor, name=f"bench-stage-a-{n}") for n in range(CHANNELS)]

@@ -17,7 +17,7 @@ from django.test import override_settings
 from bench import stage_a_stub
 from bench.recall_eval import KS, Evaluation
 from bench.recall_seed import ACTOR, analyze, load_eval, reset_recall_tables
-from knowledge.vectors import run_backlog
+from knowledge.embeddings.backlog import run_backlog
 from memory.recall.fuse import apply_decay, fuse
 from memory.recall.params import DEFAULT_PARAMS
 

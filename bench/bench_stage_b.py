@@ -27,9 +27,10 @@ BLOCK_LINE = re.compile(r"^  \[block #(\d+), [a-z]+, [^–]+ – (\S+)\]")
 
 
 def seed():
-    from knowledge import messages, services
+    from knowledge.conversations import services as messages
     from knowledge.models import Agent, Episode, Message
-    from knowledge.principals import Principal
+    from knowledge.principals import services
+    from knowledge.principals.principal import Principal
 
     actor = Principal.system("bench")
     agent = Agent.objects.create(name="bench-curator", trusted=True)

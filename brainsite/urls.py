@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
-from knowledge.views import healthz
+from knowledge.principals.views import healthz
 from memory import urls as memory_urls
 
 api_patterns = [

@@ -9,7 +9,7 @@ class CurationConfig(AppConfig):
         from curation.dreaming.selectors import stage_a_alerts, stage_a_status
         from curation.dreaming.selectors_b import stage_b_alerts, stage_b_status
         from curation.receivers import connect
-        from memory.status import StatusSection, status_section_register
+        from curation.status.selectors import StatusSection, status_section_register
 
         connect()
         status_section_register(

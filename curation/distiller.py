@@ -13,13 +13,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from curation.models import DistillerRun
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record, snapshot
 from knowledge.llm import LIGHT, ModelError, model_call
 from knowledge.memories import memory_row_create
 from knowledge.models import Conversation, Memory, Message
-from knowledge.principals import Principal
-from memory.activation_hooks import DISTILLER
-from memory.services import MemoryConflict, memory_activate
+from knowledge.principals.principal import Principal
+from memory.lifecycle.activation_hooks import DISTILLER
+from memory.lifecycle.services import MemoryConflict, memory_activate
 
 ACTOR = Principal.system("distiller")
 STUCK_AFTER = timedelta(minutes=30)

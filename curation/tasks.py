@@ -1,6 +1,6 @@
 """django-q2 entry points for curation: the distiller and scheduled consolidation."""
 
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 
 def distill_conversation(conversation_id: int) -> str:
@@ -32,6 +32,6 @@ def embedding_backlog_run(max_seconds: float = 50.0, linger_seconds: float = 0.0
     episodes). Scheduled every minute and queued after ingestion (that run lingers a few seconds
     for rows still arriving); idempotent, and several may run at once (rows are claimed with
     SKIP LOCKED). Stops before the next scheduled run."""
-    from knowledge.vectors import run_backlog
+    from knowledge.embeddings.backlog import run_backlog
 
     return run_backlog(max_seconds=max_seconds, linger_seconds=linger_seconds)

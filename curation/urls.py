@@ -1,7 +1,7 @@
 from django.urls import path  # noqa: F401
 
-from curation import views
 from curation.dreaming import urls as dreaming_urls
+from knowledge.llm import views
 
 urlpatterns = []
 

@@ -11,7 +11,7 @@ from django.db.models import Q
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from knowledge.models import Agent, Channel, Conversation
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 SHARED, SELF = "shared", "self"
 SCOPE_ALIASES = {"agent": SELF, "self": SELF, "shared": SHARED, "workspace": SHARED}

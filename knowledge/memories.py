@@ -1,12 +1,12 @@
 """Low-level memory row operations shared by every writer of memories — the memory API
-(memory.services), entry blocks (knowledge entries), the distiller and Dreaming. They keep the
+(memory.lifecycle.services), entry blocks (knowledge entries), the distiller and Dreaming. They keep the
 version history and the content hash right; callers decide status and write the audit event
 in the same transaction."""
 
 from django.db import connection
 
+from knowledge.fingerprints import source_rows
 from knowledge.models import Memory, MemoryVersion
-from knowledge.provenance import source_rows
 from knowledge.rowsql import insert_with_children
 
 
@@ -38,7 +38,7 @@ def memory_row_new(
 def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory:
     """Insert a new (unsaved) memory with its first MemoryVersion and its source rows, in one
     statement (every writer of memories passes here). `sources` is an iterable of {"kind",
-    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.provenance)."""
+    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.fingerprints)."""
     assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
     version = MemoryVersion(
         memory=memory,

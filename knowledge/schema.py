@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "knowledge.auth.BearerTokenAuthentication"
+    target_class = "knowledge.principals.auth.BearerTokenAuthentication"
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema):

@@ -1,6 +1,10 @@
 from django.urls import path
 
-from knowledge import api, api_audit, api_entries, views, views_audit, views_entries
+from knowledge.audit import api as api_audit
+from knowledge.audit import views as views_audit
+from knowledge.entries import api as api_entries
+from knowledge.entries import views as views_entries
+from knowledge.principals import api, views
 
 urlpatterns = [
     path("", views.home, name="home"),

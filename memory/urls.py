@@ -1,19 +1,16 @@
 from django.urls import path
 
-from memory import (
-    api,
-    api_consolidation,
-    api_conversations,
-    api_gate,
-    api_provenance,
-    api_recall,
-    views,
-    views_consolidation,
-    views_gate,
-    views_provenance,
-    views_recall,
-    views_status,
-)
+from curation.status import views as views_status
+from memory.consolidation import api as api_consolidation
+from memory.consolidation import views as views_consolidation
+from memory.conversations import api as api_conversations
+from memory.gate import api as api_gate
+from memory.gate import views as views_gate
+from memory.lifecycle import api, views
+from memory.provenance import api as api_provenance
+from memory.provenance import views as views_provenance
+from memory.recall import api as api_recall
+from memory.recall import views as views_recall
 from memory.skills import urls as skills_urls
 
 # --- memories and the review queue ---

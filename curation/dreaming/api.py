@@ -14,7 +14,7 @@ from curation.models import DreamingRun
 from knowledge.api_errors import Conflict
 from knowledge.api_fields import StrictSerializer
 from knowledge.models import Agent, Channel
-from knowledge.permissions import IsAdmin, IsReviewer
+from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
 
 

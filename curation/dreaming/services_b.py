@@ -20,14 +20,14 @@ from curation.dreaming import stage_b
 from curation.dreaming.selectors_b import STUCK_AFTER, open_picked, scan_lines, scan_read
 from curation.dreaming.services import ACTOR, retry_delay
 from curation.models import DreamingRun, StageBCursor
-from knowledge import entries as entry_services
-from knowledge.audit import audit_record, current_batch_id, current_dreaming_run
+from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
+from knowledge.entries import services as entry_services
 from knowledge.errors import DomainError
 from knowledge.llm import LIGHT, ModelError, model_availability, model_call
 from knowledge.models import Agent, Entry, Memory, Skill
-from memory.activation_hooks import DREAMING
-from memory.memo import memo_budget_tokens, memo_update
-from memory.services import memory_write
+from memory.lifecycle.activation_hooks import DREAMING
+from memory.lifecycle.services import memory_write
+from memory.recall.memo import memo_budget_tokens, memo_update
 from memory.skills.services import lesson_add
 
 REPLY_TOKENS = 6000

@@ -11,7 +11,7 @@ from rest_framework.exceptions import APIException
 from curation.dreaming.services import ChannelBusy, stage_a_run
 from curation.models import DreamingRun
 from knowledge.models import AuditEvent, Channel
-from knowledge.permissions import admin_required, reviewer_required
+from knowledge.principals.permissions import admin_required, reviewer_required
 
 
 @admin_required
@@ -101,7 +101,7 @@ def dreaming_run_now(request):
 def dreaming_run_restore(request, run_id):
     """Undo everything one run changed, as one atomic batch (the restore rules: newest first;
     nothing is written if any value changed since)."""
-    from knowledge.restore import RestoreConflict, audit_restore
+    from knowledge.audit.restore import RestoreConflict, audit_restore
 
     run = get_object_or_404(DreamingRun, pk=run_id, stage=DreamingRun.STAGE_B)
     events = list(

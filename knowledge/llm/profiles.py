@@ -12,7 +12,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record, snapshot
 from knowledge.models import Agent, ModelProfile, ModelUsage
 
 DEFAULT, LIGHT = "default", "light"

@@ -5,7 +5,7 @@ was made (or applied), PlanConflict and nothing is written."""
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record, snapshot
 from knowledge.models import Agent, Memory, Revision
 from memory.consolidation.common import (
     T_GROUP,

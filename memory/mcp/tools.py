@@ -17,9 +17,8 @@ from rest_framework.exceptions import APIException, ValidationError
 from knowledge.api_errors import api_exception_handler
 from knowledge.api_fields import StrictSerializer
 from knowledge.errors import DomainError
-from knowledge.principals import Principal
-from memory import services
-from memory.api_conversations import (
+from knowledge.principals.principal import Principal
+from memory.conversations.api import (
     ConversationIn,
     MessageBatchIn,
     conversation_dict,
@@ -27,10 +26,11 @@ from memory.api_conversations import (
     conversation_open,
     messages_post,
 )
-from memory.api_recall import BrowseIn, ContextIn, SearchIn, browse_open, context_for, search_for
-from memory.conversations import conversation_finish
-from memory.memo import memo_as_dict, memo_for
-from memory.serializers import MemoryWriteSerializer, memory_out
+from memory.conversations.services import conversation_finish
+from memory.lifecycle import services
+from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out
+from memory.recall.api import BrowseIn, ContextIn, SearchIn, browse_open, context_for, search_for
+from memory.recall.memo import memo_as_dict, memo_for
 from memory.skills import selectors as skill_selectors
 from memory.skills.api import experience_add_for, outcome_report
 from memory.skills.serializers import ExperienceIn, OutcomeIn

@@ -15,7 +15,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from knowledge import access
 from knowledge.models import Agent, Channel, Conversation, Episode, Message
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 
 class NothingVisible(Exception):

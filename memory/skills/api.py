@@ -10,7 +10,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from knowledge.models import Agent, Conversation, Memory
-from knowledge.permissions import IsAdmin, IsAgentOrReviewer
+from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from memory.skills import selectors, services
 from memory.skills.serializers import (
     EnableIn,

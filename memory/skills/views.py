@@ -11,8 +11,8 @@ from rest_framework.exceptions import APIException
 from knowledge.api_errors import error_text
 from knowledge.errors import DomainError
 from knowledge.models import Agent, AgentSkill, Memory
-from knowledge.permissions import admin_required, reviewer_required
-from memory.services import LIVE
+from knowledge.principals.permissions import admin_required, reviewer_required
+from memory.lifecycle.services import LIVE
 from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm
 

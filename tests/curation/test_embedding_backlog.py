@@ -10,10 +10,10 @@ from django.db import transaction
 from django.test import override_settings
 
 from curation.tasks import embedding_backlog_run
-from knowledge import embeddings
+from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import backlog_counts, coverage, run_backlog
 from knowledge.memories import memory_row_revise
 from knowledge.models import Memory, Message, MessageVector
-from knowledge.vectors import backlog_counts, coverage, run_backlog
 from tests import factory
 
 
@@ -73,7 +73,7 @@ def test_with_embeddings_off_the_job_does_nothing(world):
 
 
 def test_renaming_an_entry_sends_its_blocks_back_to_the_backlog(world, django_capture_on_commit_callbacks):
-    from knowledge.entries import entry_update
+    from knowledge.entries.services import entry_update
 
     entry = factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
     other = factory.make_entry(world.copilot, name="Parking", blocks=["Level -2"])

@@ -299,7 +299,7 @@ def test_triggers_quiet_threshold_and_settings(world, model_stub, settings):
     factory_age(ids, minutes=31)
     assert stage_a_due() == [(world.general.pk, DreamingRun.QUIET)]
     factory_age(ids, minutes=5)
-    from knowledge.services import setting_set
+    from knowledge.principals.services import setting_set
 
     setting_set(actor=factory.SYSTEM, name="BRAIN_DREAMING_BATCH_MESSAGES", value=6)
     assert stage_a_due() == [(world.general.pk, DreamingRun.THRESHOLD)]

@@ -16,7 +16,7 @@ from curation.dreaming.services import stage_a_run
 from curation.dreaming.services_b import stage_b_run
 from curation.models import DreamingRun, StageBCursor
 from knowledge.models import AuditEvent, Entry, EntryRelation, Episode, Memory, PinnedMemo
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)
@@ -561,7 +561,7 @@ def test_restore_this_run_undoes_it_as_one_batch(taking_part, model_stub, client
 
 
 def test_a_run_changed_since_by_a_person_is_not_restored(taking_part, model_stub, client):
-    from knowledge.entries import block_correct
+    from knowledge.entries.services import block_correct
 
     world = taking_part
     mid = post_one(world.general, "alice", "Dana works for Acme", NOW - timedelta(days=2), "v")
@@ -581,7 +581,7 @@ def test_a_run_changed_since_by_a_person_is_not_restored(taking_part, model_stub
 
 
 def test_fitness_is_the_share_of_mature_dreaming_blocks_no_person_changed(taking_part, model_stub, settings):
-    from knowledge.entries import block_correct, block_remove
+    from knowledge.entries.services import block_correct, block_remove
 
     world = taking_part
     settings.BRAIN_DREAMING_MATURE_DAYS = 7
@@ -648,7 +648,7 @@ def test_status_lists_stage_b_per_agent_and_the_review_lints(opened_world, model
     factory.make_entry(
         world.copilot, name="Dana R", aliases=["Dana"], type="person", properties={"employer": "Initech"}
     )
-    from knowledge.entries import block_add
+    from knowledge.entries.services import block_add
 
     b = block_add(actor=PERSON, entry_id=unsourced.pk, text="No source here")
     ended = factory.make_memory(
@@ -709,7 +709,7 @@ def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
     from rest_framework.exceptions import ValidationError
 
     from curation.dreaming.services_b import REFUSALS, _entry
-    from knowledge.entries import entry_delete
+    from knowledge.entries.services import entry_delete
 
     entry = factory.make_entry(world.copilot, name="Dana", type="person")
     entry_delete(actor=PERSON, entry_id=entry.pk, reason="duplicate")

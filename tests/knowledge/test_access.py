@@ -5,7 +5,7 @@ from rest_framework.exceptions import PermissionDenied
 
 from knowledge import access
 from knowledge.models import Entry
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from tests import factory
 
 

@@ -37,7 +37,7 @@ def test_revoked_token_stops_working_and_last_used_is_recorded(world):
     assert client.get("/api/me").status_code == 200
     token = ApiToken.objects.get(agent=world.copilot)
     assert token.last_used_at is not None
-    from knowledge import services
+    from knowledge.principals import services
     from tests.factory import SYSTEM
 
     services.token_revoke(actor=SYSTEM, token_id=token.pk)

@@ -44,7 +44,7 @@ def test_htmx_token_create_returns_only_the_fragment(client, world):
 
 
 def test_console_pages_escape_user_content(client, world):
-    from knowledge import services
+    from knowledge.principals import services
     from tests.factory import SYSTEM
 
     services.agent_update(

@@ -5,10 +5,10 @@ import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.entry_selectors import EntryFilters, entry_search
+from knowledge.entries.selectors import EntryFilters, entry_search
 from knowledge.memories import memory_row_create
 from knowledge.models import Entry, Memory
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from tests.factory import make_entry
 
 ADMIN = Principal(kind="person", name="adam", role="admin")
@@ -60,7 +60,7 @@ def test_a_query_word_that_matches_no_name_word_does_not_match_by_name(world):
 
 def test_deleted_entries_are_found_only_when_asked_for(world):
     entry = make_entry(world.copilot, name="Fax machine")
-    from knowledge.entries import entry_delete
+    from knowledge.entries.services import entry_delete
 
     entry_delete(actor=ADMIN, entry_id=entry.pk)
     assert _found("fax") == []

@@ -4,10 +4,10 @@ restorable; a delete record brings an entry back whole."""
 import pytest
 from rest_framework.exceptions import PermissionDenied
 
-from knowledge import entries
+from knowledge.audit.restore import RestoreConflict, audit_restore
+from knowledge.entries import services as entries
 from knowledge.models import AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Setting
-from knowledge.principals import Principal
-from knowledge.restore import RestoreConflict, audit_restore
+from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
 from tests.factory import make_entry
 
@@ -258,7 +258,7 @@ def test_a_removed_relation_comes_back_with_its_id(world):
 
 
 def test_settings_and_guides_restore_through_the_same_mechanism(world):
-    from knowledge import services
+    from knowledge.principals import services
 
     services.setting_set(actor=ADMIN, name="BRAIN_MEMORY_INVALIDATION", value="requeue")
     event = AuditEvent.objects.get(action="settings.changed")
@@ -289,7 +289,7 @@ def test_memory_revisions_written_by_other_services_restore_too(world):
     snapshot of the row; restore puts the status back."""
     from django.db import transaction
 
-    from knowledge.audit import audit_record, snapshot
+    from knowledge.audit.services import audit_record, snapshot
 
     entry = make_entry(world.copilot, name="VPN", actor=Principal.for_agent(world.copilot), blocks=["queued"])
     memory = Memory.objects.get(pk=entry.created_blocks[0].pk)

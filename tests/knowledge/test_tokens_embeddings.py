@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
-from knowledge import embeddings
+from knowledge.embeddings import embedder as embeddings
 from knowledge.tokens import count_tokens, truncate_to_tokens
 
 

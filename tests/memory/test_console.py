@@ -5,7 +5,7 @@ import re
 import pytest
 
 from knowledge.models import AuditEvent, Memory
-from memory import services
+from memory.lifecycle import services
 from tests import factory
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -307,7 +307,7 @@ def test_console_pages_escape_memory_text(rita, world):
 
 
 def test_a_long_queue_shows_the_oldest_first_up_to_the_limit(rita, world, monkeypatch):
-    from memory import views
+    from memory.lifecycle import views
 
     monkeypatch.setattr(views, "QUEUE_LIMIT", 3)
     memories = [queued(world, f"waiting {i}") for i in range(5)]
@@ -332,7 +332,7 @@ def test_a_reviewer_corrects_an_active_memory_with_a_reason(rita, world):
 
 
 def test_strict_anti_drift_refusal_is_shown_on_the_card(rita, world):
-    from knowledge.services import setting_set
+    from knowledge.principals.services import setting_set
 
     factory.make_memory(
         world.copilot, "Acme prefers Slack", key="acme.channel", value="slack", confidence=0.95

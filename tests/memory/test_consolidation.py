@@ -7,7 +7,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.audit import snapshot
+from knowledge.audit.services import snapshot
 from knowledge.llm import model_profile_save
 from knowledge.memories import memory_row_create
 from knowledge.models import AuditEvent, Memory, MemorySource, ModelUsage

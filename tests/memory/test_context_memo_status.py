@@ -2,12 +2,12 @@
 
 from django.test import override_settings
 
-from knowledge import services
 from knowledge.models import AuditEvent, Memory, PinnedMemo
+from knowledge.principals import services
 from knowledge.tokens import count_tokens
-from memory.context import context_compile
-from memory.memo import memo_update
 from memory.recall import resolve_scope
+from memory.recall.context import context_compile
+from memory.recall.memo import memo_update
 from tests import factory
 
 

@@ -4,7 +4,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import AuditEvent
-from memory.gate import score_answer
+from memory.gate.services import score_answer
 from memory.models import EvalDataset
 
 CASES = [

@@ -2,12 +2,12 @@
 
 import pytest
 
-from knowledge import services
 from knowledge.models import AuditEvent, Memory, ModelUsage
-from memory.context import context_text
-from memory.eval_datasets import dataset_create
-from memory.gate_wiring import gate_context
+from knowledge.principals import services
+from memory.gate.datasets import dataset_create
+from memory.gate.wiring import gate_context
 from memory.models import GateCheck
+from memory.recall.context import context_text
 from memory.tasks import gate_run_pending
 from tests.factory import SYSTEM
 

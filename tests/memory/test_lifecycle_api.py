@@ -1,7 +1,7 @@
 """Supersession, strict anti-drift, review and operator actions through the API."""
 
 from knowledge.models import AuditEvent, Memory, Revision
-from knowledge.services import setting_set
+from knowledge.principals.services import setting_set
 from tests import factory
 
 

@@ -16,7 +16,7 @@ from django.db import connection
 from mcp import Client, StdioServerParameters
 
 from knowledge.models import Channel, Memory, Message, TaskOutcome
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from memory.skills import services as skill_services
 from tests import factory
 from tests.mcp_helpers import AsgiServer, subprocess_database_url
@@ -108,8 +108,8 @@ def _counts():
 
 
 def _revoke_copilot():
-    from knowledge import services
     from knowledge.models import ApiToken
+    from knowledge.principals import services
 
     for token in ApiToken.objects.filter(agent__name="copilot"):
         services.token_revoke(actor=factory.SYSTEM, token_id=token.pk)

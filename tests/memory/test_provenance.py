@@ -6,7 +6,7 @@ from django.db import transaction
 from knowledge.memories import memory_row_create
 from knowledge.models import AuditEvent, Entry, Memory, MemorySource
 from knowledge.settings_store import setting_get
-from memory.provenance import provenance_check
+from memory.provenance.services import provenance_check
 from tests.factory import SYSTEM
 
 TICKET = {
@@ -43,7 +43,7 @@ def check(world):
 
 
 def set_mode(mode):
-    from knowledge import services
+    from knowledge.principals import services
 
     services.setting_set(actor=SYSTEM, name="BRAIN_MEMORY_INVALIDATION", value=mode)
     assert setting_get("BRAIN_MEMORY_INVALIDATION") == mode
@@ -219,7 +219,7 @@ def test_a_conversation_source_never_goes_stale(world):
 
 
 def test_confirming_rebaselines_and_clears_the_flag(world, ticket_memory):
-    from memory.provenance import memory_confirm_sources
+    from memory.provenance.services import memory_confirm_sources
 
     push(world, "ticket", "INC-12", {**TICKET, "resolution": "x"})
     check(world)

@@ -50,7 +50,7 @@ def test_retiring_from_the_stale_list_needs_a_reason(client, world):
 
 
 def test_requeued_memories_appear_in_the_review_queue_with_their_reason(client, world):
-    from knowledge import services
+    from knowledge.principals import services
     from tests.factory import SYSTEM
 
     services.setting_set(actor=SYSTEM, name="BRAIN_MEMORY_INVALIDATION", value="requeue")
@@ -67,7 +67,7 @@ def test_requeued_memories_appear_in_the_review_queue_with_their_reason(client, 
 
 
 def test_requeued_memories_are_not_recalled_until_approved(world):
-    from knowledge import services
+    from knowledge.principals import services
     from tests.factory import SYSTEM
 
     services.setting_set(actor=SYSTEM, name="BRAIN_MEMORY_INVALIDATION", value="requeue")

@@ -52,7 +52,7 @@ def _kept(corpus: str) -> tuple[int, int, dict[str, int]]:
 def test_keyword_statistics_stay_exact_through_inserts_revisions_renames_and_deletes(world):
     from django.db import transaction
 
-    from knowledge.entries import entry_update
+    from knowledge.entries.services import entry_update
     from knowledge.memories import memory_row_revise
     from knowledge.models import Memory, Message
     from knowledge.termstats import term_stats_compact

@@ -9,9 +9,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.models import AuditEvent, Memory
-from knowledge.principals import Principal
-from knowledge.services import setting_set
-from memory import activation_hooks, services
+from knowledge.principals.principal import Principal
+from knowledge.principals.services import setting_set
+from memory.lifecycle import activation_hooks, services
 from memory.tasks import expire_short_term_memory
 from tests import factory
 
@@ -288,7 +288,7 @@ def test_requeue_sends_a_live_memory_back_with_its_reason(world):
 
 
 def test_write_serializers_do_not_share_field_objects(world):
-    from memory.serializers import MemoryWriteSerializer
+    from memory.lifecycle.serializers import MemoryWriteSerializer
 
     a, b = MemoryWriteSerializer(data={}), MemoryWriteSerializer(data={})
     assert a.fields["text"] is not b.fields["text"]

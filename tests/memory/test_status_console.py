@@ -9,10 +9,10 @@ from django.utils import timezone
 from django_q.models import OrmQ, Task
 from django_q.signing import SignedPackage
 
-from knowledge.lints import OVERSIZED_TOKENS
+from curation.status import selectors as status
+from knowledge.entries.lints import OVERSIZED_TOKENS
 from knowledge.models import Heartbeat
-from memory import status
-from memory.memo import memo_update
+from memory.recall.memo import memo_update
 from tests import factory
 
 

@@ -4,8 +4,8 @@ import secrets
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
 
-from knowledge import services
-from knowledge.principals import ROLES, Principal
+from knowledge.principals import services
+from knowledge.principals.principal import ROLES, Principal
 
 
 class Command(BaseCommand):

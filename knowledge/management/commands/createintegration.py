@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
 
-from knowledge import services
-from knowledge.principals import Principal
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 
 
 class Command(BaseCommand):

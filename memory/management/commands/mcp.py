@@ -10,7 +10,7 @@ from mcp.server.stdio import stdio_server
 from rest_framework import exceptions
 
 from knowledge.api_errors import error_text
-from knowledge.auth import token_authenticate
+from knowledge.principals.auth import token_authenticate
 from memory.mcp.server import build_server
 
 
