@@ -1,7 +1,7 @@
 """The models page: configuration without secrets, budget use, recent calls and their errors."""
 
 from knowledge.models import AuditEvent, Memory, ModelProfile
-from tests.memory.test_consolidation import remember
+from tests.memory.consolidation.test_consolidation import remember
 
 
 def test_malformed_model_output_writes_nothing_and_shows_on_the_models_page(client, world, model_stub):

@@ -413,14 +413,14 @@ def test_an_optional_reranker_reweighs_and_a_failing_one_changes_nothing(world, 
     q = "error when the VPN reconnects"
     plain = search(world.client("copilot"), conversation=conv.pk, q=q, k=3)
     assert plain["reranker"] == "off" and all(r["rerank"] is None for r in plain["results"])
-    with override_settings(BRAIN_RECALL_RERANKER="tests.memory.rerankers.prefer_error_codes"):
+    with override_settings(BRAIN_RECALL_RERANKER="tests.memory.recall.rerankers.prefer_error_codes"):
         reranked = search(world.client("copilot"), conversation=conv.pk, q=q, k=3)
     assert reranked["reranker"] == "on"
     for r in reranked["results"]:
         expected = 1.0 if (r["kind"], r["id"]) == ("message", ids["s-3"]) else 0.0  # the E4012 message
         assert r["rerank"] == expected
         assert r["score"] == pytest.approx(r["fused"] * r["decay"] * (0.5 + r["rerank"]), rel=1e-3)
-    with override_settings(BRAIN_RECALL_RERANKER="tests.memory.rerankers.broken"):
+    with override_settings(BRAIN_RECALL_RERANKER="tests.memory.recall.rerankers.broken"):
         failed = search(world.client("copilot"), conversation=conv.pk, q=q, k=3)
     assert failed["reranker"].startswith("failed: model unavailable")
     assert [r["id"] for r in failed["results"]] == [r["id"] for r in plain["results"]]

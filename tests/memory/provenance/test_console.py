@@ -1,7 +1,7 @@
 """The provenance panel on the memory page and the stale list."""
 
 from knowledge.models import AuditEvent, Memory
-from tests.memory.test_provenance import TICKET, check, push, write
+from tests.memory.provenance.test_provenance import TICKET, check, push, write
 
 
 def stale_memory(world):

@@ -8,7 +8,7 @@ from django.db import close_old_connections, connection
 from knowledge.models import AuditEvent, Memory, MemorySource
 from memory.models import ConsolidationPlan
 from tests import factory
-from tests.memory.test_consolidation import FACT, active_ids, full_state, remember, ten_copies
+from tests.memory.consolidation.test_consolidation import FACT, active_ids, full_state, remember, ten_copies
 
 
 def test_reviewers_run_list_read_apply_and_revert_plans(world):
