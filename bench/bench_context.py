@@ -42,7 +42,7 @@ def _world(gen: TextGen):
     plain, skilled = agent("context-plain"), agent("context-skilled")
     channel = messages.channel_open(actor=ACTOR, name="context-bench")
     conversations = {
-        a.name: services.conversation_start(actor=ACTOR, agent=a, channel=channel) for a in (plain, skilled)
+        a.name: messages.conversation_start(actor=ACTOR, agent=a, channel=channel) for a in (plain, skilled)
     }
     bulk_memories([{"owner": owner, "store": "shared", "text": gen.message()} for _ in range(MEMORIES)])
     admin = Principal(kind="person", name="bench", role="admin")

@@ -71,7 +71,7 @@ def _world(rng):
             )
         )
     for channel in channels:
-        services.conversation_start(actor=ACTOR, agent=copilot, channel=channel)
+        messages.conversation_start(actor=ACTOR, agent=copilot, channel=channel)
     return copilot, integration, channels
 
 

@@ -69,7 +69,7 @@ def load(samples=None) -> tuple[list[Case], dict]:
             memory_scope=Channel.SCOPE_CHANNEL,
             integrations=[integration],
         )
-        conversation = services.conversation_start(actor=ACTOR, agent=bot, channel=channel)
+        conversation = messages.conversation_start(actor=ACTOR, agent=bot, channel=channel)
         rows, dia_ids, last = [], set(), None
         for n, start, i, turn in _turns(sample):
             text = turn["text"]

@@ -182,7 +182,7 @@ def load_eval(
     channels = {}
     for c in data["channels"]:
         person = services.person_get_or_create(actor=ACTOR, name=c["person"]) if c.get("person") else None
-        channels[c["name"]] = services.channel_create(
+        channels[c["name"]] = messages.channel_create(
             actor=ACTOR,
             name=c["name"],
             kind=c["kind"],
@@ -190,7 +190,7 @@ def load_eval(
             agent=bot if c["kind"] == Channel.KIND_DM else None,
             memory_scope=c["memory_scope"],
         )
-        world.conversations[c["name"]] = services.conversation_start(
+        world.conversations[c["name"]] = messages.conversation_start(
             actor=ACTOR, agent=bot, channel=channels[c["name"]]
         )
     rng = random.Random(seed)

@@ -14,7 +14,7 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),
         ("short-term memory expiry", "memory.tasks.expire_short_term_memory", 60),
         ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
-        ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
+        ("embedding backlog", "knowledge.embeddings.tasks.embedding_backlog_run", 1),
         ("dreaming stage A (quiet and busy channels)", "curation.dreaming.tasks.stage_a_sweep", 1),
         ("keyword statistics compaction", "knowledge.tasks.term_stats_compact", 60),
         (

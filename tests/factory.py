@@ -2,6 +2,7 @@
 
 import itertools
 
+from knowledge.conversations import services as conversations
 from knowledge.models import Channel
 from knowledge.principals import services
 from knowledge.principals.principal import Principal
@@ -31,7 +32,7 @@ def make_person(name=None):
 def make_channel(
     name=None, *, kind=Channel.KIND_SHARED, person=None, agent=None, memory_scope=Channel.SCOPE_SHARED
 ):
-    return services.channel_create(
+    return conversations.channel_create(
         actor=SYSTEM,
         name=name or f"channel{next(_seq)}",
         kind=kind,
@@ -42,7 +43,7 @@ def make_channel(
 
 
 def make_conversation(agent, channel, thread=""):
-    return services.conversation_start(actor=SYSTEM, agent=agent, channel=channel, thread=thread)
+    return conversations.conversation_start(actor=SYSTEM, agent=agent, channel=channel, thread=thread)
 
 
 def make_memory(owner, text=None, *, store="self", actor=None, route="api_write", **fields):

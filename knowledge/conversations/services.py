@@ -1,5 +1,6 @@
-"""Every write of conversation evidence: channels opened through the API, integrations taking
-part in channels, and message ingestion (bulk, idempotent by external_id)."""
+"""Every write of conversation evidence: channels (created, opened through the API, integrations
+taking part in them), conversations started, and message ingestion (bulk, idempotent by
+external_id)."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,14 +12,74 @@ from rest_framework.exceptions import ValidationError
 
 from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.models import Agent, Channel, ChannelIntegration, Integration, Message, Person
-from knowledge.principals import services
+from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
 from knowledge.principals.principal import Principal
 
 MAX_BATCH = 1000
 # At most one embedding-backlog job is queued per web process per this many seconds; the job
 # drains everything that lacks a vector, so more would only find nothing to do.
 KICK_SECONDS = 5
+
+
+def channel_create(
+    *,
+    actor: Principal,
+    name: str,
+    kind: str = Channel.KIND_SHARED,
+    person: Person | None = None,
+    agent: Agent | None = None,
+    memory_scope: str = Channel.SCOPE_SHARED,
+) -> Channel:
+    """A channel. A direct message names its person and the one agent it belongs to. A changed
+    routing rule (memory_scope) only applies to later conversations."""
+    errors = {}
+    if kind == Channel.KIND_DM:
+        if person is None:
+            errors["person"] = ["A direct-message channel needs the person it is with."]
+        if agent is None:
+            errors["agent"] = ["A direct-message channel needs the agent it belongs to."]
+    elif agent is not None:
+        errors["agent"] = ["Only a direct-message channel belongs to an agent."]
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        if Channel.objects.filter(name=name).exists():
+            raise ValidationError({"name": [f"A channel named {name} already exists."]})
+        channel = Channel(name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope)
+        channel.full_clean()
+        channel.save()
+        data = {"kind": kind, "memory_scope": memory_scope}
+        if agent is not None:
+            data["agent"] = agent.name
+        audit_record(
+            "channel.created",
+            actor=actor,
+            owner=agent.name if agent is not None else "",
+            object_type="channel",
+            object_ids=[channel.pk],
+            data=data,
+        )
+    return channel
+
+
+def conversation_start(*, actor: Principal, agent: Agent, channel: Channel, thread: str = "") -> Conversation:
+    """Open a conversation for `agent` in `channel` (who may: `access.check_join`); its read
+    stores and write store are fixed now, from the channel's current routing rule."""
+    access.check_join(actor, agent=agent, channel=channel)
+    read, write = access.conversation_scope(channel)
+    with transaction.atomic():
+        conversation = Conversation.objects.create(
+            agent=agent, channel=channel, thread=thread, read_stores=read, write_store=write
+        )
+        audit_record(
+            "conversation.started",
+            actor=actor,
+            store=write,
+            owner=agent.name,
+            object_type="conversation",
+            object_ids=[conversation.pk],
+        )
+    return conversation
 
 
 def channel_open(
@@ -31,10 +92,10 @@ def channel_open(
     memory_scope: str = Channel.SCOPE_SHARED,
     integrations: list[Integration] = (),
 ) -> Channel:
-    """Create a channel (knowledge.principals.services.channel_create) and let integrations take part in
+    """Create a channel (channel_create) and let integrations take part in
     it: the creating integration always, plus any an admin names."""
     with transaction.atomic():
-        channel = services.channel_create(
+        channel = channel_create(
             actor=actor, name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope
         )
         members = list(integrations)
@@ -211,7 +272,7 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
 
 
 def request_embedding_run() -> None:
-    """Queue the embedding backlog job (curation.tasks.embedding_backlog_run), at most once per
+    """Queue the embedding backlog job (knowledge.embeddings.tasks.embedding_backlog_run), at most once per
     KICK_SECONDS per process. Call it after commit; the every-minute schedule catches anything
     a skipped kick leaves behind. Never embeds in the caller's process unless the cluster runs
     tasks synchronously (tests)."""
@@ -232,7 +293,7 @@ def request_embedding_run() -> None:
     # waiting for the next kick or the every-minute run. Not when tasks run inline (tests).
     linger = 0 if settings.Q_CLUSTER.get("sync") else KICK_SECONDS + 1
     async_task(
-        "curation.tasks.embedding_backlog_run",
+        "knowledge.embeddings.tasks.embedding_backlog_run",
         linger_seconds=linger,
         task_name="embedding backlog (kick)",
     )

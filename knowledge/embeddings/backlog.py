@@ -3,8 +3,8 @@ without a vector from the current model gets one, in the worker, in batches.
 
 What counts as backlog is defined once here (`BACKLOG`) and reported by `backlog_counts()` and
 `coverage()` (GET /api/status); the worker drains it through
-curation.tasks.embedding_backlog_run. It lives in `knowledge` so status (memory) and the job
-(curation) read one definition. Work is claimed with `SELECT … FOR UPDATE SKIP LOCKED`, so
+knowledge.embeddings.tasks.embedding_backlog_run. It lives in `knowledge` so status (curation),
+the ingestion that queues the job and the job itself read one definition. Work is claimed with `SELECT … FOR UPDATE SKIP LOCKED`, so
 several workers share it without overlap; each batch's vectors are written by one UPDATE that
 also checks the row still lacks a current vector. A memory whose text changes meanwhile is
 row-locked by its writer (memory_row_revise clears the vector), so a stale vector is never

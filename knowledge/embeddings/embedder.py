@@ -11,7 +11,7 @@
 - `none`: no vectors; the vector routes of recall are off and keyword routes still answer.
 
 It lives in `knowledge` (the base layer) because both the web process (the query vector of a
-memory_search) and the worker (the embedding backlog, `curation.tasks`) need it. The model is
+memory_search) and the worker (the embedding backlog, `knowledge.embeddings.tasks`) need it. The model is
 loaded lazily, once per process. Every stored vector records `model_name()`, so a change of
 backend or model shows up as a re-embedding backlog.
 """

@@ -1,4 +1,5 @@
-"""Every write to principals, tokens, channels, conversations and run-time settings."""
+"""Every write to principals (agents, people, integrations, console users), tokens and run-time
+settings."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -6,9 +7,8 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
-from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.models import Agent, ApiToken, Channel, Conversation, Integration, Person, Setting
+from knowledge.models import Agent, ApiToken, Integration, Person, Setting
 from knowledge.models.principals import hash_token
 from knowledge.principals.principal import ROLES, Principal
 from knowledge.settings_store import MODES
@@ -130,67 +130,6 @@ def consoleuser_create(*, actor: Principal, username: str, role: str, password: 
             "user.created", actor=actor, object_type="user", object_ids=[user.pk], data={"role": role}
         )
     return user
-
-
-def channel_create(
-    *,
-    actor: Principal,
-    name: str,
-    kind: str = Channel.KIND_SHARED,
-    person: Person | None = None,
-    agent: Agent | None = None,
-    memory_scope: str = Channel.SCOPE_SHARED,
-) -> Channel:
-    """A channel. A direct message names its person and the one agent it belongs to. A changed
-    routing rule (memory_scope) only applies to later conversations."""
-    errors = {}
-    if kind == Channel.KIND_DM:
-        if person is None:
-            errors["person"] = ["A direct-message channel needs the person it is with."]
-        if agent is None:
-            errors["agent"] = ["A direct-message channel needs the agent it belongs to."]
-    elif agent is not None:
-        errors["agent"] = ["Only a direct-message channel belongs to an agent."]
-    if errors:
-        raise ValidationError(errors)
-    with transaction.atomic():
-        if Channel.objects.filter(name=name).exists():
-            raise ValidationError({"name": [f"A channel named {name} already exists."]})
-        channel = Channel(name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope)
-        channel.full_clean()
-        channel.save()
-        data = {"kind": kind, "memory_scope": memory_scope}
-        if agent is not None:
-            data["agent"] = agent.name
-        audit_record(
-            "channel.created",
-            actor=actor,
-            owner=agent.name if agent is not None else "",
-            object_type="channel",
-            object_ids=[channel.pk],
-            data=data,
-        )
-    return channel
-
-
-def conversation_start(*, actor: Principal, agent: Agent, channel: Channel, thread: str = "") -> Conversation:
-    """Open a conversation for `agent` in `channel` (who may: `access.check_join`); its read
-    stores and write store are fixed now, from the channel's current routing rule."""
-    access.check_join(actor, agent=agent, channel=channel)
-    read, write = access.conversation_scope(channel)
-    with transaction.atomic():
-        conversation = Conversation.objects.create(
-            agent=agent, channel=channel, thread=thread, read_stores=read, write_store=write
-        )
-        audit_record(
-            "conversation.started",
-            actor=actor,
-            store=write,
-            owner=agent.name,
-            object_type="conversation",
-            object_ids=[conversation.pk],
-        )
-    return conversation
 
 
 def setting_set(*, actor: Principal, name: str, value) -> Setting:

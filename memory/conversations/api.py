@@ -341,7 +341,7 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
 
 def conversation_open(principal: Principal, v: dict) -> Conversation:
     """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
-    join is `knowledge.principals.services.conversation_start`'s rule (`check_join`)."""
+    join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
     agent = Agent.objects.filter(name=v["agent"]).first()
     channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
     errors = {}
@@ -351,7 +351,7 @@ def conversation_open(principal: Principal, v: dict) -> Conversation:
         errors["channel"] = [f"Unknown channel {v['channel']}."]
     if errors:
         raise ValidationError(errors)
-    return services.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
+    return evidence.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
 
 
 @extend_schema(

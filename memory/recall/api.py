@@ -1,4 +1,4 @@
-"""API: memory_search, memory_browse, the pinned memo, context compilation and status."""
+"""API: memory_search, memory_browse, the pinned memo and context compilation."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
@@ -13,7 +13,6 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from curation.status.selectors import alerts, job_status, recall_status
 from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.principal import Principal
@@ -526,117 +525,3 @@ def context_view(request, agent: str):
     data = ContextIn(data=request.data)
     data.is_valid(raise_exception=True)
     return Response(context_for(request.user, agent_obj, data.validated_data))
-
-
-# --- status -----------------------------------------------------------------------------------
-
-
-StatusOut = inline_serializer(
-    "Status",
-    {
-        "embeddings": serializers.DictField(
-            help_text="The embedding configuration (and `error` if invalid)."
-        ),
-        "backlog": serializers.DictField(
-            child=serializers.IntegerField(), required=False, help_text="Rows waiting for a vector, per kind."
-        ),
-        "vector_coverage": serializers.DictField(
-            child=serializers.DictField(), help_text="Per kind: rows, vectors and backlog."
-        ),
-        "evidence": inline_serializer(
-            "StatusEvidence",
-            {
-                "channels": serializers.IntegerField(),
-                "messages": serializers.IntegerField(),
-                "episodes": serializers.IntegerField(),
-                "open_conversations": serializers.IntegerField(),
-            },
-        ),
-        "agents": serializers.IntegerField(),
-        "pinned_memos": serializers.ListField(
-            child=inline_serializer(
-                "StatusMemo",
-                {
-                    "agent": serializers.CharField(),
-                    "tokens": serializers.IntegerField(),
-                    "budget_tokens": serializers.IntegerField(),
-                    "over": serializers.BooleanField(),
-                },
-            )
-        ),
-        "overlays_over_budget": serializers.ListField(
-            child=inline_serializer(
-                "StatusOverlayOverBudget",
-                {
-                    "agent": serializers.CharField(),
-                    "skill": serializers.CharField(),
-                    "tokens": serializers.IntegerField(),
-                    "budget_tokens": serializers.IntegerField(),
-                },
-            )
-        ),
-        # Registered from curation (a StatusSection): Dreaming stage A per channel.
-        "dreaming_stage_a": inline_serializer(
-            "StatusStageA",
-            {
-                "available": serializers.BooleanField(),
-                "unavailable_reason": serializers.CharField(allow_blank=True),
-                "quiet_minutes": serializers.IntegerField(),
-                "batch_messages": serializers.IntegerField(),
-                "channels": serializers.ListField(
-                    child=serializers.DictField(),
-                    help_text="Per channel: lag_messages, lag_seconds, lag_text, cursor_message, "
-                    "last_run, next, failures, last_failure.",
-                ),
-            },
-            required=False,
-        ),
-        # Registered from curation (a StatusSection): Dreaming stage B per agent.
-        "dreaming_stage_b": inline_serializer(
-            "StatusStageB",
-            {
-                "available": serializers.BooleanField(),
-                "unavailable_reason": serializers.CharField(allow_blank=True),
-                "agents": serializers.ListField(
-                    child=serializers.DictField(),
-                    help_text="Per agent: lag_episodes, lag_outcomes, last_run, failures, retry_at.",
-                ),
-                "lints": serializers.DictField(
-                    help_text="Review lints: blocks with no source, ended memories still current, "
-                    "entries that disagree on a property."
-                ),
-            },
-            required=False,
-        ),
-        "worker_heartbeat": serializers.DateTimeField(allow_null=True),
-        "jobs": serializers.DictField(
-            help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "
-            "for reviewers and admins)."
-        ),
-        "alerts": serializers.ListField(
-            child=inline_serializer(
-                "StatusAlert",
-                {
-                    "level": serializers.ChoiceField(choices=["error", "warning"]),
-                    "text": serializers.CharField(),
-                },
-            )
-        ),
-    },
-)
-
-
-@extend_schema(
-    responses={200: StatusOut},
-    summary="Health: alerts, embedding configuration, vector coverage and backlog per kind, jobs",
-    description="`alerts` lists what needs a person, most urgent first. `jobs.recent_failures` "
-    "(task results may quote stored text) is given to reviewers and admins only.",
-)
-@api_view(["GET"])
-def status_view(request):
-    status = recall_status()
-    jobs = job_status()
-    payload = {**status, "jobs": jobs, "alerts": alerts(status, jobs)}
-    if not request.user.is_reviewer:
-        payload["jobs"] = {k: v for k, v in jobs.items() if k != "recent_failures"}
-    return Response(payload)

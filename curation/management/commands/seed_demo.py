@@ -4,6 +4,7 @@ conversations. Idempotent: running it again changes nothing. Later capabilities 
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from knowledge.conversations import services as conversations
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals import services
 from knowledge.principals.principal import Principal
@@ -47,7 +48,7 @@ class Command(BaseCommand):
             for name, kind, person, scope in CHANNELS:
                 channel = Channel.objects.filter(name=name).first()
                 if channel is None:
-                    channel = services.channel_create(
+                    channel = conversations.channel_create(
                         actor=actor,
                         name=name,
                         kind=kind,
@@ -65,7 +66,7 @@ class Command(BaseCommand):
             ]:
                 agent, channel = agents[agent_name], channels[channel_name]
                 if not Conversation.objects.filter(agent=agent, channel=channel).exists():
-                    services.conversation_start(actor=actor, agent=agent, channel=channel)
+                    conversations.conversation_start(actor=actor, agent=agent, channel=channel)
                     self.stdout.write(f"conversation {agent_name} in {channel_name}")
             self.extend(actor=actor, agents=agents, people=people, channels=channels)
         self.stdout.write("Demo workspace ready.")

@@ -9,9 +9,9 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.test import override_settings
 
-from curation.tasks import embedding_backlog_run
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import backlog_counts, coverage, run_backlog
+from knowledge.embeddings.tasks import embedding_backlog_run
 from knowledge.memories import memory_row_revise
 from knowledge.models import Memory, Message, MessageVector
 from tests import factory
