@@ -199,7 +199,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["knowledge.web.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "knowledge.schema.BrainAutoSchema",
-    "EXCEPTION_HANDLER": "knowledge.api_errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "knowledge.web.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,

@@ -24,7 +24,7 @@ api_patterns = [
     ),
 ]
 
-handler404 = "knowledge.api_errors.not_found"
+handler404 = "knowledge.web.not_found"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

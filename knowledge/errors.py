@@ -1,5 +1,5 @@
 """Domain errors: what a service says when it refuses, independent of HTTP. The API's exception
-handler (knowledge.api_errors) turns them into JSON with the right status code; console views
+handler (knowledge.web) turns them into JSON with the right status code; console views
 show `error_text(exc)`. Each carries `detail` in the shape DRF's errors have, so both read them
 the same way."""
 

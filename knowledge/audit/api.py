@@ -7,13 +7,13 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge.api_fields import StrictSerializer
 from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.audit.selectors import AuditFilters, audit_events
 from knowledge.entries.api import _page_params, _parse_when
 from knowledge.models import AuditEvent
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
+from knowledge.web import StrictSerializer
 
 
 class AuditEventSerializer(serializers.Serializer):

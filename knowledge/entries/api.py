@@ -13,7 +13,6 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.api_fields import BoundedDictField, StrictCharField, StrictSerializer
 from knowledge.entries import services as entries
 from knowledge.entries.projection import entry_markdown
 from knowledge.entries.selectors import (
@@ -27,6 +26,7 @@ from knowledge.entries.selectors import (
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.schema import error_response
+from knowledge.web import BoundedDictField, StrictCharField, StrictSerializer
 
 STALE_VERSION = error_response("`version` is not the current one: someone changed it meanwhile.")
 

@@ -14,12 +14,12 @@ from django.utils import timezone
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from knowledge import access
-from knowledge.api_errors import Conflict
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.conversations.services import request_embedding_run
 from knowledge.memories import memory_row_create, memory_row_revise
 from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory, MemorySource
 from knowledge.principals.principal import Principal
+from knowledge.web import Conflict
 
 BODY_STATUSES = (Memory.ACTIVE, Memory.QUEUED)
 REMOVED_STATUS = Memory.INVALIDATED

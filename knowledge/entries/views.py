@@ -11,7 +11,6 @@ from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 
 from knowledge import access
-from knowledge.api_errors import Conflict
 from knowledge.entries import services as entries
 from knowledge.entries.api import entry_filters_from
 from knowledge.entries.forms import (
@@ -34,6 +33,7 @@ from knowledge.entries.selectors import (
 )
 from knowledge.models import Agent, AuditEvent, Entry, Memory, MemoryVersion
 from knowledge.principals.permissions import reviewer_required
+from knowledge.web import Conflict
 
 EDIT = "knowledge/entries/edit.html"
 

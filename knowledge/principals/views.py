@@ -12,12 +12,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
-from knowledge.api_errors import error_text
 from knowledge.models import Agent, ApiToken, Heartbeat
 from knowledge.principals import selectors, services
 from knowledge.principals.forms import AgentEditForm, AgentForm
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.settings_store import MODES, setting_get
+from knowledge.web import error_text
 
 
 @never_cache

@@ -8,10 +8,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge.access import parse_scope
-from knowledge.api_fields import StrictSerializer
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
-from knowledge.web import no_body
+from knowledge.web import StrictSerializer, no_body
 from memory.consolidation import (
     PlanConflict,
     consolidation_run,

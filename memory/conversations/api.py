@@ -9,14 +9,13 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from knowledge.access import can_post_message
-from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.conversations import services as evidence
 from knowledge.models import Agent, Channel, Conversation, Integration
 from knowledge.principals import services
 from knowledge.principals.permissions import IsIntegrationOrAdmin
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
-from knowledge.web import no_body
+from knowledge.web import StrictCharField, StrictSerializer, no_body
 from memory.conversations.services import conversation_finish
 
 SLUG = r"^[-a-zA-Z0-9_]+$"

@@ -7,9 +7,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
-from knowledge.api_errors import error_text
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.settings_store import setting_get
+from knowledge.web import error_text
 from memory.gate import datasets as eval_datasets
 from memory.gate.services import gate_check_run
 from memory.lifecycle import selectors

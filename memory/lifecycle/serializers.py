@@ -7,8 +7,8 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from knowledge import access
-from knowledge.api_fields import BoundedJSONField, StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation, Memory, MemorySource, Person
+from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
 
 MAX_TEXT = 20_000
 MAX_SOURCES = 50

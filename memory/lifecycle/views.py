@@ -10,10 +10,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
-from knowledge.api_errors import error_text
 from knowledge.models import Memory
 from knowledge.principals.permissions import console_principal, reviewer_required
 from knowledge.principals.views import safe_next
+from knowledge.web import error_text
 from memory.lifecycle import selectors, services
 from memory.lifecycle.forms import (
     BulkReviewForm,

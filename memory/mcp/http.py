@@ -18,8 +18,8 @@ from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
 
-from knowledge.api_errors import api_exception_handler
 from knowledge.principals.auth import token_authenticate
+from knowledge.web import api_exception_handler
 from memory.mcp.server import build_server
 
 PATH = "/mcp/"

@@ -14,10 +14,9 @@ from django.http import Http404
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, ValidationError
 
-from knowledge.api_errors import api_exception_handler
-from knowledge.api_fields import StrictSerializer
 from knowledge.errors import DomainError
 from knowledge.principals.principal import Principal
+from knowledge.web import StrictSerializer, api_exception_handler
 from memory.conversations.api import (
     ConversationIn,
     MessageBatchIn,

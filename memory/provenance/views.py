@@ -7,10 +7,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
-from knowledge.api_errors import error_text
 from knowledge.models import Memory
 from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
+from knowledge.web import error_text
 from memory.lifecycle import selectors, services
 from memory.provenance import services as provenance
 from memory.provenance.selectors import stale_memories

@@ -13,10 +13,10 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
+from knowledge.web import StrictCharField, StrictSerializer
 from memory.conversations.api import SLUG, IsAgentOrReviewer
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import KINDS, Browser

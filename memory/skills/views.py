@@ -8,10 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException
 
-from knowledge.api_errors import error_text
 from knowledge.errors import DomainError
 from knowledge.models import Agent, AgentSkill, Memory
 from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.web import error_text
 from memory.lifecycle.services import LIVE
 from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm
