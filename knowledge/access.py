@@ -8,8 +8,8 @@ only to their owner agent, `shared` and `channel:*` items to every agent that re
 
 from django.db import connection
 from django.db.models import Q
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
+from knowledge.errors import Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.principal import Principal
 
@@ -42,14 +42,14 @@ def conversation_scope(channel: Channel) -> tuple[list[str], str]:
 
 def parse_scope(value: str) -> str:
     """Turn an API `scope` (agent, shared, workspace, private:<person>, channel:<channel>) into a
-    store string, or raise ValidationError."""
+    store string, or raise Invalid."""
     value = (value or "").strip()
     if value in SCOPE_ALIASES:
         return SCOPE_ALIASES[value]
     for prefix in ("private:", "channel:"):
         if value.startswith(prefix) and len(value) > len(prefix):
             return value
-    raise ValidationError({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
+    raise Invalid({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
 
 
 def _store_q(store: str, agent: Agent, prefix: str) -> Q:
@@ -92,18 +92,18 @@ def _conversation_write_stores(agent: Agent) -> list[str]:
 
 
 def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
-    """Raise PermissionDenied unless `principal` may open a conversation for `agent` in
+    """Raise Refused unless `principal` may open a conversation for `agent` in
     `channel`: agents only for themselves, admins for any agent; in a direct message only for
     the agent it belongs to."""
     if principal.kind == "agent":
         if principal.agent.pk != agent.pk:
-            raise PermissionDenied("An agent may open conversations only for itself.")
+            raise Refused("An agent may open conversations only for itself.")
     elif not principal.is_admin:
-        raise PermissionDenied("Only agents and admins may open conversations.")
+        raise Refused("Only agents and admins may open conversations.")
     if channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk:
         if channel.agent_id is None:
-            raise PermissionDenied(f"The direct message {channel.name} belongs to no agent yet.")
-        raise PermissionDenied(f"The direct message {channel.name} belongs to another agent.")
+            raise Refused(f"The direct message {channel.name} belongs to no agent yet.")
+        raise Refused(f"The direct message {channel.name} belongs to another agent.")
 
 
 def takes_part(agent: Agent, channel: Channel) -> bool:
@@ -172,18 +172,18 @@ def writable_stores(agent: Agent) -> list[str]:
 
 
 def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
-    """Raise PermissionDenied unless `principal` may write an item owned by `owner` into
+    """Raise Refused unless `principal` may write an item owned by `owner` into
     `store`. Agents write only as themselves; reviewers and admins may write for any agent."""
     if principal.kind == "agent":
         if principal.agent.pk != owner.pk:
-            raise PermissionDenied("An agent may write only as itself.")
+            raise Refused("An agent may write only as itself.")
         # shared and self are always writable: skip the query on the hot write path.
         if store not in (SHARED, SELF) and store not in writable_stores(owner):
-            raise PermissionDenied(f"Agent {owner.name} may not write into the store {store}.")
+            raise Refused(f"Agent {owner.name} may not write into the store {store}.")
         return
     if principal.is_reviewer:
         return
-    raise PermissionDenied("This token may not write memory.")
+    raise Refused("This token may not write memory.")
 
 
 # --- Messages and episodes (evidence) ---------------------------------------------------------

@@ -187,15 +187,6 @@ def api_exception_handler(exc, context):
     return Response(body, status=response.status_code, headers=dict(response.items()))
 
 
-class Conflict(exceptions.APIException):
-    """409: the object changed since the caller read it (or a restore would overwrite a later
-    change); nothing was written."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The object changed since you read it; nothing was written."
-    default_code = "conflict"
-
-
 def error_text(exc: Exception) -> str:
     """One line for a person: the messages of a ValidationError (or any API error), joined."""
     detail = getattr(exc, "detail", None)

@@ -18,7 +18,6 @@ from collections import defaultdict
 
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.entries.services import (
@@ -28,6 +27,7 @@ from knowledge.entries.services import (
     guide_snapshot,
     relation_snapshot,
 )
+from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.memories import memory_row_revise
 from knowledge.models import (
     AuditEvent,
@@ -431,13 +431,13 @@ for _restorer in (
 
 def _clean_event_ids(event_ids) -> list[int]:
     if not isinstance(event_ids, list | tuple) or not event_ids:
-        raise ValidationError({"events": ["Give one or more audit event ids."]})
+        raise Invalid({"events": ["Give one or more audit event ids."]})
     try:
         ids = list(dict.fromkeys(int(i) for i in event_ids))
     except (TypeError, ValueError):
-        raise ValidationError({"events": ["Audit event ids are whole numbers."]})
+        raise Invalid({"events": ["Audit event ids are whole numbers."]})
     if len(ids) > MAX_EVENTS:
-        raise ValidationError({"events": [f"At most {MAX_EVENTS} events in one restore."]})
+        raise Invalid({"events": [f"At most {MAX_EVENTS} events in one restore."]})
     return ids
 
 
@@ -447,7 +447,7 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
     when any object changed since its event; with `preview`, plans and checks but writes
     nothing. Admins only."""
     if not actor.is_admin:
-        raise PermissionDenied("Only admins restore from the audit trail.")
+        raise Refused("Only admins restore from the audit trail.")
     ids = _clean_event_ids(event_ids)
     with transaction.atomic():
         events = list(AuditEvent.objects.filter(pk__in=ids).prefetch_related("revisions"))
@@ -456,7 +456,7 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
             raise NotFound(f"No audit event {', '.join(map(str, missing))}.")
         empty = [e for e in events if not e.revisions.all()]
         if empty:
-            raise ValidationError(
+            raise Invalid(
                 {
                     "events": [
                         f"Event {e.pk} ({e.action}) recorded no before/after; it cannot be restored."
@@ -468,7 +468,7 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
         pending = [(event, rev) for event in events for rev in reversed(event.revisions.all())]
         unknown = sorted({rev.object_type for _, rev in pending} - set(RESTORERS))
         if unknown:
-            raise ValidationError({"events": [f"Objects of type {', '.join(unknown)} cannot be restored."]})
+            raise Invalid({"events": [f"Objects of type {', '.join(unknown)} cannot be restored."]})
 
         by_type = defaultdict(list)
         for _, rev in pending:

@@ -5,13 +5,12 @@ import math
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
-from rest_framework.exceptions import NotFound, ValidationError
 
 from knowledge.audit import restore
 from knowledge.audit.api import audit_filters_from
 from knowledge.audit.restore import RESTORERS, RestoreConflict
 from knowledge.audit.selectors import AuditFilters, audit_actions, audit_events, changed_fields
-from knowledge.errors import Invalid
+from knowledge.errors import Invalid, NotFound
 from knowledge.principals.permissions import admin_required, reviewer_required
 
 PAGE_SIZE = 50
@@ -38,7 +37,7 @@ def audit_list(request):
     try:
         filters = audit_filters_from(params)
         page = max(1, int(request.GET.get("page") or 1))
-    except (ValidationError, ValueError) as exc:
+    except (Invalid, ValueError) as exc:
         error = "; ".join(f"{k}: {v[0]}" for k, v in getattr(exc, "detail", {"page": ["Invalid."]}).items())
         filters, page = AuditFilters(owner=owner), 1
     qs = audit_events(filters)
@@ -106,7 +105,7 @@ def audit_restore(request):
     except RestoreConflict as conflict:
         context.update(steps=_steps(conflict.plan.steps), conflicts=conflict.conflicts)
         return render(request, "knowledge/audit/restore.html", context, status=409)
-    except (ValidationError, NotFound, Invalid) as exc:
+    except (Invalid, NotFound) as exc:
         detail = exc.detail
         messages_ = (
             [str(m) for msgs in detail.values() for m in msgs] if isinstance(detail, dict) else [str(detail)]

@@ -8,10 +8,10 @@ from datetime import datetime
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from knowledge import access
 from knowledge.audit.services import audit_record
+from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
 from knowledge.principals.principal import Principal
 
@@ -41,10 +41,10 @@ def channel_create(
     elif agent is not None:
         errors["agent"] = ["Only a direct-message channel belongs to an agent."]
     if errors:
-        raise ValidationError(errors)
+        raise Invalid(errors)
     with transaction.atomic():
         if Channel.objects.filter(name=name).exists():
-            raise ValidationError({"name": [f"A channel named {name} already exists."]})
+            raise Invalid({"name": [f"A channel named {name} already exists."]})
         channel = Channel(name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope)
         channel.full_clean()
         channel.save()
@@ -172,7 +172,7 @@ def _speakers(actor: Principal, names: set[str]) -> dict[str, tuple[str, int]]:
         kind, _, name = raw.rpartition(":")
         if kind == "agent" or (kind == "" and name in agents):
             if name not in agents:
-                raise ValidationError({"speaker": [f"Unknown agent {name}."]})
+                raise Invalid({"speaker": [f"Unknown agent {name}."]})
             out[raw] = ("agent", agents[name])
         else:
             out[raw] = ("person", people[name])
@@ -200,7 +200,7 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
     if not messages:
         return IngestResult()
     if len(messages) > MAX_BATCH:
-        raise ValidationError({"messages": [f"At most {MAX_BATCH} messages per call."]})
+        raise Invalid({"messages": [f"At most {MAX_BATCH} messages per call."]})
     now = timezone.now()
     with transaction.atomic():
         speakers = _speakers(actor, {m.speaker for m in messages})

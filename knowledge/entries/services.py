@@ -11,15 +11,14 @@ import datetime
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.conversations.services import request_embedding_run
+from knowledge.errors import Conflict, Invalid, NotFound, Refused
 from knowledge.memories import memory_row_create, memory_row_revise
 from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory, MemorySource
 from knowledge.principals.principal import Principal
-from knowledge.web import Conflict
 
 BODY_STATUSES = (Memory.ACTIVE, Memory.QUEUED)
 REMOVED_STATUS = Memory.INVALIDATED
@@ -66,11 +65,11 @@ def block_write_status(actor: Principal) -> tuple[str, str]:
 def clean_text(value, field: str, *, max_length: int = MAX_TEXT, required: bool = True) -> str:
     value = (value or "").strip() if isinstance(value, str | type(None)) else None
     if value is None:
-        raise ValidationError({field: ["Must be a string."]})
+        raise Invalid({field: ["Must be a string."]})
     if required and not value:
-        raise ValidationError({field: ["This field may not be blank."]})
+        raise Invalid({field: ["This field may not be blank."]})
     if len(value) > max_length:
-        raise ValidationError({field: [f"At most {max_length} characters."]})
+        raise Invalid({field: [f"At most {max_length} characters."]})
     return value
 
 
@@ -80,18 +79,18 @@ def clean_aliases(value, field: str = "aliases") -> list[str]:
     if isinstance(value, str):
         value = value.split(",")
     if not isinstance(value, list | tuple):
-        raise ValidationError({field: ["A list of names."]})
+        raise Invalid({field: ["A list of names."]})
     out = []
     for alias in value:
         if not isinstance(alias, str):
-            raise ValidationError({field: ["Every alias must be a string."]})
+            raise Invalid({field: ["Every alias must be a string."]})
         alias = " ".join(alias.split())
         if len(alias) > 300:
-            raise ValidationError({field: ["An alias has at most 300 characters."]})
+            raise Invalid({field: ["An alias has at most 300 characters."]})
         if alias and alias.lower() not in {a.lower() for a in out}:
             out.append(alias)
     if len(out) > 50:
-        raise ValidationError({field: ["At most 50 aliases."]})
+        raise Invalid({field: ["At most 50 aliases."]})
     return out
 
 
@@ -99,7 +98,7 @@ def clean_properties(value, field: str = "properties") -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ValidationError({field: ["A JSON object."]})
+        raise Invalid({field: ["A JSON object."]})
     return value
 
 
@@ -108,24 +107,24 @@ def clean_sources(value, field: str = "sources", *, required: bool = False) -> l
     if value is None:
         value = []
     if not isinstance(value, list | tuple):
-        raise ValidationError({field: ["A list of {kind, ref} sources."]})
+        raise Invalid({field: ["A list of {kind, ref} sources."]})
     out, seen = [], set()
     for item in value:
         if isinstance(item, str):
             kind, _, ref = item.strip().partition(":")
             item = {"kind": kind.strip(), "ref": ref.strip()}
         if not isinstance(item, dict):
-            raise ValidationError({field: ["Each source is {kind, ref}."]})
+            raise Invalid({field: ["Each source is {kind, ref}."]})
         kind, ref = str(item.get("kind", "")).strip(), str(item.get("ref", "")).strip()
         if kind not in MemorySource.KINDS:
-            raise ValidationError({field: [f"Source kind must be one of {', '.join(MemorySource.KINDS)}."]})
+            raise Invalid({field: [f"Source kind must be one of {', '.join(MemorySource.KINDS)}."]})
         if not ref or len(ref) > 300:
-            raise ValidationError({field: ["Each source needs a ref of at most 300 characters."]})
+            raise Invalid({field: ["Each source needs a ref of at most 300 characters."]})
         if (kind, ref) not in seen:
             seen.add((kind, ref))
             out.append({"kind": kind, "ref": ref})
     if required and not out:
-        raise ValidationError({field: ["At least one evidence source is required."]})
+        raise Invalid({field: ["At least one evidence source is required."]})
     return out
 
 
@@ -217,15 +216,15 @@ def _clean_blocks(blocks) -> list[dict]:
     if blocks is None:
         return []
     if not isinstance(blocks, list | tuple):
-        raise ValidationError({"blocks": ["A list of {text, sources}."]})
+        raise Invalid({"blocks": ["A list of {text, sources}."]})
     if len(blocks) > MAX_BLOCKS_PER_WRITE:
-        raise ValidationError({"blocks": [f"At most {MAX_BLOCKS_PER_WRITE} blocks at once."]})
+        raise Invalid({"blocks": [f"At most {MAX_BLOCKS_PER_WRITE} blocks at once."]})
     out = []
     for i, block in enumerate(blocks):
         if isinstance(block, str):
             block = {"text": block}
         if not isinstance(block, dict):
-            raise ValidationError({"blocks": [f"Block {i}: expected {{text, sources}}."]})
+            raise Invalid({"blocks": [f"Block {i}: expected {{text, sources}}."]})
         try:
             out.append(
                 {
@@ -233,8 +232,8 @@ def _clean_blocks(blocks) -> list[dict]:
                     "sources": clean_sources(block.get("sources")),
                 }
             )
-        except ValidationError as exc:
-            raise ValidationError(
+        except Invalid as exc:
+            raise Invalid(
                 {"blocks": [f"Block {i}: {field}: {msgs[0]}" for field, msgs in exc.detail.items()]}
             )
     return out
@@ -295,7 +294,7 @@ def entry_update(*, actor: Principal, entry_id: int, expected_version: int | Non
     `expected_version`, a concurrent edit makes this one fail with 409 instead of overwriting."""
     unknown = set(changes) - set(ENTRY_FIELDS)
     if unknown:
-        raise ValidationError({f: ["Unknown field."] for f in sorted(unknown)})
+        raise Invalid({f: ["Unknown field."] for f in sorted(unknown)})
     cleaners = {
         "name": lambda v: clean_text(v, "name", max_length=300),
         "type": _clean_type,
@@ -422,7 +421,7 @@ def block_correct(
     history. An untrusted agent's correction goes back to the review queue."""
     reason = (reason or "").strip() if isinstance(reason, str | type(None)) else ""
     if not reason:
-        raise ValidationError({"reason": ["A reason is required to correct a block."]})
+        raise Invalid({"reason": ["A reason is required to correct a block."]})
     reason = clean_text(reason, "reason", max_length=2000)
     text = clean_text(text, "text")
     new_sources = None if sources is None else clean_sources(list(sources))
@@ -437,7 +436,7 @@ def block_correct(
         before = block_snapshot(block)
         source_pairs = None if new_sources is None else sorted([s["kind"], s["ref"]] for s in new_sources)
         if text == block.text and (source_pairs is None or source_pairs == before["sources"]):
-            raise ValidationError({"text": ["Nothing changed: the text and sources are the same."]})
+            raise Invalid({"text": ["Nothing changed: the text and sources are the same."]})
         memory_row_revise(memory=block, text=text, reason=reason, **_author(actor))
         if source_pairs is not None and source_pairs != before["sources"]:
             _replace_sources(block, new_sources)
@@ -474,7 +473,7 @@ def block_move(*, actor: Principal, entry_id: int, block_id: int, position: int)
     try:
         position = int(position)
     except (TypeError, ValueError):
-        raise ValidationError({"position": ["A whole number."]})
+        raise Invalid({"position": ["A whole number."]})
     with transaction.atomic():
         entry = _lock_entry(actor, entry_id)
         body = _body(entry, lock=True)
@@ -535,14 +534,14 @@ def block_close(*, actor: Principal, entry_id: int, block_id: int, valid_to, rea
     overwrite: the new fact is written as a block of its own. A reason is required."""
     reason = clean_text(reason, "reason", max_length=2000)
     if not isinstance(valid_to, datetime.datetime):
-        raise ValidationError({"valid_to": ["A date and time."]})
+        raise Invalid({"valid_to": ["A date and time."]})
     with transaction.atomic():
         entry = _lock_entry(actor, entry_id)
         block = _lock_block(entry, block_id)
         if block.valid_to is not None:
-            raise ValidationError({"valid_to": [f"Block {block.pk} is already closed."]})
+            raise Invalid({"valid_to": [f"Block {block.pk} is already closed."]})
         if block.valid_from is not None and valid_to < block.valid_from:
-            raise ValidationError({"valid_to": ["Must not be before the block's valid_from."]})
+            raise Invalid({"valid_to": ["Must not be before the block's valid_from."]})
         before = block_snapshot(block)
         block.valid_to = valid_to
         block.save(update_fields=["valid_to", "updated_at"])
@@ -580,7 +579,7 @@ def _clean_date(value, field):
     try:
         return datetime.date.fromisoformat(str(value))
     except ValueError:
-        raise ValidationError({field: ["A date as YYYY-MM-DD."]})
+        raise Invalid({field: ["A date as YYYY-MM-DD."]})
 
 
 def relation_add(
@@ -599,27 +598,27 @@ def relation_add(
     sources = clean_sources(sources, required=True)
     valid_from, valid_to = _clean_date(valid_from, "valid_from"), _clean_date(valid_to, "valid_to")
     if valid_from and valid_to and valid_to < valid_from:
-        raise ValidationError({"valid_to": ["Must not be before valid_from."]})
+        raise Invalid({"valid_to": ["Must not be before valid_from."]})
     try:
         target_id = int(target_id)
     except (TypeError, ValueError):
-        raise ValidationError({"target": ["An entry id."]})
+        raise Invalid({"target": ["An entry id."]})
     with transaction.atomic():
         entry = _lock_entry(actor, entry_id)
         target = Entry.objects.filter(access.readable_q(actor), pk=target_id).first()
         if target is None:
-            raise ValidationError({"target": [f"No entry {target_id} you can read."]})
+            raise Invalid({"target": [f"No entry {target_id} you can read."]})
         if target.pk == entry.pk:
-            raise ValidationError({"target": ["An entry cannot be related to itself."]})
+            raise Invalid({"target": ["An entry cannot be related to itself."]})
         if not relation_target_allowed(entry, target):
-            raise ValidationError(
+            raise Invalid(
                 {"target": [f"Entry {target.pk} is in store {target.store}, narrower than {entry.store}."]}
             )
         duplicate = EntryRelation.objects.filter(
             source=entry, predicate=predicate, target=target, valid_from=valid_from, valid_to=valid_to
         ).exists()
         if duplicate:
-            raise ValidationError({"predicate": ["This relation already exists."]})
+            raise Invalid({"predicate": ["This relation already exists."]})
         relation = EntryRelation.objects.create(
             source=entry,
             predicate=predicate,
@@ -679,7 +678,7 @@ def guide_update(
     """Create or edit a principal's curation guide. Only people with the admin role may: never an
     agent, never Dreaming. Each edit is a new version with an audited before/after."""
     if not (actor.kind == "person" and actor.is_admin):
-        raise PermissionDenied("Only admins edit curation guides.")
+        raise Refused("Only admins edit curation guides.")
     changes = {}
     if domain_types is not None:
         types = clean_aliases(domain_types, "domain_types")
@@ -690,7 +689,7 @@ def guide_update(
         if not isinstance(page_thresholds, dict) or not all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in page_thresholds.values()
         ):
-            raise ValidationError({"page_thresholds": ["A JSON object of numbers."]})
+            raise Invalid({"page_thresholds": ["A JSON object of numbers."]})
         changes["page_thresholds"] = page_thresholds
     if update_rules is not None:
         changes["update_rules"] = clean_text(update_rules, "update_rules", required=False)

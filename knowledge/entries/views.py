@@ -8,7 +8,6 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 
 from knowledge import access
 from knowledge.entries import services as entries
@@ -31,9 +30,9 @@ from knowledge.entries.selectors import (
     entry_types,
     guide_for,
 )
+from knowledge.errors import Conflict, DomainError, Invalid, NotFound, Refused
 from knowledge.models import Agent, AuditEvent, Entry, Memory, MemoryVersion
 from knowledge.principals.permissions import reviewer_required
-from knowledge.web import Conflict
 
 EDIT = "knowledge/entries/edit.html"
 
@@ -43,7 +42,7 @@ def _session_owner(request) -> Agent | None:
     return Agent.objects.filter(name=name).first() if name else None
 
 
-def _form_errors(form, exc: APIException) -> None:
+def _form_errors(form, exc: DomainError) -> None:
     """Put a service's refusal on the form: per-field messages where the form has the field."""
     detail = exc.detail
     if isinstance(detail, dict):
@@ -63,9 +62,9 @@ def _call(form, service, **kwargs):
     """Run a write service for a console form; a refusal becomes form errors (None returned)."""
     try:
         return service(**kwargs)
-    except (ValidationError, Conflict, NotFound) as exc:
+    except (Invalid, Conflict, NotFound) as exc:
         _form_errors(form, exc)
-    except PermissionDenied as exc:
+    except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail))
     return None
 
@@ -88,7 +87,7 @@ def entry_list(request):
     try:
         filters = entry_filters_from(params, principal)
         page = max(1, int(request.GET.get("page") or 1))
-    except (ValidationError, ValueError) as exc:
+    except (Invalid, ValueError) as exc:
         error = "; ".join(
             f"{k}: {v[0]}" for k, v in getattr(exc, "detail", {"filter": ["Invalid value."]}).items()
         )
@@ -190,7 +189,7 @@ def entry_create(request):
                 blocks.append({"text": data["first_block"], "sources": data["first_block_sources"]})
             try:
                 store = access.parse_scope(data["scope"])
-            except ValidationError as exc:
+            except Invalid as exc:
                 _form_errors(form, exc)
                 store = None
             if store:
@@ -342,7 +341,7 @@ def entry_delete(request, pk):
         deleted = entries.entry_delete(
             actor=request.principal, entry_id=entry.pk, reason=request.POST.get("reason", "")
         )
-    except PermissionDenied as exc:
+    except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail))
     messages.success(
         request,
@@ -447,7 +446,7 @@ def block_move(request, pk, block_id):
             entries.block_move(
                 actor=request.principal, entry_id=entry.pk, block_id=block_id, position=position
             )
-        except PermissionDenied as exc:
+        except Refused as exc:
             raise DjangoPermissionDenied(str(exc.detail))
     if not request.htmx:
         return redirect(reverse("entry-edit", args=[entry.pk]) + f"#block-{block_id}")
@@ -465,7 +464,7 @@ def block_remove(request, pk, block_id):
             block_id=block_id,
             reason=request.POST.get("reason", ""),
         )
-    except PermissionDenied as exc:
+    except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail))
     if not request.htmx:
         messages.success(request, "Block removed; its history is kept and the removal can be restored.")
@@ -522,7 +521,7 @@ def relation_remove(request, pk, relation_id):
         )
     except NotFound:
         raise Http404("No such relation.")
-    except PermissionDenied as exc:
+    except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail))
     if not request.htmx:
         messages.success(request, "Relation removed.")

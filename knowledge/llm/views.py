@@ -4,8 +4,8 @@ use, per-agent budgets, and recent calls with their outcomes and errors."""
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
 
+from knowledge.errors import Invalid
 from knowledge.llm import agent_model_set, model_profile_save, profile_resolve, profile_status
 from knowledge.llm.forms import AgentModelForm, ModelProfileForm
 from knowledge.llm.profiles import agents_usage_today, day_start, profile_names, recent_usage
@@ -47,7 +47,7 @@ def model_profile_edit(request):
     if form.is_valid():
         try:
             model_profile_save(actor=request.principal, **form.service_kwargs())
-        except ValidationError as exc:
+        except Invalid as exc:
             messages.error(request, "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in exc.detail.items()))
         else:
             messages.success(request, f"Profile {form.cleaned_data['name']} saved.")

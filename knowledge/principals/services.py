@@ -5,9 +5,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
 from knowledge.audit.services import audit_record
+from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Integration, Person, Setting
 from knowledge.models.principals import hash_token
 from knowledge.principals.principal import ROLES, Principal
@@ -56,7 +56,7 @@ def token_revoke(*, actor: Principal, token_id: int) -> ApiToken:
 def agent_create(*, actor: Principal, name: str, trusted: bool = False, instructions: str = "") -> Agent:
     with transaction.atomic():
         if Agent.objects.filter(name=name).exists():
-            raise ValidationError({"name": [f"An agent named {name} already exists."]})
+            raise Invalid({"name": [f"An agent named {name} already exists."]})
         agent = Agent(name=name, trusted=trusted, instructions=instructions)
         agent.full_clean()
         agent.save()
@@ -90,7 +90,7 @@ def agent_update(*, actor: Principal, agent: Agent, trusted: bool, instructions:
 def integration_create(*, actor: Principal, name: str) -> Integration:
     with transaction.atomic():
         if Integration.objects.filter(name=name).exists():
-            raise ValidationError({"name": [f"An integration named {name} already exists."]})
+            raise Invalid({"name": [f"An integration named {name} already exists."]})
         integration = Integration(name=name)
         integration.full_clean()
         integration.save()
@@ -113,11 +113,11 @@ def person_get_or_create(*, actor: Principal, name: str, display_name: str = "")
 def consoleuser_create(*, actor: Principal, username: str, role: str, password: str, email: str = ""):
     """A console user with one role (reviewer or admin), linked to a person of the same name."""
     if role not in ROLES:
-        raise ValidationError({"role": [f"Role must be one of {', '.join(ROLES)}."]})
+        raise Invalid({"role": [f"Role must be one of {', '.join(ROLES)}."]})
     User = get_user_model()
     with transaction.atomic():
         if User.objects.filter(username=username).exists():
-            raise ValidationError({"username": [f"A user named {username} already exists."]})
+            raise Invalid({"username": [f"A user named {username} already exists."]})
         user = User.objects.create_user(
             username=username, password=password, email=email, is_staff=(role == "admin")
         )
@@ -135,20 +135,18 @@ def consoleuser_create(*, actor: Principal, username: str, role: str, password: 
 def setting_set(*, actor: Principal, name: str, value) -> Setting:
     """Change a run-time mode (admins only, audited with old and new value)."""
     if name not in MODES:
-        raise ValidationError({"name": [f"Unknown setting {name}."]})
+        raise Invalid({"name": [f"Unknown setting {name}."]})
     spec = MODES[name]
     choices = spec["choices"]
     if choices is not None and value not in choices:
-        raise ValidationError({"value": [f"Choose one of {', '.join(map(str, choices))}."]})
+        raise Invalid({"value": [f"Choose one of {', '.join(map(str, choices))}."]})
     if choices is None:
         if isinstance(value, str) and value.strip().isdigit():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ValidationError({"value": ["A whole number is required."]})
+            raise Invalid({"value": ["A whole number is required."]})
         if not spec["minimum"] <= value <= spec["maximum"]:
-            raise ValidationError(
-                {"value": [f"Choose a number from {spec['minimum']} to {spec['maximum']}."]}
-            )
+            raise Invalid({"value": [f"Choose a number from {spec['minimum']} to {spec['maximum']}."]})
     from knowledge.settings_store import setting_cache_clear, setting_get
 
     with transaction.atomic():

@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
-from rest_framework.exceptions import ValidationError
 
+from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Heartbeat
 from knowledge.principals import selectors, services
 from knowledge.principals.forms import AgentEditForm, AgentForm
@@ -148,7 +148,7 @@ def settings_page(request):
         try:
             services.setting_set(actor=request.principal, name=name, value=value)
             messages.success(request, f"{name} is now {raw}.")
-        except ValidationError as exc:
+        except Invalid as exc:
             messages.error(request, error_text(exc))
         return redirect("settings")
     modes = [

@@ -8,6 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge.access import parse_scope
+from knowledge.errors import Invalid
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import StrictSerializer, no_body
@@ -102,7 +103,7 @@ class RunInputSerializer(StrictSerializer):
     def validate_scope(self, value):
         try:
             return parse_scope(value)
-        except ValidationError as exc:
+        except Invalid as exc:
             raise serializers.ValidationError(exc.detail["scope"])
 
 

@@ -2,20 +2,17 @@
 
 from django.db import transaction
 from django.utils import timezone
-from rest_framework import status
-from rest_framework.exceptions import APIException
 
 from knowledge.audit.services import audit_record
+from knowledge.errors import Conflict
 from knowledge.models import Conversation
 from knowledge.principals.principal import Principal
 from knowledge.signals import conversation_finished
 from memory.lifecycle.services import memory_clear_working
 
 
-class AlreadyFinished(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "This conversation is already finished."
-    default_code = "conflict"
+class AlreadyFinished(Conflict):
+    default_message = "This conversation is already finished."
 
 
 def conversation_finish(*, actor: Principal, conversation_id: int) -> Conversation:

@@ -4,9 +4,9 @@ import json
 import re
 
 from django.db import transaction
-from rest_framework.exceptions import ValidationError
 
 from knowledge.audit.services import audit_record, snapshot
+from knowledge.errors import Invalid
 from memory.gate.services import gate_cache_clear
 from memory.models import EvalDataset
 
@@ -17,14 +17,14 @@ MAX_TEXT = 20_000
 
 
 def normalise_case(raw, index: int) -> dict:
-    """One case in canonical form, or ValidationError naming the case and the problem. `input`
+    """One case in canonical form, or Invalid naming the case and the problem. `input`
     may be the user's turn as a string or {"turn", "history": [{"role", "content"}]}."""
     where = f"case {index + 1}"
     if not isinstance(raw, dict):
-        raise ValidationError({"cases": [f"{where}: must be an object."]})
+        raise Invalid({"cases": [f"{where}: must be an object."]})
     case_id = str(raw.get("id") or "").strip()
     if not case_id or len(case_id) > 100:
-        raise ValidationError({"cases": [f"{where}: needs an id of 1 to 100 characters."]})
+        raise Invalid({"cases": [f"{where}: needs an id of 1 to 100 characters."]})
     where = f"case {case_id}"
     raw_input = raw.get("input")
     if isinstance(raw_input, str):
@@ -34,7 +34,7 @@ def normalise_case(raw, index: int) -> dict:
         or not isinstance(raw_input.get("turn"), str)
         or not raw_input["turn"].strip()
     ):
-        raise ValidationError(
+        raise Invalid(
             {"cases": [f'{where}: input must be the user\'s turn (a string) or {{"turn", "history"}}.']}
         )
     history = raw_input.get("history") or []
@@ -42,46 +42,42 @@ def normalise_case(raw, index: int) -> dict:
         isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
         for t in history
     ):
-        raise ValidationError(
-            {"cases": [f'{where}: history is a list of {{"role": user|assistant, "content"}}.']}
-        )
+        raise Invalid({"cases": [f'{where}: history is a list of {{"role": user|assistant, "content"}}.']})
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict) or set(expect) - set(EXPECT_KEYS):
-        raise ValidationError({"cases": [f"{where}: expect may hold only contains, regex and excludes."]})
+        raise Invalid({"cases": [f"{where}: expect may hold only contains, regex and excludes."]})
     clean_expect = {}
     for key in EXPECT_KEYS:
         values = expect.get(key) or []
         if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
-            raise ValidationError({"cases": [f"{where}: expect.{key} must be a list of non-empty strings."]})
+            raise Invalid({"cases": [f"{where}: expect.{key} must be a list of non-empty strings."]})
         if key == "regex":
             for pattern in values:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    raise ValidationError({"cases": [f"{where}: bad regex {pattern!r}: {exc}."]})
+                    raise Invalid({"cases": [f"{where}: bad regex {pattern!r}: {exc}."]})
         clean_expect[key] = values
     size = len(json.dumps(raw_input)) + len(json.dumps(clean_expect))
     if size > MAX_TEXT:
-        raise ValidationError({"cases": [f"{where}: larger than {MAX_TEXT} characters."]})
+        raise Invalid({"cases": [f"{where}: larger than {MAX_TEXT} characters."]})
     return {"id": case_id, "input": {"turn": raw_input["turn"], "history": history}, "expect": clean_expect}
 
 
 def validate_dataset(*, name: str, kind: str, cases) -> list[dict]:
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise ValidationError(
-            {"name": ["Use 1-100 lower-case letters, digits, dots, dashes or underscores."]}
-        )
+        raise Invalid({"name": ["Use 1-100 lower-case letters, digits, dots, dashes or underscores."]})
     if kind != EvalDataset.KIND_AGENT_TURN:
-        raise ValidationError({"kind": ["Only agent_turn datasets are supported."]})
+        raise Invalid({"kind": ["Only agent_turn datasets are supported."]})
     if not isinstance(cases, list):
-        raise ValidationError({"cases": ["Must be a list."]})
+        raise Invalid({"cases": ["Must be a list."]})
     if len(cases) > MAX_CASES:
-        raise ValidationError({"cases": [f"At most {MAX_CASES} cases."]})
+        raise Invalid({"cases": [f"At most {MAX_CASES} cases."]})
     clean = [normalise_case(raw, i) for i, raw in enumerate(cases)]
     ids = [c["id"] for c in clean]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ValidationError({"cases": [f"Duplicate case ids: {', '.join(duplicates)}."]})
+        raise Invalid({"cases": [f"Duplicate case ids: {', '.join(duplicates)}."]})
     return clean
 
 
@@ -89,7 +85,7 @@ def dataset_create(*, actor, name: str, kind: str, cases) -> EvalDataset:
     clean = validate_dataset(name=name, kind=kind, cases=cases)
     with transaction.atomic():
         if EvalDataset.objects.filter(name=name).exists():
-            raise ValidationError({"name": [f"A dataset named {name} already exists."]})
+            raise Invalid({"name": [f"A dataset named {name} already exists."]})
         dataset = EvalDataset.objects.create(name=name, kind=kind, cases=clean)
         transaction.on_commit(gate_cache_clear)
         audit_record(
@@ -112,7 +108,7 @@ def dataset_replace(
     with transaction.atomic():
         dataset = EvalDataset.objects.select_for_update().get(pk=dataset.pk)
         if expected_version is not None and dataset.version != expected_version:
-            raise ValidationError({"version": ["Someone else changed this dataset; reload and try again."]})
+            raise Invalid({"version": ["Someone else changed this dataset; reload and try again."]})
         before = snapshot(dataset)
         dataset.kind, dataset.cases, dataset.version = kind, clean, dataset.version + 1
         dataset.save(update_fields=["kind", "cases", "version", "updated_at"])
@@ -144,7 +140,7 @@ def dataset_delete(*, actor, dataset: EvalDataset) -> None:
 
 
 def cases_from_jsonl(text: str) -> list:
-    """Parse JSONL (one case per line, blank lines ignored) or raise ValidationError with the line."""
+    """Parse JSONL (one case per line, blank lines ignored) or raise Invalid with the line."""
     cases = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -152,7 +148,7 @@ def cases_from_jsonl(text: str) -> list:
         try:
             cases.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise ValidationError({"cases": [f"line {number}: not JSON ({exc.msg})."]})
+            raise Invalid({"cases": [f"line {number}: not JSON ({exc.msg})."]})
     return cases
 
 

@@ -5,8 +5,8 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
-from rest_framework.exceptions import ValidationError
 
+from knowledge.errors import Invalid
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.settings_store import setting_get
 from knowledge.web import error_text
@@ -32,16 +32,16 @@ def _jsonl_from_request(request) -> str:
     if upload is None:
         return request.POST.get("cases", "")
     if upload.size > MAX_UPLOAD_BYTES:
-        raise ValidationError({"file": ["The file is larger than 1 MiB."]})
+        raise Invalid({"file": ["The file is larger than 1 MiB."]})
     if (
         not upload.name.lower().endswith((".jsonl", ".json", ".ndjson", ".txt"))
         or upload.content_type not in UPLOAD_TYPES
     ):
-        raise ValidationError({"file": ["Upload a .jsonl file (one JSON case per line)."]})
+        raise Invalid({"file": ["Upload a .jsonl file (one JSON case per line)."]})
     try:
         return upload.read().decode("utf-8")
     except UnicodeDecodeError:
-        raise ValidationError({"file": ["The file is not UTF-8 text."]})
+        raise Invalid({"file": ["The file is not UTF-8 text."]})
 
 
 @reviewer_required
@@ -73,7 +73,7 @@ def dataset_list(request):
         try:
             cases = eval_datasets.cases_from_jsonl(_jsonl_from_request(request))
             eval_datasets.dataset_create(actor=request.principal, name=name, kind="agent_turn", cases=cases)
-        except ValidationError as exc:
+        except Invalid as exc:
             messages.error(request, error_text(exc))
             return render(
                 request,
@@ -108,7 +108,7 @@ def dataset_edit(request, name):
             )
         except ValueError:
             messages.error(request, "The form is missing its version; reload the page.")
-        except ValidationError as exc:
+        except Invalid as exc:
             messages.error(request, error_text(exc))
             return render(
                 request, "memory/gate/dataset_edit.html", {"dataset": dataset, "text": text}, status=400

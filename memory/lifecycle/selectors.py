@@ -8,9 +8,9 @@ from django.db.models import Count, Q
 from django.http import Http404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
-from rest_framework.exceptions import PermissionDenied
 
 from knowledge import access
+from knowledge.errors import Refused
 from knowledge.models import AuditEvent, Memory
 from knowledge.principals.principal import Principal
 from memory.models import GateCheck
@@ -41,7 +41,7 @@ def memory_get_for(principal: Principal, memory_id: int) -> Memory:
     if memory is None:
         raise Http404(f"There is no memory {memory_id}.")
     if not access.can_read_store(principal, owner=memory.owner, store=memory.store):
-        raise PermissionDenied("This memory lies in a store you may not read.")
+        raise Refused("This memory lies in a store you may not read.")
     return memory
 
 

@@ -7,6 +7,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from knowledge import access
+from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, Conversation, Memory, MemorySource, Person
 from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
 
@@ -78,7 +79,7 @@ class MemoryWriteSerializer(FreshFieldsMixin, StrictSerializer):
 
         try:
             attrs["store"] = access.parse_scope(attrs.pop("scope"))
-        except serializers.ValidationError as exc:
+        except Invalid as exc:
             errors.update(exc.detail)
         store = attrs.get("store", "")
         if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():

@@ -12,11 +12,10 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
-from rest_framework import status as http_status
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
+from knowledge.errors import Conflict, Invalid, Refused
 from knowledge.memories import memory_row_insert, memory_row_new, memory_row_revise
 from knowledge.models import Agent, AgentSkill, AuditEvent, Conversation, Memory
 from knowledge.principals.principal import Principal
@@ -39,12 +38,11 @@ QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE = "new", "requeued", "merge",
 QUEUE_SUPERSEDES = "supersedes"
 
 
-class MemoryConflict(APIException):
+class MemoryConflict(Conflict):
     """Strict anti-drift refused a memory that contradicts confident semantic memories without
     naming them in `supersedes`. The API turns it into 409 with `policy_violation`."""
 
-    status_code = http_status.HTTP_409_CONFLICT
-    default_code = "memory_conflict"
+    code = "memory_conflict"
 
     def __init__(self, conflicts_with: list[int]):
         self.conflicts_with = conflicts_with
@@ -53,21 +51,14 @@ class MemoryConflict(APIException):
             f"memor{'y' if len(conflicts_with) == 1 else 'ies'} {', '.join(map(str, conflicts_with))}. "
             "Name it in 'supersedes' to replace it."
         )
-        super().__init__(message)
-        # Keep ints in the body (APIException would turn every leaf into a string).
-        self.detail = {
-            "detail": message,
-            "policy_violation": "memory_conflict",
-            "conflicts_with": conflicts_with,
-        }
+        super().__init__(message, policy_violation="memory_conflict", conflicts_with=conflicts_with)
 
 
-class MemoryStateConflict(APIException):
+class MemoryStateConflict(Conflict):
     """The memory is no longer in a state the action needs — usually another reviewer acted
     first. Nothing was changed. The API turns it into 409."""
 
-    status_code = http_status.HTTP_409_CONFLICT
-    default_code = "state_conflict"
+    code = "state_conflict"
 
     def __init__(self, memory: Memory, action: str):
         self.memory_id, self.current_status = memory.pk, memory.status
@@ -83,8 +74,7 @@ class MemoryStateConflict(APIException):
         message = (
             f"Memory {memory.pk} is {memory.status} now{by}; it cannot be {action}. Nothing was changed."
         )
-        super().__init__(message)
-        self.detail = {"detail": message, "memory": memory.pk, "status": memory.status}
+        super().__init__(message, memory=memory.pk, status=memory.status)
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -408,7 +398,7 @@ def memory_write(
 ) -> Memory:
     """Write a memory owned by `owner` into `store` and pass it through memory_activate: it comes
     back `queued` (awaiting review) or `active`. Short-term tiers get `expires_at` (default TTL
-    BRAIN_SHORT_TERM_TTL hours). Raises PermissionDenied when `actor` may not write there and
+    BRAIN_SHORT_TERM_TTL hours). Raises Refused when `actor` may not write there and
     MemoryConflict (after auditing memory.policy_violation) when strict anti-drift refuses it;
     then nothing is written. `attach` sets the fields that attach the memory to something
     (a skill overlay's `skill` and `position`, a precomputed `embedding`); `audit_data` is added
@@ -504,7 +494,7 @@ def _check_references(*, actor: Principal, owner: Agent, supersedes: Memory | No
         else:
             try:
                 access.check_write(actor, owner=owner, store=supersedes.store)
-            except PermissionDenied:
+            except Refused:
                 errors["supersedes"] = [f"You may not write into the store of memory {supersedes.pk}."]
     refs = [s["ref"] for s in sources if s["kind"] == "memory"]
     if refs:
@@ -516,7 +506,7 @@ def _check_references(*, actor: Principal, owner: Agent, supersedes: Memory | No
         if missing:
             errors["sources"] = [f"No memory you can see has the id {', '.join(missing)}."]
     if errors:
-        raise ValidationError(errors)
+        raise Invalid(errors)
 
 
 def _unique_sources(sources):
@@ -559,7 +549,7 @@ def memory_approve(
                 )
             if supersedes is not None and supersedes.pk != memory.supersedes_id:
                 if supersedes.pk == memory.pk or supersedes.status not in LIVE:
-                    raise ValidationError({"supersedes": [f"Memory {supersedes.pk} cannot be superseded."]})
+                    raise Invalid({"supersedes": [f"Memory {supersedes.pk} cannot be superseded."]})
                 memory.supersedes = supersedes
                 _save(memory, "supersedes")
             queue_reason = memory.queue_reason
@@ -602,7 +592,7 @@ def memory_approve(
 def memory_edit_and_approve(*, actor: Principal, memory_id: int, text: str, reason: str = "") -> Memory:
     """Edit-then-approve: the reviewer's text becomes a new version, then the memory is approved."""
     if not (text or "").strip():
-        raise ValidationError({"text": ["The edited text may not be empty."]})
+        raise Invalid({"text": ["The edited text may not be empty."]})
     return memory_approve(actor=actor, memory_id=memory_id, text=text, reason=reason)
 
 
@@ -611,7 +601,7 @@ def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
     become stale. Of two reviewers acting at once exactly one wins."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationError({"reason": ["Say why the memory is rejected."]})
+        raise Invalid({"reason": ["Say why the memory is rejected."]})
     with transaction.atomic():
         memory = _lock_in(memory_id, [Memory.QUEUED], "rejected")
         before = snapshot(memory)
@@ -642,9 +632,9 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
     from knowledge.audit.services import current_batch_id
 
     if action not in ("approve", "reject"):
-        raise ValidationError({"action": ["Use approve or reject."]})
+        raise Invalid({"action": ["Use approve or reject."]})
     if action == "reject" and not (reason or "").strip():
-        raise ValidationError({"reason": ["Say why the memories are rejected."]})
+        raise Invalid({"reason": ["Say why the memories are rejected."]})
     done, failed = [], {}
     token = current_batch_id.set(current_batch_id.get() or uuid.uuid4())
     try:
@@ -673,7 +663,7 @@ def memory_revise(*, actor: Principal, memory_id: int, text: str, reason: str) -
     if not (reason or "").strip():
         errors["reason"] = ["Say why the text changes."]
     if errors:
-        raise ValidationError(errors)
+        raise Invalid(errors)
     with transaction.atomic():
         memory = _lock_in(memory_id, LIVE, "edited")
         if text == memory.text:
@@ -706,9 +696,9 @@ def memory_requeue(
     regression. A queued memory is not recalled until it is approved again."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationError({"reason": ["Say why the memory goes back to the queue."]})
+        raise Invalid({"reason": ["Say why the memory goes back to the queue."]})
     if queue_reason not in (QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE, QUEUE_SUPERSEDES):
-        raise ValidationError({"queue_reason": ["Use new, requeued, merge or gate."]})
+        raise Invalid({"queue_reason": ["Use new, requeued, merge or gate."]})
     with transaction.atomic():
         memory = _lock_in(memory_id, LIVE, "requeued")
         before = snapshot(memory)
@@ -757,7 +747,7 @@ def memory_revoke(*, actor: Principal, memory_id: int, reason: str) -> Memory:
     with a required reason. Memories that cite it become stale."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationError({"reason": ["Say why the memory is revoked."]})
+        raise Invalid({"reason": ["Say why the memory is revoked."]})
     with transaction.atomic():
         memory = _lock_in(memory_id, LIVE, "revoked")
         before = snapshot(memory)
@@ -784,7 +774,7 @@ def memory_promote(
     if confidence is not None and not (0 <= confidence <= 1):
         errors["confidence"] = ["Confidence is between 0 and 1."]
     if errors:
-        raise ValidationError(errors)
+        raise Invalid(errors)
     with transaction.atomic():
         memory = _lock_in(memory_id, LIVE, "promoted")
         if tier is None and confidence is None:
@@ -793,13 +783,11 @@ def memory_promote(
             elif memory.confidence < 1.0:
                 confidence = 1.0
             else:
-                raise ValidationError(
-                    {"tier": ["Already long-term with full confidence: nothing to promote."]}
-                )
+                raise Invalid({"tier": ["Already long-term with full confidence: nothing to promote."]})
         if tier is not None and Memory.TIER_ORDER.index(tier) <= Memory.TIER_ORDER.index(memory.tier):
-            raise ValidationError({"tier": [f"{tier} is not above the memory's tier {memory.tier}."]})
+            raise Invalid({"tier": [f"{tier} is not above the memory's tier {memory.tier}."]})
         if confidence is not None and confidence <= memory.confidence:
-            raise ValidationError(
+            raise Invalid(
                 {"confidence": [f"{confidence} is not above the memory's confidence {memory.confidence}."]}
             )
         before = snapshot(memory)

@@ -8,8 +8,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from rest_framework.exceptions import ValidationError
 
+from knowledge.errors import Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import console_principal, reviewer_required
 from knowledge.principals.views import safe_next
@@ -118,7 +118,7 @@ def _review(request, memory_id: int, service, done, **kwargs):
         memory = service(actor=request.principal, memory_id=memory_id, **kwargs)
     except Memory.DoesNotExist:
         raise Http404(f"There is no memory {memory_id}.")
-    except (services.MemoryConflict, services.MemoryStateConflict, ValidationError) as exc:
+    except (services.MemoryConflict, services.MemoryStateConflict, Invalid) as exc:
         return _item_response(request, memory_id, error=error_text(exc))
     return _item_response(request, memory_id, done=done(memory) if callable(done) else done)
 
@@ -266,7 +266,7 @@ def _operate(request, memory_id: int, service, done: str, **kwargs):
         service(actor=request.principal, memory_id=memory_id, **kwargs)
     except Memory.DoesNotExist:
         raise Http404(f"There is no memory {memory_id}.")
-    except (services.MemoryStateConflict, ValidationError) as exc:
+    except (services.MemoryStateConflict, Invalid) as exc:
         notice, kind = error_text(exc), "error"
     return _operate_response(request, memory_id, notice, kind)
 

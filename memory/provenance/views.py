@@ -5,8 +5,8 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
 
+from knowledge.errors import Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
@@ -58,7 +58,7 @@ def stale_action(request, memory_id: int):
             done = "retired"
         else:
             raise Http404("Unknown action.")
-    except ValidationError as exc:
+    except Invalid as exc:
         error = error_text(exc)
     except services.MemoryStateConflict as exc:
         error = str(exc)

@@ -3,9 +3,9 @@ result, within the caller's scope (the same access layer as search)."""
 
 from django.db.models import Q
 from django.http import Http404
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from knowledge import access
+from knowledge.errors import Invalid, Refused
 from knowledge.models import Conversation, Entry, Episode, Memory, Message
 from knowledge.principals.principal import Principal
 
@@ -36,13 +36,13 @@ class Browser:
 
     def __init__(self, principal: Principal, conversation: Conversation | None = None):
         if principal.kind not in ("agent",) and not principal.is_reviewer:
-            raise PermissionDenied("This token may not browse memory.")
+            raise Refused("This token may not browse memory.")
         if (
             conversation is not None
             and principal.kind == "agent"
             and conversation.agent_id != principal.agent.pk
         ):
-            raise PermissionDenied("That conversation belongs to another agent.")
+            raise Refused("That conversation belongs to another agent.")
         self.principal = principal
         self.conversation = conversation
         self.knowledge_q = access.readable_q(principal, conversation=conversation)
@@ -53,12 +53,12 @@ class Browser:
         if obj is None:
             raise Http404(f"No {model._meta.model_name} {pk}.")
         if not model.objects.filter(visible_q, pk=pk).exists():
-            raise PermissionDenied(f"{model._meta.model_name.capitalize()} {pk} is outside your scope.")
+            raise Refused(f"{model._meta.model_name.capitalize()} {pk} is outside your scope.")
         return obj
 
     def open(self, kind: str, pk: int) -> dict:
         if kind not in KINDS:
-            raise ValidationError({"kind": [f"Use one of {', '.join(KINDS)}."]})
+            raise Invalid({"kind": [f"Use one of {', '.join(KINDS)}."]})
         return getattr(self, f"_{kind}")(pk)
 
     def _visible_messages(self):
@@ -184,7 +184,7 @@ class Browser:
                 m = self._get(Memory, int(ref), self.knowledge_q)
                 return {"kind": "memory", "id": m.pk, "text": m.text, "status": m.status}
             return self.open(kind, int(ref))
-        except (Http404, PermissionDenied):
+        except (Http404, Refused):
             return None
 
     def _conversation(self, pk: int) -> dict:
@@ -192,7 +192,7 @@ class Browser:
         if c is None:
             raise Http404(f"No conversation {pk}.")
         if self.principal.kind == "agent" and c.agent_id != self.principal.agent.pk:
-            raise PermissionDenied(f"Conversation {pk} is another agent's.")
+            raise Refused(f"Conversation {pk} is another agent's.")
         qs = self._visible_messages().filter(channel_id=c.channel_id, ts__gte=c.started_at)
         if c.thread:
             qs = qs.filter(thread=c.thread)

@@ -2,19 +2,16 @@
 
 from django.conf import settings
 from django.db import transaction
-from rest_framework import status
-from rest_framework.exceptions import APIException, ValidationError
 
 from knowledge.audit.services import audit_record, snapshot
+from knowledge.errors import Conflict, Invalid
 from knowledge.models import Agent, PinnedMemo
 from knowledge.principals.principal import Principal
 from knowledge.tokens import count_tokens
 
 
-class MemoChanged(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The memo was changed by someone else meanwhile; reload it and try again."
-    default_code = "conflict"
+class MemoChanged(Conflict):
+    default_message = "The memo was changed by someone else meanwhile; reload it and try again."
 
 
 def memo_budget_tokens() -> int:
@@ -48,7 +45,7 @@ def memo_update(
     tokens = count_tokens(text)
     budget = memo_budget_tokens()
     if tokens > budget:
-        raise ValidationError({"text": [f"The memo counts {tokens} tokens; its budget is {budget}."]})
+        raise Invalid({"text": [f"The memo counts {tokens} tokens; its budget is {budget}."]})
     with transaction.atomic():
         memo, _ = PinnedMemo.objects.select_for_update().get_or_create(agent=agent)
         if expected_version is not None and memo.version != expected_version:

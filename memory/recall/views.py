@@ -8,8 +8,8 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 
+from knowledge.errors import DomainError, Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.permissions import reviewer_required
 from knowledge.tokens import count_tokens
@@ -27,7 +27,7 @@ def _int(value, default, lo, hi):
         return default
 
 
-def _errors(exc: APIException) -> str:
+def _errors(exc: DomainError) -> str:
     detail = exc.detail
     if isinstance(detail, dict):
         return "; ".join(
@@ -65,22 +65,22 @@ def playground(request):
         try:
             agent = Agent.objects.filter(name=form["agent"]).first()
             if agent is None:
-                raise ValidationError({"agent": ["Unknown agent."]})
+                raise Invalid({"agent": ["Unknown agent."]})
             conversation = channel = None
             if form["conversation"]:
                 conversation = Conversation.objects.filter(pk=_int(form["conversation"], 0, 0, 2**62)).first()
                 if conversation is None:
-                    raise ValidationError({"conversation": ["Unknown conversation."]})
+                    raise Invalid({"conversation": ["Unknown conversation."]})
             elif form["channel"]:
                 channel = Channel.objects.filter(name=form["channel"]).select_related("person").first()
                 if channel is None:
-                    raise ValidationError({"channel": ["Unknown channel."]})
+                    raise Invalid({"channel": ["Unknown channel."]})
             now = None
             if form["now"]:
                 try:
                     now = datetime.fromisoformat(form["now"])
                 except ValueError:
-                    raise ValidationError({"now": ["Use an ISO time, e.g. 2026-03-01T12:00."]}) from None
+                    raise Invalid({"now": ["Use an ISO time, e.g. 2026-03-01T12:00."]}) from None
                 if timezone.is_naive(now):
                     now = timezone.make_aware(now, UTC)
             scope = resolve_scope(request.principal, agent=agent, conversation=conversation, channel=channel)
@@ -91,7 +91,7 @@ def playground(request):
             context["conversation_id"] = conversation.pk if conversation else ""
             share = outcome.used_tokens * 100 // max(outcome.budget_tokens, 1)
             context["budget_share"] = min(share, 100)
-        except (ValidationError, PermissionDenied) as exc:
+        except (Invalid, Refused) as exc:
             context["error"] = _errors(exc)
     template = "memory/recall/recall.html"
     if request.htmx:
@@ -110,7 +110,7 @@ def browse(request, kind, pk):
         conversation = get_object_or_404(Conversation, pk=int(request.GET["conversation"]))
     try:
         data = Browser(request.principal, conversation).open(kind, pk)
-    except PermissionDenied as exc:
+    except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail)) from None
     lines = data.get("thread") or data.get("context") or data.get("messages") or []
     context = {"kind": kind, "data": data, "lines": lines, "conversation": conversation}
@@ -145,7 +145,7 @@ def memo_edit(request, name):
             )
             messages.success(request, "Pinned memo saved.")
             return redirect("agent-memo", name=agent.name)
-        except ValidationError as exc:
+        except Invalid as exc:
             messages.error(request, _errors(exc))
         except MemoChanged as exc:
             messages.error(request, str(exc.detail))

@@ -2,8 +2,8 @@ import os
 import secrets
 
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import ValidationError
 
+from knowledge.errors import Invalid
 from knowledge.principals import services
 from knowledge.principals.principal import ROLES, Principal
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         actor = Principal.system("manage.py")
         try:
             user = services.consoleuser_create(actor=actor, username=username, role=role, password=password)
-        except ValidationError as exc:
+        except Invalid as exc:
             raise CommandError(str(exc.detail))
         raw = services.token_create(actor=actor, user=user, label="createconsoleuser")
         self.stdout.write(f"Console user {user.username} created with role {role}.")

@@ -706,10 +706,9 @@ def test_the_status_api_reports_stage_b(opened_world):
 def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
     """Between the scan and the write a person may delete an opened entry: the operation on it
     is refused (and so dropped), it does not fail the run."""
-    from rest_framework.exceptions import ValidationError
-
     from curation.dreaming.services_b import REFUSALS, _entry
     from knowledge.entries.services import entry_delete
+    from knowledge.errors import Invalid as ValidationError
 
     entry = factory.make_entry(world.copilot, name="Dana", type="person")
     entry_delete(actor=PERSON, entry_id=entry.pk, reason="duplicate")

@@ -2,10 +2,10 @@
 restorable; a delete record brings an entry back whole."""
 
 import pytest
-from rest_framework.exceptions import PermissionDenied
 
 from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.entries import services as entries
+from knowledge.errors import Refused as PermissionDenied
 from knowledge.models import AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Setting
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
