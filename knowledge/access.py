@@ -275,3 +275,18 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     if principal.kind == "integration":
         return channel.integrations.filter(integration=principal.integration).exists()
     return False
+
+
+def owner_for_write(principal: Principal, name: str | None) -> Agent:
+    """The owner agent a write names: an agent token writes only as itself (and is the default);
+    anyone else names the owner."""
+    if principal.kind == "agent":
+        if name and name != principal.agent.name:
+            raise Refused("An agent may write only as itself.")
+        return principal.agent
+    if not name:
+        raise Invalid({"owner": ["Name the owner agent."]})
+    owner = Agent.objects.filter(name=name).first()
+    if owner is None:
+        raise Invalid({"owner": [f"No agent named {name}."]})
+    return owner

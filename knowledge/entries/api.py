@@ -342,19 +342,6 @@ def _page_params(params) -> tuple[int, int]:
     return page, size
 
 
-def _owner_for_write(principal, name) -> Agent:
-    if principal.kind == "agent":
-        if name and name != principal.agent.name:
-            raise PermissionDenied("An agent may write only as itself.")
-        return principal.agent
-    if not name:
-        raise ValidationError({"owner": ["Name the owner agent."]})
-    owner = Agent.objects.filter(name=name).first()
-    if owner is None:
-        raise ValidationError({"owner": [f"No agent named {name}."]})
-    return owner
-
-
 LIST_PARAMS = [
     OpenApiParameter("q", str, description="Search name, aliases, summary and body (ranked)."),
     OpenApiParameter("type", str),
@@ -404,7 +391,7 @@ def entry_collection(request):
             }
         )
     data = _valid(EntryCreateSerializer, request.data)
-    owner = _owner_for_write(principal, data.get("owner"))
+    owner = access.owner_for_write(principal, data.get("owner"))
     store = access.parse_scope(data["scope"])
     entry = entries.entry_create(
         actor=principal,

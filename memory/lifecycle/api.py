@@ -107,7 +107,7 @@ def memory_collection(request):
     principal = request.user
     if request.method == "POST":
         data = _valid(MemoryWriteSerializer, request.data, principal=principal)
-        memory = services.memory_write(actor=principal, **data)
+        memory = services.memory_write_request(actor=principal, **data)
         return Response(memory_out(memory), status=status.HTTP_201_CREATED)
 
     query = _valid(MemoryListQuerySerializer, request.query_params)

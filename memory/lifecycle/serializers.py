@@ -1,17 +1,14 @@
 """Small input/output serializers for the memory API. No business logic here: services decide."""
 
 import copy
-import json
 
-from django.utils import timezone
 from rest_framework import serializers
 
 from knowledge import access
-from knowledge.errors import Invalid
-from knowledge.models import Agent, Channel, Conversation, Memory, MemorySource, Person
+from knowledge.models import Memory, MemorySource
 from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
+from memory.lifecycle.services import MAX_TEXT
 
-MAX_TEXT = 20_000
 MAX_SOURCES = 50
 
 
@@ -71,67 +68,6 @@ class MemoryWriteSerializer(FreshFieldsMixin, StrictSerializer):
         default=None,
         help_text="One of the agent's conversations; its working memories are cleared when it finishes.",
     )
-
-    def validate(self, attrs):
-        attrs = super().validate(attrs)
-        principal = self.context["principal"]
-        errors = {}
-
-        try:
-            attrs["store"] = access.parse_scope(attrs.pop("scope"))
-        except Invalid as exc:
-            errors.update(exc.detail)
-        store = attrs.get("store", "")
-        if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
-            errors["scope"] = [f"There is no person named {store[8:]}."]
-        if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
-            errors["scope"] = [f"There is no channel named {store[8:]}."]
-
-        name = attrs.pop("agent", None)
-        owner = None
-        if name is None:
-            if principal.kind == "agent":
-                owner = principal.agent
-            else:
-                errors["agent"] = ["This field is required for tokens that are not an agent's."]
-        elif principal.kind == "agent" and name == principal.agent.name:
-            owner = principal.agent
-        else:
-            owner = Agent.objects.filter(name=name).first()
-            if owner is None:
-                errors["agent"] = [f"There is no agent named {name}."]
-        attrs["owner"] = owner
-
-        if not attrs.get("text", "").strip():
-            if attrs["key"] and attrs["value"] is not None:
-                rendered = json.dumps(attrs["value"], sort_keys=True, ensure_ascii=False)
-                attrs["text"] = f"{attrs['key']} = {rendered}"[:MAX_TEXT]
-            else:
-                errors["text"] = ["Give the memory's text (or both key and value)."]
-
-        if attrs["valid_from"] and attrs["valid_to"] and attrs["valid_to"] <= attrs["valid_from"]:
-            errors["valid_to"] = ["valid_to must be after valid_from."]
-        if attrs["expires_at"] is not None:
-            if attrs["tier"] not in Memory.SHORT_TERM_TIERS:
-                errors["expires_at"] = ["Only working and episodic memories expire."]
-            elif attrs["expires_at"] <= timezone.now():
-                errors["expires_at"] = ["expires_at is in the past."]
-
-        if attrs["supersedes"] is not None:
-            target = Memory.objects.select_related("owner").filter(pk=attrs["supersedes"]).first()
-            if target is None:
-                errors["supersedes"] = [f"There is no memory {attrs['supersedes']} you can see."]
-            attrs["supersedes"] = target
-        if attrs["conversation"] is not None:
-            conversation = Conversation.objects.filter(pk=attrs["conversation"]).first()
-            if conversation is None or owner is None or conversation.agent_id != owner.pk:
-                errors["conversation"] = [
-                    f"Agent {name or owner} has no conversation {attrs['conversation']}."
-                ]
-            attrs["conversation"] = conversation
-        if errors:
-            raise serializers.ValidationError(errors)
-        return attrs
 
 
 class MemoryListQuerySerializer(StrictSerializer):

@@ -7,6 +7,7 @@ reasons — never memory text) with before/after snapshots as revisions, so audi
 any change back."""
 
 import datetime
+import json
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Conflict, Invalid, Refused
 from knowledge.memories import memory_row_insert, memory_row_new, memory_row_revise
-from knowledge.models import Agent, AgentSkill, AuditEvent, Conversation, Memory
+from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Memory, Person
 from knowledge.principals.principal import Principal
 from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
@@ -369,6 +370,130 @@ def may_retire_without_review(*, actor: Principal, memory: Memory, route: str) -
 # --- writing --------------------------------------------------------------------------------
 
 
+MAX_TEXT = 20_000
+
+
+def _write_rules(
+    *,
+    owner: Agent | None,
+    text: str,
+    key: str,
+    value,
+    tier: str,
+    valid_from,
+    valid_to,
+    expires_at,
+    conversation: Conversation | None,
+    owner_label: str = "",
+) -> tuple[str, dict]:
+    """The rules on a memory's fields that hold for every writer: the text (or, without one, the
+    text derived from key and value), validity order, expiry of short-term tiers only, and the
+    conversation being one of the owner's. Returns the text and the field errors."""
+    errors = {}
+    if not (text or "").strip():
+        if key and value is not None:
+            rendered = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            text = f"{key} = {rendered}"[:MAX_TEXT]
+        else:
+            errors["text"] = ["Give the memory's text (or both key and value)."]
+    if valid_from and valid_to and valid_to <= valid_from:
+        errors["valid_to"] = ["valid_to must be after valid_from."]
+    if expires_at is not None:
+        if tier not in Memory.SHORT_TERM_TIERS:
+            errors["expires_at"] = ["Only working and episodic memories expire."]
+        elif expires_at <= timezone.now():
+            errors["expires_at"] = ["expires_at is in the past."]
+    if conversation is not None and owner is not None and conversation.agent_id != owner.pk:
+        errors["conversation"] = [f"Agent {owner_label or owner} has no conversation {conversation.pk}."]
+    return text, errors
+
+
+def memory_write_request(
+    *,
+    actor: Principal,
+    scope: str,
+    agent: str | None = None,
+    text: str = "",
+    key: str = "",
+    value=None,
+    tier: str = Memory.SEMANTIC,
+    supersedes: int | None = None,
+    conversation: int | None = None,
+    valid_from: datetime.datetime | None = None,
+    valid_to: datetime.datetime | None = None,
+    expires_at: datetime.datetime | None = None,
+    **fields,
+) -> Memory:
+    """memory_write for a caller that names things (the API, MCP, a command): the owner agent by
+    name (an agent token names only itself, and is the default owner), the scope (`agent`,
+    `shared`, `private:<person>`, `channel:<channel>`), the superseded memory and the
+    conversation by id. Every bad field is reported at once (Invalid); then memory_write."""
+    errors = {}
+    store = ""
+    try:
+        store = access.parse_scope(scope)
+    except Invalid as exc:
+        errors.update(exc.detail)
+    if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no person named {store[8:]}."]
+    if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no channel named {store[8:]}."]
+
+    owner = None
+    if agent is None:
+        if actor.kind == "agent":
+            owner = actor.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    elif actor.kind == "agent" and agent == actor.agent.name:
+        owner = actor.agent
+    else:
+        owner = Agent.objects.filter(name=agent).first()
+        if owner is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+
+    target = None
+    if supersedes is not None:
+        target = Memory.objects.select_related("owner").filter(pk=supersedes).first()
+        if target is None:
+            errors["supersedes"] = [f"There is no memory {supersedes} you can see."]
+    conversation_row = None
+    if conversation is not None:
+        conversation_row = Conversation.objects.filter(pk=conversation).first()
+        if conversation_row is None or owner is None:
+            errors["conversation"] = [f"Agent {agent or owner} has no conversation {conversation}."]
+    text, rule_errors = _write_rules(
+        owner=owner,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        conversation=conversation_row,
+        owner_label=agent or "",
+    )
+    errors.update(rule_errors)
+    if errors:
+        raise Invalid(errors)
+    return memory_write(
+        actor=actor,
+        owner=owner,
+        store=store,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        supersedes=target,
+        conversation=conversation_row,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        **fields,
+    )
+
+
 def memory_write(
     *,
     actor: Principal,
@@ -404,6 +529,19 @@ def memory_write(
     (a skill overlay's `skill` and `position`, a precomputed `embedding`); `audit_data` is added
     to the memory.written event."""
     access.check_write(actor, owner=owner, store=store)
+    text, errors = _write_rules(
+        owner=owner,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        conversation=conversation,
+    )
+    if errors:
+        raise Invalid(errors)
     sources = list(sources)
     _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=sources)
     now = now or timezone.now()

@@ -72,7 +72,7 @@ def memory_search_tool(principal: Principal, args: dict) -> dict:
 
 def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = _valid(MemoryWriteSerializer, args, principal=principal)
-    return memory_out(services.memory_write(actor=principal, **data))
+    return memory_out(services.memory_write_request(actor=principal, **data))
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:
