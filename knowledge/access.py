@@ -8,9 +8,11 @@ only to their owner agent, `shared` and `channel:*` items to every agent that re
 
 from django.db import connection
 from django.db.models import Q
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 
 from knowledge.errors import Invalid, Refused
-from knowledge.models import Agent, Channel, Conversation
+from knowledge.models import Agent, Channel, Conversation, CurationGuide, Entry, Memory
 from knowledge.principals.principal import Principal
 
 SHARED, SELF = "shared", "self"
@@ -290,3 +292,59 @@ def owner_for_write(principal: Principal, name: str | None) -> Agent:
     if owner is None:
         raise Invalid({"owner": [f"No agent named {name}."]})
     return owner
+
+
+# --- one object, if the principal may see it -------------------------------------------------
+
+
+def memory_get_for(principal: Principal, memory_id: int) -> Memory:
+    """The memory with this id if `principal` may read it: 404 when there is none, 403 when it
+    lies in a store the principal may not read. The one access helper for a single memory."""
+    memory = Memory.objects.select_related("owner").filter(pk=memory_id).first()
+    if memory is None:
+        raise Http404(f"There is no memory {memory_id}.")
+    if not can_read_store(principal, owner=memory.owner, store=memory.store):
+        raise Refused("This memory lies in a store you may not read.")
+    return memory
+
+
+def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = False) -> Entry:
+    """The entry if `principal` may read it; 404 otherwise (an unreadable entry is not
+    distinguishable from a missing one)."""
+    manager = Entry.all_objects if include_deleted else Entry.objects
+    try:
+        entry_id = int(entry_id)
+    except (TypeError, ValueError):
+        raise Http404("No such entry.")
+    entry = manager.filter(readable_q(principal), pk=entry_id).select_related("owner").first()
+    if entry is None:
+        raise Http404("No such entry.")
+    return entry
+
+
+def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
+    """Readable by people with a role and by the owner agent itself (it is in its self store)."""
+    if not can_read_store(principal, owner=owner, store=CurationGuide.STORE):
+        raise Http404("No such curation guide.")
+    from knowledge.entries.selectors import guide_for
+
+    return guide_for(owner)
+
+
+def conversation_get_for(principal: Principal, pk: int) -> Conversation:
+    """The conversation (404 if unknown); agents only their own (403), reviewers any."""
+    conversation = get_object_or_404(Conversation.objects.select_related("agent", "channel"), pk=pk)
+    if principal.kind == "agent" and conversation.agent_id != principal.agent.pk:
+        raise Refused("That conversation belongs to another agent.")
+    if principal.kind not in ("agent",) and not principal.is_reviewer:
+        raise Refused("This token may not read conversations.")
+    return conversation
+
+
+def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
+    """The agent named (404 if none); an agent token may name only itself (`refusal` says what
+    it may not do otherwise)."""
+    agent = get_object_or_404(Agent, name=name)
+    if principal.kind == "agent" and principal.agent.pk != agent.pk:
+        raise Refused(refusal)
+    return agent

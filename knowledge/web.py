@@ -207,3 +207,18 @@ def not_found(request, exception):
     if request.path.startswith("/api/"):
         return JsonResponse({"error": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+# --- paging of list APIs ---
+
+
+def page_params(params) -> tuple[int, int]:
+    """page and page_size from query parameters (25 a page by default, at most 100)."""
+    try:
+        page = int(params.get("page") or 1)
+        size = int(params.get("page_size") or 25)
+    except ValueError:
+        raise Invalid({"page": ["Whole numbers for page and page_size."]})
+    if page < 1 or not 1 <= size <= 100:
+        raise Invalid({"page": ["page ≥ 1 and 1 ≤ page_size ≤ 100."]})
+    return page, size

@@ -9,11 +9,11 @@ from rest_framework.response import Response
 
 from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.audit.selectors import AuditFilters, audit_events
-from knowledge.entries.api import _page_params, _parse_when
+from knowledge.entries.selectors import parse_when
 from knowledge.models import AuditEvent
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
-from knowledge.web import StrictSerializer
+from knowledge.web import StrictSerializer, page_params
 
 
 class AuditEventSerializer(serializers.Serializer):
@@ -98,8 +98,8 @@ def audit_filters_from(params) -> AuditFilters:
         object_type=params.get("object_type", "").strip()[:32],
         entry=_int("entry"),
         dreaming_run=_int("dreaming_run"),
-        since=_parse_when(params.get("since", ""), "since"),
-        until=_parse_when(params.get("until", ""), "until", end=True),
+        since=parse_when(params.get("since", ""), "since"),
+        until=parse_when(params.get("until", ""), "until", end=True),
         restorable=params.get("restorable", "") in ("1", "true", "yes", "on"),
     )
 
@@ -152,7 +152,7 @@ AUDIT_PARAMS = [
 @permission_classes([IsReviewer])
 def audit_list(request):
     filters = audit_filters_from(request.query_params)
-    page, size = _page_params(request.query_params)
+    page, size = page_params(request.query_params)
     qs = audit_events(filters)
     events = list(qs[(page - 1) * size : page * size])
     return Response(

@@ -1,5 +1,7 @@
-"""The one helper that writes audit events (and their revisions) inside a write service's
-transaction, plus the snapshot function restore relies on."""
+"""The audit writers: `audit_record` writes one event (and its revisions) inside a write
+service's transaction; `audit_events_sql` / `audit_revisions_sql` are the set-wise writer, the
+INSERTs a set-wise statement (the provenance check, consolidation) embeds to write one event and
+revision per row it changes, in the same statement. Plus the snapshot function restore relies on."""
 
 import contextvars
 import datetime
@@ -84,3 +86,57 @@ def audit_record(
     ]
     insert_with_children(event, ("event", rows))  # one statement: this runs in every write
     return event
+
+
+# --- the set-wise writer ------------------------------------------------------------------------
+
+EVENT_COLUMNS = (
+    "id",
+    "action",
+    "actor_kind",
+    "actor_name",
+    "store",
+    "owner",
+    "object_type",
+    "object_ids",
+    "reason",
+    "counts",
+    "data",
+    "batch_id",
+    "request_id",
+    "created_at",
+)
+REVISION_COLUMNS = ("event_id", "object_type", "object_id", "before", "after")
+
+
+def audit_events_sql(rows: str) -> str:
+    """An INSERT of one audit event per row of the query `rows`, whose columns are
+    EVENT_COLUMNS in that order (`id` drawn from the event sequence, `object_ids` a jsonb array
+    of strings). For a set-wise statement that changes many rows at once; use
+    `audit_actor_params` for the actor, batch and request columns."""
+    columns = ", ".join(EVENT_COLUMNS)
+    return f"INSERT INTO {AuditEvent._meta.db_table} ({columns}) SELECT * FROM ({rows}) AS audit_rows"
+
+
+def audit_revisions_sql(rows: str) -> str:
+    """An INSERT of one revision per row of the query `rows`, whose columns are
+    REVISION_COLUMNS in that order (before and after as jsonb)."""
+    columns = ", ".join(REVISION_COLUMNS)
+    return f"INSERT INTO {Revision._meta.db_table} ({columns}) SELECT * FROM ({rows}) AS revision_rows"
+
+
+def audit_event_id_sql() -> str:
+    """SQL for a fresh audit event id (drawn where the changed rows are, so the INSERTs need not
+    join back)."""
+    return f"nextval(pg_get_serial_sequence('{AuditEvent._meta.db_table}', 'id'))"
+
+
+def audit_actor_params(actor, *, batch: uuid.UUID | None = None) -> dict:
+    """The query parameters `actor_kind`, `actor_name`, `batch` (a new batch unless given) and
+    `request_id` for the columns audit_record fills from the actor and the current request."""
+    return {
+        "actor_kind": actor.kind,
+        "actor_name": actor.name,
+        "batch": batch or uuid.uuid4(),
+        "request_id": current_request_id.get(),
+    }

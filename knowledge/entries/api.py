@@ -2,10 +2,7 @@
 function views over `knowledge.entries` (writes) and `knowledge.entries.selectors` (reads); store
 visibility through `knowledge.access`, exactly as in the console."""
 
-import datetime
-
 from django.shortcuts import get_object_or_404
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
@@ -16,17 +13,15 @@ from knowledge import access
 from knowledge.entries import services as entries
 from knowledge.entries.projection import entry_markdown
 from knowledge.entries.selectors import (
-    EntryFilters,
     entry_body,
-    entry_get_for,
+    entry_filters_from,
     entry_relations,
     entry_search,
-    guide_get_for,
 )
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.schema import error_response
-from knowledge.web import BoundedDictField, StrictCharField, StrictSerializer
+from knowledge.web import BoundedDictField, StrictCharField, StrictSerializer, page_params
 
 STALE_VERSION = error_response("`version` is not the current one: someone changed it meanwhile.")
 
@@ -255,7 +250,7 @@ def entry_list_item(entry) -> dict:
 
 
 def entry_out(principal, entry, *, audit_event=None) -> dict:
-    entry = entry_get_for(principal, entry.pk, include_deleted=True)
+    entry = access.entry_get_for(principal, entry.pk, include_deleted=True)
     outgoing, incoming = entry_relations(principal, entry)
     data = {
         **entry_list_item(entry),
@@ -286,60 +281,6 @@ def guide_out(guide) -> dict:
 
 
 # --- filters ---------------------------------------------------------------------------------------
-
-
-def _parse_when(value: str, field: str, *, end: bool = False):
-    if not value:
-        return None
-    moment = parse_datetime(value)
-    if moment is None:
-        day = parse_date(value)
-        if day is None:
-            raise ValidationError({field: ["A date (YYYY-MM-DD) or an ISO 8601 date-time."]})
-        moment = datetime.datetime.combine(day + datetime.timedelta(days=1 if end else 0), datetime.time())
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment
-
-
-def entry_filters_from(params, principal) -> EntryFilters:
-    """EntryFilters from query parameters (API) or GET form fields (console); 400 on bad input."""
-    owner = None
-    if params.get("owner"):
-        owner = Agent.objects.filter(name=params["owner"]).first()
-        if owner is None:
-            raise ValidationError({"owner": [f"No agent named {params['owner']}."]})
-    store = params.get("store", "").strip()
-    if store:
-        store = access.parse_scope(store) if store in access.SCOPE_ALIASES else store
-    deleted = params.get("deleted", "") in ("1", "true", "yes", "on")
-    if deleted and not principal.is_reviewer:
-        raise PermissionDenied("Only reviewers and admins list deleted entries.")
-    sort = params.get("sort", "updated")
-    if sort not in ("updated", "name"):
-        raise ValidationError({"sort": ["updated or name."]})
-    return EntryFilters(
-        q=params.get("q", "")[:300],
-        type=params.get("type", "").strip()[:64],
-        store=store[:120],
-        author=params.get("author", "").strip()[:150],
-        owner=owner,
-        updated_after=_parse_when(params.get("updated_after", ""), "updated_after"),
-        updated_before=_parse_when(params.get("updated_before", ""), "updated_before", end=True),
-        deleted=deleted,
-        sort=sort,
-    )
-
-
-def _page_params(params) -> tuple[int, int]:
-    try:
-        page = int(params.get("page") or 1)
-        size = int(params.get("page_size") or 25)
-    except ValueError:
-        raise ValidationError({"page": ["Whole numbers for page and page_size."]})
-    if page < 1 or not 1 <= size <= 100:
-        raise ValidationError({"page": ["page ≥ 1 and 1 ≤ page_size ≤ 100."]})
-    return page, size
 
 
 LIST_PARAMS = [
@@ -379,7 +320,7 @@ def entry_collection(request):
     principal = request.user
     if request.method == "GET":
         filters = entry_filters_from(request.query_params, principal)
-        page, size = _page_params(request.query_params)
+        page, size = page_params(request.query_params)
         result = entry_search(principal, filters, page=page, page_size=size)
         return Response(
             {
@@ -436,9 +377,9 @@ def entry_collection(request):
 def entry_detail(request, entry_id):
     principal = request.user
     if request.method == "GET":
-        entry = entry_get_for(principal, entry_id, include_deleted=principal.is_reviewer)
+        entry = access.entry_get_for(principal, entry_id, include_deleted=principal.is_reviewer)
         return Response(entry_out(principal, entry))
-    entry = entry_get_for(principal, entry_id)
+    entry = access.entry_get_for(principal, entry_id)
     if request.method == "PATCH":
         data = dict(_valid(EntryPatchSerializer, request.data, partial=True))
         expected = data.pop("version", None)
@@ -458,7 +399,7 @@ def entry_detail(request, entry_id):
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def entry_projection(request, entry_id):
-    entry = entry_get_for(request.user, entry_id)
+    entry = access.entry_get_for(request.user, entry_id)
     outgoing, incoming = entry_relations(request.user, entry)
     markdown = entry_markdown(entry, entry_body(entry), outgoing, incoming, links=False)
     return Response({"id": entry.pk, "markdown": markdown})
@@ -470,7 +411,7 @@ def entry_projection(request, entry_id):
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def block_collection(request, entry_id):
-    entry = entry_get_for(request.user, entry_id)
+    entry = access.entry_get_for(request.user, entry_id)
     data = _valid(BlockAddSerializer, request.data)
     block = entries.block_add(
         actor=request.user,
@@ -500,7 +441,7 @@ def block_collection(request, entry_id):
 @permission_classes([IsAgentOrReviewer])
 def block_detail(request, entry_id, block_id):
     principal = request.user
-    entry = entry_get_for(principal, entry_id)
+    entry = access.entry_get_for(principal, entry_id)
     get_object_or_404(Memory, pk=block_id, entry=entry, status__in=entries.BODY_STATUSES)
     if request.method == "DELETE":
         reason = request.query_params.get("reason") or (request.data or {}).get("reason", "")
@@ -539,7 +480,7 @@ def block_detail(request, entry_id, block_id):
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def relation_collection(request, entry_id):
-    entry = entry_get_for(request.user, entry_id)
+    entry = access.entry_get_for(request.user, entry_id)
     data = _valid(RelationInSerializer, request.data)
     relation = entries.relation_add(
         actor=request.user,
@@ -567,7 +508,7 @@ def relation_collection(request, entry_id):
 @api_view(["DELETE"])
 @permission_classes([IsAgentOrReviewer])
 def relation_detail(request, entry_id, relation_id):
-    entry = entry_get_for(request.user, entry_id)
+    entry = access.entry_get_for(request.user, entry_id)
     reason = request.query_params.get("reason") or (request.data or {}).get("reason", "")
     event = entries.relation_remove(
         actor=request.user, entry_id=entry.pk, relation_id=relation_id, reason=reason
@@ -588,7 +529,7 @@ def guide_detail(request, agent_name):
     owner = get_object_or_404(Agent, name=agent_name)
     principal = request.user
     if request.method == "GET":
-        return Response(guide_out(guide_get_for(principal, owner)))
+        return Response(guide_out(access.guide_get_for(principal, owner)))
     if not (principal.kind == "person" and principal.is_admin):
         raise PermissionDenied("Only admins edit curation guides; agents and Dreaming only read them.")
     data = dict(_valid(GuideInSerializer, request.data))

@@ -6,29 +6,16 @@ import datetime
 import math
 
 from django.db.models import Exists, OuterRef, Q
-from django.http import Http404
+from django.utils.dateparse import parse_date, parse_datetime
 
 from knowledge import access
 from knowledge.entries.search import ranked_ids
 from knowledge.entries.services import BODY_STATUSES
+from knowledge.errors import Invalid, Refused
 from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Revision
 from knowledge.principals.principal import Principal
 
 MAX_PAGE_SIZE = 100
-
-
-def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = False) -> Entry:
-    """The entry if `principal` may read it; 404 otherwise (an unreadable entry is not
-    distinguishable from a missing one)."""
-    manager = Entry.all_objects if include_deleted else Entry.objects
-    try:
-        entry_id = int(entry_id)
-    except (TypeError, ValueError):
-        raise Http404("No such entry.")
-    entry = manager.filter(access.readable_q(principal), pk=entry_id).select_related("owner").first()
-    if entry is None:
-        raise Http404("No such entry.")
-    return entry
 
 
 def entry_body(entry: Entry) -> list[Memory]:
@@ -92,13 +79,6 @@ def guide_for(owner: Agent) -> CurationGuide:
             version=0,
         )
     return guide
-
-
-def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
-    """Readable by people with a role and by the owner agent itself (it is in its self store)."""
-    if not access.can_read_store(principal, owner=owner, store=CurationGuide.STORE):
-        raise Http404("No such curation guide.")
-    return guide_for(owner)
 
 
 def entry_types(owner: Agent | None = None) -> list[str]:
@@ -183,3 +163,51 @@ def entry_search(principal: Principal, f: EntryFilters, *, page: int = 1, page_s
         count = ranked_ids(qs, q, limit=1, offset=0)[1]
     by_id = Entry.all_objects.select_related("owner").in_bulk(ids)
     return EntryPage([by_id[i] for i in ids if i in by_id], count, page, page_size)
+
+
+# --- filters from query parameters (API) or GET form fields (console) ---
+
+
+def parse_when(value: str, field: str, *, end: bool = False):
+    """A date or date-time filter value (a date means its start, or with `end` the next day's
+    start); UTC when no zone is given."""
+    if not value:
+        return None
+    moment = parse_datetime(value)
+    if moment is None:
+        day = parse_date(value)
+        if day is None:
+            raise Invalid({field: ["A date (YYYY-MM-DD) or an ISO 8601 date-time."]})
+        moment = datetime.datetime.combine(day + datetime.timedelta(days=1 if end else 0), datetime.time())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment
+
+
+def entry_filters_from(params, principal) -> EntryFilters:
+    """EntryFilters from query parameters (API) or GET form fields (console); 400 on bad input."""
+    owner = None
+    if params.get("owner"):
+        owner = Agent.objects.filter(name=params["owner"]).first()
+        if owner is None:
+            raise Invalid({"owner": [f"No agent named {params['owner']}."]})
+    store = params.get("store", "").strip()
+    if store:
+        store = access.parse_scope(store) if store in access.SCOPE_ALIASES else store
+    deleted = params.get("deleted", "") in ("1", "true", "yes", "on")
+    if deleted and not principal.is_reviewer:
+        raise Refused("Only reviewers and admins list deleted entries.")
+    sort = params.get("sort", "updated")
+    if sort not in ("updated", "name"):
+        raise Invalid({"sort": ["updated or name."]})
+    return EntryFilters(
+        q=params.get("q", "")[:300],
+        type=params.get("type", "").strip()[:64],
+        store=store[:120],
+        author=params.get("author", "").strip()[:150],
+        owner=owner,
+        updated_after=parse_when(params.get("updated_after", ""), "updated_after"),
+        updated_before=parse_when(params.get("updated_before", ""), "updated_before", end=True),
+        deleted=deleted,
+        sort=sort,
+    )

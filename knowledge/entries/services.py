@@ -16,7 +16,13 @@ from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.conversations.services import request_embedding_run
 from knowledge.errors import Conflict, Invalid, NotFound, Refused
-from knowledge.memories import memory_row_create, memory_row_revise
+from knowledge.memories import (
+    ENTRY_BLOCK,
+    entry_block_goes_active,
+    memory_row_activate,
+    memory_row_new,
+    memory_row_revise,
+)
 from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory, MemorySource
 from knowledge.principals.principal import Principal
 
@@ -45,18 +51,6 @@ def relation_snapshot(relation: EntryRelation) -> dict:
 
 def guide_snapshot(guide: CurationGuide) -> dict:
     return snapshot(guide)
-
-
-# --- the status of a newly written block ----------------------------------------------------------
-
-
-def block_write_status(actor: Principal) -> tuple[str, str]:
-    """(status, queue_reason) for a block an actor writes or corrects. People (console users,
-    person tokens) and trusted agents write active blocks; an untrusted agent's blocks wait in
-    the review queue. The one place to route entry blocks through memory activation."""
-    if actor.kind == "agent" and not actor.agent.trusted:
-        return Memory.QUEUED, "new"
-    return Memory.ACTIVE, ""
 
 
 # --- input cleaning (shared by API serializers and console forms) -----------------------------
@@ -198,18 +192,19 @@ def _touch(entry: Entry, actor: Principal) -> None:
 
 
 def _new_block(actor, entry, *, text, sources, position) -> Memory:
-    status, queue_reason = block_write_status(actor)
-    return memory_row_create(
+    """A new body block, through the one activation function (route entry_block): people's and
+    trusted agents' blocks go into force unless an activation check holds them; an untrusted
+    agent's wait in the review queue, exactly like its memories."""
+    block = memory_row_new(
         owner=entry.owner,
         store=entry.store,
         text=text,
-        status=status,
-        queue_reason=queue_reason,
-        sources=sources,
+        status=Memory.QUEUED,
         entry=entry,
         position=position,
         **_author(actor),
     )
+    return memory_row_activate(actor=actor, memory=block, route=ENTRY_BLOCK, sources=sources)
 
 
 def _clean_blocks(blocks) -> list[dict]:
@@ -440,7 +435,7 @@ def block_correct(
         memory_row_revise(memory=block, text=text, reason=reason, **_author(actor))
         if source_pairs is not None and source_pairs != before["sources"]:
             _replace_sources(block, new_sources)
-        status, queue_reason = block_write_status(actor)
+        status = Memory.ACTIVE if entry_block_goes_active(actor) else Memory.QUEUED
         if status != block.status:
             block.status, block.queue_reason = status, "requeued"
             block.status_reason = f"corrected by {actor.kind} {actor.name}; awaiting review"

@@ -11,7 +11,6 @@ from django.views.decorators.http import require_POST
 
 from knowledge import access
 from knowledge.entries import services as entries
-from knowledge.entries.api import entry_filters_from
 from knowledge.entries.forms import (
     BlockCorrectForm,
     BlockForm,
@@ -23,7 +22,7 @@ from knowledge.entries.forms import (
 from knowledge.entries.projection import entry_markdown, render_markdown, source_url
 from knowledge.entries.selectors import (
     entry_body,
-    entry_get_for,
+    entry_filters_from,
     entry_history,
     entry_relations,
     entry_search,
@@ -286,12 +285,12 @@ def _correct_form(block, data=None):
 
 
 def _live_entry(request, pk) -> Entry:
-    return entry_get_for(request.principal, pk)
+    return access.entry_get_for(request.principal, pk)
 
 
 @reviewer_required
 def entry_edit(request, pk):
-    entry = entry_get_for(request.principal, pk, include_deleted=True)
+    entry = access.entry_get_for(request.principal, pk, include_deleted=True)
     context = _editor_context(request, entry)
     if entry.is_deleted:
         context["delete_event"] = (
@@ -474,7 +473,7 @@ def block_remove(request, pk, block_id):
 
 @reviewer_required
 def block_history(request, pk, block_id):
-    entry = entry_get_for(request.principal, pk, include_deleted=True)
+    entry = access.entry_get_for(request.principal, pk, include_deleted=True)
     block = get_object_or_404(Memory, pk=block_id, entry=entry)
     if not request.htmx:
         return redirect(reverse("entry-edit", args=[entry.pk]) + f"?history={block.pk}#block-{block.pk}")
@@ -531,7 +530,7 @@ def relation_remove(request, pk, relation_id):
 
 @reviewer_required
 def entry_projection(request, pk):
-    entry = entry_get_for(request.principal, pk, include_deleted=True)
+    entry = access.entry_get_for(request.principal, pk, include_deleted=True)
     blocks = entry_body(entry)
     outgoing, incoming = entry_relations(request.principal, entry)
     text = entry_markdown(entry, blocks, outgoing, incoming)
@@ -552,7 +551,7 @@ def entry_projection(request, pk):
 
 @reviewer_required
 def entry_audit(request, pk):
-    entry = entry_get_for(request.principal, pk, include_deleted=True)
+    entry = access.entry_get_for(request.principal, pk, include_deleted=True)
     events = list(entry_history(entry)[:200])
     return render(
         request,

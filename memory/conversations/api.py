@@ -1,6 +1,5 @@
 """API: channels, message ingestion and conversations (the evidence recall searches)."""
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
@@ -8,11 +7,12 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
+from knowledge import access
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
 from knowledge.models import Agent, Channel, Conversation, Integration
 from knowledge.principals import services
-from knowledge.principals.permissions import IsIntegrationOrAdmin
+from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
 from knowledge.web import StrictCharField, StrictSerializer, no_body
@@ -36,14 +36,6 @@ class IsAgentOrAdmin(BasePermission):
     def has_permission(self, request, view):
         p = request.user
         return isinstance(p, Principal) and (p.kind == "agent" or p.is_admin)
-
-
-class IsAgentOrReviewer(BasePermission):
-    message = "Agents, reviewers and admins only."
-
-    def has_permission(self, request, view):
-        p = request.user
-        return isinstance(p, Principal) and (p.kind == "agent" or p.is_reviewer)
 
 
 # --- channels ---------------------------------------------------------------------------------
@@ -328,16 +320,6 @@ def conversation_dict(c: Conversation) -> dict:
     }
 
 
-def conversation_get_for(principal: Principal, pk: int) -> Conversation:
-    """The conversation (404 if unknown); agents only their own (403), reviewers any."""
-    conversation = get_object_or_404(Conversation.objects.select_related("agent", "channel"), pk=pk)
-    if principal.kind == "agent" and conversation.agent_id != principal.agent.pk:
-        raise PermissionDenied("That conversation belongs to another agent.")
-    if principal.kind not in ("agent",) and not principal.is_reviewer:
-        raise PermissionDenied("This token may not read conversations.")
-    return conversation
-
-
 def conversation_open(principal: Principal, v: dict) -> Conversation:
     """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
     join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
@@ -374,7 +356,7 @@ def conversation_create(request):
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def conversation_detail(request, pk: int):
-    return Response(conversation_dict(conversation_get_for(request.user, pk)))
+    return Response(conversation_dict(access.conversation_get_for(request.user, pk)))
 
 
 @extend_schema(
@@ -387,6 +369,6 @@ def conversation_detail(request, pk: int):
 @permission_classes([IsAgentOrAdmin])
 @no_body
 def conversation_finish_view(request, pk: int):
-    conversation = conversation_get_for(request.user, pk)
+    conversation = access.conversation_get_for(request.user, pk)
     conversation = conversation_finish(actor=request.user, conversation_id=conversation.pk)
     return Response(conversation_dict(conversation))

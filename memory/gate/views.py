@@ -6,13 +6,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.settings_store import setting_get
 from knowledge.web import error_text
 from memory.gate import datasets as eval_datasets
 from memory.gate.services import gate_check_run
-from memory.lifecycle import selectors
 from memory.models import EvalDataset, GateCheck
 
 MAX_UPLOAD_BYTES = 1024 * 1024
@@ -132,7 +132,7 @@ def dataset_export(request, name):
 @require_POST
 def memory_gate_check(request, memory_id: int):
     """Run the gate on one memory now from its page; records the verdict, changes nothing else."""
-    memory = selectors.memory_get_for(request.principal, memory_id)
+    memory = access.memory_get_for(request.principal, memory_id)
     check = gate_check_run(actor=request.principal, memory=memory, trigger="manual")
     level = messages.success if check.verdict in (GateCheck.PASS, GateCheck.UNTESTED) else messages.warning
     level(request, f"Gate verdict: {check.verdict}{' — ' + check.reason if check.reason else ''}")

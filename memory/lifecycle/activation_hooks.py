@@ -12,13 +12,14 @@ activation function itself:
 
 from dataclasses import dataclass
 
+from knowledge.memories import ENTRY_BLOCK, entry_block_goes_active
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.gate import services as gate
 
 API_WRITE, DISTILLER, DREAMING, REVIEW = "api_write", "distiller", "dreaming", "review"
-ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW)
+ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW, ENTRY_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,12 @@ def gate_checks_stored_memory() -> bool:
 def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
     """Whether a memory arriving by `route` goes into force without a review:
     a trusted agent's API write, a write by a reviewer or admin, Dreaming stage B, a reviewer's
-    approval, and the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on."""
+    approval, the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on, and an entry block by the
+    base layer's rule (people and trusted agents)."""
     if route in (REVIEW, DREAMING):
         return True
+    if route == ENTRY_BLOCK:
+        return entry_block_goes_active(actor)
     if route == DISTILLER:
         return bool(setting_get("BRAIN_DISTILLER_AUTO_ACTIVATE"))
     if route == API_WRITE:

@@ -10,6 +10,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from knowledge import access
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
 from knowledge.schema import error_response
@@ -134,7 +135,7 @@ def memory_collection(request):
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def memory_detail(request, memory_id: int):
-    memory = selectors.memory_get_for(request.user, memory_id)
+    memory = access.memory_get_for(request.user, memory_id)
     body = memory_out(memory)
     body["versions"] = [version_out(v) for v in memory.versions.order_by("-version")]
     return Response(body)

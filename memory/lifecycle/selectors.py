@@ -5,12 +5,10 @@ import re
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Q
-from django.http import Http404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from knowledge import access
-from knowledge.errors import Refused
 from knowledge.models import AuditEvent, Memory
 from knowledge.principals.principal import Principal
 from memory.models import GateCheck
@@ -32,17 +30,6 @@ def contradicts(a: Memory, b: Memory) -> bool:
     if a.value is not None or b.value is not None:
         return a.value != b.value
     return " ".join(a.text.split()).casefold() != " ".join(b.text.split()).casefold()
-
-
-def memory_get_for(principal: Principal, memory_id: int) -> Memory:
-    """The memory with this id if `principal` may read it: 404 when there is none, 403 when it
-    lies in a store the principal may not read. The one access helper for a single memory."""
-    memory = Memory.objects.select_related("owner").filter(pk=memory_id).first()
-    if memory is None:
-        raise Http404(f"There is no memory {memory_id}.")
-    if not access.can_read_store(principal, owner=memory.owner, store=memory.store):
-        raise Refused("This memory lies in a store you may not read.")
-    return memory
 
 
 def memory_list(

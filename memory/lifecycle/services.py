@@ -408,6 +408,36 @@ def _write_rules(
     return text, errors
 
 
+def memory_written_audit(
+    *, actor: Principal, memory: Memory, status: str, route: str, sources: int, data: dict | None = None
+) -> None:
+    """The `memory.written` event of a new memory, in one shape for every writer (the write
+    service, the distiller, Dreaming): its hash, version, status, route, tier, run and turn,
+    what it supersedes, how many sources, plus the writer's `data`."""
+    audit_record(
+        "memory.written",
+        actor=actor,
+        store=memory.store,
+        owner=memory.owner.name,
+        object_type="memory",
+        object_ids=[memory.pk],
+        data={
+            "content_hash": memory.content_hash,
+            "version": memory.version,
+            "status": status,
+            "route": route,
+            "tier": memory.tier,
+            "run_id": memory.run_id,
+            "turn": memory.turn,
+            "event_id": memory.event_id,
+            "supersedes": memory.supersedes_id,
+            "sources": sources,
+            **(data or {}),
+        },
+        revisions=[("memory", memory.pk, None, snapshot(memory))],
+    )
+
+
 def memory_write_request(
     *,
     actor: Principal,
@@ -580,27 +610,8 @@ def memory_write(
                 now=now,
                 insert=lambda new: memory_row_insert(new, sources=sources),
             )
-            audit_record(
-                "memory.written",
-                actor=actor,
-                store=store,
-                owner=owner.name,
-                object_type="memory",
-                object_ids=[memory.pk],
-                data={
-                    "content_hash": memory.content_hash,
-                    "version": memory.version,
-                    "status": status,
-                    "route": route,
-                    "tier": tier,
-                    "run_id": run_id,
-                    "turn": turn,
-                    "event_id": event_id,
-                    "supersedes": memory.supersedes_id,
-                    "sources": len(sources),
-                    **(audit_data or {}),
-                },
-                revisions=[("memory", memory.pk, None, snapshot(memory))],
+            memory_written_audit(
+                actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
             )
     except MemoryConflict as exc:
         _record_policy_violation(

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import console_principal, reviewer_required
@@ -232,7 +233,7 @@ def memory_list(request):
 
 
 def _detail_context(request, memory_id: int, **extra) -> dict:
-    memory = selectors.memory_get_for(request.principal, memory_id)
+    memory = access.memory_get_for(request.principal, memory_id)
     queue_item = selectors.review_queue(ids=[memory.pk])[0] if memory.status == Memory.QUEUED else None
     return {
         "memory": memory,

@@ -14,6 +14,7 @@ from django.http import Http404
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, ValidationError
 
+from knowledge import access
 from knowledge.errors import DomainError
 from knowledge.principals.principal import Principal
 from knowledge.web import StrictSerializer, api_exception_handler
@@ -21,7 +22,6 @@ from memory.conversations.api import (
     ConversationIn,
     MessageBatchIn,
     conversation_dict,
-    conversation_get_for,
     conversation_open,
     messages_post,
 )
@@ -110,7 +110,7 @@ class FinishIn(StrictSerializer):
 
 def conversation_finish_tool(principal: Principal, args: dict) -> dict:
     v = _valid(FinishIn, args)
-    conversation = conversation_get_for(principal, v["conversation"])
+    conversation = access.conversation_get_for(principal, v["conversation"])
     return conversation_dict(conversation_finish(actor=principal, conversation_id=conversation.pk))
 
 

@@ -13,13 +13,18 @@ memory makes the memories derived from it stale, transitively (the check repeats
 memory retires)."""
 
 import json
-import uuid
 
 from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from knowledge.audit.services import audit_record, current_request_id
+from knowledge.audit.services import (
+    audit_actor_params,
+    audit_event_id_sql,
+    audit_events_sql,
+    audit_record,
+    audit_revisions_sql,
+)
 from knowledge.fingerprints import (
     EXTERNAL_KINDS,
     INTERNAL_SQL,
@@ -156,7 +161,8 @@ LIFECYCLE_JSON = """jsonb_build_object('status', {t}.status, 'stale', {t}.stale,
 # One statement: find the live, not-yet-stale memories with a changed or deleted source, change
 # them per the mode, and write one audit event plus one lifecycle revision each. Event ids are
 # drawn in the UPDATE so neither INSERT has to join the CTEs (which the planner does badly).
-ACT = """
+ACT = (
+    """
 WITH f AS (
     SELECT m.id, m.store, m.owner_id, m.status, m.stale, m.stale_reason, m.queue_reason, m.status_reason,
            m.valid_to,
@@ -174,19 +180,25 @@ WITH f AS (
     UPDATE knowledge_memory m SET stale = true, stale_reason = f.reason, updated_at = %(now)s, {set}
     FROM f WHERE m.id = f.id
     RETURNING m.id, m.store, f.owner_id, f.reason, {before} AS before, {after} AS after,
-              nextval(pg_get_serial_sequence('knowledge_auditevent', 'id')) AS event_id
+              """
+    + audit_event_id_sql()
+    + """ AS event_id
 ), ev AS (
-    INSERT INTO knowledge_auditevent (id, action, actor_kind, actor_name, store, owner, object_type, object_ids,
-        reason, counts, data, batch_id, request_id, created_at)
-    SELECT upd.event_id, %(action)s, %(actor_kind)s, %(actor_name)s, upd.store, a.name, 'memory',
+    """
+    + audit_events_sql(
+        """SELECT upd.event_id, %(action)s, %(actor_kind)s, %(actor_name)s, upd.store, a.name, 'memory',
            jsonb_build_array(upd.id::text), upd.reason, '{{}}'::jsonb, %(data)s::jsonb, %(batch)s,
            %(request_id)s, %(now)s
-    FROM upd JOIN knowledge_agent a ON a.id = upd.owner_id
+    FROM upd JOIN knowledge_agent a ON a.id = upd.owner_id"""
+    )
+    + """
 )
-INSERT INTO knowledge_revision (event_id, object_type, object_id, before, after)
-SELECT upd.event_id, 'memory', upd.id::text, upd.before, upd.after FROM upd
+"""
+    + audit_revisions_sql("SELECT upd.event_id, 'memory', upd.id::text, upd.before, upd.after FROM upd")
+    + """
 RETURNING object_id
 """
+)
 
 
 def _act(mode: str, actor: Principal, now) -> dict:
@@ -201,11 +213,8 @@ def _act(mode: str, actor: Principal, now) -> dict:
             {
                 "now": now,
                 "action": ACTIONS[mode],
-                "actor_kind": actor.kind,
-                "actor_name": actor.name,
                 "data": json.dumps({"mode": mode}),
-                "batch": uuid.uuid4(),
-                "request_id": current_request_id.get(),
+                **audit_actor_params(actor),
             },
         )
         ids = [int(row[0]) for row in cursor.fetchall()]

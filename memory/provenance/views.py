@@ -6,12 +6,13 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
 from knowledge.web import error_text
-from memory.lifecycle import selectors, services
+from memory.lifecycle import services
 from memory.provenance import services as provenance
 from memory.provenance.selectors import stale_memories
 
@@ -46,7 +47,7 @@ def stale_check(request):
 @require_POST
 def stale_action(request, memory_id: int):
     """Confirm a stale memory still holds, or retire it (revoke, reason required)."""
-    memory = selectors.memory_get_for(request.principal, memory_id)
+    memory = access.memory_get_for(request.principal, memory_id)
     action, reason = request.POST.get("action"), request.POST.get("reason", "").strip()
     error = done = ""
     try:
@@ -77,7 +78,7 @@ def stale_action(request, memory_id: int):
 @reviewer_required
 @require_POST
 def memory_confirm_sources(request, memory_id: int):
-    memory = selectors.memory_get_for(request.principal, memory_id)
+    memory = access.memory_get_for(request.principal, memory_id)
     provenance.memory_confirm_sources(
         actor=request.principal, memory_id=memory.pk, reason=request.POST.get("reason", "").strip()
     )

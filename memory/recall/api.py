@@ -13,11 +13,13 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
+from knowledge import access
 from knowledge.models import Agent, Channel, Conversation
+from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
 from knowledge.web import StrictCharField, StrictSerializer
-from memory.conversations.api import SLUG, IsAgentOrReviewer
+from memory.conversations.api import SLUG
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import KINDS, Browser
 from memory.recall.context import context_compile
@@ -399,13 +401,6 @@ class MemoIn(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
 
 
-def _agent_for(principal: Principal, name: str) -> Agent:
-    agent = get_object_or_404(Agent, name=name)
-    if principal.kind == "agent" and principal.agent.pk != agent.pk:
-        raise PermissionDenied("An agent may read only its own memo and context.")
-    return agent
-
-
 @extend_schema(
     methods=["GET"], responses={200: MemoOut}, summary="The agent's pinned memo, its tokens and budget"
 )
@@ -420,7 +415,9 @@ def _agent_for(principal: Principal, name: str) -> Agent:
 @api_view(["GET", "PUT"])
 @permission_classes([IsAgentOrReviewer])
 def memo_view(request, agent: str):
-    agent_obj = _agent_for(request.user, agent)
+    agent_obj = access.agent_get_for(
+        request.user, agent, refusal="An agent may read only its own memo and context."
+    )
     if request.method == "PUT":
         if not request.user.is_admin:
             raise PermissionDenied("Only admins edit pinned memos.")
@@ -521,7 +518,9 @@ def context_for(principal: Principal, agent: Agent, v: dict) -> dict:
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def context_view(request, agent: str):
-    agent_obj = _agent_for(request.user, agent)
+    agent_obj = access.agent_get_for(
+        request.user, agent, refusal="An agent may read only its own memo and context."
+    )
     data = ContextIn(data=request.data)
     data.is_valid(raise_exception=True)
     return Response(context_for(request.user, agent_obj, data.validated_data))
