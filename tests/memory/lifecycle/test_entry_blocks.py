@@ -1,6 +1,8 @@
 """Entry blocks pass the one activation function: an untrusted agent's block queues exactly like
 its memories, and the eval gate checks blocks as it checks memories."""
 
+import pytest
+
 from knowledge.models import Memory
 from memory.gate.datasets import dataset_create
 from memory.lifecycle.selectors import review_queue
@@ -31,7 +33,8 @@ def test_an_untrusted_agents_block_queues_exactly_like_its_memory(world):
     assert block.status == Memory.ACTIVE and block.valid_from is not None
 
 
-def test_the_enforcing_gate_holds_a_trusted_agents_regressing_block(world, gated):
+@pytest.mark.usefixtures("gated")
+def test_the_enforcing_gate_holds_a_trusted_agents_regressing_block(world):
     set_gate("enforce")
     dataset_create(actor=SYSTEM, name="memory-gate", kind="agent_turn", cases=CASES)  # gates scribe
     harmless = block_write(world, GOOD, who="scribe")
@@ -44,7 +47,8 @@ def test_the_enforcing_gate_holds_a_trusted_agents_regressing_block(world, gated
     assert GateCheck.objects.get(memory=block).verdict == "regressed"
 
 
-def test_the_gate_checks_an_untrusted_agents_block_when_it_is_approved(world, gated):
+@pytest.mark.usefixtures("gated")
+def test_the_gate_checks_an_untrusted_agents_block_when_it_is_approved(world):
     set_gate("enforce")
     block = block_write(world, BAD, who="copilot")
     assert block.status == Memory.QUEUED and not GateCheck.objects.filter(memory=block).exists()
