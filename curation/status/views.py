@@ -4,6 +4,7 @@ the lints and memos follow the owner selector)."""
 
 from django.shortcuts import render
 from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from curation.status.selectors import alerts, job_status, recall_status, status_sections
 from knowledge.entries.lints import knowledge_lints
@@ -11,6 +12,7 @@ from knowledge.models import Agent
 from knowledge.principals.permissions import reviewer_required
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def status_page(request):
     name = request.session.get("owner", "")

@@ -5,6 +5,7 @@ import math
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.vary import vary_on_headers
 
 from knowledge.audit import restore
 from knowledge.audit.api import audit_filters_from
@@ -28,6 +29,7 @@ def _object_link(object_type: str, object_id: str, value: dict | None) -> str | 
     return None
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def audit_list(request):
     params = request.GET.copy()
@@ -64,6 +66,7 @@ def audit_list(request):
     return render(request, template, context)
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def audit_detail(request, pk):
     event = get_object_or_404(audit_events(AuditFilters()), pk=pk)

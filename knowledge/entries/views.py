@@ -8,6 +8,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from knowledge import access
 from knowledge.entries import services as entries
@@ -76,6 +77,7 @@ def knowledge_home(request):
     return redirect("entry-list")
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def entry_list(request):
     principal = request.principal
@@ -127,6 +129,7 @@ def _guide_form(guide, data=None):
     return GuideForm(data, initial=initial)
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def guide_edit(request, agent_name):
     """The curation guide card (GET), and its edit (POST, admins only)."""
@@ -391,6 +394,7 @@ def _block_fragment(request, entry, block_id, name, **extra):
     return render(request, EDIT + f"#{name}", context)
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def block_view(request, pk, block_id):
     entry = _live_entry(request, pk)
@@ -399,6 +403,7 @@ def block_view(request, pk, block_id):
     return _block_fragment(request, entry, block_id, "block")
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def block_correct(request, pk, block_id):
     """GET: the inline correction form. POST: correct the block (a reason is required)."""
@@ -471,6 +476,7 @@ def block_remove(request, pk, block_id):
     return _fragment(request, entry, "blocks")
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def block_history(request, pk, block_id):
     entry = access.entry_get_for(request.principal, pk, include_deleted=True)

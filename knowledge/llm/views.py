@@ -4,6 +4,7 @@ use, per-agent budgets, and recent calls with their outcomes and errors."""
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from knowledge.errors import Invalid
 from knowledge.llm import agent_model_set, model_profile_save, profile_resolve, profile_status
@@ -23,6 +24,7 @@ def _calls(request):
     return show, calls
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def model_list(request):
     show, calls = _calls(request)

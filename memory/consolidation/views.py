@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from knowledge.llm import LIGHT, model_availability
 from knowledge.models import Agent
@@ -26,6 +27,7 @@ ACTIONS = {"apply": plan_apply, "revert": plan_revert, "discard": plan_discard}
 DONE = {"apply": "applied", "revert": "reverted", "discard": "discarded"}
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def plan_list_page(request):
     state = request.GET.get("state", "")

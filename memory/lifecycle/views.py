@@ -8,6 +8,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from knowledge import access
 from knowledge.errors import Invalid
@@ -63,6 +64,7 @@ def _queue_context(request, *, notice: str = "", notice_kind: str = "success") -
     }
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 @require_GET
 def review_queue(request):
@@ -199,6 +201,7 @@ def review_bulk(request):
 # --- memories pages -------------------------------------------------------------------------
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 @require_GET
 def memory_list(request):
@@ -251,6 +254,7 @@ def _detail_context(request, memory_id: int, **extra) -> dict:
     }
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 @require_GET
 def memory_detail(request, memory_id: int):

@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from knowledge.errors import DomainError, Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation
@@ -36,6 +37,7 @@ def _errors(exc: DomainError) -> str:
     return str(detail)
 
 
+@vary_on_headers("HX-Request")
 @reviewer_required
 def playground(request):
     """Pick an agent and a conversation or channel, type a query: see every result with its rank
