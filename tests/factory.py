@@ -93,7 +93,7 @@ def make_entry(owner, *, name=None, store="shared", actor=None, blocks=(), **fie
     )
 
 
-# --- Conversations in, memory out (issue 6) -----------------------------------------------------
+# --- Conversations in, memory out -------------------------------------------------------------
 
 
 def post_messages(channel, rows, *, actor=SYSTEM):
