@@ -5,11 +5,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.models import Agent, Conversation, Memory
+from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from memory.skills import selectors, services
 from memory.skills.serializers import (
@@ -272,38 +272,15 @@ def outcome_collection(request):
 
 
 def outcome_report(principal, data: dict) -> tuple[dict, bool]:
-    """Record a task outcome from validated `OutcomeIn` data: names resolve to objects (400 for
-    unknown ones; an agent token reports for itself by default), then `outcome_record`, which is
-    idempotent by `external_id`. Returns the outcome and whether it was new."""
-    errors = {}
-    name = data.get("agent")
-    agent = None
-    if name is None:
-        if principal.kind == "agent":
-            agent = principal.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    else:
-        agent = Agent.objects.filter(name=name).first()
-        if agent is None:
-            errors["agent"] = [f"There is no agent named {name}."]
-    skill = selectors.skill_list().filter(name=data["skill"]).first()
-    if skill is None:
-        errors["skill"] = [f"There is no skill named {data['skill']}."]
-    conversation = None
-    if data["conversation"] is not None:
-        conversation = Conversation.objects.filter(pk=data["conversation"]).first()
-        if conversation is None or (agent is not None and conversation.agent_id != agent.pk):
-            errors["conversation"] = [f"No conversation {data['conversation']} of this agent."]
-    if errors:
-        raise ValidationError(errors)
-    outcome, created = services.outcome_record(
+    """Record a task outcome from validated `OutcomeIn` data (`services.outcome_record_request`).
+    Returns the outcome and whether it was new."""
+    outcome, created = services.outcome_record_request(
         actor=principal,
-        agent=agent,
-        skill=skill,
+        agent=data.get("agent"),
+        skill=data["skill"],
         task=data["task"],
         result=data["result"],
-        conversation=conversation,
+        conversation=data["conversation"],
         steps=data["steps"],
         correction=dict(data["correction"]) if data["correction"] else None,
         external_id=data["external_id"],
