@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Invalid
+from knowledge.errors import Invalid, Refused
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
 from knowledge.principals.principal import Principal
 
@@ -80,6 +80,57 @@ def conversation_start(*, actor: Principal, agent: Agent, channel: Channel, thre
             object_ids=[conversation.pk],
         )
     return conversation
+
+
+def channel_open_request(
+    *,
+    actor: Principal,
+    name: str,
+    kind: str = Channel.KIND_SHARED,
+    person: str | None = None,
+    agent: str | None = None,
+    memory_scope: str = Channel.SCOPE_SHARED,
+    integrations: list[str] = (),
+) -> Channel:
+    """channel_open for a caller that names things (the API): a direct message names its person
+    and the agent it belongs to, a shared channel neither; the agent and the integrations must
+    exist, and only admins name integrations. The person is created when new."""
+    from knowledge.principals.services import person_get_or_create
+
+    if kind == Channel.KIND_DM and not person:
+        raise Invalid({"person": ["A direct-message channel needs the person it is with."]})
+    if kind == Channel.KIND_DM and not agent:
+        raise Invalid({"agent": ["A direct-message channel needs the agent it belongs to."]})
+    if kind == Channel.KIND_SHARED and person:
+        raise Invalid({"person": ["Only a direct-message channel has a person."]})
+    if kind == Channel.KIND_SHARED and agent:
+        raise Invalid({"agent": ["Only a direct-message channel belongs to an agent."]})
+    agent_row = None
+    if agent:
+        agent_row = Agent.objects.filter(name=agent).first()
+        if agent_row is None:
+            raise Invalid({"agent": [f"Unknown agent {agent}."]})
+    if kind == Channel.KIND_DM and memory_scope != Channel.SCOPE_SHARED:
+        raise Invalid({"memory_scope": ["A direct message always uses the person's private store."]})
+    if Channel.objects.filter(name=name).exists():
+        raise Invalid({"name": [f"A channel named {name} already exists."]})
+    names = list(integrations or [])
+    found = {i.name: i for i in Integration.objects.filter(name__in=names)}
+    unknown = sorted(set(names) - set(found))
+    if unknown:
+        raise Invalid({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
+    if names and not actor.is_admin:
+        raise Refused("Only admins may name integrations that take part in a channel.")
+    person_row = person_get_or_create(actor=actor, name=person) if person else None
+    return channel_open(
+        actor=actor,
+        name=name,
+        kind=kind,
+        person=person_row,
+        agent=agent_row,
+        memory_scope=memory_scope,
+        integrations=[found[n] for n in names],
+    )
 
 
 def channel_open(

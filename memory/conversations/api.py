@@ -10,8 +10,7 @@ from rest_framework.response import Response
 from knowledge import access
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
-from knowledge.models import Agent, Channel, Conversation, Integration
-from knowledge.principals import services
+from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
@@ -57,34 +56,6 @@ class ChannelIn(StrictSerializer):
         child=serializers.RegexField(SLUG, max_length=64), required=False, default=list
     )
 
-    def validate(self, data):
-        if data["kind"] == Channel.KIND_DM and not data.get("person"):
-            raise ValidationError({"person": ["A direct-message channel needs the person it is with."]})
-        if data["kind"] == Channel.KIND_DM and not data.get("agent"):
-            raise ValidationError({"agent": ["A direct-message channel needs the agent it belongs to."]})
-        if data["kind"] == Channel.KIND_SHARED and data.get("person"):
-            raise ValidationError({"person": ["Only a direct-message channel has a person."]})
-        if data["kind"] == Channel.KIND_SHARED and data.get("agent"):
-            raise ValidationError({"agent": ["Only a direct-message channel belongs to an agent."]})
-        data["agent_object"] = None
-        if data.get("agent"):
-            data["agent_object"] = Agent.objects.filter(name=data["agent"]).first()
-            if data["agent_object"] is None:
-                raise ValidationError({"agent": [f"Unknown agent {data['agent']}."]})
-        if data["kind"] == Channel.KIND_DM and data["memory_scope"] != Channel.SCOPE_SHARED:
-            raise ValidationError(
-                {"memory_scope": ["A direct message always uses the person's private store."]}
-            )
-        if Channel.objects.filter(name=data["name"]).exists():
-            raise ValidationError({"name": [f"A channel named {data['name']} already exists."]})
-        names = data.get("integrations") or []
-        found = {i.name: i for i in Integration.objects.filter(name__in=names)}
-        unknown = sorted(set(names) - set(found))
-        if unknown:
-            raise ValidationError({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
-        data["integration_objects"] = [found[n] for n in names]
-        return data
-
 
 def channel_dict(channel: Channel) -> dict:
     return {
@@ -129,21 +100,7 @@ ChannelOut = inline_serializer(
 def channel_create(request):
     data = ChannelIn(data=request.data)
     data.is_valid(raise_exception=True)
-    v = data.validated_data
-    if v["integration_objects"] and not request.user.is_admin:
-        raise PermissionDenied("Only admins may name integrations that take part in a channel.")
-    person = None
-    if v.get("person"):
-        person = services.person_get_or_create(actor=request.user, name=v["person"])
-    channel = evidence.channel_open(
-        actor=request.user,
-        name=v["name"],
-        kind=v["kind"],
-        person=person,
-        agent=v["agent_object"],
-        memory_scope=v["memory_scope"],
-        integrations=v["integration_objects"],
-    )
+    channel = evidence.channel_open_request(actor=request.user, **data.validated_data)
     return Response(channel_dict(channel), status=status.HTTP_201_CREATED)
 
 
