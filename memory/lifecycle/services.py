@@ -17,7 +17,7 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Conflict, Invalid, Refused
-from knowledge.memories import memory_row_insert, memory_row_new, memory_row_revise
+from knowledge.memories import ENTRY_BLOCK, memory_row_insert, memory_row_new, memory_row_revise
 from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Memory, Person
 from knowledge.principals.principal import Principal
 from knowledge.rowsql import update_fields
@@ -286,7 +286,7 @@ def memory_activate(
     insert: Callable[[Memory], object] | None = None,
 ) -> str:
     """THE activation function: every route by which a memory may go into force (api_write,
-    distiller, dreaming, review) passes here, with one set of checks in this order:
+    distiller, dreaming, review, entry_block) passes here, with one set of checks in this order:
 
     1. strict anti-drift — raises MemoryConflict (the caller rolls back and audits it);
     2. the route's outcome (untrusted agents queue; the distiller's auto-activation setting);
@@ -294,7 +294,8 @@ def memory_activate(
        person: a reviewer's approval or a write by a reviewer or admin; any other route (a
        trusted agent's write included) queues it (queue_reason "supersedes");
     4. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
-    5. going active: status, validity start, and supersession of the memory it names.
+    5. going active: status, validity start (entry blocks keep the validity their writer gave),
+       and supersession of the memory it names.
 
     Runs inside the caller's transaction on a row the caller created or locked — or, given
     `insert` (memory_write), on a new memory not stored yet: then `insert` stores it with the
@@ -349,7 +350,7 @@ def memory_activate(
 
     memory.status = Memory.ACTIVE
     memory.queue_reason, memory.status_reason = "", ""
-    if memory.valid_from is None:
+    if memory.valid_from is None and route != ENTRY_BLOCK:  # a block's validity is what its writer states
         memory.valid_from = now
     persist("status", "queue_reason", "status_reason", "valid_from")
     if memory.supersedes_id:

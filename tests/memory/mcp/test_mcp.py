@@ -21,7 +21,7 @@ from memory.skills import services as skill_services
 from tests import factory
 from tests.mcp_helpers import AsgiServer, subprocess_database_url
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = Path(__file__).resolve().parents[3]
 ADMIN = Principal(kind="person", name="tests", role="admin")
 TOOLS = {
     "memory_search",
