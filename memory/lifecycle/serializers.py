@@ -1,7 +1,5 @@
 """Small input/output serializers for the memory API. No business logic here: services decide."""
 
-import copy
-
 from rest_framework import serializers
 
 from knowledge import access
@@ -12,27 +10,12 @@ from memory.lifecycle.services import MAX_TEXT
 MAX_SOURCES = 50
 
 
-class FreshFieldsMixin:
-    """DRF deep-copies every declared field for each serializer instance, which is two thirds of
-    the validation time of a memory write. Fields never mutate their constructor arguments, so
-    building each field fresh from them gives the same fields, several times cheaper. (Nested
-    serializers are still deep-copied.)"""
-
-    def get_fields(self):
-        return {
-            name: copy.deepcopy(field)
-            if isinstance(field, serializers.BaseSerializer)
-            else field.__class__(*field._args, **field._kwargs)
-            for name, field in self._declared_fields.items()
-        }
-
-
-class SourceSerializer(FreshFieldsMixin, StrictSerializer):
+class SourceSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=MemorySource.KINDS)
     ref = serializers.CharField(max_length=300)
 
 
-class MemoryWriteSerializer(FreshFieldsMixin, StrictSerializer):
+class MemoryWriteSerializer(StrictSerializer):
     agent = serializers.SlugField(
         max_length=64, required=False, help_text="Owner agent; an agent token may name only itself (default)."
     )
