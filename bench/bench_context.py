@@ -14,12 +14,13 @@ from rest_framework.test import APIClient
 
 from bench.recall_seed import ACTOR, agent, analyze, bulk_memories, reset_recall_tables
 from bench.textgen import TextGen, question
-from knowledge import messages, services
+from knowledge.conversations import services as messages
+from knowledge.embeddings.backlog import run_backlog
 from knowledge.models import Memory, Skill
-from knowledge.principals import Principal
-from knowledge.vectors import run_backlog
-from memory.context import context_compile
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 from memory.recall import resolve_scope
+from memory.recall.context import context_compile
 from memory.skills import services as skills
 
 MEMORIES = 2_000
@@ -41,7 +42,7 @@ def _world(gen: TextGen):
     plain, skilled = agent("context-plain"), agent("context-skilled")
     channel = messages.channel_open(actor=ACTOR, name="context-bench")
     conversations = {
-        a.name: services.conversation_start(actor=ACTOR, agent=a, channel=channel) for a in (plain, skilled)
+        a.name: messages.conversation_start(actor=ACTOR, agent=a, channel=channel) for a in (plain, skilled)
     }
     bulk_memories([{"owner": owner, "store": "shared", "text": gen.message()} for _ in range(MEMORIES)])
     admin = Principal(kind="person", name="bench", role="admin")
@@ -135,6 +136,6 @@ def run(report):
         100 * s_with / s_without,
         "%",
         target="≤ 110 %",
-        note=f"memory.context.context_compile called directly: p95 {s_with:.0f} ms with, {s_without:.0f} ms "
+        note=f"memory.recall.context.context_compile called directly: p95 {s_with:.0f} ms with, {s_without:.0f} ms "
         f"without; p50 {statistics.median(service[skilled.name]):.0f} / {statistics.median(service[plain.name]):.0f} ms",
     )

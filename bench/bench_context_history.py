@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from bench.recall_seed import ACTOR, agent, analyze, bulk_memories, reset_recall_tables
 from bench.textgen import TextGen, question
 from knowledge import messages, services
-from knowledge.vectors import run_backlog
+from knowledge.embeddings.backlog import run_backlog
 from memory.history.models import ConversationSummary
 
 MEMORIES = 2_000

@@ -14,8 +14,8 @@ from bench.textgen import TextGen
 from knowledge import services
 from knowledge.events.services import webhook_create, webhooks_fanout
 from knowledge.models import WebhookDelivery
-from knowledge.principals import Principal
-from memory.services import memory_write
+from knowledge.principals.principal import Principal
+from memory.lifecycle.services import memory_write
 
 WRITES = 3_000
 PAGE = 100

@@ -29,7 +29,7 @@ def _setup_channel() -> dict:
     within a conversation or a channel)."""
     from knowledge import services
     from knowledge.models import Agent
-    from knowledge.principals import Principal
+    from knowledge.principals.principal import Principal
 
     tokens = _setup()
     actor = Principal.system("bench")

@@ -16,7 +16,7 @@ from knowledge import services
 from knowledge.materials.learning import material_learn
 from knowledge.materials.services import material_upload
 from knowledge.models import Agent, Material
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from tests.knowledge.materials.documents import pdf_bytes
 
 PDFS, PAGES, UPLOADS = 100, 10, 30

@@ -5,7 +5,7 @@ import time
 from django.db import connection
 
 from knowledge.models import Agent
-from memory.provenance import provenance_check
+from memory.provenance.services import provenance_check
 
 N = 100_000
 

@@ -17,10 +17,12 @@ from rest_framework.test import APIClient
 
 from bench.recall_seed import ACTOR, agent, analyze, bulk_entries, bulk_memories, reset_recall_tables
 from bench.textgen import FIRST, TextGen, question
-from knowledge import embeddings, messages, services
+from knowledge.conversations import services as messages
+from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import backlog_counts, run_backlog
 from knowledge.models import Channel, Conversation, Integration, Memory
-from knowledge.principals import Principal
-from knowledge.vectors import backlog_counts, run_backlog
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 from memory.recall import memory_search, resolve_scope
 
 # BRAIN_BENCH_SCALE=0.05 makes a quick trial run; the reported figures are at scale 1.
@@ -69,7 +71,7 @@ def _world(rng):
             )
         )
     for channel in channels:
-        services.conversation_start(actor=ACTOR, agent=copilot, channel=channel)
+        messages.conversation_start(actor=ACTOR, agent=copilot, channel=channel)
     return copilot, integration, channels
 
 

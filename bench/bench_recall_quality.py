@@ -11,7 +11,7 @@ from django.test import override_settings
 from bench import locomo
 from bench.recall_eval import FUSED, ITEMS, Case, Evaluation, table
 from bench.recall_seed import ACTOR, analyze, load_eval, reset_recall_tables
-from knowledge.vectors import run_backlog
+from knowledge.embeddings.backlog import run_backlog
 from memory.recall import resolve_scope
 
 

@@ -76,7 +76,7 @@ def link_quality(report) -> None:
     Expansion puts the winner's best linked neighbour (cosine ≥ floor) in third place."""
     from django.conf import settings
 
-    from knowledge.embeddings import embed_texts
+    from knowledge.embeddings.embedder import embed_texts
 
     pairs = load_pairs()
     a = np.asarray(embed_texts([p["a"] for p in pairs]))
@@ -169,7 +169,7 @@ def seed(owner, conversations) -> None:
 def reconciler_pass(report) -> None:
     from knowledge import services
     from knowledge.models import Channel, Conversation, Memory
-    from knowledge.principals import Principal
+    from knowledge.principals.principal import Principal
     from memory.consolidation import plan_revert
     from memory.reconciler.find import LINK_BATCH
     from memory.reconciler.models import ReconcilerRun

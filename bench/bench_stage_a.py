@@ -18,11 +18,11 @@ CHANNELS = 10
 
 
 def seed():
-    from knowledge import messages, services
-    from knowledge.principals import Principal
+    from knowledge.conversations import services as messages
+    from knowledge.principals.principal import Principal
 
     actor = Principal.system("bench")
-    channels = [services.channel_create(actor=actor, name=f"bench-stage-a-{n}") for n in range(CHANNELS)]
+    channels = [messages.channel_create(actor=actor, name=f"bench-stage-a-{n}") for n in range(CHANNELS)]
     rng, gen = random.Random(5), TextGen(5)
     start = datetime(2026, 9, 1, 8, 0, tzinfo=UTC)
     rows = []

@@ -19,7 +19,7 @@ from django.test import override_settings
 from bench import stage_a_stub
 from bench.bench_recall_quality import load_own
 from bench.recall_eval import KS, Evaluation
-from knowledge.vectors import run_backlog
+from knowledge.embeddings.backlog import run_backlog
 from memory.recall import memory_search
 from memory.recall.fuse import apply_decay, fuse
 from memory.recall.params import DEFAULT_PARAMS, KEYWORD_MESSAGES, VECTOR_EPISODES

@@ -27,14 +27,14 @@ BLOCK_LINE = re.compile(r"^  \[block #(\d+), [a-z]+, [^–]+ – (\S+)\]")
 
 
 def seed():
-    from knowledge import messages, services
+    from knowledge.conversations import services as messages
     from knowledge.models import Agent, Episode, Message
-    from knowledge.principals import Principal
+    from knowledge.principals.principal import Principal
 
     actor = Principal.system("bench")
     agent = Agent.objects.create(name="bench-curator", trusted=True)
-    channel = services.channel_create(actor=actor, name="bench-stage-b")
-    services.conversation_start(actor=actor, agent=agent, channel=channel)
+    channel = messages.channel_create(actor=actor, name="bench-stage-b")
+    messages.conversation_start(actor=actor, agent=agent, channel=channel)
     start = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
     rows = [
         messages.MessageIn(

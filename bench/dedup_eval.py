@@ -17,7 +17,7 @@ def load_pairs() -> list[dict]:
 
 
 def pair_cosines(pairs=None) -> list[tuple[float, bool]]:
-    from knowledge.embeddings import embed_texts
+    from knowledge.embeddings.embedder import embed_texts
 
     pairs = pairs or load_pairs()
     a = np.asarray(embed_texts([p["a"] for p in pairs]))

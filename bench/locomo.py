@@ -20,8 +20,9 @@ from rest_framework.test import APIClient
 
 from bench.recall_eval import Case
 from bench.recall_seed import ACTOR, agent
-from knowledge import messages, services
+from knowledge.conversations import services as messages
 from knowledge.models import Channel, Integration, Message
+from knowledge.principals import services
 from memory.recall import resolve_scope
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +69,7 @@ def load(samples=None) -> tuple[list[Case], dict]:
             memory_scope=Channel.SCOPE_CHANNEL,
             integrations=[integration],
         )
-        conversation = services.conversation_start(actor=ACTOR, agent=bot, channel=channel)
+        conversation = messages.conversation_start(actor=ACTOR, agent=bot, channel=channel)
         rows, dia_ids, last = [], set(), None
         for n, start, i, turn in _turns(sample):
             text = turn["text"]

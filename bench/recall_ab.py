@@ -106,7 +106,7 @@ def time_searches(label: str, n: int, seed: int) -> dict:
     from bench import bench_recall as B
     from bench.textgen import TextGen, question
     from knowledge.models import Agent, Conversation
-    from knowledge.principals import Principal
+    from knowledge.principals.principal import Principal
     from memory.recall import memory_search, resolve_scope
 
     rng = random.Random(seed)

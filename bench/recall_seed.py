@@ -10,9 +10,10 @@ from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
 from bench.textgen import TextGen
-from knowledge import messages, services
+from knowledge.conversations import services as messages
 from knowledge.models import Agent, Channel, Entry, Memory, MemoryVersion
-from knowledge.principals import Principal
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 
 ACTOR = Principal.system("bench")
 EVAL_PATH = Path(__file__).resolve().parent / "data" / "recall_eval.json"
@@ -181,7 +182,7 @@ def load_eval(
     channels = {}
     for c in data["channels"]:
         person = services.person_get_or_create(actor=ACTOR, name=c["person"]) if c.get("person") else None
-        channels[c["name"]] = services.channel_create(
+        channels[c["name"]] = messages.channel_create(
             actor=ACTOR,
             name=c["name"],
             kind=c["kind"],
@@ -189,7 +190,7 @@ def load_eval(
             agent=bot if c["kind"] == Channel.KIND_DM else None,
             memory_scope=c["memory_scope"],
         )
-        world.conversations[c["name"]] = services.conversation_start(
+        world.conversations[c["name"]] = messages.conversation_start(
             actor=ACTOR, agent=bot, channel=channels[c["name"]]
         )
     rng = random.Random(seed)

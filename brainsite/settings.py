@@ -89,7 +89,7 @@ MIDDLEWARE = [
 # Console logins are throttled by django-axes (its AccessAttempt rows in PostgreSQL, so every
 # web process sees the same count): BRAIN_LOGIN_FAILURE_LIMIT failed logins for one username
 # from one address lock that pair out for BRAIN_LOGIN_LOCKOUT_MINUTES (429 and the lockout page);
-# a success resets the count. Failures and lockouts are audited (knowledge.throttle).
+# a success resets the count. Failures and lockouts are audited (knowledge.principals.throttle).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -108,8 +108,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "knowledge.context_processors.console",
-                "memory.context_processors.review_queue",
+                "knowledge.principals.context_processors.console",
+                "memory.lifecycle.context_processors.review_queue",
             ],
         },
     }
@@ -205,19 +205,19 @@ AXES_COOLOFF_TIME = env_int("BRAIN_LOGIN_LOCKOUT_MINUTES", 15) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "auth/locked_out.html"
-AXES_CLIENT_IP_CALLABLE = "knowledge.throttle.client_ip"
+AXES_CLIENT_IP_CALLABLE = "knowledge.principals.throttle.client_ip"
 AXES_VERBOSE = False
 # The API answers 429 (with Retry-After) to bad bearer tokens past this many from one address
 # in a minute.
 BRAIN_API_BAD_TOKENS_PER_MINUTE = env_int("BRAIN_API_BAD_TOKENS_PER_MINUTE", 20)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["knowledge.auth.BearerTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["knowledge.principals.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["knowledge.web.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "knowledge.schema.BrainAutoSchema",
-    "EXCEPTION_HANDLER": "knowledge.api_errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "knowledge.web.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
@@ -233,7 +233,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "knowledge.models.MemorySource.KINDS",
         "SourceStateEnum": "knowledge.models.MemorySource.STATES",
-        "RecallKindEnum": "memory.api_recall.RESULT_KINDS",
+        "RecallKindEnum": "memory.recall.api.RESULT_KINDS",
         "PlanStateEnum": "memory.models.ConsolidationPlan.STATES",
         "MemoryEventTypeEnum": "knowledge.events.feed.EVENT_TYPES",
     },

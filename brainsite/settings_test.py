@@ -21,7 +21,7 @@ STORAGES = {
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405  tasks run inline in tests
 BRAIN_EMBEDDINGS = "local"
 # Lanes are threads with their own connections, which cannot see a test's open transaction;
-# the tests of lanes ask for them (tests/knowledge/test_vectors_backlog.py).
+# the tests of lanes ask for them (tests/knowledge/embeddings/test_backlog.py).
 BRAIN_EMBEDDING_LANES = 1
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

@@ -5,13 +5,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
-from knowledge.materials import urls as materials_urls
-from knowledge.views import healthz
+from knowledge.principals.views import healthz
 from memory import urls as memory_urls
 
 api_patterns = [
     *knowledge_urls.api_urlpatterns,
-    *materials_urls.api_urlpatterns,
     *memory_urls.api_urlpatterns,
     *curation_urls.api_urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -26,7 +24,7 @@ api_patterns = [
     ),
 ]
 
-handler404 = "knowledge.api_errors.not_found"
+handler404 = "knowledge.web.not_found"
 handler500 = "brainsite.ops.errors.server_error"  # 503 while the database is away
 
 urlpatterns = [
@@ -35,7 +33,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),
     path("", include(knowledge_urls.urlpatterns)),
-    path("", include(materials_urls.urlpatterns)),
     path("", include(memory_urls.urlpatterns)),
     path("", include(curation_urls.urlpatterns)),
 ]

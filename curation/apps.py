@@ -9,7 +9,9 @@ class CurationConfig(AppConfig):
         from curation.dreaming.selectors import stage_a_alerts, stage_a_status
         from curation.dreaming.selectors_b import stage_b_alerts, stage_b_status
         from curation.receivers import connect
-        from memory.status import StatusSection, status_section_register
+        from curation.status.selectors import StatusSection, status_section_register
+        from knowledge.materials.selectors import materials_alerts, materials_status
+        from memory.reconciler.selectors import reconciler_alerts, reconciler_status
 
         connect()
         from curation.materials.learn import LEARNER
@@ -30,5 +32,21 @@ class CurationConfig(AppConfig):
                 template="curation/dreaming/_status_stage_b.html",
                 report=stage_b_status,
                 alerts=stage_b_alerts,
+            )
+        )
+        status_section_register(
+            StatusSection(
+                name="materials",
+                template="knowledge/materials/_status.html",
+                report=materials_status,
+                alerts=materials_alerts,
+            )
+        )
+        status_section_register(
+            StatusSection(
+                name="reconciler",
+                template="memory/_status_reconciler.html",
+                report=reconciler_status,
+                alerts=reconciler_alerts,
             )
         )

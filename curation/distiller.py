@@ -13,13 +13,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from curation.models import DistillerRun
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record
 from knowledge.llm import LIGHT, ModelError, model_call
 from knowledge.memories import memory_row_create
 from knowledge.models import Conversation, Memory, Message
-from knowledge.principals import Principal
-from memory.activation_hooks import DISTILLER
-from memory.services import MemoryConflict, memory_activate
+from knowledge.principals.principal import Principal
+from memory.lifecycle.activation_hooks import DISTILLER
+from memory.lifecycle.services import MemoryConflict, memory_activate, memory_written_audit
 
 ACTOR = Principal.system("distiller")
 STUCK_AFTER = timedelta(minutes=30)
@@ -192,20 +192,13 @@ def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRu
             )
             distilled_activate(memory)
             created.append(memory)
-            audit_record(
-                "memory.written",
+            memory_written_audit(
                 actor=ACTOR,
-                store=memory.store,
-                owner=conversation.agent.name,
-                object_type="memory",
-                object_ids=[memory.pk],
-                data={
-                    "content_hash": memory.content_hash,
-                    "status": memory.status,
-                    "conversation": conversation.pk,
-                    "author": "distiller",
-                },
-                revisions=[("memory", memory.pk, None, snapshot(memory))],
+                memory=memory,
+                status=memory.status,
+                route=DISTILLER,
+                sources=len(source),
+                data={"conversation": conversation.pk, "author": "distiller"},
             )
         audit_record(
             "conversation.distilled",

@@ -16,7 +16,7 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
         # due agents only: every BRAIN_RECONCILER_EVERY_TURNS turns or BRAIN_RECONCILER_IDLE_MINUTES idle
         ("reconciler (due agents)", "memory.reconciler.tasks.reconciler_tick", 1),
-        ("embedding backlog", "curation.tasks.embedding_backlog_run", 1),
+        ("embedding backlog", "knowledge.embeddings.tasks.embedding_backlog_run", 1),
         ("dreaming stage A (quiet and busy channels)", "curation.dreaming.tasks.stage_a_sweep", 1),
         ("webhook deliveries (new memory events, due retries)", "knowledge.events.tasks.webhooks_run", 1),
         ("keyword statistics compaction", "knowledge.tasks.term_stats_compact", 60),

@@ -1,19 +1,9 @@
-from django.urls import path  # noqa: F401
+"""The curation app's URLs: each package's console pages and API paths, in one list each."""
 
-from curation import views
 from curation.dreaming import urls as dreaming_urls
+from curation.status import urls as status_urls
 
-urlpatterns = []
+PACKAGES = [status_urls, dreaming_urls]
 
-api_urlpatterns = []
-
-# --- models page ---
-urlpatterns += [
-    path("models/", views.model_list, name="model-list"),
-    path("models/profiles", views.model_profile_edit, name="model-profile-edit"),
-    path("models/agents/<slug:name>", views.agent_model_edit, name="agent-model-edit"),
-]
-
-# --- Dreaming ---
-urlpatterns += dreaming_urls.urlpatterns
-api_urlpatterns += dreaming_urls.api_urlpatterns
+urlpatterns = [pattern for package in PACKAGES for pattern in package.urlpatterns]
+api_urlpatterns = [pattern for package in PACKAGES for pattern in package.api_urlpatterns]

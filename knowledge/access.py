@@ -8,10 +8,12 @@ only to their owner agent, `shared` and `channel:*` items to every agent that re
 
 from django.db import connection
 from django.db.models import Q
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 
-from knowledge.models import Agent, Channel, Conversation
-from knowledge.principals import Principal
+from knowledge.errors import Invalid, Refused
+from knowledge.models import Agent, Channel, Conversation, CurationGuide, Entry, Memory
+from knowledge.principals.principal import Principal
 
 SHARED, SELF = "shared", "self"
 SCOPE_ALIASES = {"agent": SELF, "self": SELF, "shared": SHARED, "workspace": SHARED}
@@ -42,14 +44,14 @@ def conversation_scope(channel: Channel) -> tuple[list[str], str]:
 
 def parse_scope(value: str) -> str:
     """Turn an API `scope` (agent, shared, workspace, private:<person>, channel:<channel>) into a
-    store string, or raise ValidationError."""
+    store string, or raise Invalid."""
     value = (value or "").strip()
     if value in SCOPE_ALIASES:
         return SCOPE_ALIASES[value]
     for prefix in ("private:", "channel:"):
         if value.startswith(prefix) and len(value) > len(prefix):
             return value
-    raise ValidationError({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
+    raise Invalid({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
 
 
 def _store_q(store: str, agent: Agent, prefix: str) -> Q:
@@ -92,18 +94,18 @@ def _conversation_write_stores(agent: Agent) -> list[str]:
 
 
 def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
-    """Raise PermissionDenied unless `principal` may open a conversation for `agent` in
+    """Raise Refused unless `principal` may open a conversation for `agent` in
     `channel`: agents only for themselves, admins for any agent; in a direct message only for
     the agent it belongs to."""
     if principal.kind == "agent":
         if principal.agent.pk != agent.pk:
-            raise PermissionDenied("An agent may open conversations only for itself.")
+            raise Refused("An agent may open conversations only for itself.")
     elif not principal.is_admin:
-        raise PermissionDenied("Only agents and admins may open conversations.")
+        raise Refused("Only agents and admins may open conversations.")
     if channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk:
         if channel.agent_id is None:
-            raise PermissionDenied(f"The direct message {channel.name} belongs to no agent yet.")
-        raise PermissionDenied(f"The direct message {channel.name} belongs to another agent.")
+            raise Refused(f"The direct message {channel.name} belongs to no agent yet.")
+        raise Refused(f"The direct message {channel.name} belongs to another agent.")
 
 
 def takes_part(agent: Agent, channel: Channel) -> bool:
@@ -172,18 +174,18 @@ def writable_stores(agent: Agent) -> list[str]:
 
 
 def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
-    """Raise PermissionDenied unless `principal` may write an item owned by `owner` into
+    """Raise Refused unless `principal` may write an item owned by `owner` into
     `store`. Agents write only as themselves; reviewers and admins may write for any agent."""
     if principal.kind == "agent":
         if principal.agent.pk != owner.pk:
-            raise PermissionDenied("An agent may write only as itself.")
+            raise Refused("An agent may write only as itself.")
         # shared and self are always writable: skip the query on the hot write path.
         if store not in (SHARED, SELF) and store not in writable_stores(owner):
-            raise PermissionDenied(f"Agent {owner.name} may not write into the store {store}.")
+            raise Refused(f"Agent {owner.name} may not write into the store {store}.")
         return
     if principal.is_reviewer:
         return
-    raise PermissionDenied("This token may not write memory.")
+    raise Refused("This token may not write memory.")
 
 
 # --- Messages and episodes (evidence) ---------------------------------------------------------
@@ -275,3 +277,74 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     if principal.kind == "integration":
         return channel.integrations.filter(integration=principal.integration).exists()
     return False
+
+
+def owner_for_write(principal: Principal, name: str | None) -> Agent:
+    """The owner agent a write names: an agent token writes only as itself (and is the default);
+    anyone else names the owner."""
+    if principal.kind == "agent":
+        if name and name != principal.agent.name:
+            raise Refused("An agent may write only as itself.")
+        return principal.agent
+    if not name:
+        raise Invalid({"owner": ["Name the owner agent."]})
+    owner = Agent.objects.filter(name=name).first()
+    if owner is None:
+        raise Invalid({"owner": [f"No agent named {name}."]})
+    return owner
+
+
+# --- one object, if the principal may see it -------------------------------------------------
+
+
+def memory_get_for(principal: Principal, memory_id: int) -> Memory:
+    """The memory with this id if `principal` may read it: 404 when there is none, 403 when it
+    lies in a store the principal may not read. The one access helper for a single memory."""
+    memory = Memory.objects.select_related("owner").filter(pk=memory_id).first()
+    if memory is None:
+        raise Http404(f"There is no memory {memory_id}.")
+    if not can_read_store(principal, owner=memory.owner, store=memory.store):
+        raise Refused("This memory lies in a store you may not read.")
+    return memory
+
+
+def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = False) -> Entry:
+    """The entry if `principal` may read it; 404 otherwise (an unreadable entry is not
+    distinguishable from a missing one)."""
+    manager = Entry.all_objects if include_deleted else Entry.objects
+    try:
+        entry_id = int(entry_id)
+    except (TypeError, ValueError):
+        raise Http404("No such entry.")
+    entry = manager.filter(readable_q(principal), pk=entry_id).select_related("owner").first()
+    if entry is None:
+        raise Http404("No such entry.")
+    return entry
+
+
+def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
+    """Readable by people with a role and by the owner agent itself (it is in its self store)."""
+    if not can_read_store(principal, owner=owner, store=CurationGuide.STORE):
+        raise Http404("No such curation guide.")
+    from knowledge.entries.selectors import guide_for
+
+    return guide_for(owner)
+
+
+def conversation_get_for(principal: Principal, pk: int) -> Conversation:
+    """The conversation (404 if unknown); agents only their own (403), reviewers any."""
+    conversation = get_object_or_404(Conversation.objects.select_related("agent", "channel"), pk=pk)
+    if principal.kind == "agent" and conversation.agent_id != principal.agent.pk:
+        raise Refused("That conversation belongs to another agent.")
+    if principal.kind not in ("agent",) and not principal.is_reviewer:
+        raise Refused("This token may not read conversations.")
+    return conversation
+
+
+def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
+    """The agent named (404 if none); an agent token may name only itself (`refusal` says what
+    it may not do otherwise)."""
+    agent = get_object_or_404(Agent, name=name)
+    if principal.kind == "agent" and principal.agent.pk != agent.pk:
+        raise Refused(refusal)
+    return agent

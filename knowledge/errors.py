@@ -1,5 +1,5 @@
 """Domain errors: what a service says when it refuses, independent of HTTP. The API's exception
-handler (knowledge.api_errors) turns them into JSON with the right status code; console views
+handler (knowledge.web.api_exception_handler) turns them into JSON with the right status code; console views
 show `error_text(exc)`. Each carries `detail` in the shape DRF's errors have, so both read them
 the same way."""
 
@@ -9,8 +9,10 @@ class DomainError(Exception):
 
     status_code = 400
     code = "error"
+    default_message = "Refused; nothing was written."
 
-    def __init__(self, message: str, **extra):
+    def __init__(self, message: str | None = None, **extra):
+        message = message or self.default_message
         super().__init__(message)
         self.message = message
         self.extra = extra
@@ -22,9 +24,17 @@ class Invalid(DomainError):
 
     code = "invalid"
 
-    def __init__(self, fields: dict[str, list[str] | str]):
-        self.fields = {name: [m] if isinstance(m, str) else list(m) for name, m in fields.items()}
-        super().__init__("; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in self.fields.items()))
+    def __init__(self, fields: dict[str, list[str] | str | dict]):
+        self.fields = {
+            name: [m] if isinstance(m, str) else m if isinstance(m, dict) else list(m)
+            for name, m in fields.items()
+        }
+        super().__init__(
+            "; ".join(
+                f"{name}: {' '.join(map(str, msgs)) if isinstance(msgs, list) else msgs}"
+                for name, msgs in self.fields.items()
+            )
+        )
         self.detail = self.fields
 
 

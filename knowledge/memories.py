@@ -1,12 +1,22 @@
 """Low-level memory row operations shared by every writer of memories — the memory API
-(memory.services), entry blocks (knowledge entries), the distiller and Dreaming. They keep the
+(memory.lifecycle.services), entry blocks (knowledge entries), the distiller and Dreaming. They keep the
 version history and the content hash right; callers decide status and write the audit event
-in the same transaction."""
+in the same transaction.
 
+Activation: every new memory row goes into force (or waits in the review queue) through the
+one activation function, which the memory app registers here at start-up
+(`activation_register`), so base-layer writers such as entry blocks reach it without importing
+upwards. The base layer owns the entry-block route rule (`entry_block_goes_active`); the
+activation function extends it with strict anti-drift, the rule on retiring another agent's
+memory and the eval gate."""
+
+from collections.abc import Callable
+
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
+from knowledge.fingerprints import source_rows
 from knowledge.models import Memory, MemoryVersion
-from knowledge.provenance import source_rows
 from knowledge.rowsql import insert_with_children
 
 
@@ -38,7 +48,7 @@ def memory_row_new(
 def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory:
     """Insert a new (unsaved) memory with its first MemoryVersion and its source rows, in one
     statement (every writer of memories passes here). `sources` is an iterable of {"kind",
-    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.provenance)."""
+    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.fingerprints)."""
     assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
     version = MemoryVersion(
         memory=memory,
@@ -100,5 +110,36 @@ def memory_row_revise(
         author_kind=author_kind,
         author_name=author_name,
         reason=reason,
+    )
+    return memory
+
+
+# --- activation --------------------------------------------------------------------------------
+
+ENTRY_BLOCK = "entry_block"  # the activation route of an entry's body block
+
+_activate: Callable[..., str] | None = None
+
+
+def entry_block_goes_active(actor) -> bool:
+    """The route rule for entry blocks: people (console users, person tokens) and trusted agents
+    write blocks that go into force; an untrusted agent's blocks wait in the review queue."""
+    return not (actor.kind == "agent" and not actor.agent.trusted)
+
+
+def activation_register(activate: Callable[..., str]) -> None:
+    """Set the one activation function (called once by the memory app when it is ready)."""
+    global _activate
+    _activate = activate
+
+
+def memory_row_activate(*, actor, memory: Memory, route: str, sources=()) -> Memory:
+    """Store a new, queued memory row (with its first version and sources) through the one
+    activation function: it comes back active or queued, as the route and the activation checks
+    decide. Runs inside the caller's transaction."""
+    if _activate is None:
+        raise ImproperlyConfigured("No activation function is registered (is the memory app installed?).")
+    _activate(
+        actor=actor, memory=memory, route=route, insert=lambda new: memory_row_insert(new, sources=sources)
     )
     return memory

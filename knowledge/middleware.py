@@ -2,7 +2,7 @@ import uuid
 
 from django.http import JsonResponse
 
-from knowledge import audit
+from knowledge.audit import services as audit
 
 
 class RequestIdMiddleware:

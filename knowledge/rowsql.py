@@ -7,12 +7,11 @@ API request, the source registry rows of a write, the rows behind recall's resul
 Why not the ORM: each statement the ORM compiles costs ≈ 0.5–1 ms of CPU here, and a memory
 write made several; POST /api/memory must sustain hundreds of writes a second on two cores.
 Values go through each field's `pre_save` and are sent exactly as `save()` would send them
-(`get_db_prep_save`, or the value itself where that gives the same SQL literal), and rows read
+(`get_db_prep_save`), and rows read
 come back through `from_db_value` and `Model.from_db`, as the ORM builds them; no model of ours
 has save() overrides or signal receivers on these paths."""
 
 import functools
-from datetime import datetime
 
 from django.db import connection, models
 from django.db.models.base import DEFERRED
@@ -23,48 +22,21 @@ def _insert_fields(model) -> list[models.Field]:
     return [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
 
 
-# Field classes (exactly these, not subclasses) whose get_db_prep_save sends None or a value of
-# these types as the same SQL literal on PostgreSQL (tested); a write has dozens of such values,
-# and skipping the call chain saves ≈ 2 % of a memory write's web CPU. Anything else (JSON,
-# arrays, vectors, naive datetimes, expressions) takes the field's own path.
-_PASS_THROUGH = {
-    models.CharField: (str,),
-    models.SlugField: (str,),
-    models.TextField: (str,),
-    models.IntegerField: (int,),
-    models.BigIntegerField: (int,),
-    models.PositiveIntegerField: (int,),
-    models.PositiveSmallIntegerField: (int,),
-    models.SmallIntegerField: (int,),
-    models.FloatField: (float,),
-    models.BooleanField: (bool,),
-    models.ForeignKey: (int,),
-    models.DateTimeField: (datetime,),
-}
-
-
 @functools.cache
-def _writer(model) -> tuple[tuple[models.Field, tuple], ...]:
-    """The insert fields of `model`, each with the value types it passes through unchanged."""
-    return tuple((f, _PASS_THROUGH.get(type(f), ())) for f in _insert_fields(model))
-
-
-def _db_value(field: models.Field, value, passes: tuple):
-    """What `field.get_db_prep_save(value)` would send (see _PASS_THROUGH)."""
-    if value is None or (type(value) in passes and (type(value) is not datetime or value.tzinfo is not None)):
-        return value
-    return field.get_db_prep_save(value, connection)
+def _writer(model) -> tuple[models.Field, ...]:
+    """The insert fields of `model`."""
+    return tuple(_insert_fields(model))
 
 
 def _row(obj: models.Model, fields, parent_field: str | None) -> tuple[str, list]:
     """The VALUES tuple of one unsaved object; its `parent_field` column takes the parent's id."""
     sql, params = [], []
-    for field, passes in fields:
+    for field in fields:
         if field.name == parent_field:
             sql.append("(SELECT id FROM parent)")
         else:
             sql.append("%s")
-            params.append(_db_value(field, field.pre_save(obj, True), passes))
+            params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
     return f"({', '.join(sql)})", params
 
 
@@ -76,7 +48,7 @@ def _insert(model, objs, parent_field: str | None = None) -> tuple[str, list]:
         row_sql, row_params = _row(obj, fields, parent_field)
         rows.append(row_sql)
         params += row_params
-    columns = ", ".join(quote(f.column) for f, _ in fields)
+    columns = ", ".join(quote(f.column) for f in fields)
     return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES {', '.join(rows)}", params
 
 

@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "knowledge.auth.BearerTokenAuthentication"
+    target_class = "knowledge.principals.auth.BearerTokenAuthentication"
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema):
@@ -16,7 +16,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 
 class ApiErrorSerializer(serializers.Serializer):
-    """The body of every API error (`knowledge.api_errors`); some errors add fields of their own
+    """The body of every API error (`knowledge.web`); some errors add fields of their own
     (a conflict names what it conflicts with)."""
 
     error = serializers.CharField(help_text='What went wrong; "invalid" for a body or parameter that failed.')

@@ -1,4 +1,6 @@
-"""What every request passes before a view: the body-size limit and the API's JSON parser.
+"""The web layer shared by every API and console view: what every request passes before a view
+(the body-size limit and the API's JSON parser), the strict serializer fields, the API's
+exception handler and the console's error helper.
 
 Bad input gets a clear error and reaches no view: a body over BRAIN_MAX_BODY_BYTES is answered
 413 (JSON under /api/) naming the limit, and JSON that nests deeper than MAX_JSON_DEPTH levels
@@ -8,11 +10,15 @@ import functools
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpResponse, JsonResponse
-from rest_framework import parsers
+from django.http import Http404, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
+from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
 
-from knowledge.limits import MAX_JSON_DEPTH, json_scan
+from knowledge.errors import DomainError, Invalid
+from knowledge.limits import MAX_JSON_DEPTH, json_scan, json_size_error
 
 # A refused body is still read (and thrown away) up to this size, so the client, which sends
 # its whole body before reading the answer, gets the 413 instead of a broken connection.
@@ -111,3 +117,122 @@ def no_body(view):
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+# --- serializer fields shared by the APIs ---
+
+
+class StrictCharField(serializers.CharField):
+    """Text that must arrive as a JSON string. DRF's CharField turns 5 or 1.5 into "5" and
+    "1.5", so a client sending the wrong type would have it stored silently; this one answers
+    400 instead. Used for the texts people and agents write (memories, messages, entries,
+    queries); identifiers that may legitimately be numbers (a source's `ref`) stay lenient."""
+
+    default_error_messages = {"not_a_string": "Must be a string, not {type}."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string", type=type(data).__name__ if data is not None else "null")
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer that refuses fields it does not declare: a misspelt field (`teir`) is
+    a 400 naming it, never silently ignored. Every API input serializer derives from this."""
+
+    def to_internal_value(self, data):
+        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                exc.detail.update({name: ["Unknown field."] for name in unknown})
+            raise
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return value
+
+
+class BoundedJSONField(serializers.JSONField):
+    """A JSON value (memory `value`, entry `properties`) of at most 64 KiB and 32 levels."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        error = json_size_error(value)
+        if error:
+            raise serializers.ValidationError(error)
+        return value
+
+
+class BoundedDictField(BoundedJSONField):
+    """A bounded JSON object."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(f"Must be a JSON object, not {type(data).__name__}.")
+        return super().to_internal_value(data)
+
+
+# --- JSON errors for every API failure; one line for a person in the console ---
+
+
+def api_exception_handler(exc, context):
+    """Every API error is JSON: {"error": "...", "detail": ...}, with the right status code."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "Not found.")
+    if isinstance(exc, Invalid):
+        return Response({"error": "invalid", "fields": exc.fields}, status=exc.status_code)
+    if isinstance(exc, DomainError):
+        return Response({"error": exc.message, **exc.extra}, status=exc.status_code)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    detail = response.data
+    if isinstance(exc, exceptions.ValidationError):
+        body = {"error": "invalid", "fields": detail}
+    elif isinstance(detail, dict) and "detail" in detail:
+        body = {"error": str(detail["detail"])}
+        extra = {k: v for k, v in detail.items() if k != "detail"}
+        body.update(extra)
+    else:
+        body = {"error": detail}
+    if response.status_code == status.HTTP_401_UNAUTHORIZED and not response.has_header("WWW-Authenticate"):
+        response["WWW-Authenticate"] = 'Bearer realm="brain"'
+    return Response(body, status=response.status_code, headers=dict(response.items()))
+
+
+def error_text(exc: Exception) -> str:
+    """One line for a person: the messages of a ValidationError (or any API error), joined."""
+    detail = getattr(exc, "detail", None)
+    if isinstance(detail, dict):
+        if "detail" in detail:
+            return str(detail["detail"])
+        return "; ".join(
+            str(m) for msgs in detail.values() for m in (msgs if isinstance(msgs, list) else [msgs])
+        )
+    if isinstance(detail, list):
+        return "; ".join(str(m) for m in detail)
+    return str(detail or exc)
+
+
+def not_found(request, exception):
+    """404 for a URL no view answers: JSON under /api/ (a malformed id, a misspelt path), the
+    console's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
+# --- paging of list APIs ---
+
+
+def page_params(params) -> tuple[int, int]:
+    """page and page_size from query parameters (25 a page by default, at most 100)."""
+    try:
+        page = int(params.get("page") or 1)
+        size = int(params.get("page_size") or 25)
+    except ValueError:
+        raise Invalid({"page": ["Whole numbers for page and page_size."]})
+    if page < 1 or not 1 <= size <= 100:
+        raise Invalid({"page": ["page ≥ 1 and 1 ≤ page_size ≤ 100."]})
+    return page, size

@@ -6,36 +6,18 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self):
-        from memory.reconciler.selectors import reconciler_alerts, reconciler_status
+        from knowledge.memories import activation_register
+        from memory.lifecycle.services import memory_activate
         from memory.skills.restore import register
-        from memory.status import StatusSection, status_section_register
 
         register()
+        activation_register(memory_activate)
 
         from knowledge.signals import material_changed
 
         def _recheck(sender, actor, refs, **kwargs):
-            from memory.provenance import provenance_recheck_materials
+            from memory.provenance.services import provenance_recheck_materials
 
             provenance_recheck_materials(actor=actor, refs=refs)
 
         material_changed.connect(_recheck, dispatch_uid="memory.recheck_materials", weak=False)
-
-        from knowledge.materials.selectors import materials_alerts, materials_status
-
-        status_section_register(
-            StatusSection(
-                name="materials",
-                template="knowledge/materials/_status.html",
-                report=materials_status,
-                alerts=materials_alerts,
-            )
-        )
-        status_section_register(
-            StatusSection(
-                name="reconciler",
-                template="memory/_status_reconciler.html",
-                report=reconciler_status,
-                alerts=reconciler_alerts,
-            )
-        )

@@ -1,7 +1,7 @@
 """django-q2 entry points for the memory app."""
 
-from memory import provenance
-from memory.services import memory_expire_due
+from memory.lifecycle.services import memory_expire_due
+from memory.provenance import services as provenance
 
 
 def provenance_check() -> dict:
@@ -21,7 +21,7 @@ def expire_short_term_memory() -> int:
 
 def gate_run_pending() -> int:
     """Every 15 minutes (shadow mode): run the queued eval-gate checks."""
-    from knowledge.principals import Principal
-    from memory.gate import gate_run_pending as run
+    from knowledge.principals.principal import Principal
+    from memory.gate.services import gate_run_pending as run
 
     return run(actor=Principal.system("eval-gate"))

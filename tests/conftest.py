@@ -42,7 +42,7 @@ def world(db) -> World:
     )
     reviewer = factory.make_user("rita", role="reviewer")
     admin = factory.make_user("adam", role="admin")
-    from knowledge import services
+    from knowledge.principals import services
 
     integration = services.integration_create(actor=factory.SYSTEM, name="tickets")
     tokens = {
@@ -96,7 +96,7 @@ def _fresh_settings_cache():
     """Run-time settings and recall's corpus statistics are cached per process; every test
     starts from the database."""
     from knowledge.settings_store import setting_cache_clear
-    from memory.gate import gate_cache_clear
+    from memory.gate.services import gate_cache_clear
     from memory.recall.terms import forget_stats
 
     setting_cache_clear()

@@ -2,9 +2,10 @@
 
 import itertools
 
-from knowledge import services
+from knowledge.conversations import services as conversations
 from knowledge.models import Channel
-from knowledge.principals import Principal
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 
 SYSTEM = Principal.system("tests")
 _seq = itertools.count(1)
@@ -31,7 +32,7 @@ def make_person(name=None):
 def make_channel(
     name=None, *, kind=Channel.KIND_SHARED, person=None, agent=None, memory_scope=Channel.SCOPE_SHARED
 ):
-    return services.channel_create(
+    return conversations.channel_create(
         actor=SYSTEM,
         name=name or f"channel{next(_seq)}",
         kind=kind,
@@ -42,13 +43,13 @@ def make_channel(
 
 
 def make_conversation(agent, channel, thread=""):
-    return services.conversation_start(actor=SYSTEM, agent=agent, channel=channel, thread=thread)
+    return conversations.conversation_start(actor=SYSTEM, agent=agent, channel=channel, thread=thread)
 
 
 def make_memory(owner, text=None, *, store="self", actor=None, route="api_write", **fields):
     """A memory written through the real write service. By default the system actor writes it,
     so it is active at once; pass actor=Principal.for_agent(agent) for the agent's own route."""
-    from memory.services import memory_write
+    from memory.lifecycle.services import memory_write
 
     return memory_write(
         actor=actor or SYSTEM,
@@ -63,7 +64,7 @@ def make_memory(owner, text=None, *, store="self", actor=None, route="api_write"
 def make_queued_memory(owner, text=None, *, store="self", **fields):
     """A memory waiting for review: an untrusted agent's own write, or for a trusted agent a
     distiller proposal (auto-activation is off by default)."""
-    from memory.services import memory_write
+    from memory.lifecycle.services import memory_write
 
     actor, route = (SYSTEM, "distiller") if owner.trusted else (Principal.for_agent(owner), "api_write")
     return memory_write(
@@ -79,7 +80,7 @@ def make_queued_memory(owner, text=None, *, store="self", **fields):
 def make_entry(owner, *, name=None, store="shared", actor=None, blocks=(), **fields):
     """An entry owned by `owner` (written by a person admin unless `actor` is given), with body
     blocks given as texts or {"text", "sources"} dicts."""
-    from knowledge.entries import entry_create
+    from knowledge.entries.services import entry_create
 
     actor = actor or Principal(kind="person", name="tests", role="admin")
     return entry_create(
@@ -92,13 +93,13 @@ def make_entry(owner, *, name=None, store="shared", actor=None, blocks=(), **fie
     )
 
 
-# --- Conversations in, memory out (issue 6) -----------------------------------------------------
+# --- Conversations in, memory out -------------------------------------------------------------
 
 
 def post_messages(channel, rows, *, actor=SYSTEM):
     """Store messages through the real ingestion service. `rows`: dicts with speaker, text and
     optional ts, thread, external_id. Returns the stored ids in order."""
-    from knowledge import messages
+    from knowledge.conversations import services as messages
 
     result = messages.message_ingest(
         actor=actor, messages=[messages.MessageIn(channel=channel, **row) for row in rows]
@@ -126,6 +127,6 @@ def make_memory_row(owner, text, *, store="shared", status="active", **fields):
 
 def embed_all():
     """Drain the embedding backlog with the real local embedder (what the worker does)."""
-    from knowledge.vectors import run_backlog
+    from knowledge.embeddings.backlog import run_backlog
 
     return run_backlog(max_seconds=120)

@@ -25,9 +25,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from brainsite.wsgi import application
-from knowledge import entries
+from knowledge.entries import services as entries
 from knowledge.models import AuditEvent, Memory
-from memory import eval_datasets
+from memory.gate import datasets as eval_datasets
 from tests import factory
 from tests.openapi import response_schema, validate
 

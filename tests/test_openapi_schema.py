@@ -2,7 +2,7 @@
 field a response carries is declared (an object that lists its properties may hold no others),
 lists are lists, and each documented form of a request body is one the API takes."""
 
-from knowledge import entries
+from knowledge.entries import services as entries
 from tests import factory
 from tests.openapi import api_spec, request_schema, response_schema, validate
 
@@ -167,7 +167,7 @@ def test_each_kind_of_browse_answer_validates_as_exactly_one_form(world):
 
 
 def test_a_refused_contradiction_validates_against_the_documented_conflict(world):
-    from knowledge.services import setting_set
+    from knowledge.principals.services import setting_set
 
     setting_set(actor=factory.SYSTEM, name="BRAIN_STRICT_ANTI_DRIFT", value=True)
     key = "customer.acme.preferences"

@@ -21,7 +21,7 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record):
         if not getattr(record, "request_id", None):
             try:
-                from knowledge.audit import current_request_id
+                from knowledge.audit.services import current_request_id
 
                 record.request_id = current_request_id.get() or "-"
             except Exception:  # logging before Django's apps are ready

@@ -1,6 +1,6 @@
 """Demo data for the eval gate: a gate dataset for the copilot."""
 
-from memory.eval_datasets import dataset_create
+from memory.gate.datasets import dataset_create
 from memory.models import EvalDataset
 
 CASES = [

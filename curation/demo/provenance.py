@@ -5,7 +5,7 @@ from django.db import transaction
 
 from knowledge.memories import memory_row_create
 from knowledge.models import Memory, SourceState
-from memory.provenance import provenance_check, source_push
+from memory.provenance.services import provenance_check, source_push
 
 TICKETS = {
     "INC-12": {

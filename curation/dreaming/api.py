@@ -11,11 +11,11 @@ from rest_framework.response import Response
 from curation.dreaming.selectors import run_list
 from curation.dreaming.services import ChannelBusy, stage_a_run
 from curation.models import DreamingRun
-from knowledge.api_errors import Conflict
-from knowledge.api_fields import StrictSerializer
+from knowledge.errors import Conflict
 from knowledge.models import Agent, Channel
-from knowledge.permissions import IsAdmin, IsReviewer
+from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
+from knowledge.web import StrictSerializer
 
 
 class StageBRunInput(StrictSerializer):

@@ -15,11 +15,11 @@ from django.utils import timezone
 from curation.dreaming import stage_a
 from curation.dreaming.selectors import STUCK_AFTER, Batch, batch_next
 from curation.models import DreamingRun, StageACursor
-from knowledge.audit import audit_record
+from knowledge.audit.services import audit_record
+from knowledge.conversations.services import request_embedding_run
 from knowledge.llm import LIGHT, ModelError, model_availability, model_call
-from knowledge.messages import request_embedding_run
 from knowledge.models import Channel, Episode, Message
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 ACTOR = Principal.system("dreaming")
 MAX_RETRY_MINUTES = 360

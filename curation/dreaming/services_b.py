@@ -13,25 +13,23 @@ import uuid
 from django.db import DatabaseError, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
-from rest_framework.exceptions import APIException
-from rest_framework.exceptions import ValidationError as DRFValidationError
 
 from curation.dreaming import stage_b
 from curation.dreaming.selectors_b import STUCK_AFTER, open_picked, scan_lines, scan_read
 from curation.dreaming.services import ACTOR, retry_delay
 from curation.models import DreamingRun, StageBCursor
-from knowledge import entries as entry_services
-from knowledge.audit import audit_record, current_batch_id, current_dreaming_run
-from knowledge.errors import DomainError
+from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
+from knowledge.entries import services as entry_services
+from knowledge.errors import DomainError, Invalid
 from knowledge.llm import LIGHT, ModelError, model_availability, model_call
 from knowledge.models import Agent, Entry, Memory, Skill
-from memory.activation_hooks import DREAMING
-from memory.memo import memo_budget_tokens, memo_update
-from memory.services import memory_write
+from memory.lifecycle.activation_hooks import DREAMING
+from memory.lifecycle.services import memory_write
+from memory.recall.memo import memo_budget_tokens, memo_update
 from memory.skills.services import lesson_add
 
 REPLY_TOKENS = 6000
-REFUSALS = (DomainError, APIException)  # a service said no: drop the operation, keep the rest
+REFUSALS = (DomainError,)  # a service said no: drop the operation, keep the rest
 
 
 class AgentBusy(Exception):
@@ -250,7 +248,7 @@ def _apply(run, agent, cursor_before, scan, opened, kept, dropped) -> None:
 
 def _refusal_text(exc: Exception) -> str:
     detail = getattr(exc, "detail", None) or str(exc)
-    if isinstance(exc, DRFValidationError) and isinstance(detail, dict):
+    if isinstance(exc, Invalid) and isinstance(detail, dict):
         return "; ".join(
             f"{k}: {' '.join(map(str, v if isinstance(v, list) else [v]))}" for k, v in detail.items()
         )
@@ -263,10 +261,10 @@ def _entry(ref, created: dict[str, Entry]) -> Entry:
     if isinstance(ref, int):
         entry = Entry.objects.filter(pk=ref).first()
         if entry is None:  # deleted by a person while the model was reading
-            raise DRFValidationError({"entry": [f"entry {ref} no longer exists"]})
+            raise Invalid({"entry": [f"entry {ref} no longer exists"]})
         return entry
     if ref not in created:
-        raise DRFValidationError({"entry": [f"entry {ref!r} was not created (its create_entry was dropped)"]})
+        raise Invalid({"entry": [f"entry {ref!r} was not created (its create_entry was dropped)"]})
     return created[ref]
 
 

@@ -6,12 +6,12 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import APIException
 
 from curation.dreaming.services import ChannelBusy, stage_a_run
 from curation.models import DreamingRun
+from knowledge.errors import DomainError
 from knowledge.models import AuditEvent, Channel
-from knowledge.permissions import admin_required, reviewer_required
+from knowledge.principals.permissions import admin_required, reviewer_required
 
 
 @admin_required
@@ -101,7 +101,7 @@ def dreaming_run_now(request):
 def dreaming_run_restore(request, run_id):
     """Undo everything one run changed, as one atomic batch (the restore rules: newest first;
     nothing is written if any value changed since)."""
-    from knowledge.restore import RestoreConflict, audit_restore
+    from knowledge.audit.restore import RestoreConflict, audit_restore
 
     run = get_object_or_404(DreamingRun, pk=run_id, stage=DreamingRun.STAGE_B)
     events = list(
@@ -120,7 +120,7 @@ def dreaming_run_restore(request, run_id):
         messages.error(
             request, f"Run {run.pk} was not restored; nothing was written. Changed since: {changed}"
         )
-    except APIException as exc:
+    except DomainError as exc:
         messages.error(request, f"Run {run.pk} was not restored: {exc.detail}")
     else:
         messages.success(

@@ -2,7 +2,7 @@
 that a reader can resume from.
 
 Every committed change of a memory writes an audit event with a revision of that memory (the
-one helper `knowledge.audit.audit_record`), so the feed reads those revisions: a consumer that
+one helper `knowledge.audit.services.audit_record`), so the feed reads those revisions: a consumer that
 was down reads what it missed from the same rows, and the feed can never disagree with the data.
 
 The cursor is `<xact>-<revision id>`. `xact` is the id of the transaction that wrote the
@@ -23,7 +23,7 @@ from django.db import connection
 from rest_framework.exceptions import ValidationError
 
 from knowledge import access
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 # The audit action of a memory change → its event type. Review approval is an activation; the
 # other lifecycle actions keep their name; any other change of a memory row (entry blocks,

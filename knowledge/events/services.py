@@ -22,10 +22,10 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied
 
-from knowledge.audit import audit_record
+from knowledge.audit.services import audit_record
 from knowledge.events.feed import feed_head, feed_read
 from knowledge.models import Webhook, WebhookDelivery
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 SIGNATURE_HEADER = "X-Brain-Signature"
 FANOUT_BATCH = 500

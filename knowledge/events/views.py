@@ -5,12 +5,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
-from knowledge.api_errors import error_text
+from knowledge.web import error_text
 from knowledge.events.api import WebhookIn, webhooks_with_counts
 from knowledge.events.feed import EVENT_TYPES
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
-from knowledge.permissions import admin_required
+from knowledge.principals.permissions import admin_required
 
 LOG_SIZE = 100
 

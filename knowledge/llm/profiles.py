@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record, snapshot
+from knowledge.errors import Invalid
 from knowledge.models import Agent, ModelProfile, ModelUsage
 
 DEFAULT, LIGHT = "default", "light"
@@ -279,8 +279,8 @@ def model_profile_save(
         row.enabled, row.notes = enabled, notes
         try:
             row.full_clean()
-        except Exception as exc:  # django ValidationError → DRF's, for one error shape everywhere
-            raise ValidationError(getattr(exc, "message_dict", {"profile": [str(exc)]}))
+        except Exception as exc:  # Django's ValidationError → Invalid, for one error shape everywhere
+            raise Invalid(getattr(exc, "message_dict", {"profile": [str(exc)]}))
         row.save()
         audit_record(
             "model_profile.saved",

@@ -23,7 +23,7 @@ from knowledge.materials import extract
 from knowledge.materials.services import _learned, learning_claim, learning_fail
 from knowledge.materials.storage import original_read
 from knowledge.models import Entry, Material, MaterialVersion, Memory
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 ACTOR = Principal.system("materials")
 PLAIN_JOB = "plain/1"

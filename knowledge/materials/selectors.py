@@ -8,7 +8,7 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.errors import NotFound
 from knowledge.models import Entry, Material, MaterialVersion, Memory, MemorySource
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 
 def materials_for(principal: Principal, *, listed_only: bool = False, state: str = ""):

@@ -12,12 +12,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from knowledge import access
-from knowledge.audit import audit_record
+from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.materials import extract
 from knowledge.materials.storage import original_save
 from knowledge.models import Agent, Material, MaterialVersion
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from knowledge.signals import material_changed
 
 LEARN_TASK = "knowledge.materials.tasks.material_learn"

@@ -10,11 +10,11 @@ import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.audit import audit_record
+from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid, NotFound
-from knowledge.messages import MessageIn, channel_integration_add, channel_open, message_ingest
+from knowledge.conversations.services import MessageIn, channel_integration_add, channel_open, message_ingest
 from knowledge.models import Channel, Message, Signal, SignalRule
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 
 def rule_for(source: str, type: str) -> SignalRule | None:

@@ -16,7 +16,7 @@ from knowledge.materials import services, signals_routing
 from knowledge.materials.api import original_response
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
 from knowledge.models import Agent, Material, SignalRule
-from knowledge.permissions import admin_required, reviewer_required
+from knowledge.principals.permissions import admin_required, reviewer_required
 
 FINAL = (Material.LEARNED, Material.FAILED)
 

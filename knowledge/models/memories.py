@@ -161,7 +161,7 @@ class MemoryVersion(models.Model):
 
 class MemorySource(models.Model):
     """What a memory rests on: a source reference, its fingerprint when the memory was written,
-    and its state at the last provenance check (see knowledge.provenance, memory.provenance)."""
+    and its state at the last provenance check (see knowledge.fingerprints, memory.provenance)."""
 
     KINDS = [
         "ticket",

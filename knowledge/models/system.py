@@ -17,7 +17,7 @@ class Heartbeat(models.Model):
 
 
 class AuthFailure(models.Model):
-    """Bad API tokens from one client address in one minute (knowledge.throttle)."""
+    """Bad API tokens from one client address in one minute (knowledge.principals.throttle)."""
 
     address = models.CharField(max_length=64)
     time_window = models.BigIntegerField()  # epoch minute

@@ -7,13 +7,12 @@ import json
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record, audit_revisions_sql, snapshot
 from knowledge.models import Agent, Memory, Revision
 from memory.consolidation.common import (
     T_GROUP,
     T_ITEM,
     T_MEMORY,
-    T_REVISION,
     T_SOURCE,
     PlanConflict,
     _sql,
@@ -145,13 +144,14 @@ def _audit_by_store(action: str, *, actor, plan, stamp: str, revert: bool, merge
     before, after = ("p.b || p.a", "p.b") if revert else ("p.b", "p.b || p.a")
     keys = list(events)
     _sql(
-        f"""WITH p AS ({_ORIGINALS})
-            INSERT INTO {T_REVISION} (event_id, object_type, object_id, before, after)
-            SELECT e.event_id, 'memory', p.memory_id::text, {before}, {after}
+        f"""WITH p AS ({_ORIGINALS}) """
+        + audit_revisions_sql(
+            f"""SELECT e.event_id, 'memory', p.memory_id::text, {before}, {after}
             FROM p JOIN unnest(%(owners)s::bigint[], %(stores)s::text[], %(events)s::bigint[])
                         AS e(owner_id, store, event_id)
               ON e.owner_id = p.owner_id AND e.store = p.store
-            ORDER BY p.id""",
+            ORDER BY p.id"""
+        ),
         {
             "plan": plan.pk,
             "stamp": stamp,

@@ -3,7 +3,7 @@ memories, table names, and the activation step of merged memories."""
 
 from django.db import connection
 
-from knowledge.audit import _json_value, snapshot
+from knowledge.audit.services import _json_value, snapshot
 from knowledge.models import Memory, MemorySource, Revision
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
@@ -55,7 +55,7 @@ SOURCE_FIELDS = ["id", "memory_id", "kind", "ref", "fingerprint", "snapshot", "c
 
 
 def _locked_snapshots(ids) -> dict[int, dict]:
-    """Lock the memories and return each one's snapshot, exactly as knowledge.audit.snapshot
+    """Lock the memories and return each one's snapshot, exactly as knowledge.audit.services.snapshot
     would make it from the row (built from values(), which is much cheaper for many rows)."""
     rows = Memory.objects.select_for_update().filter(pk__in=ids).order_by("pk").values(*SNAPSHOT_FIELDS)
     return {row["id"]: {k: _json_value(v) for k, v in row.items()} for row in rows}
@@ -85,8 +85,8 @@ def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, 
     review: applying a plan is a reviewer's decision, or the apply mode's), so the eval gate and
     strict anti-drift see them like any other memory. If one is held or refused, the whole apply
     fails and writes nothing — the originals must not be folded away behind a held memory."""
-    from memory.activation_hooks import REVIEW
-    from memory.services import MemoryConflict, memory_activate
+    from memory.lifecycle.activation_hooks import REVIEW
+    from memory.lifecycle.services import MemoryConflict, memory_activate
 
     for memory in (
         Memory.objects.select_for_update().filter(pk__in=memory_ids, status=Memory.QUEUED).order_by("pk")

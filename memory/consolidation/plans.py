@@ -13,10 +13,10 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from knowledge.audit import audit_record, snapshot
+from knowledge.audit.services import audit_record, snapshot
+from knowledge.fingerprints import NEVER_CHANGES
 from knowledge.memories import memory_row_create
 from knowledge.models import Agent, Memory, MemorySource
-from knowledge.provenance import NEVER_CHANGES
 from knowledge.settings_store import setting_get
 from memory.consolidation.apply import plan_apply
 from memory.consolidation.bulk import allocate_ids, copy_rows
@@ -168,7 +168,7 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
 
 
 def _snapshot_sql(alias: str = "m") -> str:
-    """SQL for knowledge.audit.snapshot(memory) of the row `alias`, as jsonb (built in the
+    """SQL for knowledge.audit.services.snapshot(memory) of the row `alias`, as jsonb (built in the
     database: a plan may name tens of thousands of memories)."""
     chunks = [SNAPSHOT_FIELDS[n : n + 40] for n in range(0, len(SNAPSHOT_FIELDS), 40)]  # ≤ 100 args each
     return " || ".join(

@@ -18,7 +18,7 @@ from django.db.models import Q
 
 from knowledge.llm import LIGHT, ModelError, model_availability, model_call
 from knowledge.models import Message
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.history import summary as job
 from memory.history.models import ConversationSummary

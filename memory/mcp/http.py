@@ -3,7 +3,7 @@
 Stateless and JSON-answering: every POST carries its own token and gets one JSON answer, so any
 web process (and any number of them, on any host) serves any request with no session to keep —
 the same as the REST API. The token is checked before the SDK sees the request, by the API's
-own lookup (`knowledge.auth.token_authenticate`, bad-token throttle included): a bad token is a
+own lookup (`knowledge.principals.auth.token_authenticate`, bad-token throttle included): a bad token is a
 401, a throttled address a 429 with Retry-After, a token that is not an agent's a 403, each
 with the API's JSON error body. DNS-rebinding protection (a browser on the user's machine
 reaching a local server) is off because no request gets in without a bearer token, which a
@@ -18,8 +18,8 @@ from django.db import close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
 
-from knowledge.api_errors import api_exception_handler
-from knowledge.auth import token_authenticate
+from knowledge.principals.auth import token_authenticate
+from knowledge.web import api_exception_handler
 from memory.mcp.server import build_server
 
 PATH = "/mcp/"

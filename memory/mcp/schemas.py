@@ -18,7 +18,7 @@ def openapi() -> dict:
 def _strict_doc() -> str:
     import inspect
 
-    from knowledge.api_fields import StrictSerializer
+    from knowledge.web import StrictSerializer
 
     return inspect.cleandoc(StrictSerializer.__doc__ or "")
 

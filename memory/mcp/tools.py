@@ -14,23 +14,22 @@ from django.http import Http404
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, ValidationError
 
-from knowledge.api_errors import api_exception_handler
-from knowledge.api_fields import StrictSerializer
+from knowledge import access
 from knowledge.errors import DomainError
-from knowledge.principals import Principal
-from memory import services
-from memory.api_conversations import (
+from knowledge.principals.principal import Principal
+from knowledge.web import StrictSerializer, api_exception_handler
+from memory.conversations.api import (
     ConversationIn,
     MessageBatchIn,
     conversation_dict,
-    conversation_get_for,
     conversation_open,
     messages_post,
 )
-from memory.api_recall import BrowseIn, ContextIn, SearchIn, browse_open, context_for, search_for
-from memory.conversations import conversation_finish
-from memory.memo import memo_as_dict, memo_for
-from memory.serializers import MemoryWriteSerializer, memory_out
+from memory.conversations.services import conversation_finish
+from memory.lifecycle import services
+from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out
+from memory.recall.api import BrowseIn, ContextIn, SearchIn, browse_open, context_for, search_for
+from memory.recall.memo import memo_as_dict, memo_for
 from memory.skills import selectors as skill_selectors
 from memory.skills.api import experience_add_for, outcome_report
 from memory.skills.serializers import ExperienceIn, OutcomeIn
@@ -73,7 +72,7 @@ def memory_search_tool(principal: Principal, args: dict) -> dict:
 
 def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = _valid(MemoryWriteSerializer, args, principal=principal)
-    return memory_out(services.memory_write(actor=principal, **data))
+    return memory_out(services.memory_write_request(actor=principal, **data))
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:
@@ -111,7 +110,7 @@ class FinishIn(StrictSerializer):
 
 def conversation_finish_tool(principal: Principal, args: dict) -> dict:
     v = _valid(FinishIn, args)
-    conversation = conversation_get_for(principal, v["conversation"])
+    conversation = access.conversation_get_for(principal, v["conversation"])
     return conversation_dict(conversation_finish(actor=principal, conversation_id=conversation.pk))
 
 

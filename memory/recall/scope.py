@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connection, models
 from django.db.models import Q
-from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from knowledge import access
+from knowledge.errors import Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation, Episode, Message
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 
 
 class NothingVisible(Exception):
@@ -142,26 +142,24 @@ def resolve_scope(
     admins may look through any agent's eyes (the recall playground); integrations never."""
     if principal.kind == "agent":
         if principal.agent.pk != agent.pk:
-            raise PermissionDenied("An agent may search only its own memory.")
+            raise Refused("An agent may search only its own memory.")
     elif not principal.is_reviewer:
-        raise PermissionDenied("This token may not search memory.")
+        raise Refused("This token may not search memory.")
     if conversation is not None:
         if conversation.agent_id != agent.pk:
-            raise PermissionDenied(f"Conversation {conversation.pk} is not a conversation of {agent.name}.")
+            raise Refused(f"Conversation {conversation.pk} is not a conversation of {agent.name}.")
         if channel is not None and channel.pk != conversation.channel_id:
-            raise ValidationError({"channel": ["The conversation is in another channel."]})
+            raise Invalid({"channel": ["The conversation is in another channel."]})
     elif channel is not None:
         if (
             principal.kind == "agent"
             and not Conversation.objects.filter(agent=agent, channel=channel).exists()
         ):
-            raise PermissionDenied(
-                f"{agent.name} takes no part in {channel.name}: open a conversation there first."
-            )
+            raise Refused(f"{agent.name} takes no part in {channel.name}: open a conversation there first.")
         read, write = access.conversation_scope(channel)
         conversation = Conversation(agent=agent, channel=channel, read_stores=read, write_store=write)
     else:
-        raise ValidationError({"conversation": ["Give a conversation or a channel."]})
+        raise Invalid({"conversation": ["Give a conversation or a channel."]})
     as_agent = Principal.for_agent(agent)
     return RecallScope(
         agent=agent,

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from knowledge import embeddings
+from knowledge.embeddings import embedder as embeddings
 from knowledge.models import Channel
 from memory.recall import routes as R
 from memory.recall.expand import Expander, Item, pack

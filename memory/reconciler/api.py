@@ -7,9 +7,9 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from knowledge.models import Agent
-from knowledge.permissions import IsReviewer
+from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
-from memory.api_consolidation import ConflictSerializer, _conflict
+from memory.consolidation.api import ConflictSerializer, _conflict
 from memory.consolidation import PlanConflict
 from memory.reconciler.models import ReconcilerRun
 from memory.reconciler.services import reconciler_run

@@ -167,7 +167,7 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float, s
 
 
 def _md5(text: str) -> str:
-    """The fingerprint knowledge.provenance computes for a message text or a memory's state."""
+    """The fingerprint knowledge.fingerprints computes for a message text or a memory's state."""
     return hashlib.md5(text.encode()).hexdigest()
 
 
@@ -177,7 +177,7 @@ def _turn_of(memory_row) -> tuple:
 
 
 def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> None:
-    from memory.services import anti_drift_conflicts
+    from memory.lifecycle.services import anti_drift_conflicts
 
     used = findings.used()
     candidates = [

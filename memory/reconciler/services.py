@@ -5,9 +5,9 @@ BRAIN_MEMORY_CONSOLIDATION, and the pass is recorded as a ReconcilerRun."""
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.audit import audit_record
+from knowledge.audit.services import audit_record
 from knowledge.models import Agent
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.consolidation import ConsolidationBusy, ConsolidationOff, consolidation_run
 from memory.reconciler.find import JOBS, reconcile_find
@@ -82,7 +82,7 @@ def reconciler_decay_due(*, actor: Principal | None = None, now=None) -> int:
     conversation past their expiry, so they are summarised rather than dropped. With
     consolidation off (or another plan running) they simply expire. Returns the runs made."""
     from knowledge.models import Memory
-    from memory.services import _in_open_plans
+    from memory.lifecycle.services import _in_open_plans
 
     actor = actor or Principal.system("reconciler")
     now = now or timezone.now()

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 
 from knowledge.models import Agent
-from knowledge.permissions import reviewer_required
+from knowledge.principals.permissions import reviewer_required
 from memory.consolidation import PlanConflict
 from memory.reconciler.models import ReconcilerRun
 from memory.reconciler.selectors import last_run, reconciler_due

@@ -1,16 +1,16 @@
 """The skills API: skills (admins write them), enabling them per agent, what a skill loads as,
 task outcomes, and the experience an agent adds while it works."""
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from knowledge.models import Agent, Conversation, Memory
-from knowledge.permissions import IsAdmin, IsAgentOrReviewer
+from knowledge import access
+from knowledge.models import Agent, Memory
+from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from memory.skills import selectors, services
 from memory.skills.serializers import (
     EnableIn,
@@ -27,6 +27,7 @@ from memory.skills.serializers import (
     skill_out,
 )
 
+SKILLS_REFUSAL = "An agent may read and write only its own skills."
 TAG = ["skills"]
 ERROR = OpenApiResponse(OpenApiTypes.OBJECT, description='JSON error: {"error": "...", ...}')
 OBJECT = OpenApiTypes.OBJECT
@@ -36,14 +37,6 @@ def _valid(serializer_class, data):
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
-
-
-def _agent_for(principal, name: str) -> Agent:
-    """The agent named in the path; an agent token may name only itself."""
-    agent = get_object_or_404(Agent, name=name)
-    if principal.kind == "agent" and principal.agent.pk != agent.pk:
-        raise PermissionDenied("An agent may read and write only its own skills.")
-    return agent
 
 
 def _lesson(lesson: Memory) -> dict:
@@ -108,7 +101,7 @@ def skill_detail(request, skill: str):
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def agent_skill_list(request, agent: str):
-    agent_obj = _agent_for(request.user, agent)
+    agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     rows = selectors.experience_summary(owner=agent_obj, recent_outcomes=0)
     return Response(
         {
@@ -150,7 +143,7 @@ def agent_skill_list(request, agent: str):
 @api_view(["GET", "PUT"])
 @permission_classes([IsAgentOrReviewer])
 def agent_skill_detail(request, agent: str, skill: str):
-    agent_obj = _agent_for(request.user, agent)
+    agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     skill_obj = selectors.skill_get(skill)
     if request.method == "PUT":
         if not request.user.is_admin:
@@ -187,7 +180,7 @@ def experience_add_for(principal, agent: Agent, skill, data: dict) -> dict:
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def experience_add(request, agent: str, skill: str):
-    agent_obj = _agent_for(request.user, agent)
+    agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     skill_obj = selectors.skill_get(skill)
     data = _valid(ExperienceIn, request.data)
     return Response(
@@ -204,7 +197,7 @@ def experience_add(request, agent: str, skill: str):
 @api_view(["PUT"])
 @permission_classes([IsAdmin])
 def lesson_order(request, agent: str, skill: str):
-    agent_obj = _agent_for(request.user, agent)
+    agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     skill_obj = selectors.skill_get(skill)
     data = _valid(OrderIn, request.data)
     services.lesson_reorder(actor=request.user, agent=agent_obj, skill=skill_obj, order=data["order"])
@@ -262,7 +255,11 @@ def outcome_collection(request):
     principal = request.user
     if request.method == "GET":
         query = _valid(OutcomeQuery, request.query_params.dict())
-        agent = _agent_for(principal, query["agent"]) if query.get("agent") else None
+        agent = (
+            access.agent_get_for(principal, query["agent"], refusal=SKILLS_REFUSAL)
+            if query.get("agent")
+            else None
+        )
         if agent is None and principal.kind == "agent":
             agent = principal.agent
         skill = selectors.skill_get(query["skill"]) if query.get("skill") else None
@@ -275,38 +272,15 @@ def outcome_collection(request):
 
 
 def outcome_report(principal, data: dict) -> tuple[dict, bool]:
-    """Record a task outcome from validated `OutcomeIn` data: names resolve to objects (400 for
-    unknown ones; an agent token reports for itself by default), then `outcome_record`, which is
-    idempotent by `external_id`. Returns the outcome and whether it was new."""
-    errors = {}
-    name = data.get("agent")
-    agent = None
-    if name is None:
-        if principal.kind == "agent":
-            agent = principal.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    else:
-        agent = Agent.objects.filter(name=name).first()
-        if agent is None:
-            errors["agent"] = [f"There is no agent named {name}."]
-    skill = selectors.skill_list().filter(name=data["skill"]).first()
-    if skill is None:
-        errors["skill"] = [f"There is no skill named {data['skill']}."]
-    conversation = None
-    if data["conversation"] is not None:
-        conversation = Conversation.objects.filter(pk=data["conversation"]).first()
-        if conversation is None or (agent is not None and conversation.agent_id != agent.pk):
-            errors["conversation"] = [f"No conversation {data['conversation']} of this agent."]
-    if errors:
-        raise ValidationError(errors)
-    outcome, created = services.outcome_record(
+    """Record a task outcome from validated `OutcomeIn` data (`services.outcome_record_request`).
+    Returns the outcome and whether it was new."""
+    outcome, created = services.outcome_record_request(
         actor=principal,
-        agent=agent,
-        skill=skill,
+        agent=data.get("agent"),
+        skill=data["skill"],
         task=data["task"],
         result=data["result"],
-        conversation=conversation,
+        conversation=data["conversation"],
         steps=data["steps"],
         correction=dict(data["correction"]) if data["correction"] else None,
         external_id=data["external_id"],

@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from knowledge.errors import NotFound
 from knowledge.models import Agent, AgentSkill, Memory, Skill, TaskOutcome
 from knowledge.tokens import count_tokens, truncate_to_tokens
-from memory.services import LIVE
+from memory.lifecycle.services import LIVE
 from memory.skills.services import lesson_line, lesson_tokens, overlay_budget_tokens
 
 EXPERIENCE_HEADER = "Experience:"

@@ -4,8 +4,8 @@ silently ignored)."""
 
 from rest_framework import serializers
 
-from knowledge.api_fields import StrictCharField, StrictSerializer
 from knowledge.models import Memory, MemorySource, Skill, TaskOutcome
+from knowledge.web import StrictCharField, StrictSerializer
 from memory.skills import services
 
 

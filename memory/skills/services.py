@@ -2,7 +2,7 @@
 
 A lesson is a `procedural` memory (category `lesson`) owned by the agent, in its `self` store,
 attached to one skill (`Memory.skill`, ordered by `position`). New lessons — and revisions,
-which supersede the lesson they revise — are written by `memory.services.memory_write`, so they
+which supersede the lesson they revise — are written by `memory.lifecycle.services.memory_write`, so they
 pass the one activation function (review for untrusted agents, the eval gate, supersession) and
 get their provenance recorded like any memory. People's edits and removals are audited with
 before/after revisions, so the Audit tab restores them.
@@ -19,15 +19,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from knowledge import access
-from knowledge.audit import audit_record, snapshot
-from knowledge.entries import block_snapshot
+from knowledge.audit.services import audit_record, snapshot
+from knowledge.entries.services import block_snapshot
 from knowledge.errors import Conflict, Invalid, NotFound, Refused
 from knowledge.memories import memory_row_revise
 from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, Skill, TaskOutcome
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from knowledge.tokens import count_tokens
-from memory.activation_hooks import API_WRITE
-from memory.services import LIVE, memory_write
+from memory.lifecycle.activation_hooks import API_WRITE
+from memory.lifecycle.services import LIVE, memory_write
 
 LESSON_CATEGORY = "lesson"
 LESSON_STORE = access.SELF
@@ -236,6 +236,45 @@ def _clean_correction(correction) -> dict | None:
     }
 
 
+def outcome_record_request(
+    *,
+    actor: Principal,
+    skill: str,
+    agent: str | None = None,
+    conversation: int | None = None,
+    **fields,
+) -> tuple[TaskOutcome, bool]:
+    """outcome_record for a caller that names things (the API, MCP): the agent by name (an agent
+    token reports for itself by default), the skill by name, the conversation by id (one of the
+    agent's). Every unknown name is reported at once (Invalid)."""
+    from memory.skills.selectors import skill_list
+
+    errors = {}
+    agent_row = None
+    if agent is None:
+        if actor.kind == "agent":
+            agent_row = actor.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    else:
+        agent_row = Agent.objects.filter(name=agent).first()
+        if agent_row is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+    skill_row = skill_list().filter(name=skill).first()
+    if skill_row is None:
+        errors["skill"] = [f"There is no skill named {skill}."]
+    conversation_row = None
+    if conversation is not None:
+        conversation_row = Conversation.objects.filter(pk=conversation).first()
+        if conversation_row is None or (agent_row is not None and conversation_row.agent_id != agent_row.pk):
+            errors["conversation"] = [f"No conversation {conversation} of this agent."]
+    if errors:
+        raise Invalid(errors)
+    return outcome_record(
+        actor=actor, agent=agent_row, skill=skill_row, conversation=conversation_row, **fields
+    )
+
+
 def outcome_record(
     *,
     actor: Principal,
@@ -317,7 +356,7 @@ def _clean_sources(sources, *, agent: Agent) -> list[dict]:
         raise Invalid({"sources": "At least one source: a task outcome, message or conversation."})
     if len(sources) > MAX_SOURCES:
         raise Invalid({"sources": f"At most {MAX_SOURCES} sources."})
-    from knowledge.provenance import validate_ref
+    from knowledge.fingerprints import validate_ref
 
     out, seen = [], set()
     for item in sources:
@@ -364,7 +403,7 @@ def _clean_sources(sources, *, agent: Agent) -> list[dict]:
 def near_duplicate(text: str, lessons: list[Memory]) -> tuple[Memory | None, object]:
     """The first lesson of `lessons` that `text` nearly repeats (see NEAR_COSINE), and the
     vector of `text` (None when embeddings are off), so the new lesson is stored with it."""
-    from knowledge import embeddings
+    from knowledge.embeddings import embedder as embeddings
     from memory.consolidation.find import key_terms, overlap
 
     terms = key_terms(text)
@@ -451,7 +490,7 @@ def lesson_add(
         )
         attach = {"skill": skill, "position": position}
         if vector is not None:
-            from knowledge import embeddings
+            from knowledge.embeddings import embedder as embeddings
 
             attach.update(embedding=vector, embedding_model=embeddings.model_name())
         lesson = memory_write(

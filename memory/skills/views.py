@@ -6,17 +6,14 @@ reorder). Writes call the services; an htmx request gets the page's fragment bac
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import APIException
 
-from knowledge.api_errors import error_text
 from knowledge.errors import DomainError
 from knowledge.models import Agent, AgentSkill, Memory
-from knowledge.permissions import admin_required, reviewer_required
-from memory.services import LIVE
+from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.web import error_text
+from memory.lifecycle.services import LIVE
 from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm
-
-REFUSALS = (DomainError, APIException)
 
 
 def _owner(request) -> Agent | None:
@@ -42,7 +39,7 @@ def skill_library(request):
         if form.is_valid():
             try:
                 skill = services.skill_create(actor=request.principal, **form.cleaned_data)
-            except REFUSALS as exc:
+            except DomainError as exc:
                 form.add_error(None, error_text(exc))
             else:
                 messages.success(request, f"Skill {skill.name} created.")
@@ -72,7 +69,7 @@ def skill_edit(request, name):
                     reason=data["reason"],
                     expected_version=data["version"],
                 )
-            except REFUSALS as exc:
+            except DomainError as exc:
                 form.add_error(None, error_text(exc))
             else:
                 messages.success(request, f"Saved (version {skill.version}).")
@@ -169,7 +166,7 @@ def lesson_edit(request, lesson_id):
         return _after_lesson_write(request, lesson, error=errors)
     try:
         lesson = services.lesson_edit(actor=request.principal, lesson_id=lesson.pk, **form.cleaned_data)
-    except REFUSALS as exc:
+    except DomainError as exc:
         return _after_lesson_write(request, lesson, error=error_text(exc))
     return _after_lesson_write(request, lesson, done=f"Lesson {lesson.pk} saved (version {lesson.version}).")
 
@@ -185,7 +182,7 @@ def lesson_remove(request, lesson_id):
         services.lesson_remove(
             actor=request.principal, lesson_id=lesson.pk, reason=form.cleaned_data["reason"]
         )
-    except REFUSALS as exc:
+    except DomainError as exc:
         return _after_lesson_write(request, lesson, error=error_text(exc))
     return _after_lesson_write(request, lesson, done=f"Lesson {lesson.pk} removed.")
 
@@ -197,6 +194,6 @@ def lesson_move(request, lesson_id):
     offset = -1 if request.POST.get("direction") == "up" else 1
     try:
         services.lesson_move(actor=request.principal, lesson_id=lesson.pk, offset=offset)
-    except REFUSALS as exc:
+    except DomainError as exc:
         return _after_lesson_write(request, lesson, error=error_text(exc))
     return _after_lesson_write(request, lesson, done="")

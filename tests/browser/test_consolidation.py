@@ -3,7 +3,7 @@ import pytest
 from knowledge.models import Memory
 from memory.models import ConsolidationPlan
 from tests.browser.conftest import login
-from tests.memory.test_consolidation import full_state, ten_copies
+from tests.memory.consolidation.test_consolidation import full_state, ten_copies
 
 pytestmark = pytest.mark.browser
 

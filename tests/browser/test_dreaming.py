@@ -4,7 +4,7 @@ from curation.models import DreamingRun
 from knowledge.models import Entry, Memory
 from tests import factory
 from tests.browser.conftest import login
-from tests.curation.test_stage_b import NOW, post_one, script_b, stage_a_episode
+from tests.curation.dreaming.test_stage_b import NOW, post_one, script_b, stage_a_episode
 
 pytestmark = pytest.mark.browser
 

@@ -1,7 +1,7 @@
 import pytest
 
 from tests.browser.conftest import login
-from tests.memory.test_consolidation import remember
+from tests.memory.consolidation.test_consolidation import remember
 
 pytestmark = pytest.mark.browser
 

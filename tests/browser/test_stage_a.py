@@ -2,7 +2,7 @@ import pytest
 
 from curation.models import DreamingRun
 from tests.browser.conftest import login
-from tests.curation.test_stage_a import CHAT, good_reply, post
+from tests.curation.dreaming.test_stage_a import CHAT, good_reply, post
 
 pytestmark = pytest.mark.browser
 

@@ -1,11 +1,11 @@
 """The whole store matrix: what each conversation reads and writes, for agents and people."""
 
 import pytest
-from rest_framework.exceptions import PermissionDenied
 
 from knowledge import access
+from knowledge.errors import Refused as PermissionDenied
 from knowledge.models import Entry
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from tests import factory
 
 

@@ -136,7 +136,7 @@ def test_posting_follows_taking_part(world):
     factory.make_conversation(world.scribe, world.general)
     assert _post(world.client("scribe"), "general").status_code == 201
     assert _post(world.client("integration"), "general").status_code == 403
-    from knowledge.messages import channel_integration_add
+    from knowledge.conversations.services import channel_integration_add
     from knowledge.models import Integration
 
     channel_integration_add(

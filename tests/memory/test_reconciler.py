@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from knowledge.models import Memory, ModelUsage
-from knowledge.principals import Principal
+from knowledge.principals.principal import Principal
 from memory.consolidation import consolidation_run, plan_apply, plan_revert
 from memory.consolidation.find import conflict_score
 from memory.models import ConsolidationGroup, ConsolidationPlan
@@ -19,7 +19,7 @@ from memory.reconciler.services import reconciler_run
 from memory.reconciler.tasks import reconciler_tick
 from tests import factory
 from tests.factory import SYSTEM
-from tests.memory.test_consolidation import full_state, remember
+from tests.memory.consolidation.test_consolidation import full_state, remember
 
 DIM = 384
 

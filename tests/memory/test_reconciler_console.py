@@ -7,7 +7,7 @@ import numpy as np
 from knowledge.models import Memory
 from memory.models import ConsolidationPlan
 from memory.reconciler.models import MemoryLink, ReconcilerRun
-from tests.memory.test_consolidation import remember
+from tests.memory.consolidation.test_consolidation import remember
 from tests.memory.test_reconciler import set_vector, unit
 
 

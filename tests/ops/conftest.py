@@ -83,7 +83,7 @@ def cmdline(pid: int) -> str:
 def make_token(env: dict, agent: str) -> str:
     code = (
         "from knowledge import services\n"
-        "from knowledge.principals import Principal\n"
+        "from knowledge.principals.principal import Principal\n"
         "a = Principal.system('ops-test')\n"
         f"agent = services.agent_create(actor=a, name={agent!r}, trusted=True)\n"
         f"channel = services.channel_create(actor=a, name={agent!r}, kind='shared', person=None, agent=None, memory_scope='shared')\n"

@@ -4,9 +4,10 @@ conversations. Idempotent: running it again changes nothing. Later capabilities 
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from knowledge import services
+from knowledge.conversations import services as conversations
 from knowledge.models import Agent, Channel, Conversation
-from knowledge.principals import Principal
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 
 AGENTS = [
     (
@@ -47,7 +48,7 @@ class Command(BaseCommand):
             for name, kind, person, scope in CHANNELS:
                 channel = Channel.objects.filter(name=name).first()
                 if channel is None:
-                    channel = services.channel_create(
+                    channel = conversations.channel_create(
                         actor=actor,
                         name=name,
                         kind=kind,
@@ -65,7 +66,7 @@ class Command(BaseCommand):
             ]:
                 agent, channel = agents[agent_name], channels[channel_name]
                 if not Conversation.objects.filter(agent=agent, channel=channel).exists():
-                    services.conversation_start(actor=actor, agent=agent, channel=channel)
+                    conversations.conversation_start(actor=actor, agent=agent, channel=channel)
                     self.stdout.write(f"conversation {agent_name} in {channel_name}")
             self.extend(actor=actor, agents=agents, people=people, channels=channels)
         self.stdout.write("Demo workspace ready.")
@@ -74,7 +75,7 @@ class Command(BaseCommand):
         """Later capabilities add their demo data here (one module each under curation/demo, or a
         method below)."""
         from curation.demo import provenance
-        from memory.demo import seed_memories
+        from curation.demo.memories import seed_memories
 
         if written := seed_memories(actor=actor, agents=agents):
             self.stdout.write(f"{written} demo memories (review queue, every lifecycle state)")
@@ -83,7 +84,7 @@ class Command(BaseCommand):
 
         if gate.seed(actor=actor):
             self.stdout.write("gate dataset memory-gate-copilot (3 cases)")
-        from knowledge.demo_entries import seed_entries
+        from curation.demo.entries import seed_entries
 
         if created := seed_entries(agents=agents):
             self.stdout.write(f"{created} knowledge entries")
@@ -91,7 +92,7 @@ class Command(BaseCommand):
 
         if skills.seed(agents=agents):
             self.stdout.write("skill meeting-notes, enabled for both agents, with the scribe's experience")
-        from curation.demo_conversations import seed_conversations
+        from curation.demo.conversations import seed_conversations
 
         if stored := seed_conversations(actor=actor, agents=agents, channels=channels):
             self.stdout.write(f"{stored} demo messages (the worker embeds them)")

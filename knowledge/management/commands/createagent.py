@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import ValidationError
 
-from knowledge import services
-from knowledge.principals import Principal
+from knowledge.errors import Invalid
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 
 
 class Command(BaseCommand):
@@ -19,7 +19,7 @@ class Command(BaseCommand):
             agent = services.agent_create(
                 actor=actor, name=name.lower(), trusted=trusted, instructions=instructions
             )
-        except ValidationError as exc:
+        except Invalid as exc:
             raise CommandError(str(exc.detail))
         raw = services.token_create(actor=actor, agent=agent, label="createagent")
         self.stdout.write(f"Agent {agent.name} created ({'trusted' if trusted else 'writes are reviewed'}).")

@@ -2,10 +2,10 @@ import os
 import secrets
 
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import ValidationError
 
-from knowledge import services
-from knowledge.principals import ROLES, Principal
+from knowledge.errors import Invalid
+from knowledge.principals import services
+from knowledge.principals.principal import ROLES, Principal
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         actor = Principal.system("manage.py")
         try:
             user = services.consoleuser_create(actor=actor, username=username, role=role, password=password)
-        except ValidationError as exc:
+        except Invalid as exc:
             raise CommandError(str(exc.detail))
         raw = services.token_create(actor=actor, user=user, label="createconsoleuser")
         self.stdout.write(f"Console user {user.username} created with role {role}.")

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import ValidationError
 
-from knowledge import services
-from knowledge.principals import Principal
+from knowledge.errors import Invalid
+from knowledge.principals import services
+from knowledge.principals.principal import Principal
 
 
 class Command(BaseCommand):
@@ -15,7 +15,7 @@ class Command(BaseCommand):
         actor = Principal.system("manage.py")
         try:
             integration = services.integration_create(actor=actor, name=name.lower())
-        except ValidationError as exc:
+        except Invalid as exc:
             raise CommandError(str(exc.detail))
         raw = services.token_create(actor=actor, integration=integration, label="createintegration")
         self.stdout.write(f"Integration {integration.name} created.")

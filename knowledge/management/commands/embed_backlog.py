@@ -3,8 +3,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge import embeddings
-from knowledge.vectors import BACKLOG, backlog_counts, run_backlog
+from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import BACKLOG, backlog_counts, run_backlog
 
 
 class Command(BaseCommand):

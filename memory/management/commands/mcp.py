@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 from rest_framework import exceptions
 
-from knowledge.api_errors import error_text
-from knowledge.auth import token_authenticate
+from knowledge.principals.auth import token_authenticate
+from knowledge.web import error_text
 from memory.mcp.server import build_server
 
 

@@ -1,11 +1,11 @@
 """Lessons through the one activation function (the eval gate) and the Audit tab's restore."""
 
-from knowledge import services as knowledge_services
 from knowledge.models import AuditEvent, Memory
-from memory.context import context_text
-from memory.eval_datasets import dataset_create
-from memory.gate_wiring import gate_context
+from knowledge.principals import services as knowledge_services
+from memory.gate.datasets import dataset_create
+from memory.gate.wiring import gate_context
 from memory.models import GateCheck
+from memory.recall.context import context_text
 from tests.factory import SYSTEM
 from tests.memory.skills.conftest import context, experience, section
 

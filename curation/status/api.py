@@ -1,0 +1,149 @@
+"""API: GET /api/status — what the Status tab reports, as JSON."""
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from curation.status.selectors import alerts, job_status, recall_status
+
+StatusOut = inline_serializer(
+    "Status",
+    {
+        "embeddings": serializers.DictField(
+            help_text="The embedding configuration (and `error` if invalid)."
+        ),
+        "backlog": serializers.DictField(
+            child=serializers.IntegerField(), required=False, help_text="Rows waiting for a vector, per kind."
+        ),
+        "vector_coverage": serializers.DictField(
+            child=serializers.DictField(), help_text="Per kind: rows, vectors and backlog."
+        ),
+        "evidence": inline_serializer(
+            "StatusEvidence",
+            {
+                "channels": serializers.IntegerField(),
+                "messages": serializers.IntegerField(),
+                "episodes": serializers.IntegerField(),
+                "open_conversations": serializers.IntegerField(),
+            },
+        ),
+        "agents": serializers.IntegerField(),
+        "pinned_memos": serializers.ListField(
+            child=inline_serializer(
+                "StatusMemo",
+                {
+                    "agent": serializers.CharField(),
+                    "tokens": serializers.IntegerField(),
+                    "budget_tokens": serializers.IntegerField(),
+                    "over": serializers.BooleanField(),
+                },
+            )
+        ),
+        "overlays_over_budget": serializers.ListField(
+            child=inline_serializer(
+                "StatusOverlayOverBudget",
+                {
+                    "agent": serializers.CharField(),
+                    "skill": serializers.CharField(),
+                    "tokens": serializers.IntegerField(),
+                    "budget_tokens": serializers.IntegerField(),
+                },
+            )
+        ),
+        # Registered from curation (a StatusSection): Dreaming stage A per channel.
+        "dreaming_stage_a": inline_serializer(
+            "StatusStageA",
+            {
+                "available": serializers.BooleanField(),
+                "unavailable_reason": serializers.CharField(allow_blank=True),
+                "quiet_minutes": serializers.IntegerField(),
+                "batch_messages": serializers.IntegerField(),
+                "channels": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per channel: lag_messages, lag_seconds, lag_text, cursor_message, "
+                    "last_run, next, failures, last_failure.",
+                ),
+            },
+            required=False,
+        ),
+        # Registered from curation (a StatusSection): Dreaming stage B per agent.
+        "dreaming_stage_b": inline_serializer(
+            "StatusStageB",
+            {
+                "available": serializers.BooleanField(),
+                "unavailable_reason": serializers.CharField(allow_blank=True),
+                "agents": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per agent: lag_episodes, lag_outcomes, last_run, failures, retry_at.",
+                ),
+                "lints": serializers.DictField(
+                    help_text="Review lints: blocks with no source, ended memories still current, "
+                    "entries that disagree on a property."
+                ),
+            },
+            required=False,
+        ),
+        # Registered from curation (a StatusSection): materials' learning and storage.
+        "materials": inline_serializer(
+            "StatusMaterials",
+            {
+                "job_timeout_seconds": serializers.IntegerField(),
+                "by_state": serializers.DictField(child=serializers.IntegerField()),
+                "stuck": serializers.ListField(child=serializers.DictField()),
+                "stuck_count": serializers.IntegerField(),
+                "failed": serializers.ListField(child=serializers.DictField()),
+                "failed_count": serializers.IntegerField(),
+                "withdrawn": serializers.ListField(child=serializers.DictField()),
+                "withdrawn_count": serializers.IntegerField(),
+                "storage_bytes": serializers.IntegerField(),
+                "versions": serializers.IntegerField(),
+            },
+            required=False,
+        ),
+        # Registered from curation (a StatusSection): each agent's last reconciler run.
+        "reconciler": inline_serializer(
+            "StatusReconciler",
+            {
+                "every_turns": serializers.IntegerField(),
+                "idle_minutes": serializers.IntegerField(),
+                "agents": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per agent: agent, last_run (id, trigger, state, plan, plan_state, counts, "
+                    "note, started_at, finished_at; null if it never ran).",
+                ),
+            },
+            required=False,
+        ),
+        "worker_heartbeat": serializers.DateTimeField(allow_null=True),
+        "jobs": serializers.DictField(
+            help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "
+            "for reviewers and admins)."
+        ),
+        "alerts": serializers.ListField(
+            child=inline_serializer(
+                "StatusAlert",
+                {
+                    "level": serializers.ChoiceField(choices=["error", "warning"]),
+                    "text": serializers.CharField(),
+                },
+            )
+        ),
+    },
+)
+
+
+@extend_schema(
+    responses={200: StatusOut},
+    summary="Health: alerts, embedding configuration, vector coverage and backlog per kind, jobs",
+    description="`alerts` lists what needs a person, most urgent first. `jobs.recent_failures` "
+    "(task results may quote stored text) is given to reviewers and admins only.",
+)
+@api_view(["GET"])
+def status_view(request):
+    status = recall_status()
+    jobs = job_status()
+    payload = {**status, "jobs": jobs, "alerts": alerts(status, jobs)}
+    if not request.user.is_reviewer:
+        payload["jobs"] = {k: v for k, v in jobs.items() if k != "recent_failures"}
+    return Response(payload)

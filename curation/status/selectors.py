@@ -1,0 +1,189 @@
+"""What GET /api/status and the console's Status tab report: the embedding configuration, vector
+coverage and the re-embedding backlog per kind, evidence counts, pinned-memo budgets, skill
+overlays over their budget, the
+background jobs (worker heartbeat, waiting, stuck and failed tasks) and the alerts drawn from
+them, most urgent first."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count
+from django.utils import timezone
+
+from knowledge import health
+from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import coverage
+from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
+from knowledge.tokens import count_tokens
+from memory.recall.memo import memo_budget_tokens
+from memory.skills.selectors import overlays_over_budget
+
+
+@dataclass(frozen=True)
+class StatusSection:
+    """A section a layer above adds to the Status tab and GET /api/status (Dreaming's stage A
+    registers one from curation, which memory may not import): `report()` gives its JSON-safe
+    data under `name`, `template` renders it on the tab, `alerts(data)` adds its alerts."""
+
+    name: str
+    template: str
+    report: Callable[[], dict]
+    alerts: Callable[[dict], list[dict]]
+
+
+_sections: dict[str, StatusSection] = {}
+
+
+def status_section_register(section: StatusSection) -> None:
+    _sections[section.name] = section
+
+
+def status_sections() -> list[StatusSection]:
+    return list(_sections.values())
+
+
+def recall_status() -> dict:
+    try:
+        config = embeddings.describe()
+        config_error = ""
+    except embeddings.EmbeddingError as exc:
+        config, config_error = {"backend": "invalid"}, str(exc)
+    cover = coverage() if not config_error else {}
+    beat = Heartbeat.objects.filter(name="worker").values_list("beat_at", flat=True).first()
+    memos = []
+    budget = memo_budget_tokens()
+    for memo in PinnedMemo.objects.select_related("agent").order_by("agent__name"):
+        tokens = count_tokens(memo.text)
+        memos.append(
+            {"agent": memo.agent.name, "tokens": tokens, "budget_tokens": budget, "over": tokens > budget}
+        )
+    return {
+        "embeddings": {**config, **({"error": config_error} if config_error else {})},
+        # Each backlog once: `backlog` per kind; `vector_coverage` the totals it is drawn from.
+        "backlog": {kind: c["backlog"] for kind, c in cover.items()},
+        "vector_coverage": {
+            kind: {"total": c["total"], "embedded": c["embedded"]} for kind, c in cover.items()
+        },
+        "evidence": {
+            "channels": Channel.objects.count(),
+            "messages": Message.objects.count(),
+            "episodes": Episode.objects.count(),
+            "open_conversations": Conversation.objects.filter(status=Conversation.OPEN).count(),
+        },
+        "agents": Agent.objects.aggregate(n=Count("id"))["n"],
+        "pinned_memos": memos,
+        "overlays_over_budget": overlays_over_budget(),
+        "worker_heartbeat": beat,
+        **{section.name: section.report() for section in status_sections()},
+    }
+
+
+WAITING_TOO_LONG = timedelta(minutes=5)
+# A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
+# this many texts it is a re-embedding or a worker falling behind, worth a warning.
+BACKLOG_WARN_TEXTS = 5000
+LISTED = 10
+
+
+def job_status() -> dict:
+    """django-q2's ORM broker: a queued task's `lock` is when it became due; a claimed one's is
+    the claim time plus Q_CLUSTER["retry"]. A task claimed longer ago than Q_CLUSTER["timeout"]
+    is stuck (its worker was killed or hangs; it is handed out again after `retry`)."""
+    from django_q.models import Failure, OrmQ
+
+    now = timezone.now()
+    conf = settings.Q_CLUSTER
+    retry, timeout = timedelta(seconds=conf["retry"]), timedelta(seconds=conf["timeout"])
+    queue = OrmQ.objects.using(conf.get("orm", "default"))
+    waiting = queue.filter(lock__lte=now)
+    oldest = waiting.order_by("lock").values_list("lock", flat=True).first()
+    stuck = [
+        {"task": task.name(), "func": task.func(), "claimed_at": task.lock - retry}
+        for task in queue.filter(lock__gt=now, lock__lt=now + retry - timeout).order_by("lock")[:LISTED]
+    ]
+    since = now - timedelta(days=1)
+    failures = Failure.objects.filter(stopped__gte=since).order_by("-stopped")
+    return {
+        "waiting": waiting.count(),
+        "oldest_waiting_since": oldest,
+        "running": queue.filter(lock__gt=now).count(),
+        "stuck": stuck,
+        "failed_last_day": failures.count(),
+        "recent_failures": [
+            {"name": f.name, "func": f.func, "stopped": f.stopped, "result": str(f.result or "")[:500]}
+            for f in failures[:LISTED]
+        ],
+    }
+
+
+def alerts(status: dict, jobs: dict) -> list[dict]:
+    """What needs a person, most urgent first: `level` is "error" (something is not working) or
+    "warning" (something will go wrong or is being put off)."""
+    now = timezone.now()
+    out = []
+    beat = status["worker_heartbeat"]
+    if health.worker_state(beat, now) != "ok":
+        silent = f"has not reported since {beat:%Y-%m-%d %H:%M} UTC" if beat else "has never reported"
+        out.append(
+            {
+                "level": "error",
+                "text": f"The worker {silent}: background jobs (embedding backlog, provenance checks, "
+                "consolidation) are not running. Start it with python -m brainsite.ops.worker (make run starts one).",
+            }
+        )
+    if status["embeddings"].get("error"):
+        out.append(
+            {"level": "error", "text": f"Embeddings are misconfigured: {status['embeddings']['error']}"}
+        )
+    for task in jobs["stuck"]:
+        out.append(
+            {
+                "level": "error",
+                "text": f"Job {task['func']} ({task['task']}) was claimed at {task['claimed_at']:%Y-%m-%d %H:%M} "
+                "UTC and has not finished: its worker hangs or was killed.",
+            }
+        )
+    if jobs["failed_last_day"]:
+        out.append({"level": "warning", "text": f"{jobs['failed_last_day']} job(s) failed in the last day."})
+    if jobs["oldest_waiting_since"] and now - jobs["oldest_waiting_since"] > WAITING_TOO_LONG:
+        out.append(
+            {
+                "level": "warning",
+                "text": f"{jobs['waiting']} job(s) waiting, the oldest since "
+                f"{jobs['oldest_waiting_since']:%Y-%m-%d %H:%M} UTC: the workers are busy or down.",
+            }
+        )
+    backlog = sum(status["backlog"].values())
+    if backlog > BACKLOG_WARN_TEXTS:
+        parts = ", ".join(f"{n:,} {kind}" for kind, n in status["backlog"].items() if n)
+        out.append(
+            {
+                "level": "warning",
+                "text": f"{backlog:,} text(s) wait for a vector ({parts}); until then only the keyword routes "
+                "find them.",
+            }
+        )
+    for section in status_sections():
+        if section.name in status:
+            out += section.alerts(status[section.name])
+    for memo in status["pinned_memos"]:
+        if memo["over"]:
+            out.append(
+                {
+                    "level": "warning",
+                    "text": f"The pinned memo of {memo['agent']} counts {memo['tokens']:,} tokens, over its "
+                    f"budget of {memo['budget_tokens']:,}; context compilation cuts it.",
+                }
+            )
+    for overlay in status["overlays_over_budget"]:
+        out.append(
+            {
+                "level": "warning",
+                "text": f"The experience of {overlay['agent']} with skill {overlay['skill']} counts "
+                f"{overlay['tokens']:,} tokens, over the overlay budget of {overlay['budget_tokens']:,}; "
+                "context compilation leaves its last lessons out. Revise or remove lessons in the agent library.",
+            }
+        )
+    return out

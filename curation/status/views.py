@@ -1,0 +1,51 @@
+"""Console: the Knowledge page's Status tab — alerts first, then the embedding configuration and
+vector coverage, pinned-memo budgets, background jobs and knowledge lints (reviewers and admins;
+the lints and memos follow the owner selector)."""
+
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
+
+from curation.status.selectors import alerts, job_status, recall_status, status_sections
+from knowledge.entries.lints import knowledge_lints
+from knowledge.models import Agent
+from knowledge.principals.permissions import reviewer_required
+
+
+@vary_on_headers("HX-Request")
+@reviewer_required
+def status_page(request):
+    name = request.session.get("owner", "")
+    owner = Agent.objects.filter(name=name).first() if name else None
+    status = recall_status()
+    jobs = job_status()
+    memos = [m for m in status["pinned_memos"] if not owner or m["agent"] == owner.name]
+    template = "curation/status/status.html"
+    if request.htmx and request.htmx.target == "status-panel":
+        template += "#panel"
+    return render(
+        request,
+        template,
+        {
+            "checked_at": timezone.now(),
+            "tab": "status",
+            "owner": owner,
+            "alerts": alerts(status, jobs),
+            "status": status,
+            "coverage": [
+                {
+                    "kind": kind,
+                    **c,
+                    "backlog": status["backlog"].get(kind, 0),
+                    "percent": round(100 * c["embedded"] / c["total"], 1) if c["total"] else 100.0,
+                }
+                for kind, c in status["vector_coverage"].items()
+            ],
+            "sections": [
+                {"template": section.template, "data": status[section.name]} for section in status_sections()
+            ],
+            "memos": memos,
+            "jobs": jobs,
+            "lints": knowledge_lints(request.principal, owner),
+        },
+    )

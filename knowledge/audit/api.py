@@ -1,0 +1,233 @@
+"""Audit API: the trail (reviewers and admins read it) and atomic batch restore (admins)."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from knowledge.audit.restore import RestoreConflict, audit_restore
+from knowledge.audit.selectors import AuditFilters, audit_events
+from knowledge.entries.selectors import parse_when
+from knowledge.models import AuditEvent
+from knowledge.principals.permissions import IsAdmin, IsReviewer
+from knowledge.schema import error_response
+from knowledge.web import StrictSerializer, page_params
+
+
+class AuditEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    action = serializers.CharField()
+    actor = inline_serializer(
+        "AuditActor", {"kind": serializers.CharField(), "name": serializers.CharField()}
+    )
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    object_type = serializers.CharField()
+    object_ids = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField()
+    counts = serializers.DictField()
+    data = serializers.DictField()
+    batch_id = serializers.UUIDField()
+    request_id = serializers.CharField()
+    dreaming_run = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    restorable = serializers.BooleanField()
+
+
+class AuditRevisionSerializer(serializers.Serializer):
+    object_type = serializers.CharField()
+    object_id = serializers.CharField()
+    before = serializers.DictField(allow_null=True)
+    after = serializers.DictField(allow_null=True)
+
+
+class RestoreRecordSerializer(serializers.Serializer):
+    event = serializers.IntegerField()
+    action = serializers.CharField()
+    object_type = serializers.CharField()
+    object_id = serializers.CharField()
+    label = serializers.CharField()
+    before = serializers.DictField(allow_null=True, help_text="The value now.")
+    after = serializers.DictField(allow_null=True, help_text="The value the restore writes.")
+    changes = serializers.ListField(child=serializers.DictField())
+    conflict_fields = serializers.ListField(child=serializers.CharField())
+
+
+class RestoreInSerializer(StrictSerializer):
+    events = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=500)
+    preview = serializers.BooleanField(required=False, default=False)
+
+
+def event_out(event: AuditEvent) -> dict:
+    return {
+        "id": event.pk,
+        "action": event.action,
+        "actor": {"kind": event.actor_kind, "name": event.actor_name},
+        "store": event.store,
+        "owner": event.owner,
+        "object_type": event.object_type,
+        "object_ids": event.object_ids,
+        "reason": event.reason,
+        "counts": event.counts,
+        "data": event.data,
+        "batch_id": event.batch_id,
+        "request_id": event.request_id,
+        "dreaming_run": event.dreaming_run,
+        "created_at": event.created_at,
+        "restorable": getattr(event, "restorable", None),
+    }
+
+
+def audit_filters_from(params) -> AuditFilters:
+    def _int(name):
+        value = params.get(name, "")
+        if value in ("", None):
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise ValidationError({name: ["A whole number."]})
+
+    return AuditFilters(
+        store=params.get("store", "").strip()[:120],
+        action=params.get("action", "").strip()[:64],
+        actor=params.get("actor", "").strip()[:150],
+        owner=params.get("owner", "").strip()[:64],
+        object_type=params.get("object_type", "").strip()[:32],
+        entry=_int("entry"),
+        dreaming_run=_int("dreaming_run"),
+        since=parse_when(params.get("since", ""), "since"),
+        until=parse_when(params.get("until", ""), "until", end=True),
+        restorable=params.get("restorable", "") in ("1", "true", "yes", "on"),
+    )
+
+
+def record_out(step) -> dict:
+    return {
+        "event": step.event.pk,
+        "action": step.event.action,
+        "object_type": step.object_type,
+        "object_id": step.object_id,
+        "label": step.label,
+        "before": step.current,
+        "after": step.restore_to,
+        "changes": [{"field": f, "from": a, "to": b} for f, a, b in step.changes],
+        "conflict_fields": step.conflict_fields,
+    }
+
+
+AUDIT_PARAMS = [
+    OpenApiParameter("store", str),
+    OpenApiParameter("action", str, description="Exact, or a prefix ending in '.' or '*'."),
+    OpenApiParameter("actor", str, description="Actor name."),
+    OpenApiParameter("owner", str, description="Owner agent name."),
+    OpenApiParameter("object_type", str),
+    OpenApiParameter("entry", int, description="Events of one entry."),
+    OpenApiParameter("dreaming_run", int),
+    OpenApiParameter("since", str, description="Date or date-time (inclusive)."),
+    OpenApiParameter("until", str, description="Date (inclusive) or date-time (exclusive)."),
+    OpenApiParameter("restorable", bool, description="Only events with before/after revisions."),
+    OpenApiParameter("page", int),
+    OpenApiParameter("page_size", int),
+]
+
+
+@extend_schema(
+    parameters=AUDIT_PARAMS,
+    responses=inline_serializer(
+        "AuditPage",
+        {
+            "count": serializers.IntegerField(),
+            "page": serializers.IntegerField(),
+            "page_size": serializers.IntegerField(),
+            "results": AuditEventSerializer(many=True),
+        },
+    ),
+    summary="The audit trail, newest first",
+    operation_id="audit_list",
+)
+@api_view(["GET"])
+@permission_classes([IsReviewer])
+def audit_list(request):
+    filters = audit_filters_from(request.query_params)
+    page, size = page_params(request.query_params)
+    qs = audit_events(filters)
+    events = list(qs[(page - 1) * size : page * size])
+    return Response(
+        {"count": qs.count(), "page": page, "page_size": size, "results": [event_out(e) for e in events]}
+    )
+
+
+@extend_schema(
+    responses=inline_serializer(
+        "AuditEventDetail", {"event": AuditEventSerializer(), "revisions": AuditRevisionSerializer(many=True)}
+    ),
+    summary="One audit event with the before/after of every object it changed",
+)
+@api_view(["GET"])
+@permission_classes([IsReviewer])
+def audit_detail(request, event_id):
+    event = get_object_or_404(audit_events(AuditFilters()), pk=event_id)
+    revisions = [
+        {"object_type": r.object_type, "object_id": r.object_id, "before": r.before, "after": r.after}
+        for r in event.revisions.all()
+    ]
+    return Response({"event": event_out(event), "revisions": revisions})
+
+
+@extend_schema(
+    request=RestoreInSerializer,
+    responses={
+        200: inline_serializer(
+            "RestoreResult",
+            {
+                "restored": serializers.BooleanField(),
+                "preview": serializers.BooleanField(),
+                "audit_event": serializers.IntegerField(allow_null=True),
+                "records": RestoreRecordSerializer(many=True),
+            },
+        ),
+        409: inline_serializer(
+            "RestoreConflict",
+            {
+                "error": serializers.CharField(),
+                "conflicts": serializers.ListField(child=serializers.DictField()),
+                "records": RestoreRecordSerializer(many=True),
+            },
+        ),
+        404: error_response("An event named is not in the audit trail."),
+    },
+    summary="Restore one or more audit events atomically, newest first (admins)",
+    description=(
+        "Every record's current value is compared with the value its event left behind; if any "
+        "differs, nothing is written and 409 names the conflicting records. With preview=true "
+        "nothing is written either way."
+    ),
+)
+@api_view(["POST"])
+@permission_classes([IsAdmin])
+def audit_restore_view(request):
+    data = RestoreInSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    preview = data.validated_data["preview"]
+    try:
+        plan = audit_restore(actor=request.user, event_ids=data.validated_data["events"], preview=preview)
+    except RestoreConflict as conflict:
+        return Response(
+            {
+                "error": "Nothing was restored: " + "; ".join(c["message"] for c in conflict.conflicts),
+                "conflicts": conflict.conflicts,
+                "records": [record_out(s) for s in conflict.plan.steps],
+            },
+            status=409,
+        )
+    return Response(
+        {
+            "restored": not preview,
+            "preview": preview,
+            "audit_event": plan.event.pk if plan.event else None,
+            "records": [record_out(s) for s in plan.steps],
+        }
+    )

@@ -1,0 +1,552 @@
+"""Restore: put objects back to the values audited changes found them in, atomically.
+
+Every restorable change is an audit event with revisions (object_type, object_id, before,
+after). Restoring a batch of events walks their revisions newest first and, for each one,
+compares the object's current value (as left by the newer steps of the same batch) with the
+value that record left behind (`after`) on content fields only — timestamps, embeddings,
+versions and other derived columns do not count. Any difference is a conflict: the whole batch
+writes nothing and the conflicting records are named. Otherwise each object is written once,
+to its final value, and the restore is itself an audited event with revisions (so it can be
+restored in turn).
+
+Restore is generic over object types: each type registers a `Restorer` that knows how to lock
+and read the current value, which fields are content, and how to write a value back. Other
+apps register theirs with `register_restorer()` (in their AppConfig.ready)."""
+
+import dataclasses
+from collections import defaultdict
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.audit.services import audit_record, snapshot
+from knowledge.entries.services import (
+    block_snapshot,
+    entry_blocks_reembed,
+    entry_snapshot,
+    guide_snapshot,
+    relation_snapshot,
+)
+from knowledge.errors import Invalid, NotFound, Refused
+from knowledge.memories import memory_row_revise
+from knowledge.models import (
+    AuditEvent,
+    CurationGuide,
+    Entry,
+    EntryRelation,
+    Memory,
+    MemorySource,
+    MemoryVersion,
+    PinnedMemo,
+    Setting,
+)
+from knowledge.principals.principal import Principal
+
+MAX_EVENTS = 500
+
+
+class RestoreConflict(Exception):
+    """A record's current value differs from the value its event left behind."""
+
+    def __init__(self, conflicts: list[dict], plan: "RestorePlan"):
+        self.conflicts, self.plan = conflicts, plan
+        super().__init__("; ".join(c["message"] for c in conflicts))
+
+
+@dataclasses.dataclass
+class RestoreStep:
+    event: AuditEvent
+    object_type: str
+    object_id: str
+    left_behind: dict | None  # the value the event left (its revision's `after`)
+    restore_to: dict | None  # the value it found (its revision's `before`)
+    current: dict | None  # the value now (after the newer steps of this batch)
+    label: str = ""
+    conflict_fields: list = dataclasses.field(default_factory=list)
+
+    @property
+    def conflict(self) -> bool:
+        return bool(self.conflict_fields)
+
+    @property
+    def changes(self) -> list[tuple[str, object, object]]:
+        """(field, value now, value after the restore) for the content fields this step changes."""
+        restorer = RESTORERS[self.object_type]
+        now, then = restorer.content(self.left_behind) or {}, restorer.content(self.restore_to) or {}
+        return [
+            (k, now.get(k), then.get(k)) for k in sorted(set(now) | set(then)) if now.get(k) != then.get(k)
+        ]
+
+
+@dataclasses.dataclass
+class RestorePlan:
+    steps: list[RestoreStep]
+    conflicts: list[dict]
+    event: AuditEvent | None = None  # the restore's own audit event, once written
+
+
+class Restorer:
+    """How to restore one object type. Subclasses set `object_type`, `model` and
+    `content_fields`, and may override `read`, `write` and `label`."""
+
+    object_type = ""
+    model = None
+    content_fields: tuple[str, ...] = ()
+    # Fields a restore never writes directly (derived, or written by the row operations).
+    derived_fields: tuple[str, ...] = ("id", "created_at", "updated_at")
+
+    def content(self, value: dict | None) -> dict | None:
+        if value is None:
+            return None
+        return {k: value[k] for k in self.content_fields if k in value}
+
+    def differs(self, current: dict | None, expected: dict | None) -> list[str]:
+        """The content fields in which `current` differs from `expected` (compared on the fields
+        `expected` records, so snapshots that hold fewer fields still compare)."""
+        if current is None or expected is None:
+            if current is None and expected is None:
+                return []
+            return ["no longer exists"] if current is None else ["exists again"]
+        a, b = self.content(current), self.content(expected)
+        return [k for k in b if a.get(k) != b[k]]
+
+    def lock(self, ids: list[str], rows: dict | None = None) -> dict[str, dict | None]:
+        """Row-lock the objects and return their current values (None: no such object). The
+        locked objects go into `rows` (by id), for `write`."""
+        locked = self.model._base_manager.select_for_update(of=("self",)).filter(pk__in=[int(i) for i in ids])
+        found = {}
+        for obj in locked.order_by("pk"):
+            found[str(obj.pk)] = self.read(obj)
+            if rows is not None:
+                rows[str(obj.pk)] = obj
+        return {i: found.get(i) for i in ids}
+
+    def read(self, obj) -> dict:
+        return snapshot(obj)
+
+    def label(self, object_id: str, value: dict | None) -> str:
+        return f"{self.object_type} {object_id}"
+
+    def scope(self, value: dict | None) -> tuple[str, str]:
+        return (value or {}).get("store", ""), ""
+
+    def write(
+        self, object_id: str, current: dict | None, target: dict | None, *, actor, fields, row=None
+    ) -> dict | None:
+        """Make the object equal `target` on `fields` (None: remove it); return its new value.
+        `row` is the object `lock` locked, if any."""
+        raise NotImplementedError
+
+
+RESTORERS: dict[str, Restorer] = {}
+
+
+def register_restorer(restorer: Restorer) -> None:
+    RESTORERS[restorer.object_type] = restorer
+
+
+def _fields_to_write(
+    restorer: Restorer, current: dict | None, target: dict | None, changed: set
+) -> list[str]:
+    if target is None:
+        return []
+    keys = (set(restorer.content_fields) | changed) & set(target)
+    keys -= set(restorer.derived_fields)
+    return sorted(k for k in keys if current is None or current.get(k) != target.get(k))
+
+
+class EntryRestorer(Restorer):
+    object_type, model = "entry", Entry
+    content_fields = ("name", "type", "aliases", "summary", "properties", "store", "owner_id", "deleted_at")
+    derived_fields = ("id", "created_at", "updated_at", "version", *Entry.DERIVED_FIELDS)
+
+    def read(self, obj):
+        return entry_snapshot(obj)
+
+    def label(self, object_id, value):
+        return f"entry {object_id}" + (f" “{value['name']}”" if value and value.get("name") else "")
+
+    def scope(self, value):
+        return (value or {}).get("store", ""), ""
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        if current is None:
+            entry = Entry(pk=int(object_id))
+            fields = [k for k in target if k not in self.derived_fields]
+        else:
+            entry = Entry.all_objects.get(pk=int(object_id))
+        if target is None:  # restoring a creation: the entry goes (kept, marked deleted)
+            entry.deleted_at = timezone.now()
+        for field in fields:
+            setattr(entry, field, target[field])
+        if current is not None:
+            entry.version += 1
+        entry.author_kind, entry.author_name = actor.kind, actor.name
+        entry.save()
+        if current is not None and "name" in fields:
+            entry_blocks_reembed(entry)
+        return entry_snapshot(Entry.all_objects.get(pk=entry.pk))
+
+
+class MemoryRestorer(Restorer):
+    """Entry blocks and loose memories. A text comes back as a new version (the history keeps
+    every text); a memory whose creation is restored is retired, not deleted."""
+
+    object_type, model = "memory", Memory
+    content_fields = (
+        "text",
+        "key",
+        "value",
+        "status",
+        "entry_id",
+        "skill_id",
+        "position",
+        "tier",
+        "category",
+        "confidence",
+        "pinned",
+        "valid_from",
+        "valid_to",
+        "expires_at",
+        "supersedes_id",
+        "superseded_by_id",
+        "store",
+        "owner_id",
+        "sources",
+    )
+    derived_fields = (
+        "id",
+        "created_at",
+        "updated_at",
+        "version",
+        "content_hash",
+        "author_kind",
+        "author_name",
+        "embedding",
+        "embedding_model",
+    )
+
+    def lock(self, ids, rows=None):
+        locked = (
+            Memory.objects.select_for_update(of=("self",))
+            .filter(pk__in=[int(i) for i in ids])
+            .prefetch_related("sources")
+            .order_by("pk")
+        )
+        found = {}
+        for memory in locked:
+            found[str(memory.pk)] = block_snapshot(memory)
+            if rows is not None:
+                rows[str(memory.pk)] = memory
+        return {i: found.get(i) for i in ids}
+
+    def label(self, object_id, value):
+        if value and value.get("entry_id"):
+            return f"block {object_id} of entry {value['entry_id']}"
+        if value and value.get("skill_id"):
+            return f"lesson {object_id} of skill {value['skill_id']}"
+        return f"memory {object_id}"
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        reason = "restored from the audit trail"
+        if current is None:
+            memory = Memory(
+                pk=int(object_id), **{k: v for k, v in target.items() if k not in ("id", "sources")}
+            )
+            memory.save(force_insert=True)
+            MemoryVersion.objects.create(
+                memory=memory,
+                version=memory.version,
+                text=memory.text,
+                key=memory.key,
+                value=memory.value,
+                content_hash=memory.content_hash,
+                author_kind=actor.kind,
+                author_name=actor.name,
+                reason=reason,
+            )
+            self._sources(memory, target.get("sources", []))
+            return block_snapshot(Memory.objects.get(pk=memory.pk))
+        memory = row if row is not None else Memory.objects.get(pk=int(object_id))
+        sources = current.get("sources", [])
+        if target is None:
+            memory.status, memory.status_reason = Memory.INVALIDATED, "withdrawn by a restore"
+            memory.save(update_fields=["status", "status_reason", "updated_at"])
+            return {**snapshot(memory), "sources": sources}
+        content = {k: target[k] for k in ("text", "key", "value") if k in target}
+        if any(getattr(memory, k) != v for k, v in content.items()):
+            memory_row_revise(
+                memory=memory,
+                text=content.get("text", memory.text),
+                key=content.get("key"),
+                value=content.get("value", ...),
+                author_kind=actor.kind,
+                author_name=actor.name,
+                reason=reason,
+            )
+        plain = [f for f in fields if f not in ("sources", "text", "key", "value")]
+        for field in plain:
+            setattr(memory, field, target[field])
+        if plain:
+            memory.save(update_fields=[*plain, "updated_at"])
+        if "sources" in fields:
+            self._sources(memory, target["sources"])
+            sources = sorted(list(pair) for pair in target["sources"])
+        return {**snapshot(memory), "sources": sources}
+
+    @staticmethod
+    def _sources(memory, pairs):
+        wanted = {tuple(p) for p in pairs}
+        have = {(s.kind, s.ref): s.pk for s in MemorySource.objects.filter(memory=memory)}
+        MemorySource.objects.filter(pk__in=[pk for pair, pk in have.items() if pair not in wanted]).delete()
+        MemorySource.objects.bulk_create(
+            [MemorySource(memory=memory, kind=k, ref=r) for k, r in sorted(wanted - set(have))]
+        )
+
+
+class RelationRestorer(Restorer):
+    object_type, model = "relation", EntryRelation
+    content_fields = (
+        "source_id",
+        "predicate",
+        "target_id",
+        "sources",
+        "valid_from",
+        "valid_to",
+        "author_kind",
+        "author_name",
+    )
+
+    def read(self, obj):
+        return relation_snapshot(obj)
+
+    def label(self, object_id, value):
+        if value:
+            return f"relation {object_id} ({value['source_id']} {value['predicate']} {value['target_id']})"
+        return f"relation {object_id}"
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        if target is None:
+            EntryRelation.objects.filter(pk=int(object_id)).delete()
+            return None
+        if current is None:
+            relation = EntryRelation(pk=int(object_id))
+            fields = [k for k in target if k not in self.derived_fields]
+        else:
+            relation = EntryRelation.objects.get(pk=int(object_id))
+        for field in fields:
+            setattr(relation, field, target[field])
+        relation.save(force_insert=current is None)
+        return relation_snapshot(EntryRelation.objects.get(pk=relation.pk))
+
+
+class GuideRestorer(Restorer):
+    object_type, model = "guide", CurationGuide
+    content_fields = ("domain_types", "taxonomy", "page_thresholds", "update_rules", "owner_id")
+    derived_fields = ("id", "created_at", "updated_at", "version", "updated_by", "store")
+
+    def read(self, obj):
+        return guide_snapshot(obj)
+
+    def label(self, object_id, value):
+        return f"curation guide {object_id}" + (f" of agent {value['owner_id']}" if value else "")
+
+    def scope(self, value):
+        return CurationGuide.STORE, ""
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        if target is None:
+            CurationGuide.objects.filter(pk=int(object_id)).delete()
+            return None
+        if current is None:
+            guide = CurationGuide(pk=int(object_id), version=target.get("version", 1) - 1)
+            fields = [k for k in target if k not in self.derived_fields]
+        else:
+            guide = CurationGuide.objects.get(pk=int(object_id))
+        for field in fields:
+            setattr(guide, field, target[field])
+        guide.version += 1
+        guide.updated_by = actor.name
+        guide.save(force_insert=current is None)
+        return guide_snapshot(guide)
+
+
+class SettingRestorer(Restorer):
+    object_type, model = "setting", Setting
+    content_fields = ("value",)
+    derived_fields = ()
+
+    def lock(self, ids, rows=None):
+        from knowledge.settings_store import setting_cache_clear, setting_get
+
+        list(Setting.objects.select_for_update().filter(name__in=ids).order_by("name"))
+        setting_cache_clear()  # compare with the database, not this process's cached copy
+        return {name: {"value": setting_get(name)} for name in ids}
+
+    def label(self, object_id, value):
+        return f"setting {object_id}"
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        from knowledge.settings_store import setting_cache_clear
+
+        Setting.objects.update_or_create(name=object_id, defaults={"value": (target or {}).get("value")})
+        setting_cache_clear()
+        transaction.on_commit(setting_cache_clear)
+        return {"value": (target or {}).get("value")}
+
+
+class MemoRestorer(Restorer):
+    """An agent's pinned memo: its text comes back as a new version. A memo whose first version
+    is restored becomes empty (the row stays: an agent has one memo)."""
+
+    object_type, model = "memo", PinnedMemo
+    content_fields = ("text", "agent_id")
+    derived_fields = ("id", "created_at", "updated_at", "version", "updated_by_kind", "updated_by_name")
+
+    def label(self, object_id, value):
+        return f"pinned memo {object_id}" + (f" of agent {value['agent_id']}" if value else "")
+
+    def scope(self, value):
+        return "self", ""
+
+    def write(self, object_id, current, target, *, actor, fields, row=None):
+        memo = PinnedMemo.objects.get(pk=int(object_id))
+        memo.text = (target or {}).get("text", "")
+        memo.version += 1
+        memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
+        memo.save()
+        return snapshot(memo)
+
+
+for _restorer in (
+    EntryRestorer(),
+    MemoryRestorer(),
+    RelationRestorer(),
+    GuideRestorer(),
+    SettingRestorer(),
+    MemoRestorer(),
+):
+    register_restorer(_restorer)
+
+
+def _clean_event_ids(event_ids) -> list[int]:
+    if not isinstance(event_ids, list | tuple) or not event_ids:
+        raise Invalid({"events": ["Give one or more audit event ids."]})
+    try:
+        ids = list(dict.fromkeys(int(i) for i in event_ids))
+    except (TypeError, ValueError):
+        raise Invalid({"events": ["Audit event ids are whole numbers."]})
+    if len(ids) > MAX_EVENTS:
+        raise Invalid({"events": [f"At most {MAX_EVENTS} events in one restore."]})
+    return ids
+
+
+def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> RestorePlan:
+    """Restore the objects changed by the given audit events to the values those events found
+    them in, newest event first, in one transaction. Raises RestoreConflict (nothing written)
+    when any object changed since its event; with `preview`, plans and checks but writes
+    nothing. Admins only."""
+    if not actor.is_admin:
+        raise Refused("Only admins restore from the audit trail.")
+    ids = _clean_event_ids(event_ids)
+    with transaction.atomic():
+        events = list(AuditEvent.objects.filter(pk__in=ids).prefetch_related("revisions"))
+        missing = sorted(set(ids) - {e.pk for e in events})
+        if missing:
+            raise NotFound(f"No audit event {', '.join(map(str, missing))}.")
+        empty = [e for e in events if not e.revisions.all()]
+        if empty:
+            raise Invalid(
+                {
+                    "events": [
+                        f"Event {e.pk} ({e.action}) recorded no before/after; it cannot be restored."
+                        for e in empty
+                    ]
+                }
+            )
+        events.sort(key=lambda e: (e.created_at, e.pk), reverse=True)
+        pending = [(event, rev) for event in events for rev in reversed(event.revisions.all())]
+        unknown = sorted({rev.object_type for _, rev in pending} - set(RESTORERS))
+        if unknown:
+            raise Invalid({"events": [f"Objects of type {', '.join(unknown)} cannot be restored."]})
+
+        by_type = defaultdict(list)
+        for _, rev in pending:
+            if rev.object_id not in by_type[rev.object_type]:
+                by_type[rev.object_type].append(rev.object_id)
+        current, locked = {}, defaultdict(dict)
+        for object_type in sorted(by_type):
+            restorer = RESTORERS[object_type]
+            for object_id, value in restorer.lock(by_type[object_type], locked[object_type]).items():
+                current[(object_type, object_id)] = value
+
+        state, changed, steps, conflicts = dict(current), defaultdict(set), [], []
+        for event, rev in pending:
+            restorer, key = RESTORERS[rev.object_type], (rev.object_type, rev.object_id)
+            step = RestoreStep(
+                event=event,
+                object_type=rev.object_type,
+                object_id=rev.object_id,
+                left_behind=rev.after,
+                restore_to=rev.before,
+                current=state[key],
+                label=restorer.label(rev.object_id, rev.after or rev.before),
+            )
+            step.conflict_fields = restorer.differs(state[key], rev.after)
+            if step.conflict:
+                conflicts.append(
+                    {
+                        "event": event.pk,
+                        "action": event.action,
+                        "object_type": rev.object_type,
+                        "object_id": rev.object_id,
+                        "fields": step.conflict_fields,
+                        "message": (
+                            f"{step.label} changed since event {event.pk} ({event.action}): "
+                            f"{', '.join(step.conflict_fields)} differ"
+                        ),
+                    }
+                )
+            for field in set(rev.before or {}) | set(rev.after or {}):
+                if (rev.before or {}).get(field) != (rev.after or {}).get(field):
+                    changed[key].add(field)
+            state[key] = rev.before
+            steps.append(step)
+        plan = RestorePlan(steps=steps, conflicts=conflicts)
+        if conflicts:
+            raise RestoreConflict(conflicts, plan)
+        if preview:
+            return plan
+
+        revisions, stores, owners = [], set(), set()
+        for key in sorted(state, key=lambda k: (k[0], k[1])):
+            object_type, object_id = key
+            restorer, before, target = RESTORERS[object_type], current[key], state[key]
+            fields = _fields_to_write(restorer, before, target, changed[key])
+            if before is not None and target is not None and not fields:
+                continue
+            if before is None and target is None:
+                continue
+            after = restorer.write(
+                object_id, before, target, actor=actor, fields=fields, row=locked[object_type].get(object_id)
+            )
+            revisions.append((object_type, object_id, before, after))
+            store, _ = restorer.scope(after or before)
+            stores.add(store)
+        for event in events:
+            owners.add(event.owner)
+            stores.add(event.store)
+        stores.discard("")
+        owners.discard("")
+        plan.event = audit_record(
+            "audit.restored",
+            actor=actor,
+            store=stores.pop() if len(stores) == 1 else "",
+            owner=owners.pop() if len(owners) == 1 else "",
+            object_type="audit",
+            object_ids=[e.pk for e in events],
+            counts={"events": len(events), "records": len(revisions)},
+            data={"events": [e.pk for e in events], "actions": sorted({e.action for e in events})},
+            revisions=revisions,
+        )
+    return plan

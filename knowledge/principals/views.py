@@ -1,0 +1,173 @@
+"""Console views for the foundation: health, home, owner selector, agent library, settings."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpResponseBadRequest, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from knowledge import health
+from knowledge.errors import Invalid
+from knowledge.models import Agent, ApiToken, Heartbeat
+from knowledge.principals import selectors, services
+from knowledge.principals.forms import AgentEditForm, AgentForm
+from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.settings_store import MODES, setting_get
+from knowledge.web import error_text
+
+
+@never_cache
+@require_GET
+def healthz(request):
+    """Liveness and readiness in one JSON. `status` is "error" (503) when the database does not
+    answer, "degraded" (200: requests are served, but not everything works) when migrations are
+    pending or the worker's heartbeat is missing or older than three beats (no background job
+    runs), else "ok"."""
+    body = {"database": "embedded" if settings.EMBEDDED_DATABASE else "external"}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        beat = Heartbeat.objects.filter(name="worker").values_list("beat_at", flat=True).first()
+    except DatabaseError as exc:
+        body.update(status="error", database_reachable=False, error=str(exc).splitlines()[0][:200])
+        return JsonResponse(body, status=503)
+    worker = health.worker_state(beat)
+    problems = []
+    if pending:
+        problems.append(f"{len(pending)} migration(s) not applied")
+    if worker != "ok":
+        problems.append(
+            "the worker has never beaten" if worker == "never" else "the worker's heartbeat is stale"
+        )
+    body.update(
+        status="degraded" if problems else "ok",
+        problems=problems,
+        database_reachable=True,
+        migrations_applied=not pending,
+        pending_migrations=len(pending),
+        worker=worker,
+        worker_heartbeat_age_seconds=round((timezone.now() - beat).total_seconds(), 1) if beat else None,
+        worker_stale_after_seconds=health.worker_stale_after().total_seconds(),
+    )
+    return JsonResponse(body)
+
+
+@reviewer_required
+def home(request):
+    return render(request, "knowledge/principals/home.html", {"agents": Agent.objects.count()})
+
+
+@reviewer_required
+@require_POST
+def safe_next(request, target: str | None, default: str = "home") -> str:
+    """`target` when it is a path on this site, else `default`: a `next` pointing elsewhere
+    (another host, a scheme-relative //host, javascript:) never leaves the site."""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return resolve_url(default)
+
+
+def owner_select(request):
+    """Remember the owner-principal selector in the session; every Knowledge tab reads it."""
+    name = request.POST.get("owner", "")
+    if name and not Agent.objects.filter(name=name).exists():
+        return HttpResponseBadRequest("Unknown agent.")
+    request.session["owner"] = name
+    return redirect(safe_next(request, request.POST.get("next")))
+
+
+@reviewer_required
+def agent_list(request):
+    form = AgentForm()
+    if request.method == "POST":
+        if not request.principal.is_admin:
+            messages.error(request, "Only admins can create agents.")
+            return redirect("agent-list")
+        form = AgentForm(request.POST)
+        if form.is_valid():
+            agent = services.agent_create(actor=request.principal, **form.cleaned_data)
+            messages.success(request, f"Agent {agent.name} created.")
+            return redirect("agent-detail", name=agent.name)
+    return render(
+        request, "knowledge/principals/agent_list.html", {"agents": selectors.agent_list(), "form": form}
+    )
+
+
+@reviewer_required
+def agent_detail(request, name):
+    agent = get_object_or_404(Agent, name=name)
+    form = AgentEditForm(initial={"trusted": agent.trusted, "instructions": agent.instructions})
+    if request.method == "POST":
+        if not request.principal.is_admin:
+            messages.error(request, "Only admins can edit agents.")
+            return redirect("agent-detail", name=name)
+        form = AgentEditForm(request.POST)
+        if form.is_valid():
+            services.agent_update(actor=request.principal, agent=agent, **form.cleaned_data)
+            messages.success(request, "Saved.")
+            return redirect("agent-detail", name=name)
+    context = {"agent": agent, "form": form, "tokens": selectors.token_list_for_agent(agent)}
+    return render(request, "knowledge/principals/agent_detail.html", context)
+
+
+@admin_required
+@require_POST
+def agent_token_create(request, name):
+    agent = get_object_or_404(Agent, name=name)
+    raw = services.token_create(
+        actor=request.principal, agent=agent, label=request.POST.get("label", "")[:100]
+    )
+    tokens = selectors.token_list_for_agent(agent)
+    context = {"agent": agent, "tokens": tokens, "new_token": raw}
+    template = "knowledge/principals/agent_detail.html"
+    if request.htmx:
+        template += "#tokens"
+    else:
+        context["form"] = AgentEditForm(
+            initial={"trusted": agent.trusted, "instructions": agent.instructions}
+        )
+    return render(request, template, context)
+
+
+@admin_required
+@require_POST
+def agent_token_revoke(request, name, token_id):
+    agent = get_object_or_404(Agent, name=name)
+    token = get_object_or_404(ApiToken, pk=token_id, agent=agent)
+    services.token_revoke(actor=request.principal, token_id=token.pk)
+    if request.htmx:
+        return render(
+            request,
+            "knowledge/principals/agent_detail.html#tokens",
+            {"agent": agent, "tokens": selectors.token_list_for_agent(agent)},
+        )
+    messages.success(request, f"Token {token.prefix}… revoked.")
+    return redirect("agent-detail", name=name)
+
+
+@admin_required
+def settings_page(request):
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        raw = request.POST.get("value", "")
+        value = {"true": True, "false": False}.get(raw, raw)
+        try:
+            services.setting_set(actor=request.principal, name=name, value=value)
+            messages.success(request, f"{name} is now {raw}.")
+        except Invalid as exc:
+            messages.error(request, error_text(exc))
+        return redirect("settings")
+    modes = [
+        {"name": name, "value": setting_get(name), "default": getattr(settings, name), **spec}
+        for name, spec in MODES.items()
+    ]
+    return render(request, "knowledge/principals/settings.html", {"modes": modes})

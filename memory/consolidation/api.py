@@ -1,0 +1,253 @@
+"""API for consolidation plans: run, list, read, apply, revert, discard (reviewers and admins)."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from knowledge.access import parse_scope
+from knowledge.errors import Invalid
+from knowledge.models import Agent
+from knowledge.principals.permissions import IsReviewer
+from knowledge.web import StrictSerializer, no_body
+from memory.consolidation import (
+    PlanConflict,
+    consolidation_run,
+    plan_apply,
+    plan_detail,
+    plan_discard,
+    plan_list,
+    plan_revert,
+)
+from memory.models import ConsolidationGroup, ConsolidationPlan
+
+
+class PlanSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+
+    class Meta:
+        model = ConsolidationPlan
+        fields = [
+            "id",
+            "state",
+            "mode",
+            "owner",
+            "store",
+            "created_by",
+            "created_at",
+            "finished_at",
+            "applied_by",
+            "applied_at",
+            "reverted_by",
+            "reverted_at",
+            "counts",
+            "model_note",
+            "error",
+        ]
+
+
+class MemoryStateSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=["fold", "keep", "merged"])
+    text = serializers.CharField()
+    status = serializers.CharField()
+    category = serializers.CharField(allow_blank=True)
+    confidence = serializers.FloatField()
+    created_at = serializers.CharField()
+    sources = serializers.ListField(child=serializers.CharField())
+    into = serializers.IntegerField(required=False, help_text="The memory a folded one was folded into.")
+
+
+class GroupSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=[k for k, _ in ConsolidationGroup.KINDS])
+    owner = serializers.CharField()
+    store = serializers.CharField()
+    category = serializers.CharField(allow_blank=True)
+    key = serializers.CharField(allow_blank=True)
+    target = serializers.IntegerField(
+        help_text="The memory that carries on: kept, winner, merged or summary."
+    )
+    merged_text = serializers.CharField(allow_blank=True, help_text="The model's merged or summary text.")
+    reason = serializers.CharField(allow_blank=True)
+    data = serializers.DictField(
+        help_text="What the change adds besides memories: a promotion's new sources, a link group's "
+        "[neighbour id, similarity] pairs."
+    )
+    before = MemoryStateSerializer(many=True)
+    after = MemoryStateSerializer(many=True)
+
+
+class PlanDetailSerializer(PlanSerializer):
+    groups = serializers.SerializerMethodField()
+
+    class Meta(PlanSerializer.Meta):
+        fields = [*PlanSerializer.Meta.fields, "groups"]
+
+    @extend_schema_field(GroupSerializer(many=True))
+    def get_groups(self, plan) -> list[dict]:
+        return GroupSerializer(plan_detail(plan), many=True).data
+
+
+class RunInputSerializer(StrictSerializer):
+    owner = serializers.CharField(required=False, help_text="Only this agent's memories.")
+    scope = serializers.CharField(
+        required=False,
+        help_text="Only this store: agent, shared, workspace, private:<person>, channel:<channel>.",
+    )
+
+    def validate_owner(self, value):
+        agent = Agent.objects.filter(name=value).first()
+        if agent is None:
+            raise serializers.ValidationError(f"No agent named {value}.")
+        return agent
+
+    def validate_scope(self, value):
+        try:
+            return parse_scope(value)
+        except Invalid as exc:
+            raise serializers.ValidationError(exc.detail["scope"])
+
+
+class DiscardInputSerializer(StrictSerializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+ConflictSerializer = inline_serializer(
+    "PlanConflict",
+    {
+        "error": serializers.CharField(),
+        "state": serializers.CharField(required=False),
+        "changed": serializers.ListField(child=serializers.IntegerField(), required=False),
+    },
+)
+PlanListSerializer = inline_serializer(
+    "PlanList", {"count": serializers.IntegerField(), "results": PlanSerializer(many=True)}
+)
+
+
+def _conflict(exc: PlanConflict) -> Response:
+    return Response({"error": exc.message, **exc.extra}, status=status.HTTP_409_CONFLICT)
+
+
+@extend_schema(
+    summary="Run consolidation now",
+    description=(
+        "Finds duplicates, same-key conflicts, near-duplicates (merged by the light model) and "
+        "summaries among active long-term memories and writes a plan. BRAIN_MEMORY_CONSOLIDATION "
+        "decides what happens to it: `propose` leaves it for review, `apply` applies it, `off` refuses (409)."
+    ),
+    request=RunInputSerializer,
+    responses={201: PlanDetailSerializer, 400: None, 409: ConflictSerializer},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def consolidation_run_view(request):
+    data = RunInputSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    try:
+        plan = consolidation_run(
+            actor=request.user,
+            owner=data.validated_data.get("owner"),
+            store=data.validated_data.get("scope", ""),
+        )
+    except PlanConflict as exc:
+        return _conflict(exc)
+    return Response(PlanDetailSerializer(plan).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    operation_id="memory_consolidations_list",
+    summary="List consolidation plans",
+    parameters=[
+        OpenApiParameter("state", str, enum=[s for s, _ in ConsolidationPlan.STATES]),
+        OpenApiParameter("owner", str, description="Plans of runs limited to this agent."),
+        OpenApiParameter("limit", int, description="At most 200 (default 50)."),
+        OpenApiParameter("offset", int),
+    ],
+    responses=PlanListSerializer,
+)
+@api_view(["GET"])
+@permission_classes([IsReviewer])
+def consolidation_list_view(request):
+    errors = {}
+    state = request.query_params.get("state", "")
+    if state and state not in dict(ConsolidationPlan.STATES):
+        errors["state"] = [f"Use one of {', '.join(dict(ConsolidationPlan.STATES))}."]
+    owner = None
+    if request.query_params.get("owner"):
+        owner = Agent.objects.filter(name=request.query_params["owner"]).first()
+        if owner is None:
+            errors["owner"] = ["No such agent."]
+    try:
+        limit = min(200, max(1, int(request.query_params.get("limit", 50))))
+        offset = max(0, int(request.query_params.get("offset", 0)))
+    except ValueError:
+        errors["limit"] = ["limit and offset must be integers."]
+    if errors:
+        raise ValidationError(errors)
+    plans = plan_list(state=state, owner=owner)
+    return Response(
+        {"count": plans.count(), "results": PlanSerializer(plans[offset : offset + limit], many=True).data}
+    )
+
+
+@extend_schema(
+    summary="One consolidation plan, group by group, before → after", responses=PlanDetailSerializer
+)
+@api_view(["GET"])
+@permission_classes([IsReviewer])
+def consolidation_detail_view(request, plan_id: int):
+    plan = get_object_or_404(ConsolidationPlan.objects.select_related("owner"), pk=plan_id)
+    return Response(PlanDetailSerializer(plan).data)
+
+
+def _act(request, plan_id, action, **kwargs):
+    get_object_or_404(ConsolidationPlan, pk=plan_id)
+    try:
+        plan = action(actor=request.user, plan_id=plan_id, **kwargs)
+    except PlanConflict as exc:
+        return _conflict(exc)
+    return Response(PlanDetailSerializer(plan).data)
+
+
+@extend_schema(
+    summary="Apply a proposed plan",
+    description="All or nothing; a plan is applied once (409 afterwards, or if a memory changed since it was made).",
+    request=None,
+    responses={200: PlanDetailSerializer, 409: ConflictSerializer},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+@no_body
+def consolidation_apply_view(request, plan_id: int):
+    return _act(request, plan_id, plan_apply)
+
+
+@extend_schema(
+    summary="Revert an applied plan exactly",
+    description="Originals back to their exact before (status, text, sources); merged memories retired.",
+    request=None,
+    responses={200: PlanDetailSerializer, 409: ConflictSerializer},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+@no_body
+def consolidation_revert_view(request, plan_id: int):
+    return _act(request, plan_id, plan_revert)
+
+
+@extend_schema(
+    summary="Discard a proposed plan",
+    description="Its merged memories leave the review queue (rejected); its memories are free for the next run.",
+    request=DiscardInputSerializer,
+    responses={200: PlanDetailSerializer, 409: ConflictSerializer},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def consolidation_discard_view(request, plan_id: int):
+    data = DiscardInputSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    return _act(request, plan_id, plan_discard, reason=data.validated_data.get("reason", ""))

@@ -1,0 +1,331 @@
+"""API: channels, message ingestion and conversations (the evidence recall searches)."""
+
+from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+
+from knowledge import access
+from knowledge.access import can_post_message
+from knowledge.conversations import services as evidence
+from knowledge.models import Agent, Channel, Conversation
+from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin
+from knowledge.principals.principal import Principal
+from knowledge.schema import error_response
+from knowledge.web import StrictCharField, StrictSerializer, no_body
+from memory.conversations.services import conversation_finish
+
+SLUG = r"^[-a-zA-Z0-9_]+$"
+SPEAKER = r"^((person|agent):)?[-a-zA-Z0-9_]{1,64}$"
+
+
+class IsAgentIntegrationOrAdmin(BasePermission):
+    message = "Agents, integrations and admins only."
+
+    def has_permission(self, request, view):
+        p = request.user
+        return isinstance(p, Principal) and (p.kind in ("agent", "integration") or p.is_admin)
+
+
+class IsAgentOrAdmin(BasePermission):
+    message = "Agents and admins only."
+
+    def has_permission(self, request, view):
+        p = request.user
+        return isinstance(p, Principal) and (p.kind == "agent" or p.is_admin)
+
+
+# --- channels ---------------------------------------------------------------------------------
+
+
+class ChannelIn(StrictSerializer):
+    name = serializers.RegexField(
+        SLUG, max_length=100, error_messages={"invalid": "Use letters, digits, - and _ only."}
+    )
+    kind = serializers.ChoiceField(
+        choices=[Channel.KIND_SHARED, Channel.KIND_DM], default=Channel.KIND_SHARED
+    )
+    person = serializers.RegexField(SLUG, max_length=64, required=False)
+    agent = serializers.RegexField(SLUG, max_length=64, required=False)
+    memory_scope = serializers.ChoiceField(
+        choices=[Channel.SCOPE_SHARED, Channel.SCOPE_CHANNEL], default=Channel.SCOPE_SHARED
+    )
+    integrations = serializers.ListField(
+        child=serializers.RegexField(SLUG, max_length=64), required=False, default=list
+    )
+
+
+def channel_dict(channel: Channel) -> dict:
+    return {
+        "id": channel.pk,
+        "name": channel.name,
+        "kind": channel.kind,
+        "person": channel.person.name if channel.person_id else None,
+        "agent": channel.agent.name if channel.agent_id else None,
+        "memory_scope": channel.memory_scope,
+        "integrations": sorted(channel.integrations.values_list("integration__name", flat=True)),
+        "created_at": channel.created_at,
+    }
+
+
+ChannelOut = inline_serializer(
+    "Channel",
+    {
+        "id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "kind": serializers.CharField(),
+        "person": serializers.CharField(allow_null=True),
+        "agent": serializers.CharField(allow_null=True),
+        "memory_scope": serializers.CharField(),
+        "integrations": serializers.ListField(child=serializers.CharField()),
+        "created_at": serializers.DateTimeField(),
+    },
+)
+
+
+@extend_schema(
+    request=ChannelIn,
+    responses={201: ChannelOut},
+    summary="Create a channel (admins and integrations)",
+    description="An integration that creates a channel takes part in it (may post messages); admins "
+    "may name integrations that take part. A direct message (`kind: dm`) names the `person` it is "
+    "with and the `agent` it belongs to: only that agent opens conversations there, and only that "
+    "agent, an integration taking part, or an admin posts to it. `memory_scope` is the routing rule: `shared` or "
+    "`channel` (channel-only). A changed rule applies only to later conversations.",
+)
+@api_view(["POST"])
+@permission_classes([IsIntegrationOrAdmin])
+def channel_create(request):
+    data = ChannelIn(data=request.data)
+    data.is_valid(raise_exception=True)
+    channel = evidence.channel_open_request(actor=request.user, **data.validated_data)
+    return Response(channel_dict(channel), status=status.HTTP_201_CREATED)
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+class MessageIn(StrictSerializer):
+    channel = serializers.RegexField(SLUG, max_length=100)
+    thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    speaker = serializers.RegexField(
+        SPEAKER,
+        max_length=71,
+        error_messages={
+            "invalid": "A speaker is a person or agent name (letters, digits, - and _), "
+            "optionally prefixed with person: or agent:."
+        },
+    )
+    text = StrictCharField(max_length=100_000, trim_whitespace=False)
+    ts = serializers.DateTimeField(required=False)
+    external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class MessageBatchIn(StrictSerializer):
+    messages = MessageIn(many=True, allow_empty=False, max_length=evidence.MAX_BATCH)
+
+
+class MessageStoredSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    channel = serializers.CharField()
+    external_id = serializers.CharField(allow_null=True)
+    duplicate = serializers.BooleanField()
+
+
+BatchOut = inline_serializer(
+    "MessagesStored",
+    {
+        "received": serializers.IntegerField(),
+        "stored": serializers.IntegerField(),
+        "duplicates": serializers.IntegerField(),
+        "messages": MessageStoredSerializer(many=True),
+    },
+)
+
+
+MessagesIn = PolymorphicProxySerializer(
+    "MessagesIn",
+    serializers=[MessageIn, MessageBatchIn],
+    resource_type_field_name=None,
+)
+MessagesOut = PolymorphicProxySerializer(
+    "MessagesOut",
+    serializers=[MessageStoredSerializer, BatchOut],
+    resource_type_field_name=None,
+)
+
+
+def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], evidence.IngestResult]:
+    """Store validated messages (`MessageIn` data) for `principal`: every channel must exist
+    (400) and take the principal's posts (`can_post_message`, 403). Returns one row per message
+    (`id`, `channel`, `external_id`, `duplicate`) and the ingestion result. The API and the MCP
+    server both post through here."""
+    names = {i["channel"] for i in items}
+    channels = {c.name: c for c in Channel.objects.filter(name__in=names).select_related("person")}
+    unknown = sorted(names - set(channels))
+    if unknown:
+        raise ValidationError({"channel": [f"Unknown channel(s): {', '.join(unknown)}."]})
+    for channel in channels.values():
+        if not can_post_message(principal, channel):
+            raise PermissionDenied(f"You take no part in channel {channel.name}.")
+    result = evidence.message_ingest(
+        actor=principal,
+        messages=[
+            evidence.MessageIn(
+                channel=channels[i["channel"]],
+                speaker=i["speaker"],
+                text=i["text"],
+                ts=i.get("ts"),
+                thread=i.get("thread") or "",
+                external_id=i.get("external_id") or None,
+            )
+            for i in items
+        ],
+    )
+    rows = [
+        {"id": pk, "channel": i["channel"], "external_id": i.get("external_id") or None, "duplicate": dup}
+        for i, pk, dup in zip(items, result.ids, result.duplicate, strict=True)
+    ]
+    return rows, result
+
+
+@extend_schema(
+    request=MessagesIn,
+    responses={201: MessagesOut, 200: MessagesOut},
+    summary='Post messages (one, or up to 1,000 as {"messages": [...]})',
+    description="Agents and integrations post to channels they take part in (an agent takes part "
+    "by opening a conversation there); admins to any channel. `speaker` is a person or agent name "
+    "(`person:`/`agent:` force the kind; unknown people are created). The same `external_id` in "
+    "the same channel is stored once: a repeat is answered with the stored message's id and "
+    "`duplicate: true`. Messages are embedded later by the worker, never in this request. "
+    "A single message is answered with that message's object (`MessageStored`), a batch with "
+    "`MessagesStored`; 201 when anything was stored, 200 when every message was a repeat.",
+    examples=[
+        OpenApiExample(
+            "one",
+            value={"channel": "support", "speaker": "alice", "text": "VPN error E4012", "external_id": "m-1"},
+        ),
+        OpenApiExample(
+            "many",
+            value={
+                "messages": [{"channel": "support", "speaker": "alice", "text": "hi", "external_id": "m-2"}]
+            },
+        ),
+    ],
+)
+@api_view(["POST"])
+@permission_classes([IsAgentIntegrationOrAdmin])
+def message_post(request):
+    body = request.data
+    single = not (isinstance(body, dict) and "messages" in body)
+    if single:
+        data = MessageIn(data=body)
+        data.is_valid(raise_exception=True)
+        items = [data.validated_data]
+    else:
+        data = MessageBatchIn(data=body)
+        data.is_valid(raise_exception=True)
+        items = data.validated_data["messages"]
+    rows, result = messages_post(request.user, items)
+    code = status.HTTP_201_CREATED if result.stored else status.HTTP_200_OK
+    if single:
+        return Response(rows[0], status=code)
+    return Response(
+        {"received": len(items), "stored": result.stored, "duplicates": result.duplicates, "messages": rows},
+        status=code,
+    )
+
+
+# --- conversations ----------------------------------------------------------------------------
+
+
+class ConversationIn(StrictSerializer):
+    agent = serializers.RegexField(SLUG, max_length=64)
+    channel = serializers.RegexField(SLUG, max_length=100)
+    thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+ConversationOut = inline_serializer(
+    "Conversation",
+    {
+        "id": serializers.IntegerField(),
+        "agent": serializers.CharField(),
+        "channel": serializers.CharField(),
+        "thread": serializers.CharField(),
+        "status": serializers.CharField(),
+        "read_stores": serializers.ListField(child=serializers.CharField()),
+        "write_store": serializers.CharField(),
+        "started_at": serializers.DateTimeField(),
+        "finished_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+
+
+def conversation_dict(c: Conversation) -> dict:
+    return {
+        "id": c.pk,
+        "agent": c.agent.name,
+        "channel": c.channel.name,
+        "thread": c.thread,
+        "status": c.status,
+        "read_stores": c.read_stores,
+        "write_store": c.write_store,
+        "started_at": c.started_at,
+        "finished_at": c.finished_at,
+    }
+
+
+def conversation_open(principal: Principal, v: dict) -> Conversation:
+    """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
+    join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
+    agent = Agent.objects.filter(name=v["agent"]).first()
+    channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
+    errors = {}
+    if agent is None:
+        errors["agent"] = [f"Unknown agent {v['agent']}."]
+    if channel is None:
+        errors["channel"] = [f"Unknown channel {v['channel']}."]
+    if errors:
+        raise ValidationError(errors)
+    return evidence.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
+
+
+@extend_schema(
+    request=ConversationIn,
+    responses={201: ConversationOut},
+    summary="Open a conversation (an agent takes part in the channel from now on)",
+    description="Agents open conversations for themselves, admins for any agent; in a direct "
+    "message only for the agent it belongs to (403 otherwise). The conversation's scope — the stores it reads and the store it writes — is fixed "
+    "now, from the channel's current routing rule, and never changes.",
+)
+@api_view(["POST"])
+@permission_classes([IsAgentOrAdmin])
+def conversation_create(request):
+    data = ConversationIn(data=request.data)
+    data.is_valid(raise_exception=True)
+    conversation = conversation_open(request.user, data.validated_data)
+    return Response(conversation_dict(conversation), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(responses={200: ConversationOut}, summary="A conversation and its fixed scope")
+@api_view(["GET"])
+@permission_classes([IsAgentOrReviewer])
+def conversation_detail(request, pk: int):
+    return Response(conversation_dict(access.conversation_get_for(request.user, pk)))
+
+
+@extend_schema(
+    request=None,
+    responses={200: ConversationOut, 409: error_response("The conversation is already finished.")},
+    summary="Finish a conversation",
+    description="409 when it is already finished (of two concurrent finishes exactly one wins).",
+)
+@api_view(["POST"])
+@permission_classes([IsAgentOrAdmin])
+@no_body
+def conversation_finish_view(request, pk: int):
+    conversation = access.conversation_get_for(request.user, pk)
+    conversation = conversation_finish(actor=request.user, conversation_id=conversation.pk)
+    return Response(conversation_dict(conversation))

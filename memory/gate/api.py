@@ -1,0 +1,209 @@
+"""API for eval datasets and the eval gate."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+
+from knowledge.models import Memory
+from knowledge.principals.permissions import IsAdmin, IsReviewer
+from knowledge.web import no_body
+from memory.gate import datasets as eval_datasets
+from memory.gate.services import gate_check_run
+from memory.models import EvalDataset, GateCheck
+
+DatasetIn = inline_serializer(
+    "EvalDatasetIn",
+    {
+        "name": serializers.CharField(),
+        "kind": serializers.CharField(default="agent_turn"),
+        "cases": serializers.ListField(child=serializers.DictField()),
+    },
+)
+DatasetReplaceIn = inline_serializer(
+    "EvalDatasetReplace",
+    {
+        "name": serializers.CharField(required=False, help_text="If given, the dataset's own name."),
+        "kind": serializers.CharField(required=False, help_text="Default: the dataset's kind."),
+        "cases": serializers.ListField(child=serializers.DictField()),
+        "version": serializers.IntegerField(required=False, help_text="Expected current version."),
+    },
+)
+
+
+class EvalDatasetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    version = serializers.IntegerField()
+    cases = serializers.ListField(child=serializers.DictField())
+    updated_at = serializers.DateTimeField()
+
+
+class GateCheckSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    memory = serializers.IntegerField()
+    memory_version = serializers.IntegerField()
+    verdict = serializers.ChoiceField(choices=GateCheck.VERDICTS)
+    trigger = serializers.CharField(help_text="manual, shadow or enforce.")
+    dataset = serializers.CharField()
+    regressed_cases = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField()
+    calls = serializers.IntegerField()
+    results = serializers.ListField(
+        child=serializers.DictField(), help_text="Per case: answers and failures."
+    )
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+GateCheckPage = inline_serializer(
+    "GateCheckPage",
+    {
+        "count": serializers.IntegerField(),
+        "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True),
+        "results": GateCheckSerializer(many=True),
+    },
+)
+
+
+def dataset_json(dataset: EvalDataset) -> dict:
+    return {
+        "name": dataset.name,
+        "kind": dataset.kind,
+        "version": dataset.version,
+        "cases": dataset.cases,
+        "updated_at": dataset.updated_at,
+    }
+
+
+def check_json(check: GateCheck) -> dict:
+    return {
+        "id": check.pk,
+        "memory": check.memory_id,
+        "memory_version": check.memory_version,
+        "verdict": check.verdict,
+        "trigger": check.trigger,
+        "dataset": check.dataset,
+        "regressed_cases": check.regressed_cases,
+        "reason": check.reason,
+        "calls": check.calls,
+        "results": check.results,
+        "created_at": check.created_at,
+        "finished_at": check.finished_at,
+    }
+
+
+def _body(request, allowed: set[str]) -> dict:
+    if not isinstance(request.data, dict):
+        raise ValidationError({"body": ["Send a JSON object."]})
+    unknown = sorted(set(request.data) - allowed)
+    if unknown:
+        raise ValidationError({name: ["Unknown field."] for name in unknown})
+    return request.data
+
+
+@extend_schema(
+    methods=["POST"],
+    request=DatasetIn,
+    summary="Create an eval dataset",
+    responses={201: EvalDatasetSerializer},
+)
+@extend_schema(
+    methods=["GET"],
+    summary="List eval datasets",
+    operation_id="eval_datasets_list",
+    responses=inline_serializer("EvalDatasetList", {"results": EvalDatasetSerializer(many=True)}),
+)
+@api_view(["GET", "POST"])
+@permission_classes([IsAdmin])
+def datasets(request):
+    if request.method == "GET":
+        return Response({"results": [dataset_json(d) for d in EvalDataset.objects.all()]})
+    body = _body(request, {"name", "kind", "cases"})
+    dataset = eval_datasets.dataset_create(
+        actor=request.user,
+        name=body.get("name"),
+        kind=body.get("kind", "agent_turn"),
+        cases=body.get("cases"),
+    )
+    return Response(dataset_json(dataset), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    methods=["PUT"],
+    request=DatasetReplaceIn,
+    summary="Replace an eval dataset's cases",
+    responses=EvalDatasetSerializer,
+)
+@extend_schema(methods=["GET"], summary="One eval dataset", responses=EvalDatasetSerializer)
+@extend_schema(methods=["DELETE"], summary="Delete an eval dataset", request=None, responses={204: None})
+@api_view(["GET", "PUT", "DELETE"])
+@permission_classes([IsAdmin])
+def dataset_detail(request, name):
+    dataset = get_object_or_404(EvalDataset, name=name)
+    if request.method == "GET":
+        return Response(dataset_json(dataset))
+    if request.method == "DELETE":
+        eval_datasets.dataset_delete(actor=request.user, dataset=dataset)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    body = _body(request, {"name", "kind", "cases", "version"})
+    if body.get("name", name) != name:
+        raise ValidationError({"name": ["A dataset cannot be renamed; create a new one."]})
+    expected = body.get("version")
+    if expected is not None and not isinstance(expected, int):
+        raise ValidationError({"version": ["Must be an integer."]})
+    dataset = eval_datasets.dataset_replace(
+        actor=request.user,
+        dataset=dataset,
+        kind=body.get("kind", dataset.kind),
+        cases=body.get("cases"),
+        expected_version=expected,
+    )
+    return Response(dataset_json(dataset))
+
+
+@extend_schema(
+    summary="Run the eval gate on one memory now (records the verdict, changes nothing else)",
+    request=None,
+    responses={201: GateCheckSerializer},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+@no_body
+def gate_check(request, memory_id):
+    memory = get_object_or_404(Memory.objects.select_related("owner"), pk=memory_id)
+    check = gate_check_run(actor=request.user, memory=memory, trigger="manual")
+    return Response(check_json(check), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    summary="Gate verdicts",
+    parameters=[
+        OpenApiParameter("verdict", str, enum=[v for v, _ in GateCheck.VERDICTS]),
+        OpenApiParameter("memory", int),
+        OpenApiParameter("limit", int),
+        OpenApiParameter("offset", int),
+    ],
+    responses=GateCheckPage,
+)
+@api_view(["GET"])
+@permission_classes([IsReviewer])
+def gate_checks(request):
+    checks = GateCheck.objects.all()
+    verdict = request.query_params.get("verdict")
+    if verdict:
+        if verdict not in dict(GateCheck.VERDICTS):
+            raise ValidationError({"verdict": [f"One of {', '.join(dict(GateCheck.VERDICTS))}."]})
+        checks = checks.filter(verdict=verdict)
+    memory = request.query_params.get("memory")
+    if memory:
+        if not memory.isdigit():
+            raise ValidationError({"memory": ["Must be a memory id."]})
+        checks = checks.filter(memory_id=int(memory))
+    paginator = LimitOffsetPagination()
+    page = paginator.paginate_queryset(checks, request)
+    return paginator.get_paginated_response([check_json(c) for c in page])

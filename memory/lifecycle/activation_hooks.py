@@ -1,0 +1,66 @@
+"""The pluggable decisions inside the one activation function (`memory.lifecycle.services.memory_activate`).
+
+Each hook is a small function so a later capability can replace its body without touching the
+activation function itself:
+
+- `gate_before_activation` — the eval gate (memory.gate). In `enforce` mode it runs the gate
+  check and holds a memory that regresses a case (or whose check could not run) in the queue;
+  in `shadow` mode it queues a background check.
+- `route_goes_active` — who goes into force at once (trusted agents', people's and Dreaming's writes, reviewer approvals), including the
+  distiller's auto-activation setting.
+"""
+
+from dataclasses import dataclass
+
+from knowledge.memories import ENTRY_BLOCK, entry_block_goes_active
+from knowledge.models import Memory
+from knowledge.principals.principal import Principal
+from knowledge.settings_store import setting_get
+from memory.gate import services as gate
+
+API_WRITE, DISTILLER, DREAMING, REVIEW = "api_write", "distiller", "dreaming", "review"
+ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW, ENTRY_BLOCK)
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    allow: bool
+    reason: str = ""  # why a memory is held (e.g. the failing gate cases), never memory text
+    verdict: str = ""  # pass | regressed | untested | error, once the gate exists
+
+
+ALLOW = GateDecision(allow=True)
+
+
+def gate_before_activation(memory: Memory, *, route: str) -> GateDecision:
+    """EVAL GATE HOOK: decide whether `memory` may go into force now.
+
+    Called by memory_activate after the route decided "active" and before anything changes.
+    Returns GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
+    queue_reason "gate" (see memory.gate for the modes)."""
+    allow, reason, verdict = gate.gate_before_activation(memory=memory)
+    return GateDecision(allow=allow, reason=reason, verdict=verdict)
+
+
+def gate_checks_stored_memory() -> bool:
+    """Whether gate_before_activation needs the memory stored first (enforce mode runs recall
+    with and without it, and records the check against it)."""
+    return setting_get("BRAIN_MEMORY_ACTIVATION_GATE") == gate.ENFORCE
+
+
+def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
+    """Whether a memory arriving by `route` goes into force without a review:
+    a trusted agent's API write, a write by a reviewer or admin, Dreaming stage B, a reviewer's
+    approval, the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on, and an entry block by the
+    base layer's rule (people and trusted agents)."""
+    if route in (REVIEW, DREAMING):
+        return True
+    if route == ENTRY_BLOCK:
+        return entry_block_goes_active(actor)
+    if route == DISTILLER:
+        return bool(setting_get("BRAIN_DISTILLER_AUTO_ACTIVATE"))
+    if route == API_WRITE:
+        if actor.kind == "agent":
+            return bool(actor.agent.trusted)
+        return actor.is_reviewer
+    raise ValueError(f"unknown activation route {route!r}")

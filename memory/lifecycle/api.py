@@ -1,0 +1,279 @@
+"""The memory API: write, read, review and operate on memories; finish a run."""
+
+import math
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, permission_classes
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from knowledge import access
+from knowledge.models import Agent, Memory
+from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
+from knowledge.schema import error_response
+from knowledge.web import no_body
+from memory.lifecycle import selectors, services
+from memory.lifecycle.serializers import (
+    ApproveSerializer,
+    MemoryDetailSerializer,
+    MemoryListQuerySerializer,
+    MemoryPageSerializer,
+    MemorySerializer,
+    MemoryWriteSerializer,
+    PromoteSerializer,
+    ReasonSerializer,
+    ReviseSerializer,
+    RunFinishedSerializer,
+    RunFinishSerializer,
+    memory_out,
+    version_out,
+)
+
+ERROR = error_response('JSON error: {"error": "...", ...}')
+CONFLICT = OpenApiResponse(
+    inline_serializer(
+        "MemoryConflict",
+        {
+            "error": serializers.CharField(),
+            "policy_violation": serializers.ChoiceField(choices=["memory_conflict"], required=False),
+            "conflicts_with": serializers.ListField(child=serializers.IntegerField(), required=False),
+            "memory": serializers.IntegerField(required=False, help_text="A state conflict: the memory."),
+            "status": serializers.CharField(required=False, help_text="A state conflict: its status now."),
+        },
+    ),
+    description="The memory is not in a state for this action (another reviewer acted first), or strict "
+    'anti-drift refused it: {"error", "policy_violation": "memory_conflict", "conflicts_with": [ids]}.',
+)
+TAG = ["memory"]
+
+
+def _valid(serializer_class, data, **context):
+    serializer = serializer_class(data=data, context=context)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _act(service, **kwargs) -> Memory:
+    try:
+        return service(**kwargs)
+    except Memory.DoesNotExist:
+        raise Http404(f"There is no memory {kwargs.get('memory_id')}.")
+
+
+def _reloaded(memory: Memory) -> dict:
+    memory = Memory.objects.select_related("owner").prefetch_related("sources").get(pk=memory.pk)
+    return memory_out(memory)
+
+
+@extend_schema(
+    methods=["POST"],
+    operation_id="memory_write",
+    tags=TAG,
+    summary="Write a memory",
+    description="Writes a memory for an agent into a store. An untrusted agent's write is queued for "
+    "review; a trusted agent's (or a reviewer's) is active at once. Agents write only as themselves "
+    "and only into stores they may write. Invalid bodies get 400 with per-field messages and write "
+    "nothing. With BRAIN_STRICT_ANTI_DRIFT on, contradicting an active semantic memory of "
+    "confidence ≥ 0.9 with the same key without naming it in `supersedes` gets 409.",
+    request=MemoryWriteSerializer,
+    responses={201: MemorySerializer, 400: ERROR, 403: ERROR, 409: CONFLICT},
+    examples=[
+        OpenApiExample(
+            "A fact with a source",
+            request_only=True,
+            value={
+                "agent": "copilot",
+                "scope": "agent",
+                "text": "VPN-4012 is fixed by client 5.2.1",
+                "sources": [{"kind": "kb", "ref": "KB-7"}],
+            },
+        )
+    ],
+)
+@extend_schema(
+    methods=["GET"],
+    operation_id="memory_list",
+    tags=TAG,
+    summary="List memories",
+    description="Memories the token may read (agents: the stores they may browse), newest first.",
+    parameters=[MemoryListQuerySerializer],
+    responses={200: MemoryPageSerializer, 400: ERROR},
+)
+@api_view(["GET", "POST"])
+@permission_classes([IsAgentOrReviewer])
+def memory_collection(request):
+    principal = request.user
+    if request.method == "POST":
+        data = _valid(MemoryWriteSerializer, request.data, principal=principal)
+        memory = services.memory_write_request(actor=principal, **data)
+        return Response(memory_out(memory), status=status.HTTP_201_CREATED)
+
+    query = _valid(MemoryListQuerySerializer, request.query_params)
+    page, size = query.pop("page"), query.pop("page_size")
+    qs = selectors.memory_list(principal, **query)
+    count = qs.count()
+    results = [memory_out(m) for m in qs[(page - 1) * size : page * size]] if count else []
+    return Response(
+        {
+            "count": count,
+            "page": page,
+            "page_size": size,
+            "pages": math.ceil(count / size),
+            "results": results,
+        }
+    )
+
+
+@extend_schema(
+    tags=TAG,
+    summary="One memory, with its versions",
+    responses={200: MemoryDetailSerializer, 403: ERROR, 404: ERROR},
+)
+@api_view(["GET"])
+@permission_classes([IsAgentOrReviewer])
+def memory_detail(request, memory_id: int):
+    memory = access.memory_get_for(request.user, memory_id)
+    body = memory_out(memory)
+    body["versions"] = [version_out(v) for v in memory.versions.order_by("-version")]
+    return Response(body)
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Approve a queued memory (reviewers)",
+    description="Puts the memory through the activation function (route: review). With `text`, the "
+    "edit becomes a new version first. 409 when it is no longer queued (e.g. another reviewer acted).",
+    request=ApproveSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_approve(request, memory_id: int):
+    data = _valid(ApproveSerializer, request.data)
+    supersedes = None
+    if "supersedes" in data:
+        supersedes = get_object_or_404(Memory, pk=data["supersedes"])
+    memory = _act(
+        services.memory_approve,
+        actor=request.user,
+        memory_id=memory_id,
+        text=data.get("text"),
+        reason=data["reason"],
+        supersedes=supersedes,
+    )
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Reject a queued memory (reviewers; reason required)",
+    request=ReasonSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_reject(request, memory_id: int):
+    data = _valid(ReasonSerializer, request.data)
+    memory = _act(services.memory_reject, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Pin a memory (reviewers)",
+    request=None,
+    responses={200: MemorySerializer, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+@no_body
+def memory_pin(request, memory_id: int):
+    return Response(_reloaded(_act(services.memory_pin, actor=request.user, memory_id=memory_id)))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Unpin a memory (reviewers)",
+    request=None,
+    responses={200: MemorySerializer, 403: ERROR, 404: ERROR},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+@no_body
+def memory_unpin(request, memory_id: int):
+    return Response(_reloaded(_act(services.memory_unpin, actor=request.user, memory_id=memory_id)))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Revoke a wrong memory (reviewers; reason required)",
+    description="Retires the memory for good (status invalidated; the row is kept for lineage). "
+    "Memories that cite it become stale.",
+    request=ReasonSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_revoke(request, memory_id: int):
+    data = _valid(ReasonSerializer, request.data)
+    memory = _act(services.memory_revoke, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Correct a memory's text (reviewers; reason required)",
+    description="The text becomes a new version; the old one stays in the history. Status is unchanged.",
+    request=ReviseSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_revise(request, memory_id: int):
+    data = _valid(ReviseSerializer, request.data)
+    memory = _act(services.memory_revise, actor=request.user, memory_id=memory_id, **data)
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Promote a memory to a higher tier or confidence (reviewers)",
+    description="With an empty body a short-term memory becomes semantic, a long-term one gets "
+    "confidence 1.0. Promoted out of the short-term tiers, a memory no longer expires.",
+    request=PromoteSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_promote(request, memory_id: int):
+    data = _valid(PromoteSerializer, request.data)
+    memory = _act(services.memory_promote, actor=request.user, memory_id=memory_id, **data)
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=["runs"],
+    summary="Finish a run: clear its working memory",
+    description="Every live working-tier memory written with this run_id expires (audited as "
+    "memory.cleared). An agent token finishes its own run; reviewers may name an agent or clear "
+    "the run id for every agent. Finishing twice clears nothing more.",
+    request=RunFinishSerializer,
+    responses={200: RunFinishedSerializer, 400: ERROR, 403: ERROR, 404: ERROR},
+)
+@api_view(["POST"])
+@permission_classes([IsAgentOrReviewer])
+def run_finish(request, run_id: str):
+    principal = request.user
+    data = _valid(RunFinishSerializer, request.data)
+    owner = None
+    if principal.kind == "agent":
+        owner = principal.agent
+        if data.get("agent", owner.name) != owner.name:
+            raise PermissionDenied("An agent may finish only its own runs.")
+    elif "agent" in data:
+        owner = get_object_or_404(Agent, name=data["agent"])
+    ids = services.memory_clear_working(actor=principal, run_id=run_id, owner=owner)
+    return Response({"run_id": run_id, "cleared": len(ids), "memory_ids": ids})

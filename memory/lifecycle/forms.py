@@ -1,0 +1,63 @@
+from django import forms
+
+from knowledge.models import Memory
+from memory.lifecycle.serializers import MAX_TEXT
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(max_length=2000, error_messages={"required": "Say why the memory is rejected."})
+
+
+class RevokeForm(forms.Form):
+    reason = forms.CharField(max_length=2000, error_messages={"required": "Say why the memory is revoked."})
+
+
+class EditApproveForm(forms.Form):
+    text = forms.CharField(
+        max_length=MAX_TEXT, error_messages={"required": "The edited text may not be empty."}
+    )
+    reason = forms.CharField(max_length=2000, required=False)
+
+
+class ReviseForm(forms.Form):
+    text = forms.CharField(max_length=MAX_TEXT, error_messages={"required": "The text may not be empty."})
+    reason = forms.CharField(max_length=2000, error_messages={"required": "Say why the text changes."})
+
+
+class BulkReviewForm(forms.Form):
+    ids = forms.TypedMultipleChoiceField(
+        coerce=int, choices=(), error_messages={"required": "Select at least one memory."}
+    )
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    reason = forms.CharField(max_length=2000, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Any integer id is acceptable here; the service tells which ones were still queued.
+        self.fields["ids"].valid_value = lambda value: str(value).isdigit()
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "reject" and not (data.get("reason") or "").strip():
+            self.add_error("reason", "Say why the memories are rejected.")
+        return data
+
+
+class PromoteForm(forms.Form):
+    tier = forms.ChoiceField(choices=[("", "keep tier")] + Memory.TIERS, required=False)
+    confidence = forms.FloatField(min_value=0, max_value=1, required=False)
+
+
+class MemoryFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200)
+    tier = forms.ChoiceField(choices=[("", "any tier")] + Memory.TIERS, required=False)
+    status = forms.ChoiceField(choices=[("", "any status")] + Memory.STATUSES, required=False)
+    store = forms.CharField(required=False, max_length=120)
+    stale = forms.BooleanField(required=False)
+    pinned = forms.BooleanField(required=False)
+
+
+def first_error(form: forms.Form) -> str:
+    for errors in form.errors.values():
+        return str(errors[0])
+    return "Invalid input."

@@ -1,0 +1,229 @@
+"""Small input/output serializers for the memory API. No business logic here: services decide."""
+
+from rest_framework import serializers
+
+from knowledge import access
+from knowledge.models import Memory, MemorySource
+from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
+from memory.lifecycle.services import MAX_TEXT
+
+MAX_SOURCES = 50
+
+
+class SourceSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=MemorySource.KINDS)
+    ref = serializers.CharField(max_length=300)
+
+
+class MemoryWriteSerializer(StrictSerializer):
+    agent = serializers.SlugField(
+        max_length=64, required=False, help_text="Owner agent; an agent token may name only itself (default)."
+    )
+    scope = StrictCharField(
+        max_length=120,
+        help_text="agent (= self), shared (or workspace), private:<person>, channel:<channel>.",
+    )
+    text = StrictCharField(
+        max_length=MAX_TEXT, required=False, help_text="Required unless both key and value are given."
+    )
+    sources = SourceSerializer(many=True, required=False, max_length=MAX_SOURCES)
+    tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, default=Memory.SEMANTIC)
+    category = StrictCharField(max_length=40, required=False, allow_blank=True, default="")
+    key = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    value = BoundedJSONField(required=False, allow_null=True, default=None)
+    confidence = serializers.FloatField(min_value=0, max_value=1, default=1.0)
+    supersedes = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    valid_to = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    expires_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Working and episodic tiers only; default now + BRAIN_SHORT_TERM_TTL hours.",
+    )
+    run_id = StrictCharField(max_length=100, required=False, allow_blank=True, default="")
+    turn = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
+    event_id = StrictCharField(max_length=100, required=False, allow_blank=True, default="")
+    conversation = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="One of the agent's conversations; its working memories are cleared when it finishes.",
+    )
+
+
+class MemoryListQuerySerializer(StrictSerializer):
+    status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES], required=False)
+    tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
+    category = StrictCharField(max_length=40, required=False)
+    store = serializers.CharField(
+        max_length=120, required=False, help_text="A store or scope (agent = self)."
+    )
+    agent = serializers.SlugField(max_length=64, required=False)
+    key = StrictCharField(max_length=200, required=False)
+    q = serializers.CharField(max_length=200, required=False, help_text="Words in the text or key.")
+    stale = serializers.BooleanField(required=False, allow_null=True, default=None)
+    pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
+    page = serializers.IntegerField(min_value=1, default=1)
+    page_size = serializers.IntegerField(min_value=1, max_value=200, default=50)
+
+    def validate_store(self, value):
+        return access.SCOPE_ALIASES.get(value, value)
+
+
+class ReasonSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+class ApproveSerializer(StrictSerializer):
+    text = StrictCharField(
+        max_length=MAX_TEXT,
+        required=False,
+        help_text="Edit-then-approve: the reviewer's text becomes a new version.",
+    )
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    supersedes = serializers.IntegerField(
+        min_value=1, required=False, help_text="Also retire this memory (e.g. the one it contradicts)."
+    )
+
+
+class ReviseSerializer(StrictSerializer):
+    text = StrictCharField(max_length=MAX_TEXT)
+    reason = serializers.CharField(max_length=2000)
+
+
+class PromoteSerializer(StrictSerializer):
+    tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
+    confidence = serializers.FloatField(min_value=0, max_value=1, required=False)
+
+
+class RunFinishSerializer(StrictSerializer):
+    agent = serializers.SlugField(
+        max_length=64, required=False, help_text="Reviewers: limit to one agent's run."
+    )
+
+
+class AuthorSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    name = serializers.CharField()
+
+
+class VersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    text = serializers.CharField()
+    content_hash = serializers.CharField()
+    author = AuthorSerializer()
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class MemorySerializer(serializers.Serializer):
+    """The memory as the API returns it (documentation; `memory_out` builds it fast)."""
+
+    id = serializers.IntegerField()
+    agent = serializers.CharField()
+    store = serializers.CharField()
+    text = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    tier = serializers.CharField()
+    category = serializers.CharField()
+    confidence = serializers.FloatField()
+    status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES])
+    queue_reason = serializers.CharField()
+    status_reason = serializers.CharField()
+    stale = serializers.BooleanField()
+    stale_reason = serializers.CharField()
+    pinned = serializers.BooleanField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    content_hash = serializers.CharField()
+    version = serializers.IntegerField()
+    supersedes = serializers.IntegerField(allow_null=True)
+    superseded_by = serializers.IntegerField(allow_null=True)
+    sources = SourceSerializer(many=True)
+    author = AuthorSerializer()
+    conversation = serializers.IntegerField(allow_null=True)
+    run_id = serializers.CharField()
+    turn = serializers.IntegerField(allow_null=True)
+    event_id = serializers.CharField()
+    entry = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class MemoryDetailSerializer(MemorySerializer):
+    versions = VersionSerializer(many=True)
+
+
+class MemoryPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    results = MemorySerializer(many=True)
+
+
+class RunFinishedSerializer(serializers.Serializer):
+    run_id = serializers.CharField()
+    cleared = serializers.IntegerField()
+    memory_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+def _dt(value):
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def memory_out(memory: Memory, sources=None) -> dict:
+    """The API body of one memory (the fields of MemorySerializer). `sources` defaults to the
+    memory's prefetched sources, or the list a write just recorded."""
+    if sources is None:
+        sources = getattr(memory, "source_list", None)
+    if sources is None:
+        sources = [{"kind": s.kind, "ref": s.ref} for s in memory.sources.all()]
+    return {
+        "id": memory.pk,
+        "agent": memory.owner.name,
+        "store": memory.store,
+        "text": memory.text,
+        "key": memory.key,
+        "value": memory.value,
+        "tier": memory.tier,
+        "category": memory.category,
+        "confidence": memory.confidence,
+        "status": memory.status,
+        "queue_reason": memory.queue_reason,
+        "status_reason": memory.status_reason,
+        "stale": memory.stale,
+        "stale_reason": memory.stale_reason,
+        "pinned": memory.pinned,
+        "valid_from": _dt(memory.valid_from),
+        "valid_to": _dt(memory.valid_to),
+        "expires_at": _dt(memory.expires_at),
+        "content_hash": memory.content_hash,
+        "version": memory.version,
+        "supersedes": memory.supersedes_id,
+        "superseded_by": memory.superseded_by_id,
+        "sources": sources,
+        "author": {"kind": memory.author_kind, "name": memory.author_name},
+        "conversation": memory.conversation_id,
+        "run_id": memory.run_id,
+        "turn": memory.turn,
+        "event_id": memory.event_id,
+        "entry": memory.entry_id,
+        "created_at": _dt(memory.created_at),
+        "updated_at": _dt(memory.updated_at),
+    }
+
+
+def version_out(version) -> dict:
+    return {
+        "version": version.version,
+        "text": version.text,
+        "content_hash": version.content_hash,
+        "author": {"kind": version.author_kind, "name": version.author_name},
+        "reason": version.reason,
+        "created_at": _dt(version.created_at),
+    }

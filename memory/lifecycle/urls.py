@@ -1,0 +1,32 @@
+from django.urls import path
+
+from memory.lifecycle import api, views
+
+# the review queue and the memories pages
+urlpatterns = [
+    path("review/", views.review_queue, name="review-queue"),
+    path("review/count", views.review_count, name="review-count"),
+    path("review/bulk", views.review_bulk, name="review-bulk"),
+    path("review/<int:memory_id>/approve", views.review_approve, name="review-approve"),
+    path("review/<int:memory_id>/reject", views.review_reject, name="review-reject"),
+    path("review/<int:memory_id>/edit", views.review_edit, name="review-edit"),
+    path("memories/", views.memory_list, name="memory-list"),
+    path("memories/<int:memory_id>/", views.memory_detail, name="memory-detail"),
+    path("memories/<int:memory_id>/pin", views.memory_pin, name="memory-pin"),
+    path("memories/<int:memory_id>/revoke", views.memory_revoke, name="memory-revoke"),
+    path("memories/<int:memory_id>/promote", views.memory_promote, name="memory-promote"),
+    path("memories/<int:memory_id>/revise", views.memory_revise, name="memory-revise"),
+]
+
+api_urlpatterns = [
+    path("memory", api.memory_collection, name="api-memory"),
+    path("memory/<int:memory_id>", api.memory_detail, name="api-memory-detail"),
+    path("memory/<int:memory_id>/approve", api.memory_approve, name="api-memory-approve"),
+    path("memory/<int:memory_id>/reject", api.memory_reject, name="api-memory-reject"),
+    path("memory/<int:memory_id>/pin", api.memory_pin, name="api-memory-pin"),
+    path("memory/<int:memory_id>/unpin", api.memory_unpin, name="api-memory-unpin"),
+    path("memory/<int:memory_id>/revoke", api.memory_revoke, name="api-memory-revoke"),
+    path("memory/<int:memory_id>/promote", api.memory_promote, name="api-memory-promote"),
+    path("memory/<int:memory_id>/revise", api.memory_revise, name="api-memory-revise"),
+    path("runs/<str:run_id>/finish", api.run_finish, name="api-run-finish"),
+]

@@ -1,0 +1,337 @@
+"""Console views for memories: the review queue (the reviewers' main screen) and the memories
+pages. Each view returns the full page, or for an htmx request the fragment it changed; every
+action also works as a plain form post (post, redirect, message)."""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from knowledge import access
+from knowledge.errors import Invalid
+from knowledge.models import Memory
+from knowledge.principals.permissions import console_principal, reviewer_required
+from knowledge.principals.views import safe_next
+from knowledge.web import error_text
+from memory.lifecycle import selectors, services
+from memory.lifecycle.forms import (
+    BulkReviewForm,
+    EditApproveForm,
+    MemoryFilterForm,
+    PromoteForm,
+    RejectForm,
+    ReviseForm,
+    RevokeForm,
+    first_error,
+)
+from memory.provenance.selectors import memory_provenance
+from memory.reconciler.selectors import memory_links
+
+QUEUE_LIMIT = 100
+PAGE_SIZE = 50
+
+
+def _owner(request) -> str:
+    return request.session.get("owner", "")
+
+
+def _next(request, default: str) -> str:
+    return safe_next(request, request.POST.get("next"), default)
+
+
+# --- the review queue ---------------------------------------------------------------------
+
+
+def _queue_context(request, *, notice: str = "", notice_kind: str = "success") -> dict:
+    owner, reason = _owner(request), request.GET.get("reason", "")
+    if reason not in selectors.QUEUE_REASONS:
+        reason = ""
+    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT)
+    return {
+        "items": items,
+        "total": selectors.review_queue_total(owner=owner, reason=reason)
+        if len(items) == QUEUE_LIMIT
+        else len(items),
+        "limit": QUEUE_LIMIT,
+        "reason": reason,
+        "reason_counts": selectors.queue_reason_counts(owner),
+        "reason_labels": selectors.QUEUE_REASON_LABELS,
+        "decisions": selectors.recent_review_decisions(owner=owner),
+        "notice": notice,
+        "notice_kind": notice_kind,
+    }
+
+
+@vary_on_headers("HX-Request")
+@reviewer_required
+@require_GET
+def review_queue(request):
+    template = "memory/lifecycle/queue.html"
+    if request.htmx:
+        template += "#queue"
+    return render(request, template, _queue_context(request))
+
+
+@require_GET
+def review_count(request):
+    """The navigation badge, polled by htmx. A logged-out or role-less user gets 204 (htmx swaps
+    nothing) rather than a login page squeezed into the badge."""
+    if not request.user.is_authenticated or not console_principal(request).is_reviewer:
+        return HttpResponse(status=204)
+    return render(request, "memory/lifecycle/_queue_count.html")
+
+
+def _item_response(request, memory_id: int, *, done: str = "", error: str = ""):
+    """After a single review action: for htmx, the card's replacement (a one-line result, or the
+    card again with the error when the memory is still queued) plus the badge, the reason tabs
+    and the decisions panel swapped out of band; otherwise a message and a redirect."""
+    if not request.htmx:
+        if done:
+            messages.success(request, done)
+        else:
+            messages.error(request, error)
+        return redirect(_next(request, reverse("review-queue")))
+    items = selectors.review_queue(ids=[memory_id]) if error else []
+    context = {
+        "memory_id": memory_id,
+        "done": done,
+        "error": error,
+        "item": items[0] if items else None,
+        "oob": True,
+        "reason_counts": selectors.queue_reason_counts(_owner(request)),
+        "reason_labels": selectors.QUEUE_REASON_LABELS,
+        "reason": request.GET.get("reason", ""),
+        "decisions": selectors.recent_review_decisions(owner=_owner(request)),
+    }
+    return render(request, "memory/lifecycle/queue.html#item-result", context)
+
+
+def _approved(memory: Memory, edited: bool = False) -> str:
+    if memory.status == Memory.ACTIVE:
+        return f"Memory {memory.pk} {'edited (new version) and ' if edited else ''}approved."
+    # The eval gate may hold an approved memory in the queue (enforce mode).
+    return f"Memory {memory.pk} stays queued: {memory.status_reason or 'held by the eval gate'}."
+
+
+def _review(request, memory_id: int, service, done, **kwargs):
+    """Run one review service; `done` is the success message, or a function of the memory."""
+    try:
+        memory = service(actor=request.principal, memory_id=memory_id, **kwargs)
+    except Memory.DoesNotExist:
+        raise Http404(f"There is no memory {memory_id}.")
+    except (services.MemoryConflict, services.MemoryStateConflict, Invalid) as exc:
+        return _item_response(request, memory_id, error=error_text(exc))
+    return _item_response(request, memory_id, done=done(memory) if callable(done) else done)
+
+
+@reviewer_required
+@require_POST
+def review_approve(request, memory_id: int):
+    supersedes = None
+    if request.POST.get("supersedes", "").isdigit():
+        supersedes = Memory.objects.filter(pk=int(request.POST["supersedes"])).first()
+    return _review(request, memory_id, services.memory_approve, _approved, supersedes=supersedes)
+
+
+@reviewer_required
+@require_POST
+def review_reject(request, memory_id: int):
+    form = RejectForm(request.POST)
+    if not form.is_valid():
+        return _item_response(request, memory_id, error=first_error(form))
+    return _review(
+        request,
+        memory_id,
+        services.memory_reject,
+        f"Memory {memory_id} rejected.",
+        reason=form.cleaned_data["reason"],
+    )
+
+
+@reviewer_required
+@require_POST
+def review_edit(request, memory_id: int):
+    form = EditApproveForm(request.POST)
+    if not form.is_valid():
+        return _item_response(request, memory_id, error=first_error(form))
+    return _review(
+        request,
+        memory_id,
+        services.memory_edit_and_approve,
+        lambda memory: _approved(memory, edited=True),
+        text=form.cleaned_data["text"],
+        reason=form.cleaned_data["reason"],
+    )
+
+
+@reviewer_required
+@require_POST
+def review_bulk(request):
+    form = BulkReviewForm(request.POST)
+    notice, kind = "", "success"
+    if not form.is_valid():
+        notice, kind = first_error(form), "error"
+    else:
+        data = form.cleaned_data
+        result = services.memory_review_bulk(
+            actor=request.principal, memory_ids=data["ids"], action=data["action"], reason=data["reason"]
+        )
+        verb = "Approved" if data["action"] == "approve" else "Rejected"
+        done = result["done"]
+        parts = []
+        if done:
+            parts.append(
+                f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'} ({', '.join(map(str, done))})."
+            )
+        parts.extend(result["failed"].values())
+        notice = " ".join(parts) or "Nothing was changed."
+        kind = "success" if not result["failed"] else ("warning" if done else "error")
+    if not request.htmx:
+        getattr(messages, {"success": "success", "warning": "warning", "error": "error"}[kind])(
+            request, notice
+        )
+        return redirect(_next(request, reverse("review-queue")))
+    context = _queue_context(request, notice=notice, notice_kind=kind)
+    context["oob"] = True
+    return render(request, "memory/lifecycle/queue.html#queue-swap", context)
+
+
+# --- memories pages -------------------------------------------------------------------------
+
+
+@vary_on_headers("HX-Request")
+@reviewer_required
+@require_GET
+def memory_list(request):
+    form = MemoryFilterForm(request.GET)
+    filters = form.cleaned_data if form.is_valid() else {}
+    qs = selectors.memory_list(
+        request.principal,
+        status=filters.get("status", ""),
+        tier=filters.get("tier", ""),
+        store=filters.get("store", ""),
+        agent=_owner(request),
+        q=filters.get("q", ""),
+        stale=True if filters.get("stale") else None,
+        pinned=True if filters.get("pinned") else None,
+    )
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form,
+        "page": page,
+        "query": query.urlencode(),
+        "stores": selectors.memory_stores(_owner(request)),
+        "tiers": Memory.TIER_ORDER,
+        "statuses": [s for s, _ in Memory.STATUSES],
+        "filters": filters,
+    }
+    template = "memory/lifecycle/memory_list.html"
+    if request.htmx and not request.htmx.boosted:
+        template += "#results"
+    return render(request, template, context)
+
+
+def _detail_context(request, memory_id: int, **extra) -> dict:
+    memory = access.memory_get_for(request.principal, memory_id)
+    queue_item = selectors.review_queue(ids=[memory.pk])[0] if memory.status == Memory.QUEUED else None
+    return {
+        "memory": memory,
+        "sources": list(memory.sources.all()),
+        "versions": selectors.memory_versions(memory),
+        "chain": selectors.supersession_chain(memory),
+        "history": selectors.memory_audit_history(memory),
+        "dependants": selectors.memory_dependants(memory),
+        "provenance": memory_provenance(memory),
+        "gate_check": memory.gate_checks.exclude(verdict__in=["pending", "running"]).first(),
+        "queue_item": queue_item,
+        "promote_form": PromoteForm(),
+        "tiers_above": Memory.TIER_ORDER[Memory.TIER_ORDER.index(memory.tier) + 1 :],
+        "links": memory_links(memory, principal=request.principal),
+        **extra,
+    }
+
+
+@vary_on_headers("HX-Request")
+@reviewer_required
+@require_GET
+def memory_detail(request, memory_id: int):
+    template = "memory/lifecycle/memory_detail.html"
+    if request.htmx:
+        template += "#detail"
+    return render(request, template, _detail_context(request, memory_id))
+
+
+def _operate(request, memory_id: int, service, done: str, **kwargs):
+    """Run an operator action from the detail page; htmx gets the page's detail fragment."""
+    notice, kind = done, "success"
+    try:
+        service(actor=request.principal, memory_id=memory_id, **kwargs)
+    except Memory.DoesNotExist:
+        raise Http404(f"There is no memory {memory_id}.")
+    except (services.MemoryStateConflict, Invalid) as exc:
+        notice, kind = error_text(exc), "error"
+    return _operate_response(request, memory_id, notice, kind)
+
+
+def _operate_response(request, memory_id: int, notice: str, kind: str):
+    if request.htmx:
+        context = _detail_context(request, memory_id, notice=notice, notice_kind=kind)
+        return render(request, "memory/lifecycle/memory_detail.html#detail", context)
+    getattr(messages, kind)(request, notice)
+    return redirect("memory-detail", memory_id=memory_id)
+
+
+@reviewer_required
+@require_POST
+def memory_pin(request, memory_id: int):
+    if request.POST.get("action") == "unpin":
+        return _operate(request, memory_id, services.memory_unpin, "Unpinned.")
+    return _operate(request, memory_id, services.memory_pin, "Pinned.")
+
+
+@reviewer_required
+@require_POST
+def memory_revoke(request, memory_id: int):
+    form = RevokeForm(request.POST)
+    if not form.is_valid():
+        return _operate_response(request, memory_id, first_error(form), "error")
+    return _operate(
+        request, memory_id, services.memory_revoke, "Revoked.", reason=form.cleaned_data["reason"]
+    )
+
+
+@reviewer_required
+@require_POST
+def memory_promote(request, memory_id: int):
+    form = PromoteForm(request.POST)
+    if not form.is_valid():
+        return _operate_response(request, memory_id, first_error(form), "error")
+    return _operate(
+        request,
+        memory_id,
+        services.memory_promote,
+        "Promoted.",
+        tier=form.cleaned_data["tier"] or None,
+        confidence=form.cleaned_data["confidence"],
+    )
+
+
+@reviewer_required
+@require_POST
+def memory_revise(request, memory_id: int):
+    form = ReviseForm(request.POST)
+    if not form.is_valid():
+        return _operate_response(request, memory_id, first_error(form), "error")
+    return _operate(
+        request,
+        memory_id,
+        services.memory_revise,
+        "Saved as a new version.",
+        text=form.cleaned_data["text"],
+        reason=form.cleaned_data["reason"],
+    )

@@ -1,0 +1,86 @@
+"""Console pages for provenance: the stale list and confirming a memory's sources."""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from knowledge import access
+from knowledge.errors import Invalid
+from knowledge.models import Memory
+from knowledge.principals.permissions import reviewer_required
+from knowledge.settings_store import setting_get
+from knowledge.web import error_text
+from memory.lifecycle import services
+from memory.provenance import services as provenance
+from memory.provenance.selectors import stale_memories
+
+
+@reviewer_required
+def stale_list(request):
+    memories = stale_memories(request.principal, agent=request.session.get("owner") or None)
+    page = Paginator(memories, 25).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "memory/provenance/stale_list.html",
+        {"page": page, "mode": setting_get("BRAIN_MEMORY_INVALIDATION")},
+    )
+
+
+@reviewer_required
+@require_POST
+def stale_check(request):
+    counts = provenance.provenance_check(actor=request.principal)
+    if counts["mode"] == "off":
+        messages.warning(request, "Invalidation mode is off: nothing was checked.")
+    else:
+        messages.success(
+            request,
+            f"Checked {counts['checked']} sources: {counts['stale']} memories newly stale, "
+            f"{counts['requeued']} requeued, {counts['invalidated']} invalidated.",
+        )
+    return redirect("stale-list")
+
+
+@reviewer_required
+@require_POST
+def stale_action(request, memory_id: int):
+    """Confirm a stale memory still holds, or retire it (revoke, reason required)."""
+    memory = access.memory_get_for(request.principal, memory_id)
+    action, reason = request.POST.get("action"), request.POST.get("reason", "").strip()
+    error = done = ""
+    try:
+        if action == "confirm":
+            provenance.memory_confirm_sources(actor=request.principal, memory_id=memory.pk, reason=reason)
+            done = "confirmed: its sources are re-baselined"
+        elif action == "retire":
+            services.memory_revoke(actor=request.principal, memory_id=memory.pk, reason=reason)
+            done = "retired"
+        else:
+            raise Http404("Unknown action.")
+    except Invalid as exc:
+        error = error_text(exc)
+    except services.MemoryStateConflict as exc:
+        error = str(exc)
+    memory = Memory.objects.select_related("owner").get(pk=memory.pk)
+    if request.htmx:
+        return render(
+            request, "memory/provenance/stale_list.html#row", {"m": memory, "done": done, "error": error}
+        )
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"Memory #{memory.pk} {done}.")
+    return redirect("stale-list")
+
+
+@reviewer_required
+@require_POST
+def memory_confirm_sources(request, memory_id: int):
+    memory = access.memory_get_for(request.principal, memory_id)
+    provenance.memory_confirm_sources(
+        actor=request.principal, memory_id=memory.pk, reason=request.POST.get("reason", "").strip()
+    )
+    messages.success(request, "Confirmed: its sources are re-baselined.")
+    return redirect("memory-detail", memory_id=memory.pk)

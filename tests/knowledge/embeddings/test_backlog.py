@@ -1,0 +1,209 @@
+"""The embedding backlog job: what lacks a vector gets one from the current model, in the
+worker; a model change is a backlog; edits clear the vector."""
+
+import io
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.test import override_settings
+
+from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import backlog_counts, coverage, run_backlog
+from knowledge.embeddings.tasks import embedding_backlog_run
+from knowledge.memories import memory_row_revise
+from knowledge.models import Memory, Message, MessageVector
+from tests import factory
+
+
+def test_ingestion_leaves_vectors_to_the_worker_which_embeds_everything(
+    world, django_capture_on_commit_callbacks
+):
+    memory = factory.make_memory_row(world.copilot, "Alice prefers email")
+    rejected = factory.make_memory_row(world.copilot, "never recalled", status="rejected")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(3)])
+    assert len(callbacks) == 1  # the backlog job is queued after commit, not run in the request
+    assert not MessageVector.objects.exists()
+    assert backlog_counts() == {"memories": 1, "messages": 3, "episodes": 0}
+
+    done = embedding_backlog_run()
+    assert done == {"memories": 1, "messages": 3, "episodes": 0}
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+    memory.refresh_from_db()
+    assert memory.embedding_model == embeddings.model_name() and len(memory.embedding) == 384
+    assert Memory.objects.get(pk=rejected.pk).embedding is None
+    assert embedding_backlog_run() == {"memories": 0, "messages": 0, "episodes": 0}  # idempotent
+
+
+def test_the_queued_job_runs_after_commit(world, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        factory.post_messages(world.general, [{"speaker": "alice", "text": "embedded by the kicked job"}])
+    assert MessageVector.objects.get(message=Message.objects.get()).model == embeddings.model_name()
+
+
+def test_a_new_text_and_a_new_model_make_backlog(world):
+    memory = factory.make_memory_row(world.copilot, "The office opens at 8")
+    factory.embed_all()
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        memory_row_revise(
+            memory=locked, text="The office opens at 9", author_kind="person", author_name="rita"
+        )
+    assert backlog_counts()["memories"] == 1
+    factory.embed_all()
+    with override_settings(
+        BRAIN_EMBEDDINGS="openai",
+        BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+        BRAIN_EMBEDDINGS_MODEL="other",
+    ):
+        assert backlog_counts()["memories"] == 1  # vectors of another model do not count
+        result = embedding_backlog_run()
+        assert "error" in result  # the endpoint is down: nothing written, the reason reported
+        assert coverage()["memories"] == {"total": 1, "embedded": 0, "backlog": 1}
+    assert coverage()["memories"] == {"total": 1, "embedded": 1, "backlog": 0}
+
+
+@override_settings(BRAIN_EMBEDDINGS="none")
+def test_with_embeddings_off_the_job_does_nothing(world):
+    factory.make_memory_row(world.copilot, "x")
+    assert "skipped" in embedding_backlog_run()
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+
+
+def test_renaming_an_entry_sends_its_blocks_back_to_the_backlog(world, django_capture_on_commit_callbacks):
+    from knowledge.entries.services import entry_update
+
+    entry = factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
+    other = factory.make_entry(world.copilot, name="Parking", blocks=["Level -2"])
+    factory.embed_all()
+    assert backlog_counts()["memories"] == 0
+    before = Memory.objects.get(entry=entry, text="Opens at 8").embedding
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        entry_update(actor=factory.SYSTEM, entry_id=entry.pk, summary="When the office is open")
+    assert callbacks == [] and backlog_counts()["memories"] == 0  # only the name is embedded
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        entry_update(actor=factory.SYSTEM, entry_id=entry.pk, name="Opening hours")
+    assert len(callbacks) == 1  # the backlog job is kicked after commit
+    assert backlog_counts()["memories"] == 2
+    assert Memory.objects.get(entry=other).embedding_model == embeddings.model_name()
+
+    factory.embed_all()
+    after = Memory.objects.get(entry=entry, text="Opens at 8").embedding
+    assert after is not None and list(before) != list(after)  # now "Opening hours: Opens at 8"
+
+
+@pytest.mark.django_db(transaction=True)  # lanes are threads with their own connections
+@override_settings(BRAIN_EMBEDDING_KICK=False)  # committed messages would kick the job inline
+def test_lanes_share_the_backlog_and_embed_each_row_once(world):
+    texts = [f"note {i}: the deploy of service {i % 7} needs review" for i in range(150)]
+    ids = factory.post_messages(world.general, [{"speaker": "alice", "text": t} for t in texts])
+    factory.make_memory_row(world.copilot, "Alice prefers email")
+    factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
+
+    reported = []
+    done = run_backlog(lanes=2, batch=16, progress=lambda kind, n: reported.append((kind, n)))
+
+    assert done == {"memories": 3, "messages": 150, "episodes": 0}
+    assert sum(n for kind, n in reported if kind == "messages") == 150 and len(reported) >= 10
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+    stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
+    assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.model_name()}
+    # A lane's single-threaded session gives the vector the shared session gives; a message is
+    # embedded with its speaker.
+    expected = embeddings.embed_texts([f"alice: {t}" for t in texts])
+    got = np.array([stored[i].embedding for i in ids])
+    assert np.allclose(got, expected, atol=1e-4)
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_a_lane_that_fails_reports_why_and_writes_nothing(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(40)])
+    with override_settings(
+        BRAIN_EMBEDDINGS="openai",
+        BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+        BRAIN_EMBEDDINGS_MODEL="other",
+    ):
+        result = run_backlog(lanes=2, batch=8)
+    assert "127.0.0.1:9" in result["error"] and result["messages"] == 0
+    assert not MessageVector.objects.exists()
+
+
+def test_each_lane_has_its_own_single_threaded_session():
+    lanes = embeddings.lane_embedders(2)
+    assert lanes == embeddings.lane_embedders(2)  # loaded once per process
+    assert lanes[0] is not lanes[1] and embeddings.get_embedder() not in lanes
+    assert all(lane._session.get_session_options().intra_op_num_threads == 1 for lane in lanes)
+
+
+def test_the_embed_backlog_command_drains_everything_and_prints_progress(world):
+    factory.make_memory_row(world.copilot, "Alice prefers email")
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(20)])
+    out = io.StringIO()
+    call_command("embed_backlog", "--every", "0", stdout=out)
+    text = out.getvalue()
+    assert "21 texts to embed (1 memories, 20 messages, 0 episodes)" in text
+    assert "21 of 21 (100 %)" in text and "Embedded 21 texts" in text and "0 left" in text
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+    out = io.StringIO()
+    call_command("embed_backlog", stdout=out)
+    assert "Nothing to embed." in out.getvalue()
+
+
+def test_the_embed_backlog_command_takes_one_kind_and_reports_failures(world):
+    factory.make_memory_row(world.copilot, "Alice prefers email")
+    factory.post_messages(world.general, [{"speaker": "alice", "text": "hello"}])
+    call_command("embed_backlog", "--kind", "memories", stdout=io.StringIO())
+    assert backlog_counts() == {"memories": 0, "messages": 1, "episodes": 0}
+    with (
+        override_settings(
+            BRAIN_EMBEDDINGS="openai",
+            BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+            BRAIN_EMBEDDINGS_MODEL="other",
+        ),
+        pytest.raises(CommandError, match="Stopped after 0 texts: Embedding endpoint"),
+    ):
+        call_command("embed_backlog", stdout=io.StringIO())
+    with override_settings(BRAIN_EMBEDDINGS="none"), pytest.raises(CommandError, match="Embeddings are off"):
+        call_command("embed_backlog", stdout=io.StringIO())
+    assert backlog_counts()["messages"] == 1  # nothing written by the failed runs
+
+
+@pytest.mark.django_db(transaction=True)  # the run and the writer commit, as a worker and a client would
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_rows_that_arrive_while_the_backlog_drains_are_embedded_in_the_same_run(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"note {i}"} for i in range(40)])
+    arrived = []
+
+    def progress(kind, count):
+        if kind == "messages" and not arrived:  # memories were drained already in this pass
+            arrived.append(factory.make_memory_row(world.copilot, "Alice prefers email"))
+
+    done = run_backlog(lanes=1, batch=16, progress=progress)
+    assert done == {"memories": 1, "messages": 40, "episodes": 0}
+    assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
+
+
+def test_the_speaker_migration_sends_text_only_message_vectors_back_to_the_backlog(world):
+    import importlib
+
+    from django.db import connection
+
+    migration = importlib.import_module("knowledge.migrations.0014_message_speaker_indexed")
+    (message_id,) = factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "the demo moved to Friday"}]
+    )
+    factory.embed_all()
+    with connection.cursor() as cursor:
+        cursor.execute(migration.MARK_STALE)
+    assert backlog_counts()["messages"] == 1
+    factory.embed_all()
+    assert backlog_counts()["messages"] == 0
+    stored = MessageVector.objects.get(message_id=message_id)
+    assert stored.model == embeddings.model_name()
+    assert np.allclose(
+        stored.embedding, embeddings.embed_texts(["alice: the demo moved to Friday"])[0], atol=1e-4
+    )
