@@ -20,8 +20,9 @@ from rest_framework.test import APIClient
 
 from bench.recall_seed import ACTOR, agent, analyze, bulk_memories, reset_recall_tables
 from bench.textgen import TextGen, question
-from knowledge import messages, services
+from knowledge.conversations import services as messages
 from knowledge.embeddings.backlog import run_backlog
+from knowledge.principals import services
 from memory.history.models import ConversationSummary
 
 MEMORIES = 2_000
@@ -43,7 +44,7 @@ def run(report):
     reset_recall_tables()
     owner, me = agent("history-owner"), agent("context-history")
     channel = messages.channel_open(actor=ACTOR, name="history-bench")
-    conversation = services.conversation_start(actor=ACTOR, agent=me, channel=channel)
+    conversation = messages.conversation_start(actor=ACTOR, agent=me, channel=channel)
     bulk_memories([{"owner": owner, "store": "shared", "text": gen.message()} for _ in range(MEMORIES)])
     clock = [timezone.now() - datetime.timedelta(days=1)]
 

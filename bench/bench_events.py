@@ -11,9 +11,9 @@ from rest_framework.test import APIClient
 
 from bench.recall_seed import ACTOR, agent, reset_recall_tables
 from bench.textgen import TextGen
-from knowledge import services
 from knowledge.events.services import webhook_create, webhooks_fanout
 from knowledge.models import WebhookDelivery
+from knowledge.principals import services
 from knowledge.principals.principal import Principal
 from memory.lifecycle.services import memory_write
 

@@ -27,16 +27,18 @@ QUERIES = ["e-mail before 10:00", "ticket INC", "prefers to be contacted", "cust
 def _setup_channel() -> dict:
     """The bench agents' tokens, and a channel the trusted agent takes part in (recall searches
     within a conversation or a channel)."""
-    from knowledge import services
+    from knowledge.conversations import services as conversations
     from knowledge.models import Agent
     from knowledge.principals.principal import Principal
 
     tokens = _setup()
     actor = Principal.system("bench")
-    channel = services.channel_create(
+    channel = conversations.channel_create(
         actor=actor, name="bench-load", kind="shared", person=None, agent=None, memory_scope="shared"
     )
-    services.conversation_start(actor=actor, agent=Agent.objects.get(name="bench-trusted"), channel=channel)
+    conversations.conversation_start(
+        actor=actor, agent=Agent.objects.get(name="bench-trusted"), channel=channel
+    )
     return tokens
 
 

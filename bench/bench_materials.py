@@ -12,10 +12,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from knowledge import services
 from knowledge.materials.learning import material_learn
 from knowledge.materials.services import material_upload
 from knowledge.models import Agent, Material
+from knowledge.principals import services
 from knowledge.principals.principal import Principal
 from tests.knowledge.materials.documents import pdf_bytes
 

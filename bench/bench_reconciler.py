@@ -167,8 +167,8 @@ def seed(owner, conversations) -> None:
 
 
 def reconciler_pass(report) -> None:
-    from knowledge import services
     from knowledge.models import Channel, Conversation, Memory
+    from knowledge.principals import services
     from knowledge.principals.principal import Principal
     from memory.consolidation import plan_revert
     from memory.reconciler.find import LINK_BATCH

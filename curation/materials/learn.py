@@ -27,7 +27,7 @@ from django.utils import timezone
 from curation.dreaming import stage_b
 from curation.dreaming.selectors_b import guide_types
 from curation.dreaming.services_b import REFUSALS, _refusal_text
-from knowledge import entries as entry_services
+from knowledge.entries import services as entry_services
 from knowledge.llm import LIGHT, ModelError, model_availability, model_call
 from knowledge.materials.learning import ACTOR, Learner, LearnFailed, learning_commit, section_ref
 from knowledge.models import Entry, Material, Memory

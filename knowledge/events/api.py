@@ -7,13 +7,12 @@ from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from knowledge.web import StrictSerializer
 from knowledge.events.feed import CURSOR_HELP, CURSOR_RE, EVENT_TYPES, MAX_LIMIT, START, feed_read
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from knowledge.schema import error_response
-from knowledge.web import no_body
+from knowledge.web import StrictSerializer, no_body
 
 
 class FeedParams(StrictSerializer):

@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
-from rest_framework.exceptions import ValidationError
 
 from knowledge import access
+from knowledge.errors import Invalid
 from knowledge.principals.principal import Principal
 
 # The audit action of a memory change → its event type. Review approval is an activation; the
@@ -77,9 +77,7 @@ def parse_cursor(value: str | None, field: str = "after") -> tuple[int, int]:
     value = (value or "").strip() or START
     match = CURSOR_RE.match(value)
     if not match:
-        raise ValidationError(
-            {field: ["A cursor is <xact>-<id> as returned in next_cursor; 0-0 is the start."]}
-        )
+        raise Invalid({field: ["A cursor is <xact>-<id> as returned in next_cursor; 0-0 is the start."]})
     return int(match[1]), int(match[2])
 
 

@@ -20,9 +20,9 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import PermissionDenied
 
 from knowledge.audit.services import audit_record
+from knowledge.errors import Refused
 from knowledge.events.feed import feed_head, feed_read
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.principal import Principal
@@ -49,7 +49,7 @@ def backoff(attempts: int) -> datetime.timedelta:
 
 def _check_admin(actor: Principal) -> None:
     if not actor.is_admin:
-        raise PermissionDenied("Only admins manage webhooks.")
+        raise Refused("Only admins manage webhooks.")
 
 
 def webhook_create(*, actor: Principal, url: str, events: list[str], secret: str) -> Webhook:

@@ -3,14 +3,14 @@
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
 
-from knowledge.web import error_text
+from knowledge.errors import Invalid
 from knowledge.events.api import WebhookIn, webhooks_with_counts
 from knowledge.events.feed import EVENT_TYPES
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import admin_required
+from knowledge.web import error_text
 
 LOG_SIZE = 100
 
@@ -28,7 +28,7 @@ def webhook_page(request):
             )
             messages.success(request, f"Webhook {webhook.pk} registered for {', '.join(webhook.events)}.")
             return redirect("webhooks")
-        messages.error(request, error_text(ValidationError(data.errors)))
+        messages.error(request, error_text(Invalid(data.errors)))
     deliveries = WebhookDelivery.objects.select_related("webhook").order_by("-id")
     selected = request.GET.get("webhook", "")
     if selected.isdigit():

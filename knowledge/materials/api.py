@@ -14,14 +14,13 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.web import BoundedDictField, StrictCharField, StrictSerializer
 from knowledge.materials import services, signals_routing
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
 from knowledge.materials.storage import original_open
 from knowledge.models import Agent, Material, SignalRule
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.schema import error_response
-from knowledge.web import JSONParser, no_body
+from knowledge.web import BoundedDictField, JSONParser, StrictCharField, StrictSerializer, no_body
 
 TOO_LARGE = error_response("The original is larger than BRAIN_MATERIAL_MAX_MB; nothing was stored.")
 CONFLICT = error_response("The material's state does not allow this.")

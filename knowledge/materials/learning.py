@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from django.db import DatabaseError, transaction
 
-from knowledge import entries as entry_services
+from knowledge.entries import services as entry_services
 from knowledge.materials import extract
 from knowledge.materials.services import _learned, learning_claim, learning_fail
 from knowledge.materials.storage import original_read

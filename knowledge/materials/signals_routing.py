@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
-from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.conversations.services import MessageIn, channel_integration_add, channel_open, message_ingest
+from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import Channel, Message, Signal, SignalRule
 from knowledge.principals.principal import Principal
 

@@ -8,7 +8,6 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import APIException
 
 from knowledge import access
 from knowledge.errors import DomainError
@@ -98,7 +97,7 @@ def material_new(request):
         )
         messages.success(request, f"{agent.name} learned {material.title}.")
         return redirect("entry-edit", pk=material.entry.pk)
-    except (DomainError, APIException, DjangoPermissionDenied) as exc:
+    except (DomainError, DjangoPermissionDenied) as exc:
         messages.error(request, _error_text(exc))
         return redirect("material-list")
 

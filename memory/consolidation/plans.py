@@ -157,7 +157,7 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
                 ref=str(i),
                 fingerprint=hashlib.md5(
                     b"live"
-                ).hexdigest(),  # as knowledge.provenance fingerprints a live memory
+                ).hexdigest(),  # as knowledge.fingerprints fingerprints a live memory
                 snapshot={"status": "live"},
             )
             for i in change.folds

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
-from memory.consolidation.api import ConflictSerializer, _conflict
 from memory.consolidation import PlanConflict
+from memory.consolidation.api import ConflictSerializer, _conflict
 from memory.reconciler.models import ReconcilerRun
 from memory.reconciler.services import reconciler_run
 

@@ -82,12 +82,13 @@ def cmdline(pid: int) -> str:
 
 def make_token(env: dict, agent: str) -> str:
     code = (
-        "from knowledge import services\n"
+        "from knowledge.conversations import services as conversations\n"
+        "from knowledge.principals import services\n"
         "from knowledge.principals.principal import Principal\n"
         "a = Principal.system('ops-test')\n"
         f"agent = services.agent_create(actor=a, name={agent!r}, trusted=True)\n"
-        f"channel = services.channel_create(actor=a, name={agent!r}, kind='shared', person=None, agent=None, memory_scope='shared')\n"
-        "services.conversation_start(actor=a, agent=agent, channel=channel)\n"
+        f"channel = conversations.channel_create(actor=a, name={agent!r}, kind='shared', person=None, agent=None, memory_scope='shared')\n"
+        "conversations.conversation_start(actor=a, agent=agent, channel=channel)\n"
         "print('TOKEN', services.token_create(actor=a, agent=agent))\n"
     )
     out = subprocess.run(

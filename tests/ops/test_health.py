@@ -8,8 +8,8 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from curation.status import selectors as memory_status
 from knowledge.models import Heartbeat
-from memory import status as memory_status
 from tests import factory
 
 
