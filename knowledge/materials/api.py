@@ -268,6 +268,7 @@ class MaterialParsers:
 
 @extend_schema(
     methods=["GET"],
+    operation_id="materials_list",
     summary="List the materials you can see",
     parameters=[
         OpenApiParameter("state", str, enum=[s for s, _ in Material.STATES]),

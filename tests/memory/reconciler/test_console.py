@@ -8,7 +8,7 @@ from knowledge.models import Memory
 from memory.models import ConsolidationPlan
 from memory.reconciler.models import MemoryLink, ReconcilerRun
 from tests.memory.consolidation.test_consolidation import remember
-from tests.memory.test_reconciler import set_vector, unit
+from tests.memory.reconciler.test_reconciler import set_vector, unit
 
 
 def two_duplicates(agent):
