@@ -45,7 +45,7 @@ class CurationConfig(AppConfig):
         status_section_register(
             StatusSection(
                 name="reconciler",
-                template="memory/_status_reconciler.html",
+                template="memory/reconciler/_status.html",
                 report=reconciler_status,
                 alerts=reconciler_alerts,
             )

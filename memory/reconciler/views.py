@@ -33,6 +33,6 @@ def reconcile_now(request, name):
     trigger, turns = reconciler_due(agent)
     return render(
         request,
-        "memory/reconciler_panel.html" if request.htmx else "memory/reconciler_page.html",
+        "memory/reconciler/panel.html" if request.htmx else "memory/reconciler/page.html",
         {"agent": agent, "run": last_run(agent), "due": trigger, "turns": turns},
     )
