@@ -9,13 +9,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from knowledge.models import Message
+from django.db.models import Q
+
+from knowledge.models import Memory, Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.recall.fuse import Candidate
 from memory.recall.load import hydrate
 from memory.recall.params import RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
 from memory.recall.scope import NothingVisible
+from memory.reconciler.selectors import memory_links
 
 
 class ContextMessage(NamedTuple):
@@ -98,6 +101,11 @@ class Expander:
     def __init__(self, scope, now, params: RecallParams):
         self.scope, self.now, self.params = scope, now, params
         self.context: dict[tuple[str, int], list[Message | ContextMessage]] = {}
+
+    def links(self, memory) -> list[dict]:
+        """Up to `params.link_neighbours` active neighbours `memory` links to, in this scope."""
+        linked = memory_links(memory, visible_q=self.scope.knowledge_q & Q(status=Memory.ACTIVE))
+        return linked[: self.params.link_neighbours]
 
     def prefetch(self, candidates: list[Candidate]) -> None:
         """Load the context of every message and episode candidate not prefetched yet: their
@@ -193,7 +201,10 @@ class Expander:
             if cand.obj is None:
                 return None
         if cand.kind == MEMORY:
-            return _plain(cand, memory_text(cand.obj), cap)
+            text = memory_text(cand.obj)
+            if self.params.link_neighbours:
+                text += "".join(f"\nlinked: {link['text']}" for link in self.links(cand.obj))
+            return _plain(cand, text, cap)
         if cand.kind == ENTRY:
             return _plain(cand, entry_text(cand.obj), cap)
         if cand.kind == MESSAGE:

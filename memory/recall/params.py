@@ -37,6 +37,11 @@ class RecallParams:
     # the episode's best message hit), "sum" (all of them), or "apart" (messages stay candidates
     # of their own).
     episode_hits: str = "sum"
+    # A memory winner shows up to this many of its linked neighbours (the reconciler's links, in
+    # the reader's scope, active ones) inside its own item and cap; 0 is off. Off by default: on
+    # the reconciler's labelled pairs plain ranking already put every paraphrase in the top 2, so
+    # pulling a link in found nothing new (docs/PERFORMANCE.md, "The reconciler").
+    link_neighbours: int = 0
     # Candidates each route contributes (at least; a larger k asks for more).
     route_limit: int = 50
     # Temporal decay. Messages, episodes and short-term memories lose half their score every

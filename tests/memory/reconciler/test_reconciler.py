@@ -438,3 +438,30 @@ def test_strict_anti_drift_still_refuses_a_promotion_that_contradicts(world, set
     plan = run(world.copilot, jobs=("promotion",)).plan
     assert not plan.groups.exists()
     assert "strict anti-drift" in plan.model_note
+
+
+def test_recall_shows_a_winners_linked_neighbour_only_when_switched_on(world, settings):
+    from dataclasses import replace
+
+    from memory.recall import memory_search
+    from memory.recall.params import DEFAULT_PARAMS
+    from memory.recall.scope import store_scope
+
+    settings.BRAIN_RECONCILER_LINK_FLOOR = 0.5
+    a = remember(world.copilot, "The VPN gateway vpn-gw-2 uses port 1194.")
+    b = remember(world.copilot, "Clients reach the gateway through the office tunnel.")
+    private = remember(world.copilot, "The office tunnel is flaky for Alice.", store="private:alice")
+    for m, v in ((a, unit(1)), (b, at_cosine(0.8)), (private, at_cosine(0.95))):
+        set_vector(m, v)
+    run(world.copilot, jobs=("links",))
+    scope = store_scope(world.copilot, "shared")
+
+    def first_item(params):
+        outcome = memory_search(scope, q="port 1194", k=1, params=params)
+        assert outcome.items[0].candidate.id == a.pk
+        return outcome.items[0].text
+
+    assert "office tunnel" not in first_item(DEFAULT_PARAMS)  # off by default
+    shown = first_item(replace(DEFAULT_PARAMS, link_neighbours=2))
+    assert f"linked: {b.text}" in shown
+    assert "Alice" not in shown  # the private neighbour stays out of a shared scope
