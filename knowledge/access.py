@@ -279,18 +279,25 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     return False
 
 
-def owner_for_write(principal: Principal, name: str | None) -> Agent:
-    """The owner agent a write names: an agent token writes only as itself (and is the default);
-    anyone else names the owner."""
+def owner_for_write(
+    principal: Principal,
+    name: str | None,
+    *,
+    field: str = "owner",
+    refusal: str = "An agent may write only as itself.",
+    missing: str = "Name the owner agent.",
+) -> Agent:
+    """The owner agent a write names (in `field`): an agent token writes only as itself (and is
+    the default); anyone else names the owner."""
     if principal.kind == "agent":
         if name and name != principal.agent.name:
-            raise Refused("An agent may write only as itself.")
+            raise Refused(refusal)
         return principal.agent
     if not name:
-        raise Invalid({"owner": ["Name the owner agent."]})
+        raise Invalid({field: [missing]})
     owner = Agent.objects.filter(name=name).first()
     if owner is None:
-        raise Invalid({"owner": [f"No agent named {name}."]})
+        raise Invalid({field: [f"No agent named {name}."]})
     return owner
 
 

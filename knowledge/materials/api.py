@@ -9,7 +9,7 @@ from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes, permission_classes
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
@@ -243,18 +243,15 @@ def _valid(serializer_class, data):
     return serializer.validated_data
 
 
-def owner_for(principal, name, field: str = "agent") -> Agent:
+def owner_for(principal, name) -> Agent:
     """The agent a material is learned by: an agent asks only for itself; people name one."""
-    if principal.kind == "agent":
-        if name and name != principal.agent.name:
-            raise PermissionDenied("An agent may ask only itself to learn a source.")
-        return principal.agent
-    if not name:
-        raise ValidationError({field: ["Name the agent that learns it."]})
-    owner = Agent.objects.filter(name=name).first()
-    if owner is None:
-        raise ValidationError({field: [f"No agent named {name}."]})
-    return owner
+    return access.owner_for_write(
+        principal,
+        name,
+        field="agent",
+        refusal="An agent may ask only itself to learn a source.",
+        missing="Name the agent that learns it.",
+    )
 
 
 # --- views -----------------------------------------------------------------------------------
