@@ -195,6 +195,42 @@ def _api_timings(client, conversations, questions, rng, k: int, n: int):
     return timings, routes, sizes
 
 
+def _http_timings(raw: str, conversations, questions, rng, k: int, n: int):
+    """The same searches over HTTP, one keep-alive client, against the server `make run` starts
+    (gunicorn with the uvicorn worker, the ASGI router, Django's thread pool) on this database."""
+    import httpx
+
+    from bench.bench_load import _start_server
+    from bench.bench_memory_write import _free_port
+
+    port = _free_port()
+    server = _start_server(port)
+    timings, sizes = [], []
+    try:
+        headers = {"Authorization": f"Bearer {raw}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
+            for i in range(n + 20):
+                conv = rng.choice(conversations)
+                body = {
+                    "agent": "copilot",
+                    "conversation": conv.pk,
+                    "q": questions[i % len(questions)],
+                    "k": k,
+                }
+                t0 = time.perf_counter()
+                response = http.post("/api/memory/search", json=body)
+                spent = (time.perf_counter() - t0) * 1000
+                assert response.status_code == 200, response.content[:500]
+                if i >= 20:  # after the warm-up of every web process
+                    timings.append(spent)
+                    sizes.append(len(response.content))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    timings.sort()
+    return timings, sizes
+
+
 def _pct(timings, q):
     return timings[int(len(timings) * q) - 1]
 

@@ -101,7 +101,7 @@ def _backend_cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def time_searches(label: str, n: int, seed: int) -> dict:
+def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
     _setup()
     from bench import bench_recall as B
     from bench.textgen import TextGen, question
@@ -155,6 +155,15 @@ def time_searches(label: str, n: int, seed: int) -> dict:
             "kB": round(statistics.mean(sizes) / 1000, 2),
             "routes_ms": {name: round(statistics.mean(v), 2) for name, v in routes.items()},
         }
+    if http:
+        for k in (10, 50):
+            raw = B._token(agent=copilot)
+            walls, sizes = B._http_timings(raw, conversations, questions, rng, k, n)
+            out[f"http_k{k}"] = {
+                "p50": round(statistics.median(walls), 1),
+                "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
+                "kB": round(statistics.mean(sizes) / 1000, 2),
+            }
     principal = Principal.for_agent(copilot)
     walls, cpus = [], []
     for i in range(n):
@@ -179,11 +188,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--label", default=str(ROOT))
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--http", action="store_true", help="also time searches over HTTP (make run's server)"
+    )
     args = parser.parse_args(argv)
     if args.command == "seed":
         seed()
     else:
-        print(json.dumps(time_searches(args.label, args.n, args.seed)), flush=True)
+        print(json.dumps(time_searches(args.label, args.n, args.seed, args.http)), flush=True)
     return 0
 
 

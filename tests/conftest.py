@@ -120,3 +120,13 @@ def _material_originals_removed():
     location = getattr(storages["materials"], "location", None)
     if location and "test-media" in str(location):
         shutil.rmtree(location, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _recall_helper_connections_closed(django_db_setup):
+    """memory_search's helper threads keep database connections of their own; close them before
+    the test database is dropped (a database with open connections cannot be)."""
+    yield
+    from memory.recall.search import close_helper_connections
+
+    close_helper_connections()

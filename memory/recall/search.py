@@ -7,9 +7,11 @@ budget.
 `exclude_memory_ids`, so the eval gate can leave a memory out."""
 
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 from django.utils import timezone
 
 from knowledge.embeddings import embedder as embeddings
@@ -37,6 +39,9 @@ ROUTE_FUNCTIONS = {
     VECTOR_EPISODES: R.vector_episodes,
 }
 MAX_K = 100
+# The vector sides of concurrent searches (a web process serves a few requests at once).
+_VECTOR_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-vector")
+_helper_connections: set = set()
 MAX_BUDGET = 100_000
 
 
@@ -66,16 +71,64 @@ class SearchOutcome:
         return sum(i.tokens for i in self.items)
 
 
-def _query_vector(q: str) -> tuple[object, str, str, float]:
-    """(vector or None, model name, reason when None, milliseconds)."""
+# Search queries are short: JIT compilation and parallel workers cost more than they save, and
+# parallel workers take cores from concurrent requests. Sent with the routes' statements.
+ROUTE_SETTINGS = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0"
+
+
+@dataclass
+class VectorSide:
+    """The query vector (None when there is none: `reason` says why), how long it took, and —
+    once they ran — the vector routes' rankings and milliseconds."""
+
+    vector: object
+    model: str
+    reason: str
+    embed_ms: float
+    rankings: dict | None = None
+    spent: dict = field(default_factory=dict)
+
+
+def _query_vector(q: str) -> VectorSide:
     start = time.perf_counter()
     try:
         if not embeddings.enabled():
-            return None, "", "off: BRAIN_EMBEDDINGS=none", 0.0
+            return VectorSide(None, "", "off: BRAIN_EMBEDDINGS=none", 0.0)
         vector = embeddings.embed_texts([q])[0]
-        return vector, embeddings.model_name(), "", (time.perf_counter() - start) * 1000
+        return VectorSide(vector, embeddings.model_name(), "", (time.perf_counter() - start) * 1000)
     except embeddings.EmbeddingError as exc:
-        return None, "", f"unavailable: {exc}", (time.perf_counter() - start) * 1000
+        return VectorSide(None, "", f"unavailable: {exc}", (time.perf_counter() - start) * 1000)
+
+
+def _vector_side(inp: R.RouteInput, routes: list[str], run: bool) -> VectorSide:
+    """On a helper thread: the query vector and, when `run`, the vector routes' rankings, on this
+    thread's own database connection (checked first the way a request checks its connection:
+    closed when broken or too old)."""
+    side = _query_vector(inp.q)
+    if run and side.vector is not None:
+        close_old_connections()
+        _helper_connections.add(connections[DEFAULT_DB_ALIAS])
+        _run_vector_routes(inp, routes, side)
+    return side
+
+
+def _run_vector_routes(inp: R.RouteInput, routes: list[str], side: VectorSide) -> None:
+    vinp = replace(inp, vector=side.vector, embedding_model=side.model)
+    side.rankings, side.spent = R.run_batched(
+        {r: ROUTE_FUNCTIONS[r](vinp) for r in routes},
+        ROUTE_SETTINGS + "; " + R.search_settings(vinp.ef_search),
+    )
+
+
+def close_helper_connections() -> None:
+    """Close the helper threads' database connections (before a test database is dropped)."""
+    for wrapper in list(_helper_connections):
+        wrapper.inc_thread_sharing()
+        try:
+            wrapper.close()
+        finally:
+            wrapper.dec_thread_sharing()
+    _helper_connections.clear()
 
 
 def recall_candidates(
@@ -93,37 +146,46 @@ def recall_candidates(
     candidates (and those a reranker sees). `limit` is each route's list length."""
     now = now or timezone.now()
     limit = max(limit or params.route_limit, 1)
-    vector, model, vector_reason, embed_ms = (None, "", "not asked", 0.0)
-    if any(r in VECTOR_ROUTES for r in routes):
-        vector, model, vector_reason, embed_ms = _query_vector(q)
     inp = R.RouteInput(
         q=q,
         now=now,
         limit=limit,
         scope=scope,
         exclude_memory_ids=tuple(exclude_memory_ids),
-        vector=vector,
-        embedding_model=model,
         ef_search=max(params.ef_search, limit),
     )
+    asked = [r for r in ROUTES if r in routes]
+    # The vector side (query embedding, then the vector routes) runs on a helper thread while the
+    # keyword routes run here. Outside a transaction it also has its own database connection, so
+    # both halves' statements run at once on two database processes; inside one (a caller that
+    # must see its own writes) the vector routes wait for the keyword routes and use this one.
+    vector_side = [r for r in asked if r in VECTOR_ROUTES]
+    parallel = not connection.in_atomic_block
+    pending = _VECTOR_THREADS.submit(_vector_side, inp, vector_side, parallel) if vector_side else None
+    try:
+        rankings, spent = R.run_batched(
+            {r: ROUTE_FUNCTIONS[r](inp) for r in asked if r not in VECTOR_ROUTES}, ROUTE_SETTINGS
+        )
+    finally:
+        side = pending.result() if pending else VectorSide(None, "", "not asked", 0.0)
+    if side.vector is not None and side.rankings is None:
+        _run_vector_routes(inp, vector_side, side)
+    rankings.update(side.rankings or {})
+    spent.update(side.spent)
     info: dict[str, dict] = {}
-    asked = {}
     for route in ROUTES:
-        if route not in routes:
+        if route in rankings:
+            info[route] = {
+                "ran": True,
+                "hits": len(rankings[route]),
+                "ms": round(spent[route], 2),
+                "reason": "",
+            }
+        elif route not in routes:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
-        elif route in VECTOR_ROUTES and vector is None:
-            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": vector_reason}
         else:
-            asked[route] = ROUTE_FUNCTIONS[route](inp)
-    # Search queries are short: JIT compilation and parallel workers cost more than they save,
-    # and parallel workers take cores from concurrent requests. Sent with the routes' statements.
-    settings_sql = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0"
-    if vector is not None:
-        settings_sql += "; " + R.search_settings(inp.ef_search)
-    rankings, spent = R.run_batched(asked, settings_sql)
-    for route in asked:
-        info[route] = {"ran": True, "hits": len(rankings[route]), "ms": round(spent[route], 2), "reason": ""}
-    info = {route: info[route] for route in ROUTES}
+            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": side.reason}
+    embed_ms = side.embed_ms
     candidates = apply_decay(fuse(rankings, params), now, params)
     hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)

@@ -557,3 +557,37 @@ def test_result_times_are_the_rows_own_to_the_microsecond(world):
     assert by_id[("memory", ended.pk)]["valid_to"] == DateTimeField().to_representation(ended.valid_to)
     # Same text weight, but the ended one is history: it ranks below the current one.
     assert by_id[("memory", current.pk)]["decay"] > by_id[("memory", ended.pk)]["decay"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_vector_routes_run_on_a_connection_of_their_own(world, general_chat):
+    """The vector side of a search runs on a helper thread; outside a transaction it has its own
+    database connection, so its statements run while the keyword routes' do. The rankings are
+    the same as a search inside a transaction, where the vector routes use the caller's
+    connection after the keyword routes."""
+    from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+    from knowledge.principals.principal import Principal
+    from memory.recall import resolve_scope
+    from memory.recall import search as S
+
+    conv, _ = general_chat
+    factory.make_memory(world.copilot, "The VPN client shows error E4012 after the update", store="shared")
+    factory.embed_all()
+    scope = resolve_scope(Principal.for_agent(world.copilot), agent=world.copilot, conversation=conv)
+    q = "VPN error after the update"
+    S.close_helper_connections()
+    apart = S.recall_candidates(scope, q=q)
+    helpers = list(S._helper_connections)
+    assert len(helpers) == 1 and helpers[0] is not connections[DEFAULT_DB_ALIAS]
+    with transaction.atomic():
+        together = S.recall_candidates(scope, q=q)
+    assert list(S._helper_connections) == helpers  # inside a transaction the helper ran no SQL
+    for ranking in (apart, together):
+        assert all(ranking.routes[r]["ran"] for r in ranking.routes)
+    assert {r: [(h.kind, h.id) for h in hits] for r, hits in apart.rankings.items()} == {
+        r: [(h.kind, h.id) for h in hits] for r, hits in together.rankings.items()
+    }
+    assert [(c.kind, c.id) for c in apart.candidates] == [(c.kind, c.id) for c in together.candidates]
+    S.close_helper_connections()
+    assert not S._helper_connections
