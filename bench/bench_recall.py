@@ -257,7 +257,6 @@ def _latency(report, copilot, gen, rng):
         "memory_search latency p95 (API)",
         p95,
         "ms",
-        target="≤ 50 ms",
         note=f"p99 {p99:.0f} ms; mean ms per step: {breakdown}",
     )
     timings, _, sizes = _api_timings(client, conversations, questions, rng, 50, QUERIES // 2)
@@ -268,6 +267,19 @@ def _latency(report, copilot, gen, rng):
         note=f"p50 {statistics.median(timings):.1f} ms, {len(timings)} searches, k=50, budget 2,000; "
         f"response {statistics.mean(sizes) / 1000:.1f} kB on average",
     )
+    for k in (10, 50):
+        timings, sizes = _http_timings(
+            raw, conversations, questions, rng, k, QUERIES if k == 10 else QUERIES // 2
+        )
+        report(
+            f"memory_search latency p95, k={k} (HTTP)",
+            _pct(timings, 0.95),
+            "ms",
+            target="≤ 50 ms" if k == 10 else "",
+            note=f"p50 {statistics.median(timings):.1f} ms, p99 {_pct(timings, 0.99):.0f} ms, {len(timings)} "
+            "searches over HTTP from one keep-alive client to the server `make run` starts (gunicorn, "
+            f"uvicorn worker, ASGI router); response {statistics.mean(sizes) / 1000:.1f} kB on average",
+        )
     # The same searches without the HTTP layer: the search itself, query embedding included.
     principal = Principal.for_agent(copilot)
     service = []

@@ -408,6 +408,14 @@ def estimated_rows(source: str, where: str, params: list) -> float:
     return rows
 
 
+def searched_exactly(table: str, where: str, params: list) -> bool:
+    """Whether a vector search of `table` under the visibility filter `where` is exact (see
+    _nearest): the planner estimates it at most EXACT_MAX_ROWS rows and EXACT_MAX_SHARE of the
+    table."""
+    rows = estimated_rows(table, where, params)
+    return rows <= EXACT_MAX_ROWS and rows <= EXACT_MAX_SHARE * estimated_rows(table, "TRUE", [])
+
+
 def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tuple[str, list]):
     """The rows nearest the query vector (cosine) under a filter; `scope` is the visibility part
     of the filter, whose size decides the plan. A generator: yields its statement (and, when the
@@ -438,10 +446,7 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
     indexed = base + f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
     exact = base + f"ORDER BY ({vector_col} <=> %s::vector) + 0 LIMIT %s"
     args = [vec, inp.embedding_model, *params, vec, inp.limit]
-    rows_in_scope = estimated_rows(table, *scope)
-    small = rows_in_scope <= EXACT_MAX_ROWS and rows_in_scope <= EXACT_MAX_SHARE * estimated_rows(
-        table, "TRUE", []
-    )
+    small = searched_exactly(table, *scope)
     # hnsw.ef_search and iterative scans: see search_settings
     (rows,) = yield [(exact if small else indexed, args)]
     if len(rows) < inp.limit and not small:
