@@ -472,7 +472,8 @@ def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monke
 
     from memory.recall import recall_candidates, resolve_scope
     from memory.recall import routes as R
-    from memory.recall.params import VECTOR_EPISODES
+    from memory.recall.params import VECTOR_EPISODES, VECTOR_KNOWLEDGE
+    from memory.recall.search import helper_routes
 
     dm = factory.make_conversation(world.copilot, world.dm_alice)
     factory.post_messages(
@@ -493,11 +494,15 @@ def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monke
         plans = [q["sql"] for q in queries.captured_queries if "v.embedding <=>" in q["sql"]]
         return [h.id for h in ranking.rankings[VECTOR_EPISODES]], plans
 
+    both = [VECTOR_KNOWLEDGE, VECTOR_EPISODES]
     exact_ids, plans = run()
     assert len(exact_ids) == 10 and len(plans) == 1 and ") + 0 LIMIT" in plans[0]
+    # An exact message search is the heavy statement: the helper thread takes it alone.
+    assert helper_routes(scope, both) == [VECTOR_EPISODES]
     monkeypatch.setattr(R, "EXACT_MAX_ROWS", 0)  # every scope counts as large now
     hnsw_ids, plans = run()
     assert ") + 0 LIMIT" not in plans[0]
+    assert helper_routes(scope, both) == both
     assert hnsw_ids == exact_ids
     where, params = scope.where(R.Message)
     assert 30 <= R.estimated_rows("knowledge_message", where, params) <= 60
