@@ -179,8 +179,7 @@ def recall_candidates(
     # own, so two database processes work at once; inside one (a caller that must see its own
     # writes) every route runs here, the vector routes once the vector is known.
     vector_routes = [r for r in asked if r in VECTOR_ROUTES]
-    parallel = vector_routes and embeddings.enabled() and not connection.in_atomic_block
-    helper = helper_routes(scope, vector_routes) if parallel else []
+    helper = helper_routes(scope, vector_routes) if vector_routes and not connection.in_atomic_block else []
     vector_ready: Future = Future()
     pending = _VECTOR_THREADS.submit(_vector_side, inp, helper, vector_ready) if vector_routes else None
     query = QueryVector(None, "", "not asked", 0.0)
