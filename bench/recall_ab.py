@@ -7,6 +7,7 @@ against it, so two checkouts can be run alternately (A, B, A, B, …) on the sam
 
     python -m bench.recall_ab seed                    # once: the world of bench_recall
     python -m bench.recall_ab time --label new        # prints one JSON line of figures
+    python -m bench.recall_ab time --label new --http # also over HTTP, against make run's server
     (cd /tmp/old-checkout && BRAIN_PGDATA=$PWD_OF_THIS/var/pgdata python -m bench.recall_ab time --label old)
 
 Besides wall-clock percentiles (noisy under load) it reports what load does not change much:
