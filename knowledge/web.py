@@ -201,8 +201,11 @@ def api_exception_handler(exc, context):
     return Response(body, status=response.status_code, headers=dict(response.items()))
 
 
-def error_text(exc: Exception) -> str:
-    """One line for a person: the messages of a ValidationError (or any API error), joined."""
+def error_text(exc: Exception, *, fields: bool = False) -> str:
+    """One line for a person: the messages of a ValidationError (or any API error), joined;
+    with `fields`, a domain error's messages each name their field ("file: too large")."""
+    if fields and isinstance(exc, DomainError):
+        return exc.message
     detail = getattr(exc, "detail", None)
     if isinstance(detail, dict):
         if "detail" in detail:

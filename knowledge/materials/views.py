@@ -16,21 +16,9 @@ from knowledge.materials.api import original_response
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
 from knowledge.models import Agent, Material, SignalRule
 from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.web import error_text
 
 FINAL = (Material.LEARNED, Material.FAILED)
-
-
-def _error_text(exc) -> str:
-    if isinstance(exc, DomainError):
-        return exc.message
-    detail = getattr(exc, "detail", str(exc))
-    if isinstance(detail, dict):
-        return "; ".join(
-            f"{k}: {' '.join(map(str, v if isinstance(v, list) else [v]))}" for k, v in detail.items()
-        )
-    if isinstance(detail, list):
-        return " ".join(map(str, detail))
-    return str(detail)
 
 
 def _get(request, pk):
@@ -98,7 +86,7 @@ def material_new(request):
         messages.success(request, f"{agent.name} learned {material.title}.")
         return redirect("entry-edit", pk=material.entry.pk)
     except (DomainError, DjangoPermissionDenied) as exc:
-        messages.error(request, _error_text(exc))
+        messages.error(request, error_text(exc, fields=True))
         return redirect("material-list")
 
 
