@@ -68,14 +68,16 @@ def retry_delay(failures: int) -> timedelta:
     return timedelta(minutes=min(base * 2 ** max(failures - 1, 0), MAX_RETRY_MINUTES))
 
 
-def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
+def run_finish(run: DreamingRun, cursor_model, cursor_pk: int, state: str, reason: str = "") -> DreamingRun:
+    """Record a run's end and release the cursor (a stage A channel's or a stage B agent's) it
+    holds: a failure counts towards the cursor's back-off, success clears it."""
     now = timezone.now()
     run.refresh_from_db()
     run.state, run.reason, run.finished_at = state, reason[:2000], now
     run.save(update_fields=["state", "reason", "finished_at"])
-    cursor = StageACursor.objects.get(pk=run.channel_id)
+    cursor = cursor_model.objects.get(pk=cursor_pk)
     failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
-    StageACursor.objects.filter(pk=run.channel_id, run=run).update(
+    cursor_model.objects.filter(pk=cursor_pk, run=run).update(
         claimed_at=None,
         run=None,
         last_run=run,
@@ -83,6 +85,10 @@ def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
         retry_at=None if state == DreamingRun.DONE else now + retry_delay(failures),
     )
     return run
+
+
+def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
+    return run_finish(run, StageACursor, run.channel_id, state, reason)
 
 
 def stage_a_run(

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from curation.dreaming import stage_b
 from curation.dreaming.selectors_b import STUCK_AFTER, open_picked, scan_lines, scan_read
-from curation.dreaming.services import ACTOR, retry_delay
+from curation.dreaming.services import ACTOR, run_finish
 from curation.models import DreamingRun, StageBCursor
 from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
 from knowledge.entries import services as entry_services
@@ -62,20 +62,7 @@ def _claim(agent: Agent, now) -> StageBCursor | None:
 
 
 def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
-    now = timezone.now()
-    run.refresh_from_db()
-    run.state, run.reason, run.finished_at = state, reason[:2000], now
-    run.save(update_fields=["state", "reason", "finished_at"])
-    cursor = StageBCursor.objects.get(pk=run.agent_id)
-    failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
-    StageBCursor.objects.filter(pk=run.agent_id, run=run).update(
-        claimed_at=None,
-        run=None,
-        last_run=run,
-        failures=failures,
-        retry_at=None if state == DreamingRun.DONE else now + retry_delay(failures),
-    )
-    return run
+    return run_finish(run, StageBCursor, run.agent_id, state, reason)
 
 
 def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "") -> DreamingRun:
