@@ -238,18 +238,6 @@ def embed_texts(texts: list[str], embedder=None) -> np.ndarray:
     return vectors[[index[t] for t in texts]]
 
 
-def embed_query(text: str) -> np.ndarray | None:
-    """The vector of one search query, or None when embeddings are off or unavailable (vector
-    routes then step aside; keyword routes still answer)."""
-    try:
-        embedder = get_embedder()
-        if embedder is None:
-            return None
-        return embedder.embed([text])[0]
-    except EmbeddingError:
-        return None
-
-
 def describe() -> dict:
     """The embedding configuration for status pages (never the API key)."""
     kind = backend()

@@ -62,10 +62,9 @@ def test_a_tampered_tokenizer_is_refused(tmp_path):
 
 
 @override_settings(BRAIN_EMBEDDINGS="none")
-def test_embeddings_off_means_no_model_and_no_query_vector():
+def test_embeddings_off_means_no_model_and_no_vectors():
     assert embeddings.model_name() == ""
     assert embeddings.get_embedder() is None
-    assert embeddings.embed_query("anything") is None
     with pytest.raises(embeddings.EmbeddingError):
         embeddings.embed_texts(["x"])
 
@@ -120,12 +119,15 @@ def test_the_openai_compatible_backend_calls_v1_embeddings_and_normalises(embedd
 
 
 def test_an_unreachable_endpoint_is_a_clear_error():
-    with override_settings(
-        BRAIN_EMBEDDINGS="openai", BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9", BRAIN_EMBEDDINGS_MODEL="m"
+    with (
+        override_settings(
+            BRAIN_EMBEDDINGS="openai",
+            BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9",
+            BRAIN_EMBEDDINGS_MODEL="m",
+        ),
+        pytest.raises(embeddings.EmbeddingError, match="failed"),
     ):
-        with pytest.raises(embeddings.EmbeddingError, match="failed"):
-            embeddings.embed_texts(["x"])
-        assert embeddings.embed_query("x") is None
+        embeddings.embed_texts(["x"])
 
 
 def test_repeated_texts_get_the_same_vector_in_their_places():

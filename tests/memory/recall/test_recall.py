@@ -260,6 +260,20 @@ def test_with_embeddings_off_the_keyword_routes_still_answer(world):
     assert Memory.objects.get(pk=memory.pk).embedding is None
 
 
+def test_with_the_embedding_endpoint_down_the_keyword_routes_answer_and_say_why(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    memory = factory.make_memory_row(world.copilot, "Error E4012 means the VPN certificate expired")
+    with override_settings(
+        BRAIN_EMBEDDINGS="openai", BRAIN_EMBEDDINGS_BASE_URL="http://127.0.0.1:9", BRAIN_EMBEDDINGS_MODEL="m"
+    ):
+        result = search(world.client("copilot"), conversation=conv.pk, q="E4012")
+    assert found(result, "memory", memory.pk)
+    assert result["routes"]["keyword_knowledge"]["ran"] is True
+    for route in ("vector_knowledge", "vector_episodes"):
+        assert result["routes"][route]["ran"] is False
+        assert result["routes"][route]["reason"].startswith("unavailable: ")
+
+
 def test_search_refuses_other_agents_foreign_channels_and_integrations(world, general_chat):
     conv, _ = general_chat
     assert (
