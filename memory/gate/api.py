@@ -10,28 +10,27 @@ from rest_framework.response import Response
 
 from knowledge.models import Memory
 from knowledge.principals.permissions import IsAdmin, IsReviewer
-from knowledge.web import no_body
+from knowledge.web import StrictCharField, StrictSerializer, no_body
 from memory.gate import datasets as eval_datasets
 from memory.gate.services import gate_check_run
 from memory.models import EvalDataset, GateCheck
 
-DatasetIn = inline_serializer(
-    "EvalDatasetIn",
-    {
-        "name": serializers.CharField(),
-        "kind": serializers.CharField(default="agent_turn"),
-        "cases": serializers.ListField(child=serializers.DictField()),
-    },
-)
-DatasetReplaceIn = inline_serializer(
-    "EvalDatasetReplace",
-    {
-        "name": serializers.CharField(required=False, help_text="If given, the dataset's own name."),
-        "kind": serializers.CharField(required=False, help_text="Default: the dataset's kind."),
-        "cases": serializers.ListField(child=serializers.DictField()),
-        "version": serializers.IntegerField(required=False, help_text="Expected current version."),
-    },
-)
+
+class EvalDatasetIn(StrictSerializer):
+    """A new eval dataset; each case is checked by memory.gate.datasets."""
+
+    name = StrictCharField()
+    kind = StrictCharField(default=EvalDataset.KIND_AGENT_TURN)
+    cases = serializers.ListField(child=serializers.DictField())
+
+
+class EvalDatasetReplaceIn(StrictSerializer):
+    """A dataset's new cases (`version`, when given, refuses a concurrent edit)."""
+
+    name = StrictCharField(required=False, help_text="If given, the dataset's own name.")
+    kind = StrictCharField(required=False, help_text="Default: the dataset's kind.")
+    cases = serializers.ListField(child=serializers.DictField())
+    version = serializers.IntegerField(required=False, help_text="Expected current version.")
 
 
 class EvalDatasetSerializer(serializers.Serializer):
@@ -97,18 +96,9 @@ def check_json(check: GateCheck) -> dict:
     }
 
 
-def _body(request, allowed: set[str]) -> dict:
-    if not isinstance(request.data, dict):
-        raise ValidationError({"body": ["Send a JSON object."]})
-    unknown = sorted(set(request.data) - allowed)
-    if unknown:
-        raise ValidationError({name: ["Unknown field."] for name in unknown})
-    return request.data
-
-
 @extend_schema(
     methods=["POST"],
-    request=DatasetIn,
+    request=EvalDatasetIn,
     summary="Create an eval dataset",
     responses={201: EvalDatasetSerializer},
 )
@@ -123,19 +113,15 @@ def _body(request, allowed: set[str]) -> dict:
 def datasets(request):
     if request.method == "GET":
         return Response({"results": [dataset_json(d) for d in EvalDataset.objects.all()]})
-    body = _body(request, {"name", "kind", "cases"})
-    dataset = eval_datasets.dataset_create(
-        actor=request.user,
-        name=body.get("name"),
-        kind=body.get("kind", "agent_turn"),
-        cases=body.get("cases"),
-    )
+    body = EvalDatasetIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    dataset = eval_datasets.dataset_create(actor=request.user, **body.validated_data)
     return Response(dataset_json(dataset), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(
     methods=["PUT"],
-    request=DatasetReplaceIn,
+    request=EvalDatasetReplaceIn,
     summary="Replace an eval dataset's cases",
     responses=EvalDatasetSerializer,
 )
@@ -150,18 +136,17 @@ def dataset_detail(request, name):
     if request.method == "DELETE":
         eval_datasets.dataset_delete(actor=request.user, dataset=dataset)
         return Response(status=status.HTTP_204_NO_CONTENT)
-    body = _body(request, {"name", "kind", "cases", "version"})
-    if body.get("name", name) != name:
+    body = EvalDatasetReplaceIn(data=request.data)
+    body.is_valid(raise_exception=True)
+    v = body.validated_data
+    if v.get("name", name) != name:
         raise ValidationError({"name": ["A dataset cannot be renamed; create a new one."]})
-    expected = body.get("version")
-    if expected is not None and not isinstance(expected, int):
-        raise ValidationError({"version": ["Must be an integer."]})
     dataset = eval_datasets.dataset_replace(
         actor=request.user,
         dataset=dataset,
-        kind=body.get("kind", dataset.kind),
-        cases=body.get("cases"),
-        expected_version=expected,
+        kind=v.get("kind", dataset.kind),
+        cases=v["cases"],
+        expected_version=v.get("version"),
     )
     return Response(dataset_json(dataset))
 
