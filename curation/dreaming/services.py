@@ -41,26 +41,56 @@ class BatchFailed(Exception):
         self.reason = reason
 
 
-def _claim(channel: Channel, now) -> StageACursor | None:
-    """Take the channel for one run with a conditional update: of two workers exactly one
-    wins. A claim older than STUCK_AFTER was left by a dead worker and may be taken over."""
-    StageACursor.objects.get_or_create(channel=channel)
-    stale = now - STUCK_AFTER
-    won = (
-        StageACursor.objects.filter(pk=channel.pk)
-        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=stale))
+def run_open(
+    *,
+    stage: str,
+    owner: str,
+    of,
+    cursor_model,
+    trigger: str,
+    started_by: str,
+    unavailable: str,
+    busy: Exception,
+) -> tuple[DreamingRun, object]:
+    """Start a run of `stage` for `of` (its cursor's `owner`: a stage A channel, a stage B agent).
+    When `unavailable` says why the model cannot run, the run is recorded as skipped with that
+    reason and no cursor is taken: (run, None). Otherwise the cursor is claimed with a conditional
+    update — of two workers exactly one wins, the other gets `busy` raised — and (run, cursor) is
+    returned. A claim older than STUCK_AFTER was left by a dead worker and is taken over: its run
+    is recorded as abandoned."""
+    now = timezone.now()
+    if unavailable:
+        run = DreamingRun.objects.create(
+            stage=stage,
+            trigger=trigger,
+            state=DreamingRun.SKIPPED,
+            reason=unavailable,
+            started_by=started_by,
+            started_at=now,
+            finished_at=now,
+            **{owner: of},
+        )
+        return run, None
+    cursor_model.objects.get_or_create(**{owner: of})
+    claimed = (
+        cursor_model.objects.filter(pk=of.pk)
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - STUCK_AFTER))
         .update(claimed_at=now)
     )
-    if not won:
-        return None
-    cursor = StageACursor.objects.get(pk=channel.pk)
+    if not claimed:
+        raise busy
+    cursor = cursor_model.objects.get(pk=of.pk)
     if cursor.run_id:  # the dead worker's run
         DreamingRun.objects.filter(pk=cursor.run_id, state=DreamingRun.RUNNING).update(
             state=DreamingRun.FAILED,
             finished_at=now,
-            reason="abandoned: its worker stopped before finishing; nothing of the unfinished batch was written",
+            reason="abandoned: its worker stopped before finishing; nothing it had not finished was written",
         )
-    return cursor
+    run = DreamingRun.objects.create(
+        stage=stage, trigger=trigger, started_by=started_by, started_at=now, **{owner: of}
+    )
+    cursor_model.objects.filter(pk=of.pk).update(run=run)
+    return run, cursor
 
 
 def retry_delay(failures: int) -> timedelta:
@@ -99,26 +129,19 @@ def stage_a_run(
     trigger continues). Returns the run. With the model unavailable (not configured, disabled,
     over budget) nothing is read and the run is recorded as skipped with the reason. Raises
     ChannelBusy when another run holds the channel."""
-    now = timezone.now()
     unavailable = model_availability(LIGHT)
-    if unavailable:
-        return DreamingRun.objects.create(
-            stage=DreamingRun.STAGE_A,
-            channel=channel,
-            trigger=trigger,
-            state=DreamingRun.SKIPPED,
-            reason=f"stage A did not run: the light model is {unavailable}",
-            started_by=started_by,
-            started_at=now,
-            finished_at=now,
-        )
-    cursor = _claim(channel, now)
-    if cursor is None:
-        raise ChannelBusy(f"another stage A run is reading channel {channel.name}")
-    run = DreamingRun.objects.create(
-        stage=DreamingRun.STAGE_A, channel=channel, trigger=trigger, started_by=started_by, started_at=now
+    run, cursor = run_open(
+        stage=DreamingRun.STAGE_A,
+        owner="channel",
+        of=channel,
+        cursor_model=StageACursor,
+        trigger=trigger,
+        started_by=started_by,
+        unavailable=unavailable and f"stage A did not run: the light model is {unavailable}",
+        busy=ChannelBusy(f"another stage A run is reading channel {channel.name}"),
     )
-    StageACursor.objects.filter(pk=channel.pk).update(run=run)
+    if cursor is None:
+        return run
     started = time.monotonic()
     try:
         while True:
@@ -162,9 +185,9 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
             ),
         )
     except ModelError as exc:
-        _count_call(run, exc.usage_id)
+        run_count_call(run, exc.usage_id)
         raise BatchFailed(exc.reason) from None
-    _count_call(run, reply.usage_id)
+    run_count_call(run, reply.usage_id)
     outside = _cited(reply.data) - set(batch.ids)
     foreign = dict(
         Message.objects.filter(pk__in=outside).exclude(channel=channel).values_list("pk", "channel__name")[:1]
@@ -182,11 +205,15 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
         raise BatchFailed(f"database error, nothing written: {exc}".strip()) from None
 
 
-def _count_call(run: DreamingRun, usage_id: int | None) -> None:
-    DreamingRun.objects.filter(pk=run.pk).update(model_calls=F("model_calls") + 1)
+def run_count_call(run: DreamingRun, usage_id: int | None) -> None:
+    """Count one model call of `run` and its usage row at once, outside the writes of the batch
+    that made it, so a batch that then fails still shows the call it spent. The object follows
+    the row (one worker holds a run: its cursor is claimed)."""
+    run.refresh_from_db(fields=["model_calls", "usage_ids"])
+    run.model_calls += 1
     if usage_id is not None:
-        run.refresh_from_db(fields=["usage_ids"])
-        DreamingRun.objects.filter(pk=run.pk).update(usage_ids=[*run.usage_ids, usage_id])
+        run.usage_ids = [*run.usage_ids, usage_id]
+    DreamingRun.objects.filter(pk=run.pk).update(model_calls=run.model_calls, usage_ids=run.usage_ids)
 
 
 def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: stage_a.Cut, *, usage_id) -> None:

@@ -11,12 +11,12 @@ The model is called outside any transaction."""
 import uuid
 
 from django.db import DatabaseError, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
 from curation.dreaming import stage_b
-from curation.dreaming.selectors_b import STUCK_AFTER, open_picked, scan_lines, scan_read
-from curation.dreaming.services import ACTOR, run_finish
+from curation.dreaming.selectors_b import open_picked, scan_lines, scan_read
+from curation.dreaming.services import ACTOR, run_count_call, run_finish, run_open
 from curation.models import DreamingRun, StageBCursor
 from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
 from knowledge.entries import services as entry_services
@@ -42,25 +42,6 @@ class RunFailed(Exception):
         self.reason = reason
 
 
-def _claim(agent: Agent, now) -> StageBCursor | None:
-    StageBCursor.objects.get_or_create(agent=agent)
-    won = (
-        StageBCursor.objects.filter(pk=agent.pk)
-        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - STUCK_AFTER))
-        .update(claimed_at=now)
-    )
-    if not won:
-        return None
-    cursor = StageBCursor.objects.get(pk=agent.pk)
-    if cursor.run_id:
-        DreamingRun.objects.filter(pk=cursor.run_id, state=DreamingRun.RUNNING).update(
-            state=DreamingRun.FAILED,
-            finished_at=now,
-            reason="abandoned: its worker stopped before finishing; nothing was written",
-        )
-    return cursor
-
-
 def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
     return run_finish(run, StageBCursor, run.agent_id, state, reason)
 
@@ -70,26 +51,19 @@ def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "") -> Dreaming
     transaction). Returns the run: done (with what was applied and what was dropped and why),
     failed (nothing written, the cursor did not move) or skipped (the light model is
     unavailable, with the reason). Raises AgentBusy while another run holds the agent."""
-    now = timezone.now()
     unavailable = model_availability(LIGHT, agent=agent)
-    if unavailable:
-        return DreamingRun.objects.create(
-            stage=DreamingRun.STAGE_B,
-            agent=agent,
-            trigger=trigger,
-            state=DreamingRun.SKIPPED,
-            reason=f"stage B did not run: the light model is {unavailable}",
-            started_by=started_by,
-            started_at=now,
-            finished_at=now,
-        )
-    cursor = _claim(agent, now)
-    if cursor is None:
-        raise AgentBusy(f"another stage B run is curating agent {agent.name}")
-    run = DreamingRun.objects.create(
-        stage=DreamingRun.STAGE_B, agent=agent, trigger=trigger, started_by=started_by, started_at=now
+    run, cursor = run_open(
+        stage=DreamingRun.STAGE_B,
+        owner="agent",
+        of=agent,
+        cursor_model=StageBCursor,
+        trigger=trigger,
+        started_by=started_by,
+        unavailable=unavailable and f"stage B did not run: the light model is {unavailable}",
+        busy=AgentBusy(f"another stage B run is curating agent {agent.name}"),
     )
-    StageBCursor.objects.filter(pk=agent.pk).update(run=run)
+    if cursor is None:
+        return run
     try:
         reason = _curate(run, agent, cursor)
     except RunFailed as exc:
@@ -114,17 +88,10 @@ def _call(
             max_tokens=max_tokens,
         )
     except ModelError as exc:
-        _count_call(run, exc.usage_id)
+        run_count_call(run, exc.usage_id)
         raise RunFailed(exc.reason) from None
-    _count_call(run, reply.usage_id)
+    run_count_call(run, reply.usage_id)
     return reply
-
-
-def _count_call(run: DreamingRun, usage_id: int | None) -> None:
-    run.model_calls += 1
-    if usage_id is not None:
-        run.usage_ids = [*run.usage_ids, usage_id]
-    DreamingRun.objects.filter(pk=run.pk).update(model_calls=run.model_calls, usage_ids=run.usage_ids)
 
 
 def _curate(run: DreamingRun, agent: Agent, cursor: StageBCursor) -> str:

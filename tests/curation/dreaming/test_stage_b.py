@@ -717,6 +717,33 @@ def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
     assert isinstance(refused.value, REFUSALS)
 
 
+def test_a_dead_workers_claim_on_an_agent_is_taken_over_and_its_run_marked_abandoned(
+    opened_world, model_stub
+):
+    from curation.dreaming.services_b import AgentBusy
+
+    world = opened_world
+    dead = DreamingRun.objects.create(
+        stage=DreamingRun.STAGE_B, agent=world.copilot, trigger=DreamingRun.THRESHOLD, started_at=NOW
+    )
+    StageBCursor.objects.update_or_create(
+        agent=world.copilot, defaults={"run": dead, "claimed_at": timezone.now() - timedelta(minutes=5)}
+    )
+    calls = len(model_stub.chat_requests())
+    with pytest.raises(AgentBusy):
+        stage_b_run(agent=world.copilot, trigger=DreamingRun.MANUAL)
+    assert len(model_stub.chat_requests()) == calls  # a busy agent: no model call, no run
+    assert DreamingRun.objects.filter(stage=DreamingRun.STAGE_B).count() == 1
+    StageBCursor.objects.filter(agent=world.copilot).update(claimed_at=timezone.now() - timedelta(minutes=16))
+    script_b(model_stub, episodes=[world.episode.pk], operations=[GOOD])
+    run = stage_b_run(agent=world.copilot, trigger=DreamingRun.MANUAL)
+    assert run.state == DreamingRun.DONE, run.reason
+    dead.refresh_from_db()
+    assert dead.state == DreamingRun.FAILED and dead.reason.startswith("abandoned")
+    cursor = StageBCursor.objects.get(agent=world.copilot)
+    assert cursor.run_id is None and cursor.last_run_id == run.pk
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_racing_for_one_agent_make_one_run(model_stub):
     import threading
