@@ -24,6 +24,7 @@ api_patterns = [
     ),
 ]
 
+handler400 = "knowledge.web.bad_request"
 handler404 = "knowledge.web.not_found"
 handler500 = "brainsite.ops.errors.server_error"  # 503 while the database is away
 

@@ -11,6 +11,7 @@ import functools
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, JsonResponse
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
 from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.exceptions import ParseError, ValidationError
@@ -224,6 +225,15 @@ def not_found(request, exception):
     if request.path.startswith("/api/"):
         return JsonResponse({"error": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+def bad_request(request, exception):
+    """400 for a request Django refuses before any view answers (a Host header the server does
+    not serve, too many form fields): JSON under /api/, the console's page elsewhere. The reason
+    is logged, not told: it may echo what the client sent."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "Bad request."}, status=400)
+    return django_bad_request(request, exception)
 
 
 # --- paging of list APIs ---
