@@ -150,7 +150,7 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
         out[f"k{k}"] = {
             "db_cpu_ms": round(db_cpu, 2),
             "p50": round(statistics.median(walls), 1),
-            "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
+            "p95": round(B._pct(walls, 0.95), 1),
             "cpu_ms": round(statistics.mean(cpus), 2),
             "statements": round(count[0] / len(walls), 2),
             "kB": round(statistics.mean(sizes) / 1000, 2),
@@ -162,7 +162,7 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
             walls, sizes = B._http_timings(raw, conversations, questions, rng, k, n)
             out[f"http_k{k}"] = {
                 "p50": round(statistics.median(walls), 1),
-                "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
+                "p95": round(B._pct(walls, 0.95), 1),
                 "kB": round(statistics.mean(sizes) / 1000, 2),
             }
     principal = Principal.for_agent(copilot)
@@ -177,7 +177,7 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
     walls.sort()
     out["service_k10"] = {
         "p50": round(statistics.median(walls), 1),
-        "p95": round(walls[int(len(walls) * 0.95) - 1], 1),
+        "p95": round(B._pct(walls, 0.95), 1),
         "cpu_ms": round(statistics.mean(cpus), 2),
     }
     return out
