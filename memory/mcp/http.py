@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from mcp import types
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
 
@@ -77,7 +78,39 @@ class BearerAuth:
             return await _answer(send, response.status_code, response.data, extra)
         if principal.kind != "agent":
             return await _answer(send, 403, {"error": "The MCP server serves agent tokens only."})
-        await self.app({**scope, SCOPE_KEY: principal}, receive, send)
+        await self.app({**scope, SCOPE_KEY: principal}, receive, _json_too_large(send, headers))
+
+
+def _json_too_large(send, headers: dict):
+    """`send` with the SDK's plain-text 413 (a body over the limit, refused before it is parsed)
+    replaced by a JSON-RPC error naming the limit, as the REST API's 413 names it."""
+    replaced = False
+
+    async def wrapped(message):
+        nonlocal replaced
+        if message["type"] == "http.response.start" and message["status"] == 413:
+            replaced = True
+            limit = body_limit()
+            size = headers.get(b"content-length", b"").decode("latin-1")
+            told = f"{int(size):,} bytes" if size.isdigit() else "larger than the limit"
+            error = {
+                "code": types.INVALID_REQUEST,
+                "message": f"The request body is {told}; at most {limit:,} bytes are accepted.",
+                "data": {"max_body_bytes": limit},
+            }
+            return await _answer(send, 413, {"jsonrpc": "2.0", "id": None, "error": error})
+        if replaced:
+            return None  # the SDK's own body for the answer already sent
+        return await send(message)
+
+    return wrapped
+
+
+def body_limit() -> int:
+    """The largest MCP request: the API's BRAIN_MAX_BODY_BYTES, or room for the largest original
+    `material_add` takes as base64 (the material services still hold the file itself to
+    BRAIN_MATERIAL_MAX_MB)."""
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
 def principal_from_request(ctx):
@@ -91,7 +124,7 @@ def mcp_asgi_app():
         streamable_http_path=PATH,
         stateless_http=True,
         json_response=True,
-        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,  # the API's BRAIN_MAX_BODY_BYTES
+        max_request_body_size=body_limit(),
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return BearerAuth(app)

@@ -1,6 +1,13 @@
 """Tool schemas from the API's OpenAPI document: a tool's input is the request body (and the
 path and query parameters) of the operation it mirrors, its output that operation's success
-response. Built once per process, on first use (generating the document takes about a second)."""
+response. Built once per process, on first use (generating the document takes about a second).
+
+The schemas are rewritten for portability (the OpenAPI document itself is left as it is): a
+nullable field is `anyOf` a single-typed branch and `null` — never a `type` array, which hosts
+that map tool schemas onto a one-`type` dialect (Gemini's function declarations) reject — and a
+schema that constrains nothing (drf-spectacular's `{}` for free JSON) names the JSON types it
+accepts. Every output schema has an optional `error` member: a refused call's structured content
+is `{"error": {...}}` and validates against the tool's output schema like a result does."""
 
 import copy
 import functools
@@ -36,16 +43,95 @@ def _inline(node: Any, components: dict, depth: int = 0) -> Any:
         if out.get("description") == _strict_doc():  # the base class's docstring says nothing here
             del out["description"]
         if node.get("nullable"):  # OpenAPI 3.0's nullable is JSON Schema's null type
-            if isinstance(out.get("type"), str):
-                out["type"] = [out["type"], "null"]
-            if "enum" in out:
-                out["enum"] = [*out["enum"], None]
-            if "type" not in out and "enum" not in out:
-                out = {"anyOf": [out, {"type": "null"}]}
+            out = _or_null(out)
         return out
     if isinstance(node, list):
         return [_inline(v, components, depth + 1) for v in node]
     return node
+
+
+# What a field of free JSON accepts, spelt with one `type` a branch.
+JSON_TYPES = ("object", "array", "string", "number", "boolean", "null")
+# Keywords that outlive the split into branches: they describe the field, not one of its types.
+ANNOTATIONS = ("description", "title", "default", "examples", "readOnly", "writeOnly", "deprecated")
+CONSTRAINING = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "properties", "items"}
+
+
+def _any(annotations: dict | None = None) -> dict:
+    out: dict[str, Any] = {"anyOf": [{"type": t} for t in JSON_TYPES]}
+    out.update(annotations or {})
+    return out
+
+
+def _or_null(schema: dict) -> dict:
+    """`schema` or null, as anyOf branches each with a single type."""
+    notes = {k: schema[k] for k in ANNOTATIONS if k in schema}
+    rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
+    if not rest.keys() & CONSTRAINING:
+        return _any(notes)  # free JSON, null included
+    if "enum" in rest:
+        rest["enum"] = [v for v in rest["enum"] if v is not None]
+    branches = rest["anyOf"] if set(rest) == {"anyOf"} else [rest]
+    if {"type": "null"} not in branches:
+        branches = [*branches, {"type": "null"}]
+    return {"anyOf": branches, **notes}
+
+
+def portable(schema: Any) -> Any:
+    """The schema with no `type` arrays and no schema that constrains nothing (see the module's
+    docstring), walking only the places that hold schemas."""
+    if not isinstance(schema, dict):
+        return schema  # `true`/`false` are schemas too, and portable as they are
+    out = dict(schema)
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: portable(v) for k, v in out["properties"].items()}
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(out.get(key), dict):
+            out[key] = portable(out[key])
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [portable(v) for v in out[key]]
+    kind = out.get("type")
+    if isinstance(kind, list):
+        notes = {k: out.pop(k) for k in ANNOTATIONS if k in out}
+        out.pop("type")
+        branches = [{"type": t, **(out if t != "null" else {})} for t in kind]
+        return {"anyOf": branches, **notes}
+    if not out.keys() & CONSTRAINING:
+        return _any({k: out[k] for k in ANNOTATIONS if k in out})
+    return out
+
+
+ERROR = {
+    "type": "object",
+    "description": "Set, instead of the result, when the call was refused (nothing was written): the "
+    "REST API's error — its HTTP status, its message, and for invalid arguments the messages of "
+    "each field.",
+    "properties": {
+        "status": {"type": "integer", "minimum": 400, "maximum": 599},
+        "message": {"type": "string", "minLength": 1},
+        "fields": {"type": "object", "additionalProperties": True},
+    },
+    "required": ["status", "message"],
+    "additionalProperties": True,
+}
+
+
+def with_error(schema: dict) -> dict:
+    """The output schema with the optional `error` member: a result validates as before, and so
+    does `{"error": {...}}` alone (the result's required members are required only without it)."""
+    out = copy.deepcopy(schema)
+    if "properties" in out or "anyOf" not in out:
+        if "error" in out.get("properties", {}):
+            raise LookupError("An output schema already has an `error` member.")
+        out.setdefault("properties", {})["error"] = ERROR
+        required = out.pop("required", None)
+        if required:
+            out["anyOf"] = [{"required": required}, {"required": ["error"]}]
+        return out
+    refusal = {"type": "object", "properties": {"error": ERROR}, "required": ["error"]}
+    out["anyOf"] = [*out["anyOf"], refusal]
+    return out
 
 
 def _shape(path: str) -> str:
@@ -120,7 +206,7 @@ def input_schema(
     out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         out["required"] = required
-    return out
+    return portable(out)
 
 
 def output_schema(method: str, path: str, *, batch: str | None = None) -> dict:
@@ -135,8 +221,8 @@ def output_schema(method: str, path: str, *, batch: str | None = None) -> dict:
                 if batch:
                     variants = schema.get("oneOf") or schema.get("anyOf") or [schema]
                     schema = next((v for v in variants if batch in v.get("properties", {})), schema)
-                return _as_object(schema)
-    return {"type": "object", "additionalProperties": True}
+                return with_error(portable(_as_object(schema)))
+    return with_error({"type": "object", "additionalProperties": True})
 
 
 def description(method: str, path: str) -> str:

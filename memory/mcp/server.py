@@ -24,7 +24,9 @@ INSTRUCTIONS = (
     "Brain is this agent's long-term memory. Open a conversation in the channel you work in "
     "(conversation_open), compile context for each turn (context_compile), search and browse "
     "memory inside the conversation's scope, report messages and task outcomes, write memories "
-    "with their sources, and finish the conversation. Errors are the REST API's JSON error bodies."
+    "with their sources, and finish the conversation. A refused call is a tool error whose text is "
+    "the REST API's message; its structured `error` gives the HTTP status and, for invalid "
+    "arguments, each field's messages."
 )
 
 PrincipalFor = Callable[[ServerRequestContext], Principal]
@@ -69,10 +71,11 @@ def build_server(principal_for: PrincipalFor) -> Server:
         try:
             out = await sync_to_async(run)()
         except ToolRefused as refusal:
-            body = {"status": refusal.status, **refusal.body}
+            # By the spec: a tool error is a result with isError and the message as text (what a
+            # client shows); the detail is the `error` member of the tool's output schema.
             return types.CallToolResult(
-                content=[types.TextContent(type="text", text=json.dumps(body))],
-                structured_content=body,
+                content=[types.TextContent(type="text", text=refusal.message)],
+                structured_content=refusal.structured,
                 is_error=True,
             )
         except LookupError as exc:

@@ -44,6 +44,39 @@ class ToolRefused(Exception):
         self.status = status
         self.body = body
 
+    @property
+    def message(self) -> str:
+        """What a client shows: the API's message, and for invalid arguments each field's
+        messages ("Invalid arguments — teir: Unknown field.")."""
+        error = self.body.get("error")
+        text = error if isinstance(error, str) and error else json.dumps(error)
+        fields = self.body.get("fields")
+        if fields:
+            text = "Invalid arguments" if text == "invalid" else text
+            text = f"{text} — " + "; ".join(f"{path}: {msg}" for path, msg in _field_messages(fields))
+        return text
+
+    @property
+    def structured(self) -> dict:
+        """The refusal as the `error` member every tool's output schema declares."""
+        detail = {k: v for k, v in self.body.items() if k != "error"}
+        return {"error": {"status": self.status, "message": self.message, **detail}}
+
+
+def _field_messages(fields, prefix: str = ""):
+    """(field path, message) pairs of a DRF error tree: `messages.0.text`."""
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            yield from _field_messages(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(fields, list) and fields and all(isinstance(v, str) for v in fields):
+        yield prefix or "arguments", " ".join(fields)
+    elif isinstance(fields, list):
+        for i, value in enumerate(fields):
+            if value:
+                yield from _field_messages(value, f"{prefix}.{i}" if prefix else str(i))
+    else:
+        yield prefix or "arguments", str(fields)
+
 
 @dataclass(frozen=True)
 class ToolSpec:

@@ -122,9 +122,12 @@ def _ok(result) -> dict:
 
 
 def _refused(result, status: int) -> dict:
+    """A tool error by the spec: the text a client shows is Brain's message, and the structured
+    `error` member carries the status and the API's detail."""
     assert result.is_error
-    body = json.loads(result.content[0].text)
+    body = result.structured_content["error"]
     assert body["status"] == status, body
+    assert result.content[0].text == body["message"]
     return body
 
 
@@ -213,16 +216,16 @@ async def _journey(client: Client, world, setup) -> None:
 
     # --- scopes: another agent's DM and private store stay closed -------------------------
     body = _refused(await client.call_tool("conversation_open", {"channel": "dm-bob"}), 403)
-    assert "error" in body
+    assert body["message"]
     _refused(await client.call_tool("memory_search", {"q": "salary", "channel": "dm-bob"}), 403)
     mine = _ok(await client.call_tool("memory_search", {"q": "scribe own note salary", "conversation": cid}))
     assert not any(
         "scribe's own note" in r.get("text", "") or "salary" in r.get("text", "") for r in mine["results"]
     )
     refused = await client.call_tool("memory_browse", {"kind": "message", "id": setup["secret_message"]})
-    assert refused.is_error and json.loads(refused.content[0].text)["status"] in (403, 404)
+    assert refused.is_error and refused.structured_content["error"]["status"] in (403, 404)
     refused = await client.call_tool("memory_browse", {"kind": "memory", "id": setup["secret_memory"]})
-    assert refused.is_error and json.loads(refused.content[0].text)["status"] in (403, 404)
+    assert refused.is_error and refused.structured_content["error"]["status"] in (403, 404)
     _refused(
         await client.call_tool(
             "messages_post", {"messages": [{"channel": "dm-bob", "speaker": "x", "text": "hi"}]}
@@ -235,7 +238,9 @@ async def _journey(client: Client, world, setup) -> None:
     body = _refused(
         await client.call_tool("memory_write", {"scope": "agent", "text": "x", "teir": "working"}), 400
     )
-    assert body["error"] == "invalid" and body["fields"]["teir"] == ["Unknown field."]
+    assert body["message"] == "Invalid arguments — teir: Unknown field." and body["fields"]["teir"] == [
+        "Unknown field."
+    ]
     body = _refused(
         await client.call_tool("memory_write", {"scope": "agent", "text": "x", "agent": "scribe"}), 400
     )
@@ -260,7 +265,7 @@ def test_an_agent_works_through_mcp_over_stdio(world, setup):
             # A token revoked while the server runs stops at its next call.
             await _db(_revoke_copilot)
             body = _refused(await client.call_tool("conversation_open", {"channel": "general"}), 401)
-            assert body["error"] == "Unknown or revoked token."
+            assert body["message"] == "Unknown or revoked token."
 
     _run(main)
 
