@@ -20,11 +20,19 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
 django_wsgi = get_wsgi_application()
 
 from brainsite.ops.asgi_body import buffer_body  # noqa: E402
-from memory.mcp.http import PATH, mcp_asgi_app  # noqa: E402  (needs Django set up)
+from memory.mcp.http import (  # noqa: E402  (needs Django set up)
+    METADATA_PATH,
+    PATH,
+    is_oauth_path,
+    mcp_asgi_app,
+    metadata_app,
+    no_oauth_app,
+)
 
 
 def build_application():
-    """The router: lifespan and `/mcp/` (and `/mcp`) to the MCP app, the rest to Django. The MCP
+    """The router: lifespan and `/mcp/` (and `/mcp`) to the MCP app, its Protected Resource
+    Metadata and the OAuth discovery paths to `memory.mcp.http`, the rest to Django. The MCP
     app's lifespan (which runs the SDK's session manager) can run once, so each server gets its
     own from here."""
     mcp_app = mcp_asgi_app()
@@ -45,6 +53,10 @@ def build_application():
             path = PATH
         if path.startswith(PATH):
             return await mcp_app(scope, receive, send)
+        if path == METADATA_PATH or path.startswith(METADATA_PATH + "/"):
+            return await metadata_app(scope, receive, send)
+        if is_oauth_path(path):  # no OAuth here: say so in JSON
+            return await no_oauth_app(scope, receive, send)
         return await django_app(scope, receive, send)
 
     return application

@@ -3,13 +3,16 @@
 Stateless and JSON-answering: every POST carries its own token and gets one JSON answer, so any
 web process (and any number of them, on any host) serves any request with no session to keep —
 the same as the REST API. The token is checked before the SDK sees the request, by the API's
-own lookup (`knowledge.principals.auth.token_authenticate`, bad-token throttle included): a bad token is a
-401, a throttled address a 429 with Retry-After, a token that is not an agent's a 403, each
-with the API's JSON error body. DNS-rebinding protection (a browser on the user's machine
+own lookup (`knowledge.principals.auth.token_authenticate`, bad-token throttle included): a
+missing or bad token is a 401, a throttled address a 429 with Retry-After, a token that is not an
+agent's a 403, each with a JSON error body that says "invalid or missing Brain agent token" and a
+WWW-Authenticate challenge pointing at the Protected Resource Metadata (RFC 9728, served by
+`metadata_app`), which names no authorization server: clients learn there is no OAuth flow. DNS-rebinding protection (a browser on the user's machine
 reaching a local server) is off because no request gets in without a bearer token, which a
 browser never adds by itself."""
 
 import json
+import math
 from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
@@ -46,6 +49,85 @@ async def _answer(send, status: int, body: dict, headers: dict | None = None) ->
     await send({"type": "http.response.body", "body": payload})
 
 
+# What a client that meets a 401 or 403 reads, in the body and in WWW-Authenticate: Brain's agent
+# tokens are its own, issued in the console, not by an OAuth authorization server.
+TOKEN_PROBLEM = "invalid or missing Brain agent token"
+TOKEN_PROBLEM_SENTENCE = TOKEN_PROBLEM[0].upper() + TOKEN_PROBLEM[1:]
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+def _origin(scope) -> str:
+    headers = {k.lower(): v for k, v in scope.get("headers", [])}
+    host = headers.get(b"host", b"").decode("latin-1") or "{}:{}".format(
+        *(scope.get("server") or ("localhost", 80))
+    )
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+def _challenge(scope, *, invalid: bool) -> str:
+    """RFC 6750's challenge with RFC 9728's pointer to the resource metadata (no `error` code
+    when no token was given at all, as RFC 6750 §3.1 asks)."""
+    parts = ['Bearer realm="brain"']
+    if invalid:
+        parts.append('error="invalid_token"')
+    parts.append(f'error_description="{TOKEN_PROBLEM}"')
+    parts.append(f'resource_metadata="{_origin(scope)}{METADATA_PATH}{PATH.rstrip("/")}"')
+    return ", ".join(parts)
+
+
+def resource_metadata(scope) -> dict:
+    """OAuth 2.0 Protected Resource Metadata (RFC 9728) for `/mcp/`: bearer tokens in the
+    Authorization header, from Brain's own token store; no authorization server is named, because
+    none issues them (an admin does, in the console or with `manage.py createagent`)."""
+    origin = _origin(scope)
+    return {
+        "resource": f"{origin}{PATH}",
+        "resource_name": "Brain MCP server",
+        "bearer_methods_supported": ["header"],
+        "authorization_servers": [],
+        "resource_documentation": f"{origin}/api/docs/",
+        "brain_token_issuer": "Brain's own token store: an admin creates an agent's API token in the "
+        "console (People & tokens) or with `manage.py createagent`; send it as 'Authorization: Bearer <token>'. There is no OAuth "
+        "flow.",
+    }
+
+
+async def metadata_app(scope, receive, send):
+    """Serves `/.well-known/oauth-protected-resource` (and the path-suffixed form RFC 9728 §3.1
+    derives from `/mcp/`)."""
+    if scope.get("method") not in ("GET", "HEAD"):
+        return await _answer(send, 405, {"error": "Use GET."}, {"Allow": "GET, HEAD"})
+    return await _answer(send, 200, resource_metadata(scope), {"Cache-Control": "max-age=3600"})
+
+
+# Where an OAuth client looks for an authorization server when the metadata names none (it falls
+# back to the resource's own origin): answered with JSON that says there is none, so such a client
+# shows that instead of an HTML 404 page.
+OAUTH_PATHS = (
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/register",
+    "/authorize",
+    "/token",
+)
+
+
+def is_oauth_path(path: str) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in OAUTH_PATHS)
+
+
+async def no_oauth_app(scope, receive, send):
+    return await _answer(
+        send,
+        404,
+        {
+            "error": "not_found",
+            "error_description": "Brain has no OAuth authorization server: agent tokens come from Brain's "
+            "own token store (an admin creates them). Send one as 'Authorization: Bearer <token>'.",
+        },
+    )
+
+
 class BearerAuth:
     """ASGI middleware: only requests with a live agent token reach the MCP app; the agent is
     put in the ASGI scope for the tools (`principal_from_request`)."""
@@ -62,8 +144,8 @@ class BearerAuth:
             return await _answer(
                 send,
                 401,
-                {"error": "Use the header 'Authorization: Bearer <token>'."},
-                {"WWW-Authenticate": 'Bearer realm="brain"'},
+                {"error": f"{TOKEN_PROBLEM_SENTENCE}: use the header 'Authorization: Bearer <token>'."},
+                {"WWW-Authenticate": _challenge(scope, invalid=False)},
             )
         client = scope.get("client") or ("", 0)
         meta = {
@@ -74,10 +156,19 @@ class BearerAuth:
             principal = await sync_to_async(_authenticate)(parts[1].decode(errors="replace"), meta)
         except exceptions.APIException as exc:
             response = api_exception_handler(exc, {})
-            extra = {k: v for k, v in response.items() if k.lower() in ("retry-after", "www-authenticate")}
-            return await _answer(send, response.status_code, response.data, extra)
+            body = dict(response.data)
+            extra = {k: v for k, v in response.items() if k.lower() == "retry-after"}
+            if response.status_code == 401:
+                body["error"] = f"{TOKEN_PROBLEM_SENTENCE}: {body['error']}"
+                extra["WWW-Authenticate"] = _challenge(scope, invalid=True)
+            return await _answer(send, response.status_code, body, extra)
         if principal.kind != "agent":
-            return await _answer(send, 403, {"error": "The MCP server serves agent tokens only."})
+            return await _answer(
+                send,
+                403,
+                {"error": f"{TOKEN_PROBLEM_SENTENCE}: the MCP server serves agent tokens only."},
+                {"WWW-Authenticate": _challenge(scope, invalid=True)},
+            )
         await self.app({**scope, SCOPE_KEY: principal}, receive, _json_too_large(send, headers))
 
 
@@ -110,7 +201,14 @@ def body_limit() -> int:
     """The largest MCP request: the API's BRAIN_MAX_BODY_BYTES, or room for the largest original
     `material_add` takes as base64 (the material services still hold the file itself to
     BRAIN_MATERIAL_MAX_MB)."""
-    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    from knowledge.materials.services import max_bytes
+
+    as_base64 = math.ceil(max_bytes() / 3) * 4 + REQUEST_ENVELOPE
+    return max(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, as_base64)
+
+
+# Room for the JSON-RPC request around a material_add's base64 file.
+REQUEST_ENVELOPE = 64 * 1024
 
 
 def principal_from_request(ctx):

@@ -174,11 +174,19 @@ def _batch(body: dict, key: str) -> dict:
 
 
 def input_schema(
-    method: str, path: str, *, implied: tuple[str, ...], renamed: dict[str, str], batch: str | None = None
+    method: str,
+    path: str,
+    *,
+    implied: tuple[str, ...],
+    renamed: dict[str, str],
+    batch: str | None = None,
+    extra: dict | None = None,
+    optional: tuple[str, ...] = (),
 ) -> dict:
     """The operation's body fields plus its path and query parameters (renamed as the tool names
     them), minus the `implied` ones the server fills from the token; unknown fields are refused.
-    With `batch`, the body is the batch form ({batch: [items]})."""
+    With `batch`, the body is the batch form ({batch: [items]}); `extra` properties are the
+    tool's own (a file inline where REST takes multipart), `optional` ones not required here."""
     components = openapi()["components"]["schemas"]
     operation = _operation(method, path)
     properties: dict[str, Any] = {}
@@ -200,9 +208,10 @@ def input_schema(
         properties[name] = schema
         if parameter.get("required"):
             required.append(name)
+    properties.update(extra or {})
     for name in implied:
         properties.pop(name, None)
-    required = [name for name in dict.fromkeys(required) if name not in implied]
+    required = [name for name in dict.fromkeys(required) if name not in implied and name not in optional]
     out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
         out["required"] = required

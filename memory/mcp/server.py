@@ -39,7 +39,13 @@ def tool_list() -> list[types.Tool]:
             name=spec.name,
             description=schemas.description(spec.method, spec.path),
             input_schema=schemas.input_schema(
-                spec.method, spec.path, implied=spec.implied, renamed=spec.renamed, batch=spec.batch
+                spec.method,
+                spec.path,
+                implied=spec.implied,
+                renamed=spec.renamed,
+                batch=spec.batch,
+                extra=spec.extra_input,
+                optional=spec.optional,
             ),
             output_schema=schemas.output_schema(spec.method, spec.path, batch=spec.batch),
             annotations=types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),

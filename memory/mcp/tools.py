@@ -5,7 +5,10 @@ Each tool validates its arguments with the REST operation's input serializer (a
 view calls. The API names the agent in the body or the path; here the agent is always the
 token's, so those fields are left out of the schema and refused when given."""
 
+import base64
+import binascii
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,8 +19,11 @@ from rest_framework.exceptions import APIException, ValidationError
 
 from knowledge import access
 from knowledge.errors import DomainError
+from knowledge.materials import services as material_services
+from knowledge.materials.api import material_out, owner_for, version_out
+from knowledge.materials.selectors import citing_entries, material_get_for
 from knowledge.principals.principal import Principal
-from knowledge.web import StrictSerializer, api_exception_handler
+from knowledge.web import StrictCharField, StrictSerializer, api_exception_handler
 from memory.conversations.api import (
     ConversationIn,
     MessageBatchIn,
@@ -88,6 +94,10 @@ class ToolSpec:
     renamed: dict[str, str] = field(default_factory=dict)
     read_only: bool = False
     batch: str | None = None  # the body is the batch form {batch: [items]} of a one-or-many body
+    # What the tool takes beyond the operation's JSON body (a file inline, where REST sends
+    # multipart): properties added to the input schema, and required fields the tool relaxes.
+    extra_input: dict = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
 
 
 def _valid(serializer_class, data, **context) -> dict:
@@ -158,6 +168,101 @@ def messages_post_tool(principal: Principal, args: dict) -> dict:
     }
 
 
+class MaterialToolIn(StrictSerializer):
+    """`POST /api/materials` in one JSON body: pasted `text`, web content `html`, or a file's
+    bytes as `file_base64` with its `filename` (the REST API's multipart upload)."""
+
+    title = StrictCharField(required=False, max_length=300, allow_blank=True)
+    text = StrictCharField(required=False, max_length=5_000_000)
+    html = StrictCharField(required=False, max_length=5_000_000)
+    file_base64 = serializers.CharField(required=False, trim_whitespace=False)
+    filename = serializers.CharField(required=False, max_length=255)
+    scope = serializers.CharField(max_length=160, default="shared")
+
+    def validate(self, data):
+        given = [f for f in ("text", "html", "file_base64") if f in data]
+        if len(given) != 1:
+            raise ValidationError({"text": ["Send one of text, html or file_base64 (with filename)."]})
+        if "file_base64" in data and not data.get("filename"):
+            raise ValidationError({"filename": ["Name the file (its name helps judge its type)."]})
+        if "file_base64" not in data and not data.get("title"):
+            raise ValidationError({"title": ["Give the material a title."]})
+        return data
+
+
+def _decoded(encoded: str) -> bytes:
+    """The file's bytes, held to BRAIN_MATERIAL_MAX_MB before decoding (the material service
+    checks the decoded size again, with the API's 413)."""
+    limit = material_services.max_bytes()
+    if len(encoded) > math.ceil(limit / 3) * 4 + 4:
+        size = len(encoded) * 3 // 4
+        raise material_services.TooLarge(
+            f"file_base64: the original is about {size:,} bytes; at most "
+            f"{limit // (1024 * 1024)} MB (BRAIN_MATERIAL_MAX_MB) are learned.",
+            max_bytes=limit,
+        )
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValidationError({"file_base64": ["Not valid base64."]}) from None
+
+
+def material_add_tool(principal: Principal, args: dict) -> dict:
+    v = _valid(MaterialToolIn, args)
+    owner = owner_for(principal, principal.agent.name)
+    store = access.parse_scope(v["scope"])
+    if "file_base64" in v:
+        material = material_services.material_upload(
+            actor=principal,
+            owner=owner,
+            store=store,
+            filename=v["filename"],
+            data=_decoded(v["file_base64"]),
+            title=v.get("title") or "",
+        )
+        entry = None
+    else:
+        material = material_services.material_paste(
+            actor=principal,
+            owner=owner,
+            store=store,
+            title=v["title"],
+            text=v.get("text", ""),
+            html=v.get("html", ""),
+        )
+        entry = material.entry.pk
+    material.refresh_from_db()
+    return {"material": material_out(material), "entry": entry}
+
+
+class MaterialStatusIn(StrictSerializer):
+    material = serializers.IntegerField(min_value=1)
+
+
+def material_status_tool(principal: Principal, args: dict) -> dict:
+    material = material_get_for(principal, _valid(MaterialStatusIn, args)["material"])
+    return {
+        "material": material_out(material),
+        "versions": [version_out(v) for v in material.versions.order_by("-number")],
+        "entries": [
+            {"id": e.pk, "name": e.name, "blocks": e.citing_blocks}
+            for e in citing_entries(principal, material)
+        ],
+    }
+
+
+FILE_INPUT = {
+    "file_base64": {
+        "type": "string",
+        "contentEncoding": "base64",
+        "minLength": 1,
+        "description": "A file's bytes, base64-encoded (plain text, Markdown, HTML, PDF or DOCX, judged "
+        "from its bytes; at most BRAIN_MATERIAL_MAX_MB): stored, then learned by a job. Instead of "
+        "text or html; needs filename.",
+    },
+    "filename": {"type": "string", "minLength": 1, "maxLength": 255, "description": "The file's name."},
+}
+
 TOOLS = [
     ToolSpec("memory_search", "POST", "/api/memory/search", memory_search_tool, read_only=True),
     ToolSpec("memory_write", "POST", "/api/memory", memory_write_tool),
@@ -181,6 +286,22 @@ TOOLS = [
         renamed={"pk": "conversation", "id": "conversation"},
     ),
     ToolSpec("messages_post", "POST", "/api/messages", messages_post_tool, batch="messages"),
+    ToolSpec(
+        "material_add",
+        "POST",
+        "/api/materials",
+        material_add_tool,
+        extra_input=FILE_INPUT,
+        optional=("title",),
+    ),
+    ToolSpec(
+        "material_status",
+        "GET",
+        "/api/materials/{id}",
+        material_status_tool,
+        renamed={"material_id": "material", "id": "material"},
+        read_only=True,
+    ),
 ]
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 

@@ -24,6 +24,8 @@ from tests.mcp_helpers import AsgiServer, subprocess_database_url
 BASE_DIR = Path(__file__).resolve().parents[3]
 ADMIN = Principal(kind="person", name="tests", role="admin")
 TOOLS = {
+    "material_add",
+    "material_status",
     "memory_search",
     "memory_write",
     "memory_browse",
@@ -295,7 +297,8 @@ def test_mcp_over_http_refuses_bad_and_non_agent_tokens(world):
         assert missing.status_code == 401 and "Bearer" in missing.json()["error"]
         assert missing.headers["WWW-Authenticate"].startswith("Bearer")
         bad = httpx.post(f"{server.url}/mcp/", json=body, headers={"Authorization": "Bearer nope"})
-        assert bad.status_code == 401 and bad.json() == {"error": "Unknown or revoked token."}
+        assert bad.status_code == 401
+        assert bad.json() == {"error": "Invalid or missing Brain agent token: Unknown or revoked token."}
         person = httpx.post(
             f"{server.url}/mcp/", json=body, headers={"Authorization": f"Bearer {world.tokens['reviewer']}"}
         )
