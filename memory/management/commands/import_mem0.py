@@ -1,0 +1,77 @@
+"""`manage.py import_mem0 FILE --agent NAME`: bring an agent's memories over from Mem0 (the JSON of
+`Memory.get_all()` or of Mem0's REST export; see memory.imports.mem0). The file is checked whole
+first: a bad one writes nothing and the error names its line or item; the import itself is one
+transaction, so a write Brain refuses also leaves nothing behind. Re-running imports nothing
+twice."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from knowledge.errors import DomainError
+from knowledge.models import Agent
+from knowledge.web import error_text
+from memory.imports.mem0 import BadFile, mem0_import, mem0_parse
+
+
+class Command(BaseCommand):
+    help = "Import Mem0 memories (Memory.get_all() / REST export JSON) as an agent's Brain memories."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="The Mem0 export (JSON, or JSON Lines); - for stdin.")
+        parser.add_argument("--agent", required=True, help="The Brain agent the memories belong to.")
+        parser.add_argument(
+            "--scope", default="agent", help="The Brain scope to write into (default: the agent's own store)."
+        )
+
+    def handle(self, *args, file, agent, scope, **options):
+        owner = Agent.objects.filter(name=agent).first()
+        if owner is None:
+            raise CommandError(f"There is no agent named {agent}.")
+        try:
+            raw = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"Cannot read {file}: {exc}")
+        try:
+            memories = mem0_parse(raw)
+        except BadFile as exc:
+            raise CommandError(f"{file}: {exc} Nothing was imported.")
+
+        bar = _Bar(self.stderr)
+        try:
+            result = mem0_import(agent=owner, memories=memories, scope=scope, progress=bar.show)
+        except DomainError as exc:
+            bar.end()
+            raise CommandError(f"Refused: {error_text(exc, fields=True)} Nothing was imported.")
+        bar.end()
+        review = f", {result.queued} waiting for review" if result.queued else ""
+        self.stdout.write(
+            f"Imported {result.imported} of {len(memories)} Mem0 memories for {owner.name}{review}; "
+            f"{result.skipped} were already imported."
+        )
+
+
+class _Bar:
+    """A progress bar on stderr (a line every 10% when stderr is not a terminal)."""
+
+    WIDTH = 30
+
+    def __init__(self, out):
+        self.out = out
+        self.tty = getattr(out, "isatty", lambda: False)()
+        self.last = -1
+
+    def show(self, done: int, total: int) -> None:
+        tenth = done * 10 // max(total, 1)
+        if self.tty:
+            filled = done * self.WIDTH // max(total, 1)
+            self.out.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total}", ending="")
+            self.out.flush()
+        elif tenth != self.last:
+            self.out.write(f"{done}/{total} memories")
+            self.last = tenth
+
+    def end(self) -> None:
+        if self.tty:
+            self.out.write("")

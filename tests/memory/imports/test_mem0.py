@@ -1,0 +1,155 @@
+"""`manage.py import_mem0`: a Mem0 export becomes the agent's Brain memories through the normal
+write path, once, and a bad file writes nothing.
+
+The files are written from Mem0's documented shapes, not produced by mem0ai here (it needs a
+model and a vector store to add memories): `mem0_get_all.json` is what the open-source
+`Memory.get_all()` returns since mem0 1.1 (`{"results": [MemoryItem…]}`: `id`, `memory`,
+`hash`, `metadata`, `created_at`, `updated_at`, with `user_id`, `agent_id`, `run_id`,
+`actor_id` and `role` promoted from the payload, as mem0/memory/main.py builds them); the REST
+export is the platform's `MemoryClient.get_all()` list (`categories`, `app_id`, …)."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from knowledge.models import AuditEvent, Memory, MemorySource
+from memory.imports.mem0 import mem0_parse
+
+GET_ALL = Path(__file__).with_name("mem0_get_all.json")
+REST_EXPORT = [
+    {
+        "id": "f3a1c2b4-0000-4000-8000-000000000001",
+        "memory": "Works in the Lisbon office",
+        "user_id": "bob",
+        "agent_id": None,
+        "app_id": "helpdesk",
+        "run_id": None,
+        "hash": "1b2c3d",
+        "metadata": None,
+        "categories": ["professional_details"],
+        "created_at": "2026-06-01T08:00:00-07:00",
+        "updated_at": "2026-06-01T08:00:00-07:00",
+        "expiration_date": None,
+    }
+]
+
+pytestmark = pytest.mark.django_db
+
+
+def _import(path, agent="scribe", **options):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_mem0", str(path), agent=agent, stdout=out, stderr=err, **options)
+    return out.getvalue(), err.getvalue()
+
+
+def test_a_get_all_export_becomes_the_agents_memories_once(world):
+    out, err = _import(GET_ALL)
+    assert "Imported 3 of 3 Mem0 memories for scribe; 0 were already imported." in out
+    assert "3/3 memories" in err  # the progress line
+    rows = {
+        m.sources.get().ref: m for m in Memory.objects.filter(owner=world.scribe).prefetch_related("sources")
+    }
+    assert set(rows) == {
+        "mem0:0c3b5b6e-8f0f-4bfa-9a83-6a1f2e0d4c11",
+        "mem0:7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90",
+        "mem0:b61f3c2d-5a47-4c89-bd0e-9e8f7a6b5c4d",
+    }
+    vpn = rows["mem0:7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90"]
+    assert vpn.text == "Uses VPN client 5.2.1 on a work laptop"
+    assert vpn.status == Memory.ACTIVE and vpn.store == "self" and vpn.category == "mem0"
+    assert vpn.sources.get().kind == "record"
+    assert vpn.value["mem0"] == {
+        "id": "7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90",
+        "user_id": "alice",
+        "agent_id": "support-bot",
+        "run_id": "ticket-4012",
+        "hash": "9a8b7c6d5e4f30211f2e3d4c5b6a7988",
+        "created_at": "2026-03-02T09:15:04.551020-08:00",
+        "updated_at": "2026-04-11T16:02:37.004512-07:00",
+    }
+    assert vpn.valid_from.isoformat() == "2026-03-02T17:15:04.551020+00:00"
+    assert rows["mem0:b61f3c2d-5a47-4c89-bd0e-9e8f7a6b5c4d"].value["mem0"]["metadata"] == {
+        "source": "runbook",
+        "priority": 2,
+    }
+    # Each write went the normal way, with its audit event.
+    written = AuditEvent.objects.filter(action="memory.written", object_type="memory", actor_name="scribe")
+    assert sorted(int(i) for e in written for i in e.object_ids) == sorted(m.pk for m in rows.values())
+
+    out, _ = _import(GET_ALL)
+    assert "Imported 0 of 3 Mem0 memories for scribe; 3 were already imported." in out
+    assert Memory.objects.filter(owner=world.scribe).count() == 3
+
+
+def test_an_untrusted_agents_import_waits_for_review(world):
+    out, _ = _import(GET_ALL, agent="copilot")
+    assert "Imported 3 of 3 Mem0 memories for copilot, 3 waiting for review" in out
+    assert set(Memory.objects.filter(owner=world.copilot).values_list("status", flat=True)) == {Memory.QUEUED}
+    out, _ = _import(GET_ALL, agent="copilot")  # queued ones count as imported
+    assert "Imported 0 of 3" in out
+
+
+def test_the_rest_export_and_json_lines_are_read_too(world, tmp_path):
+    rest = tmp_path / "export.json"
+    rest.write_text(json.dumps(REST_EXPORT))
+    out, _ = _import(rest)
+    assert "Imported 1 of 1" in out
+    row = Memory.objects.get(owner=world.scribe)
+    assert (
+        row.value["mem0"]["categories"] == ["professional_details"]
+        and row.value["mem0"]["app_id"] == "helpdesk"
+    )
+
+    lines = tmp_path / "export.jsonl"
+    items = json.loads(GET_ALL.read_text())["results"]
+    lines.write_text("\n".join(json.dumps(i) for i in items) + "\n")
+    out, _ = _import(lines)
+    assert "Imported 3 of 3" in out
+
+
+@pytest.mark.parametrize(
+    "content, told",
+    [
+        ('{"results": [{"id": "a", "memory": "x"},\n  {"id": "b", "memory": }]}', "line 2: not JSON"),
+        ('{"id": "a", "memory": "one"}\n{"id": "b", "memory": "two"\n', "line 2: not JSON"),
+        ('{"results": [{"id": "a", "memory": "one"}, {"id": "b"}]}', "item 2 (b): no memory text."),
+        ('[{"id": "a", "memory": "one"}, {"memory": "two"}]', "item 2: no id."),
+        (
+            '[{"id": "a", "memory": "one"}, {"id": "a", "memory": "two"}]',
+            "item 2: id a again (first at item 1).",
+        ),
+        (
+            '[{"id": "a", "memory": "x", "created_at": "last tuesday"}]',
+            "item 1 (a): created_at is not a date",
+        ),
+        ('[{"id": "a", "memory": "x", "metadata": "vip"}]', "item 1 (a): metadata must be an object."),
+        ('{"memories_count": 2}', 'item 0: expected a list of memories or {"results": [...]}.'),
+    ],
+)
+def test_a_bad_file_writes_nothing_and_names_the_bad_line_or_item(world, tmp_path, content, told):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(CommandError) as refused:
+        _import(path)
+    assert told in str(refused.value) and "Nothing was imported." in str(refused.value)
+    assert Memory.objects.count() == 0 and MemorySource.objects.count() == 0
+
+
+def test_a_write_brain_refuses_leaves_nothing_behind(world):
+    with pytest.raises(CommandError) as refused:
+        _import(GET_ALL, scope="private:nobody")
+    assert "Nothing was imported." in str(refused.value)
+    assert Memory.objects.count() == 0
+    with pytest.raises(CommandError, match="There is no agent named ghost."):
+        _import(GET_ALL, agent="ghost")
+
+
+def test_parse_keeps_the_file_order():
+    assert [m.id for m in mem0_parse(GET_ALL.read_text())] == [
+        "0c3b5b6e-8f0f-4bfa-9a83-6a1f2e0d4c11",
+        "7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90",
+        "b61f3c2d-5a47-4c89-bd0e-9e8f7a6b5c4d",
+    ]
