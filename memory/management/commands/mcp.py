@@ -71,7 +71,13 @@ class Command(BaseCommand):
 
 def _refuse_handshake(message: str) -> None:
     """Answer the client's requests on stdin with the refusal until it has heard it in answer to
-    `initialize` (or closes stdin, or REFUSAL_WAIT_SECONDS pass)."""
+    `initialize` (or closes stdin, or REFUSAL_WAIT_SECONDS pass). A person at a terminal gets
+    the error alone, without the wait."""
+    try:
+        if sys.stdin.isatty():
+            return
+    except (AttributeError, OSError, ValueError):
+        return  # no usable stdin: no client to tell
     done = threading.Event()
 
     def answer():

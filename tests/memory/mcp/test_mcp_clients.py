@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import jsonschema
@@ -160,11 +161,16 @@ def test_every_tools_refusal_shows_brains_message_in_the_inspector(world, finish
     server = AsgiServer()
     try:
         target = _http_target(server.url, world.tokens["copilot"])
-        for name, args, status, message in _refusals(finished):
+
+        def call(refusal):
+            name, args, _status, _message = refusal
             tool_args = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in args.items()]
-            code, out, err = inspector(
-                target, "--method", "tools/call", "--tool-name", name, "--tool-arg", *tool_args
-            )
+            return inspector(target, "--method", "tools/call", "--tool-name", name, "--tool-arg", *tool_args)
+
+        refusals = _refusals(finished)
+        with ThreadPoolExecutor(max_workers=3) as pool:  # each call is a Node process of its own
+            answers = list(pool.map(call, refusals))
+        for (name, _args, status, message), (code, out, err) in zip(refusals, answers, strict=True):
             assert code == 5, (name, out, err)  # the Inspector's exit code for an isError result
             result = json.loads(out)
             assert result["isError"] is True
