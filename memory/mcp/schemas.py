@@ -4,7 +4,7 @@ response. Built once per process, on first use (generating the document takes ab
 
 The schemas are rewritten for portability (the OpenAPI document itself is left as it is): a
 nullable field is `anyOf` a single-typed branch and `null` — never a `type` array, which hosts
-that map tool schemas onto a one-`type` dialect (Gemini's function declarations) reject — and a
+that map tool schemas onto a dialect with one `type` a schema reject — and a
 schema that constrains nothing (drf-spectacular's `{}` for free JSON) names the JSON types it
 accepts. Every output schema has an optional `error` member: a refused call's structured content
 is `{"error": {...}}` and validates against the tool's output schema like a result does."""

@@ -433,3 +433,36 @@ def test_an_agent_adds_materials_and_reads_their_state_over_mcp(world, settings)
         _run(main)
     finally:
         server.close()
+
+
+def _schemas_in(schema, path="$"):
+    """Every subschema of a JSON Schema, with its path."""
+    if not isinstance(schema, dict):
+        return
+    yield path, schema
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from _schemas_in(sub, f"{path}.properties.{name}")
+    for key in ("items", "additionalProperties", "not"):
+        yield from _schemas_in(schema.get(key), f"{path}.{key}")
+    for key in ("anyOf", "oneOf", "allOf"):
+        for i, sub in enumerate(schema.get(key) or []):
+            yield from _schemas_in(sub, f"{path}.{key}[{i}]")
+
+
+def test_the_tool_schemas_are_portable_without_the_inspector():
+    """What the Inspector's --strict checks, checked here too (for machines without npx): no
+    `type` arrays, no schema that constrains nothing; and the OpenAPI document keeps its own
+    nullable spelling."""
+    from memory.mcp.schemas import CONSTRAINING, openapi
+    from memory.mcp.server import tool_list
+
+    for tool in tool_list():
+        for side, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+            for path, sub in _schemas_in(schema):
+                where = f"{tool.name} {side} {path}"
+                assert not isinstance(sub.get("type"), list), where
+                assert sub.keys() & CONSTRAINING or sub.keys() & {"required"}, where
+        assert "error" in tool.output_schema.get("properties", {}) or any(
+            "error" in v.get("properties", {}) for v in tool.output_schema.get("anyOf", [])
+        ), tool.name
+    assert '"nullable": true' in json.dumps(openapi())
