@@ -289,6 +289,20 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     return False
 
 
+def check_speaker(principal: Principal, *, agent_id: int, name: str) -> None:
+    """Raise Refused unless `principal` may post a message whose speaker is the agent `agent_id`:
+    an agent speaks only as itself (it reports the people it talks to as themselves); an admin or
+    an integration speaks for people, never for an agent — else the words would read as that
+    agent's own turn in its context. Background jobs (`system`) post the turns they replay."""
+    if principal.kind == "system":
+        return
+    if principal.kind == "agent" and principal.agent.pk == agent_id:
+        return
+    if principal.kind == "agent":
+        raise Refused(f"An agent speaks only as itself, not as agent {name}.")
+    raise Refused(f"Only agent {name} itself speaks as {name}; name a person with person:<name>.")
+
+
 def owner_for_write(
     principal: Principal,
     name: str | None,
