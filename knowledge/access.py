@@ -289,6 +289,29 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     return False
 
 
+def report_item_visible(
+    principal: Principal, *, agent: str | None = None, channel: str | None = None
+) -> bool:
+    """Whether a listed item of a health report (GET /api/status) that names an agent or a
+    channel is shown to `principal`: people with a role see every item; an agent only its own
+    and those of the channels it takes part in; an integration those of its channels."""
+    if principal.is_reviewer:
+        return True
+    if agent is not None:
+        return principal.kind == "agent" and principal.agent.name == agent
+    if channel is not None:
+        if principal.kind == "agent":
+            return (
+                joined_channels(principal.agent).filter(name=channel).exists()
+                or Channel.objects.filter(name=channel, kind=Channel.KIND_DM, agent=principal.agent).exists()
+            )
+        if principal.kind == "integration":
+            return Channel.objects.filter(
+                name=channel, integrations__integration=principal.integration
+            ).exists()
+    return False
+
+
 def check_speaker(principal: Principal, *, agent_id: int, name: str) -> None:
     """Raise Refused unless `principal` may post a message whose speaker is the agent `agent_id`:
     an agent speaks only as itself (it reports the people it talks to as themselves); an admin or
