@@ -289,6 +289,34 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     return False
 
 
+def check_connector_write(
+    principal: Principal, *, owner: Agent | None = None, store: str = "", document=None
+) -> None:
+    """Raise Refused unless `principal` may mirror a connector document for `owner` into `store`
+    (when given) and change or withdraw `document` (a Material, when it exists): admins always;
+    an integration only into a store an admin granted it (a ConnectorGrant for that agent and
+    store) and only documents it mirrored itself."""
+    if principal.is_admin:
+        return
+    if principal.kind != "integration":
+        raise Refused("Only integrations and admins mirror connector documents.")
+    if document is not None and document.integration_id != principal.integration.pk:
+        raise Refused(
+            f"{document.source_ref} is mirrored by another integration; only it (or an admin) changes or "
+            "withdraws it."
+        )
+    if owner is not None:
+        from knowledge.models import ConnectorGrant
+
+        if not ConnectorGrant.objects.filter(
+            integration=principal.integration, agent=owner, store=store
+        ).exists():
+            raise Refused(
+                f"Integration {principal.name} has no grant to mirror documents into the store {store} of "
+                f"agent {owner.name}; an admin grants it (connector grants)."
+            )
+
+
 def report_item_visible(
     principal: Principal, *, agent: str | None = None, channel: str | None = None
 ) -> bool:
