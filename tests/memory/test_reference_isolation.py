@@ -231,6 +231,29 @@ def test_a_lesson_cites_beside_its_evidence_only_readable_sources(world, private
     assert not Memory.objects.filter(skill__isnull=False, owner=world.scribe).exists()
 
 
+def test_a_lesson_revises_only_a_lesson_of_the_writers_own_overlay(world, private):
+    lesson = skills.lesson_add(
+        actor=ADMIN,
+        agent=world.copilot,
+        skill=private["skill"],
+        text="Ask for the ticket number first.",
+        sources=[{"kind": "task_outcome", "ref": private["task_outcome"]}],
+    )
+    own_outcome, _ = skills.outcome_record(
+        actor=ADMIN, agent=world.scribe, skill=private["skill"], task="sort tickets", result="success"
+    )
+    body = {
+        "lesson": "Never ask for the ticket number.",
+        "sources": [{"kind": "task_outcome", "ref": str(own_outcome.pk)}],
+        "revises": lesson.pk,
+    }
+    response = world.client("scribe").post("/api/agents/scribe/skills/triage/experience", body, format="json")
+    assert response.status_code == 400 and "revises" in response.json()["fields"], response.content
+    other = world.client("scribe").post("/api/agents/copilot/skills/triage/experience", body, format="json")
+    assert other.status_code == 403
+    assert Memory.objects.get(pk=lesson.pk).status == Memory.ACTIVE
+
+
 # --- the read side: provenance detail ------------------------------------------------------------
 
 
