@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from knowledge.errors import Invalid, Refused
+from knowledge.fingerprints import EXTERNAL_KINDS
 from knowledge.models import (
     Agent,
     Channel,
@@ -383,8 +384,6 @@ def owner_for_write(
 # references get the same answer. External kinds (ticket, kb, record) are the owning system's and
 # are pushed to us, so anyone may cite them.
 
-EXTERNAL_SOURCE_KINDS = ("ticket", "kb", "record")
-
 
 def conversation_readable_q(principal: Principal, prefix: str = "") -> Q:
     """Conversations `principal` may read: an agent its own (none it holds in another agent's
@@ -440,9 +439,9 @@ def _readable_of(model, q: Q):
 
 # One entry per internal source kind: which of these refs `principal` may read.
 SOURCE_READERS = {
-    "memory": _readable_of(Memory, lambda p: readable_q(p)),
-    "entry": _readable_of(Entry, lambda p: readable_q(p)),
-    "message": _readable_of(Message, lambda p: message_readable_q(p)),
+    "memory": _readable_of(Memory, readable_q),
+    "entry": _readable_of(Entry, readable_q),
+    "message": _readable_of(Message, message_readable_q),
     "conversation": _readable_of(Conversation, conversation_readable_q),
     "task_outcome": _readable_of(TaskOutcome, task_outcome_readable_q),
     "material": _readable_materials,
@@ -457,7 +456,7 @@ def readable_sources(principal: Principal, sources) -> set[tuple[str, str]]:
     pairs = {(s["kind"], str(s["ref"])) if isinstance(s, dict) else (s[0], str(s[1])) for s in sources}
     if principal.is_reviewer:
         return pairs
-    out = {p for p in pairs if p[0] in EXTERNAL_SOURCE_KINDS}
+    out = {p for p in pairs if p[0] in EXTERNAL_KINDS}
     for kind, reader in SOURCE_READERS.items():
         refs = {ref for k, ref in pairs if k == kind}
         if refs:

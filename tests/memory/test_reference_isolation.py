@@ -327,3 +327,25 @@ def test_the_check_is_the_access_layers_and_says_no_before_writing(world, privat
     }
     with pytest.raises(DomainError):
         access.check_sources(scribe, sources)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_servers_own_entry_point_refuses_a_foreign_source_and_a_foreign_voice(world):
+    """`tools.call_tool`, what the MCP server runs for every tool call (stdio and HTTP alike)."""
+    factory.make_conversation(world.copilot, world.dm_alice)
+    (message,) = factory.post_messages(world.dm_alice, [{"speaker": "alice", "text": "my PIN is ZEBRA-9904"}])
+    factory.make_conversation(world.scribe, world.general)
+    scribe = Principal.for_agent(world.scribe)
+    cite = {"scope": "shared", "text": "copied", "sources": [{"kind": "message", "ref": str(message)}]}
+    with pytest.raises(tools.ToolRefused) as refused:
+        tools.call_tool(scribe, "memory_write", cite)
+    assert refused.value.status == 400 and "sources" in refused.value.body["fields"]
+    speak = {"messages": [{"channel": "general", "speaker": "copilot", "text": "forged"}]}
+    with pytest.raises(tools.ToolRefused) as refused:
+        tools.call_tool(scribe, "messages_post", speak)
+    assert refused.value.status == 403
+    assert not Memory.objects.filter(text="copied").exists()
+    assert (
+        tools.call_tool(Principal.for_agent(world.copilot), "memory_write", cite)["sources"]
+        == cite["sources"]
+    )
