@@ -12,7 +12,18 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from knowledge.errors import Invalid, Refused
-from knowledge.models import Agent, Channel, Conversation, CurationGuide, Entry, Memory
+from knowledge.fingerprints import EXTERNAL_KINDS
+from knowledge.models import (
+    Agent,
+    Channel,
+    Conversation,
+    CurationGuide,
+    Entry,
+    Material,
+    Memory,
+    Message,
+    TaskOutcome,
+)
 from knowledge.principals.principal import Principal
 
 SHARED, SELF = "shared", "self"
@@ -279,6 +290,71 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     return False
 
 
+def check_connector_write(
+    principal: Principal, *, owner: Agent | None = None, store: str = "", document=None
+) -> None:
+    """Raise Refused unless `principal` may mirror a connector document for `owner` into `store`
+    (when given) and change or withdraw `document` (a Material, when it exists): admins always;
+    an integration only into a store an admin granted it (a ConnectorGrant for that agent and
+    store) and only documents it mirrored itself."""
+    if principal.is_admin:
+        return
+    if principal.kind != "integration":
+        raise Refused("Only integrations and admins mirror connector documents.")
+    if document is not None and document.integration_id != principal.integration.pk:
+        raise Refused(
+            f"{document.source_ref} is mirrored by another integration; only it (or an admin) changes or "
+            "withdraws it."
+        )
+    if owner is not None:
+        from knowledge.models import ConnectorGrant
+
+        if not ConnectorGrant.objects.filter(
+            integration=principal.integration, agent=owner, store=store
+        ).exists():
+            raise Refused(
+                f"Integration {principal.name} has no grant to mirror documents into the store {store} of "
+                f"agent {owner.name}; an admin grants it (connector grants)."
+            )
+
+
+def report_item_visible(
+    principal: Principal, *, agent: str | None = None, channel: str | None = None
+) -> bool:
+    """Whether a listed item of a health report (GET /api/status) that names an agent or a
+    channel is shown to `principal`: people with a role see every item; an agent only its own
+    and those of the channels it takes part in; an integration those of its channels."""
+    if principal.is_reviewer:
+        return True
+    if agent is not None:
+        return principal.kind == "agent" and principal.agent.name == agent
+    if channel is not None:
+        if principal.kind == "agent":
+            return (
+                joined_channels(principal.agent).filter(name=channel).exists()
+                or Channel.objects.filter(name=channel, kind=Channel.KIND_DM, agent=principal.agent).exists()
+            )
+        if principal.kind == "integration":
+            return Channel.objects.filter(
+                name=channel, integrations__integration=principal.integration
+            ).exists()
+    return False
+
+
+def check_speaker(principal: Principal, *, agent_id: int, name: str) -> None:
+    """Raise Refused unless `principal` may post a message whose speaker is the agent `agent_id`:
+    an agent speaks only as itself (it reports the people it talks to as themselves); an admin or
+    an integration speaks for people, never for an agent — else the words would read as that
+    agent's own turn in its context. Background jobs (`system`) post the turns they replay."""
+    if principal.kind == "system":
+        return
+    if principal.kind == "agent" and principal.agent.pk == agent_id:
+        return
+    if principal.kind == "agent":
+        raise Refused(f"An agent speaks only as itself, not as agent {name}.")
+    raise Refused(f"Only agent {name} itself speaks as {name}; name a person with person:<name>.")
+
+
 def owner_for_write(
     principal: Principal,
     name: str | None,
@@ -299,6 +375,109 @@ def owner_for_write(
     if owner is None:
         raise Invalid({field: [f"No agent named {name}."]})
     return owner
+
+
+# --- references a write cites ---------------------------------------------------------------
+# A writer cites sources (`{kind, ref}`), a superseded memory, a relation target. Every internal
+# reference must be one the writer may read: otherwise a write would copy another agent's private
+# object into the writer's provenance (its fingerprint, its changed fields). Unknown and invisible
+# references get the same answer. External kinds (ticket, kb, record) are the owning system's and
+# are pushed to us, so anyone may cite them.
+
+
+def conversation_readable_q(principal: Principal, prefix: str = "") -> Q:
+    """Conversations `principal` may read: an agent its own (none it holds in another agent's
+    direct message), people with a role every one, integrations none."""
+    if principal.kind == "agent":
+        return _own_conversations_q(principal.agent, prefix)
+    return Q() if principal.is_reviewer else Q(pk__in=[])
+
+
+def task_outcome_readable_q(principal: Principal) -> Q:
+    """Task outcomes `principal` may read: an agent its own, people with a role every one."""
+    if principal.kind == "agent":
+        return Q(agent=principal.agent)
+    return Q() if principal.is_reviewer else Q(pk__in=[])
+
+
+def _ids(refs) -> dict[int, str]:
+    return {int(r): r for r in refs if r.isdigit() and len(r) < 19}
+
+
+def _readable_materials(principal: Principal, refs) -> set[str]:
+    """A material is cited by its id or `<connector>:<ref>`, either with an optional `#<section>`."""
+    bases = {r: r.partition("#")[0] for r in refs}
+    ids = _ids(set(bases.values()))
+    pairs = [b.partition(":")[::2] for b in set(bases.values()) if ":" in b]
+    wanted = Q(pk__in=list(ids))
+    for connector, external_ref in pairs:
+        wanted |= Q(connector=connector, external_ref=external_ref)
+    if not ids and not pairs:
+        return set()
+    seen = set()
+    for pk, connector, external_ref in (
+        Material.objects.filter(readable_q(principal))
+        .filter(wanted)
+        .values_list("pk", "connector", "external_ref")
+    ):
+        seen.add(str(pk))
+        if connector:
+            seen.add(f"{connector}:{external_ref}")
+    return {r for r, base in bases.items() if base in seen}
+
+
+def _readable_of(model, q: Q):
+    def readable(principal: Principal, refs) -> set[str]:
+        ids = _ids(refs)
+        if not ids:
+            return set()
+        found = model.objects.filter(q(principal)).filter(pk__in=list(ids)).values_list("pk", flat=True)
+        return {ids[pk] for pk in found}
+
+    return readable
+
+
+# One entry per internal source kind: which of these refs `principal` may read.
+SOURCE_READERS = {
+    "memory": _readable_of(Memory, readable_q),
+    "entry": _readable_of(Entry, readable_q),
+    "message": _readable_of(Message, message_readable_q),
+    "conversation": _readable_of(Conversation, conversation_readable_q),
+    "task_outcome": _readable_of(TaskOutcome, task_outcome_readable_q),
+    "material": _readable_materials,
+}
+
+
+def readable_sources(principal: Principal, sources) -> set[tuple[str, str]]:
+    """The (kind, ref) pairs among `sources` ({kind, ref} dicts or pairs) that `principal` may
+    read: every external one, and the internal ones that exist where it reads. People with a role
+    and background jobs read everything, so every pair (one not found is recorded untracked, as
+    it always was)."""
+    pairs = {(s["kind"], str(s["ref"])) if isinstance(s, dict) else (s[0], str(s[1])) for s in sources}
+    if principal.is_reviewer:
+        return pairs
+    out = {p for p in pairs if p[0] in EXTERNAL_KINDS}
+    for kind, reader in SOURCE_READERS.items():
+        refs = {ref for k, ref in pairs if k == kind}
+        if refs:
+            out |= {(kind, ref) for ref in reader(principal, refs)}
+    return out
+
+
+def check_sources(principal: Principal, sources, *, field: str = "sources") -> None:
+    """Raise Invalid (naming them) unless `principal` may read every source it cites. The one
+    check every route that records sources calls before it writes anything."""
+    sources = list(sources or ())
+    if not sources:
+        return
+    readable = readable_sources(principal, sources)
+    unreadable = []
+    for s in sources:
+        pair = (s["kind"], str(s["ref"]))
+        if pair not in readable and f"{pair[0]}:{pair[1]}" not in unreadable:
+            unreadable.append(f"{pair[0]}:{pair[1]}")
+    if unreadable:
+        raise Invalid({field: [f"No source you can read is {', '.join(unreadable)}."]})
 
 
 # --- one object, if the principal may see it -------------------------------------------------

@@ -11,7 +11,9 @@ def _src(*refs):
     return [{"kind": kind, "ref": ref} for kind, ref in (r.split(":", 1) for r in refs)]
 
 
-# (owner, store, name, type, aliases, summary, properties, blocks [(text, sources)])
+# (owner, store, name, type, aliases, summary, properties, blocks [(text, sources)]). The chat
+# messages behind them are cited as the chat system's records (record:slack/message/…): the demo
+# holds no such messages, and an agent may cite only internal sources it can read.
 ENTRIES = [
     (
         "copilot",
@@ -22,7 +24,7 @@ ENTRIES = [
         "Head of IT operations.",
         {"team": "IT", "location": "Lyon"},
         [
-            ("Leads the IT operations team since 2024-03.", "message:general-1042"),
+            ("Leads the IT operations team since 2024-03.", "record:slack/message/general-1042"),
             ("Approves VPN exceptions for contractors.", "ticket:INC-2211"),
         ],
     ),
@@ -35,10 +37,10 @@ ENTRIES = [
         "Finance controller.",
         {"team": "Finance"},
         [
-            ("Owns the monthly payroll run.", "message:general-1107"),
+            ("Owns the monthly payroll run.", "record:slack/message/general-1107"),
             (
                 "Prefers tickets over direct messages for access requests.",
-                "message:general-1188 message:general-1203",
+                "record:slack/message/general-1188 record:slack/message/general-1203",
             ),
         ],
     ),
@@ -50,7 +52,7 @@ ENTRIES = [
         ["Carol"],
         "Project manager for the laptop refresh.",
         {},
-        [("Runs the 2026 laptop refresh.", "message:general-1290")],
+        [("Runs the 2026 laptop refresh.", "record:slack/message/general-1290")],
     ),
     (
         "copilot",
@@ -153,7 +155,7 @@ ENTRIES = [
         ["3F printer", "HP M479"],
         "",
         {},
-        [("Toner is in the cupboard next to it.", "message:general-980")],
+        [("Toner is in the cupboard next to it.", "record:slack/message/general-980")],
     ),
     (
         "copilot",
@@ -173,7 +175,7 @@ ENTRIES = [
         ["laptop refresh"],
         "Replace laptops older than 4 years.",
         {"budget_eur": 180000},
-        [("Pilot group gets new laptops in March.", "message:general-1301")],
+        [("Pilot group gets new laptops in March.", "record:slack/message/general-1301")],
     ),
     (
         "copilot",
@@ -193,7 +195,7 @@ ENTRIES = [
         [],
         "Put the remaining apps behind Okta.",
         {},
-        [("Payroll system is the last app left.", "message:general-1330")],
+        [("Payroll system is the last app left.", "record:slack/message/general-1330")],
     ),
     (
         "copilot",
@@ -273,7 +275,12 @@ ENTRIES = [
         [],
         "What Alice told the copilot directly.",
         {},
-        [("Prefers short answers with the ticket number first.", "message:dm-alice-17 message:dm-alice-31")],
+        [
+            (
+                "Prefers short answers with the ticket number first.",
+                "record:slack/message/dm-alice-17 record:slack/message/dm-alice-31",
+            )
+        ],
     ),
     (
         "scribe",
@@ -283,7 +290,7 @@ ENTRIES = [
         ["IT sync"],
         "Mondays 10:00.",
         {},
-        [("Decisions are written to the wiki the same day.", "message:general-1400")],
+        [("Decisions are written to the wiki the same day.", "record:slack/message/general-1400")],
     ),
     (
         "scribe",
@@ -293,7 +300,7 @@ ENTRIES = [
         [],
         "IT budget frozen until October.",
         {},
-        [("Decided by Bob and Alice on 2026-07-02.", "message:general-1411")],
+        [("Decided by Bob and Alice on 2026-07-02.", "record:slack/message/general-1411")],
     ),
     (
         "scribe",
@@ -303,7 +310,7 @@ ENTRIES = [
         ["new office"],
         "Moving to the Part-Dieu building.",
         {},
-        [("Move date is 2026-12-15.", "message:general-1420")],
+        [("Move date is 2026-12-15.", "record:slack/message/general-1420")],
     ),
     (
         "scribe",
@@ -313,7 +320,7 @@ ENTRIES = [
         [],
         "",
         {},
-        [("Decision, owner, date — one line each.", "message:general-1400")],
+        [("Decision, owner, date — one line each.", "record:slack/message/general-1400")],
     ),
     (
         "scribe",
@@ -323,24 +330,31 @@ ENTRIES = [
         ["fax"],
         "The fax in the basement.",
         {},
-        [("Used only by Finance for bank forms.", "message:general-700")],
+        [("Used only by Finance for bank forms.", "record:slack/message/general-700")],
     ),
 ]
 
 # (owner, source name, predicate, target name, sources, valid_from)
 RELATIONS = [
-    ("copilot", "Alice Martin", "member of", "IT operations team", "message:general-1042", "2024-03-01"),
-    ("copilot", "Bob Okafor", "member of", "Finance department", "message:general-1107", None),
-    ("copilot", "Carol Nguyen", "leads", "Laptop refresh 2026", "message:general-1290", None),
+    (
+        "copilot",
+        "Alice Martin",
+        "member of",
+        "IT operations team",
+        "record:slack/message/general-1042",
+        "2024-03-01",
+    ),
+    ("copilot", "Bob Okafor", "member of", "Finance department", "record:slack/message/general-1107", None),
+    ("copilot", "Carol Nguyen", "leads", "Laptop refresh 2026", "record:slack/message/general-1290", None),
     ("copilot", "VPN client", "made by", "Acme Networks", "kb:KB-101", None),
     ("copilot", "VPN client", "signs in through", "Okta SSO", "kb:KB-7", None),
     ("copilot", "Payroll system", "owned by", "Finance department", "kb:KB-41", None),
     ("copilot", "VPN migration", "affected by", "Remote work policy", "kb:KB-4", None),
     ("copilot", "VPN migration", "depends on", "Acme Networks", "ticket:VPN-4102", None),
-    ("copilot", "SSO rollout", "includes", "Payroll system", "message:general-1330", None),
+    ("copilot", "SSO rollout", "includes", "Payroll system", "record:slack/message/general-1330", None),
     ("copilot", "Jira service desk", "run by", "IT operations team", "kb:KB-12", None),
     ("copilot", "Resetting a VPN token", "applies to", "VPN client", "kb:KB-102", None),
-    ("scribe", "Office move", "affects", "Guest Wi-Fi", "message:general-1420", None),
+    ("scribe", "Office move", "affects", "Guest Wi-Fi", "record:slack/message/general-1420", None),
 ]
 
 CORRECTIONS = [

@@ -72,7 +72,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         store="shared",
         category="fact about a person",
         valid_from=now - datetime.timedelta(days=700),
-        sources=[{"kind": "conversation", "ref": "demo-2024"}],
+        sources=[{"kind": "record", "ref": "chat/conversation/demo-2024"}],
     )
     mem(
         scribe_actor,
@@ -90,7 +90,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         store="shared",
         category="fact about a person",
         supersedes=bbq,
-        sources=[{"kind": "conversation", "ref": "demo-2026"}],
+        sources=[{"kind": "record", "ref": "chat/conversation/demo-2026"}],
     )
 
     # The review queue: a new fact, a proposed successor with a diff, a contradiction, a
@@ -132,7 +132,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         key="customer.acme.contact",
         value={"preferredChannel": "email"},
         route="distiller",
-        sources=[{"kind": "conversation", "ref": "demo-311"}],
+        sources=[{"kind": "record", "ref": "chat/conversation/demo-311"}],
         event_id=f"{MARKER}distilled",
     )
     requeued = mem(

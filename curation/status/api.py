@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from curation.status.selectors import alerts, job_status, recall_status
+from curation.status.selectors import alerts, job_status, recall_status, status_for
 
 StatusOut = inline_serializer(
     "Status",
@@ -137,13 +137,15 @@ StatusOut = inline_serializer(
     responses={200: StatusOut},
     summary="Health: alerts, embedding configuration, vector coverage and backlog per kind, jobs",
     description="`alerts` lists what needs a person, most urgent first. `jobs.recent_failures` "
-    "(task results may quote stored text) is given to reviewers and admins only.",
+    "(task results may quote stored text) is given to reviewers and admins only. Agents and "
+    "integrations get every count but only their own listed items (an agent's memo, materials, "
+    "Dreaming and reconciler rows; the channels they take part in; lints of entries they read).",
 )
 @api_view(["GET"])
 def status_view(request):
-    status = recall_status()
+    status = status_for(request.user, recall_status())
     jobs = job_status()
-    payload = {**status, "jobs": jobs, "alerts": alerts(status, jobs)}
     if not request.user.is_reviewer:
-        payload["jobs"] = {k: v for k, v in jobs.items() if k != "recent_failures"}
-    return Response(payload)
+        jobs = {k: v for k, v in jobs.items() if k != "recent_failures"}
+    # Alerts are drawn from what this principal sees, so they name nobody else's items either.
+    return Response({**status, "jobs": jobs, "alerts": alerts(status, jobs)})

@@ -80,6 +80,61 @@ def recall_status() -> dict:
     }
 
 
+# What an agent or an integration sees of the report (GET /api/status): every count, and of the
+# listed items only its own (`access.report_item_visible`, by the field that names the item's
+# agent or channel; lint items by whether it reads their entry or memory). A list of items not
+# named here is left out for them, so a section added later shows nobody else's titles by default.
+NARROWED_LISTS = {
+    ("pinned_memos",): "agent",
+    ("overlays_over_budget",): "agent",
+    ("dreaming_stage_a", "channels"): "channel",
+    ("dreaming_stage_b", "agents"): "agent",
+    ("dreaming_stage_b", "lints", "unsourced_blocks"): "entry",
+    ("dreaming_stage_b", "lints", "ended_but_current"): "memory",
+    ("dreaming_stage_b", "lints", "contradictions"): "entry",
+    ("materials", "stuck"): "agent",
+    ("materials", "failed"): "agent",
+    ("materials", "withdrawn"): "agent",
+    ("reconciler", "agents"): "agent",
+}
+
+
+def status_for(principal, status: dict) -> dict:
+    """The report as `principal` may see it: people with a role see all of it; agents and
+    integrations every count and only their own items (NARROWED_LISTS)."""
+    if principal.is_reviewer:
+        return status
+    from knowledge import access
+    from knowledge.models import Entry, Memory
+
+    readable = {
+        "entry": lambda ids: set(
+            Entry.objects.filter(access.readable_q(principal), pk__in=ids).values_list("pk", flat=True)
+        ),
+        "memory": lambda ids: set(
+            Memory.objects.filter(access.readable_q(principal), pk__in=ids).values_list("pk", flat=True)
+        ),
+    }
+
+    def narrow(path: tuple, value):
+        if isinstance(value, dict):
+            return {k: narrow((*path, k), v) for k, v in value.items()}
+        if not (isinstance(value, list) and any(isinstance(item, dict) for item in value)):
+            return value
+        by = NARROWED_LISTS.get(path)
+        if by in ("agent", "channel"):
+            return [item for item in value if access.report_item_visible(principal, **{by: item.get(by)})]
+        if by in readable:
+            ids = {item.get(by) for item in value} | {item.get("other") for item in value if "other" in item}
+            seen = readable[by]({i for i in ids if isinstance(i, int)})
+            return [
+                item for item in value if item.get(by) in seen and item.get("other", item.get(by)) in seen
+            ]
+        return []
+
+    return narrow((), status)
+
+
 WAITING_TOO_LONG = timedelta(minutes=5)
 # A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
 # this many texts it is a re-embedding or a worker falling behind, worth a warning.

@@ -197,9 +197,13 @@ class IngestResult:
 
 def _speakers(actor: Principal, names: set[str]) -> dict[str, tuple[str, int]]:
     """name -> ("agent" | "person", id). An agent name wins; `person:x` / `agent:x` force the
-    kind; unknown people are created (and audited)."""
+    kind; unknown people are created (and audited). A speaker naming an agent must be one
+    `actor` may speak as (`access.check_speaker`), checked before anything is written."""
     plain = {n.split(":", 1)[-1] for n in names}
     agents = dict(Agent.objects.filter(name__in=plain).values_list("name", "pk"))
+    for name in sorted(plain & set(agents)):
+        # Even as `person:<name>`: the history section shows a turn by its speaker's name.
+        access.check_speaker(actor, agent_id=agents[name], name=name)
     people = dict(Person.objects.filter(name__in=plain).values_list("name", "pk"))
     wanted_people = set()
     for raw in names:

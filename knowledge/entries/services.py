@@ -259,6 +259,7 @@ def entry_create(
     }
     blocks = _clean_blocks(list(blocks or []))
     access.check_write(actor, owner=owner, store=store)
+    access.check_sources(actor, [s for b in blocks for s in b["sources"]], field="blocks")
     with transaction.atomic():
         entry = Entry.objects.create(owner=owner, store=store, **fields, **_author(actor))
         created = [
@@ -370,6 +371,7 @@ def block_add(
     """Add a body block at the end (or at `position`, shifting the blocks after it)."""
     text = clean_text(text, "text")
     sources = clean_sources(list(sources or []))
+    access.check_sources(actor, sources)
     with transaction.atomic():
         entry = _lock_entry(actor, entry_id)
         body = _body(entry, lock=True)
@@ -420,6 +422,7 @@ def block_correct(
     reason = clean_text(reason, "reason", max_length=2000)
     text = clean_text(text, "text")
     new_sources = None if sources is None else clean_sources(list(sources))
+    access.check_sources(actor, new_sources)
     with transaction.atomic():
         entry = _lock_entry(actor, entry_id)
         block = _lock_block(entry, block_id)
@@ -591,6 +594,7 @@ def relation_add(
     one evidence source it is refused."""
     predicate = " ".join(clean_text(predicate, "predicate", max_length=100).split()).lower()
     sources = clean_sources(sources, required=True)
+    access.check_sources(actor, sources)
     valid_from, valid_to = _clean_date(valid_from, "valid_from"), _clean_date(valid_to, "valid_to")
     if valid_from and valid_to and valid_to < valid_from:
         raise Invalid({"valid_to": ["Must not be before valid_from."]})

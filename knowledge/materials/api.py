@@ -14,7 +14,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.materials import services, signals_routing
+from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
 from knowledge.materials.storage import original_open
 from knowledge.models import Agent, Material, SignalRule
@@ -88,6 +88,28 @@ class SignalRuleIn(StrictSerializer):
     channel = serializers.SlugField(max_length=100)
     memory_scope = serializers.ChoiceField(choices=["shared", "channel"], default="shared")
     learn = serializers.BooleanField(default=True)
+
+
+class ConnectorGrantIn(StrictSerializer):
+    integration = serializers.SlugField(max_length=64)
+    agent = serializers.SlugField(max_length=64)
+    scope = serializers.CharField(
+        max_length=160,
+        help_text="The agent's store: agent (self), shared, private:<person>, channel:<channel>.",
+    )
+
+
+ConnectorGrantOut = inline_serializer(
+    "ConnectorGrant",
+    {
+        "id": serializers.IntegerField(),
+        "integration": serializers.CharField(),
+        "agent": serializers.CharField(),
+        "store": serializers.CharField(),
+        "updated_by": serializers.CharField(allow_blank=True),
+        "created_at": serializers.DateTimeField(),
+    },
+)
 
 
 _version = inline_serializer(
@@ -234,6 +256,17 @@ def rule_out(r: SignalRule) -> dict:
         "learn": r.learn,
         "updated_by": r.updated_by,
         "updated_at": r.updated_at,
+    }
+
+
+def grant_out(g) -> dict:
+    return {
+        "id": g.pk,
+        "integration": g.integration.name,
+        "agent": g.agent.name,
+        "store": g.store,
+        "updated_by": g.updated_by,
+        "created_at": g.created_at,
     }
 
 
@@ -413,7 +446,8 @@ def material_retry(request, material_id):
     summary="Create or update a connector's mirror of an external document",
     description="A changed version is stored as a new version (the old one kept), queued for learning, "
     "and makes the memories citing the document stale by the invalidation mode; the same version is a "
-    'no-op. `"access": "lost"` withdraws the mirror like DELETE.',
+    'no-op. `"access": "lost"` withdraws the mirror like DELETE. An integration writes only into a '
+    "store an admin granted it (`/api/connector-grants`) and only the documents it mirrored (403).",
     request={"application/json": ConnectorDocumentIn, "multipart/form-data": ConnectorDocumentIn},
     responses={200: ConnectorOut, 201: ConnectorOut, 409: CONFLICT, 413: TOO_LARGE},
 )
@@ -528,3 +562,38 @@ def signal_rule_detail(request, rule_id):
     data = _valid(SignalRuleIn, request.data)
     rule = signals_routing.signal_rule_save(actor=request.user, rule_id=rule_id, **data)
     return Response(rule_out(rule))
+
+
+@extend_schema(
+    methods=["GET"],
+    summary="List the connector grants (which stores each integration may mirror documents into)",
+    responses=serializers.ListSerializer(child=ConnectorGrantOut),
+)
+@extend_schema(
+    methods=["POST"],
+    summary="Grant an integration one agent's store for its connector documents",
+    request=ConnectorGrantIn,
+    responses={201: ConnectorGrantOut, 409: CONFLICT},
+)
+@api_view(["GET", "POST"])
+@permission_classes([IsAdmin])
+def connector_grant_collection(request):
+    if request.method == "GET":
+        return Response([grant_out(g) for g in grants.connector_grants()])
+    data = _valid(ConnectorGrantIn, request.data)
+    grant = grants.connector_grant_add(actor=request.user, **data)
+    return Response(grant_out(grant), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    methods=["DELETE"],
+    summary="Take a connector grant back (documents already mirrored stay)",
+    request=None,
+    responses={204: None},
+)
+@api_view(["DELETE"])
+@permission_classes([IsAdmin])
+@no_body
+def connector_grant_detail(request, grant_id):
+    grants.connector_grant_delete(actor=request.user, grant_id=grant_id)
+    return Response(status=status.HTTP_204_NO_CONTENT)

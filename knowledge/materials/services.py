@@ -265,7 +265,9 @@ def connector_document_put(
     outcome): `created`, `updated` (a new version: the old one is kept for lineage, the
     memories citing the document go stale by the invalidation mode, the new version is
     queued for learning), `restored` (a withdrawn document is back) or `unchanged` (same
-    version and bytes: nothing is written)."""
+    version and bytes: nothing is written). An integration writes only into a store it was
+    granted and only its own documents (`access.check_connector_write`)."""
+    access.check_connector_write(actor, owner=owner, store=store)
     _check_size(data, "content")
     media_type = _sniff(data, filename, "content")
     sha = hashlib.sha256(data).hexdigest()
@@ -286,6 +288,7 @@ def connector_document_put(
                 store=store,
                 state=Material.QUEUED,
                 asked_by=who(actor),
+                integration=actor.integration if actor.kind == "integration" else None,
             )
             v = _new_version(
                 material, actor=actor, data=data, filename=filename, media_type=media_type, label=version
@@ -299,6 +302,7 @@ def connector_document_put(
             )
             _enqueue(material.pk)
             return material, "created"
+        access.check_connector_write(actor, document=material)
         if (material.owner_id, material.store) != (owner.pk, store):
             raise Conflict(
                 f"{connector}:{ref} is mirrored for agent {material.owner.name} in store {material.store}; "
@@ -329,7 +333,8 @@ def connector_document_put(
 
 def connector_document_withdraw(*, actor: Principal, connector: str, ref: str) -> Material:
     """The external document is gone or access to it was lost: the mirror is kept, marked
-    withdrawn (never learned again), and the memories citing it go stale."""
+    withdrawn (never learned again), and the memories citing it go stale. An integration
+    withdraws only documents it mirrored."""
     with transaction.atomic():
         material = (
             Material.objects.select_for_update(of=("self",))
@@ -339,6 +344,7 @@ def connector_document_withdraw(*, actor: Principal, connector: str, ref: str) -
         )
         if material is None:
             raise NotFound(f"No document {ref} of connector {connector} is mirrored.")
+        access.check_connector_write(actor, document=material)
         if material.withdrawn:
             return material
         material.withdrawn_at = timezone.now()

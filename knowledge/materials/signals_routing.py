@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
-from knowledge.conversations.services import MessageIn, channel_integration_add, channel_open, message_ingest
+from knowledge.conversations.services import MessageIn, channel_open, message_ingest
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import Channel, Message, Signal, SignalRule
 from knowledge.principals.principal import Principal
@@ -136,8 +136,8 @@ def signal_receive(
                 reason=f"signal routing rule {rule.pk}",
                 data={"memory_scope": rule.memory_scope},
             )
-        if actor.kind == "integration":
-            channel_integration_add(actor=actor, channel=channel, integration=actor.integration)
+        # The signal is posted under its rule; the integration that sent it gains no part in the
+        # channel (posting its own messages there takes an admin's grant, `can_post_message`).
         result = message_ingest(
             actor=actor,
             messages=[

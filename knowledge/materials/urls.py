@@ -11,6 +11,12 @@ urlpatterns = [
     path("knowledge/materials/<int:pk>/state", views.material_state, name="material-state"),
     path("knowledge/signal-rules/", views.signal_rules, name="signal-rules"),
     path("knowledge/signal-rules/<int:rule_id>/delete", views.signal_rule_delete, name="signal-rule-delete"),
+    path("knowledge/connector-grants/", views.connector_grants, name="connector-grants"),
+    path(
+        "knowledge/connector-grants/<int:grant_id>/delete",
+        views.connector_grant_delete,
+        name="connector-grant-delete",
+    ),
 ]
 
 api_urlpatterns = [
@@ -26,4 +32,6 @@ api_urlpatterns = [
     path("signals", api.signal_post, name="api-signals"),
     path("signal-rules", api.signal_rule_collection, name="api-signal-rules"),
     path("signal-rules/<int:rule_id>", api.signal_rule_detail, name="api-signal-rule"),
+    path("connector-grants", api.connector_grant_collection, name="api-connector-grants"),
+    path("connector-grants/<int:grant_id>", api.connector_grant_detail, name="api-connector-grant"),
 ]

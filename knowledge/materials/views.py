@@ -11,10 +11,10 @@ from django.views.decorators.http import require_POST
 
 from knowledge import access
 from knowledge.errors import DomainError
-from knowledge.materials import services, signals_routing
+from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.api import original_response
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
-from knowledge.models import Agent, Material, SignalRule
+from knowledge.models import Agent, Integration, Material, SignalRule
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.web import error_text
 
@@ -193,3 +193,46 @@ def signal_rule_delete(request, rule_id):
     else:
         messages.success(request, "Rule removed.")
     return redirect("signal-rules")
+
+
+@admin_required
+def connector_grants(request):
+    """Which stores each integration may mirror connector documents into (admins only)."""
+    if request.method == "POST":
+        try:
+            grant = grants.connector_grant_add(
+                actor=request.principal,
+                integration=request.POST.get("integration", ""),
+                agent=request.POST.get("agent", ""),
+                scope=request.POST.get("scope", "").strip() or "shared",
+            )
+        except DomainError as exc:
+            messages.error(request, error_text(exc))
+        else:
+            messages.success(
+                request,
+                f"{grant.integration.name} may mirror documents into {grant.agent.name}'s {grant.store}.",
+            )
+        return redirect("connector-grants")
+    return render(
+        request,
+        "knowledge/materials/connector_grants.html",
+        {
+            "tab": "materials",
+            "grants": grants.connector_grants(),
+            "integrations": Integration.objects.order_by("name"),
+            "agents": Agent.objects.order_by("name"),
+        },
+    )
+
+
+@admin_required
+@require_POST
+def connector_grant_delete(request, grant_id):
+    try:
+        grants.connector_grant_delete(actor=request.principal, grant_id=grant_id)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Grant taken back.")
+    return redirect("connector-grants")

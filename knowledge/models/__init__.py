@@ -3,7 +3,7 @@ from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.events import Webhook, WebhookDelivery
 from knowledge.models.llm import ModelProfile, ModelUsage
-from knowledge.models.materials import Material, MaterialVersion, Signal, SignalRule
+from knowledge.models.materials import ConnectorGrant, Material, MaterialVersion, Signal, SignalRule
 from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
@@ -20,6 +20,7 @@ __all__ = [
     "AuthFailure",
     "Channel",
     "ChannelIntegration",
+    "ConnectorGrant",
     "Conversation",
     "CurationGuide",
     "Entry",

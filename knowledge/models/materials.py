@@ -36,6 +36,11 @@ class Material(models.Model):
     learned_with = models.CharField(max_length=40, blank=True)  # the job version that learned it
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     asked_by = models.CharField(max_length=200)  # "<kind>:<name>" of who asked for learning
+    # The integration that mirrors a connector document: only it (or an admin) changes or
+    # withdraws the document.
+    integration = models.ForeignKey(
+        "knowledge.Integration", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -92,6 +97,27 @@ class MaterialVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.material_id} v{self.number}"
+
+
+class ConnectorGrant(models.Model):
+    """An admin's grant: `integration` may mirror connector documents for `agent` into `store`
+    (the agent's knowledge then cites them). An integration holds no other way to write into an
+    agent's stores."""
+
+    integration = models.ForeignKey("knowledge.Integration", on_delete=models.CASCADE, related_name="grants")
+    agent = models.ForeignKey("knowledge.Agent", on_delete=models.CASCADE, related_name="connector_grants")
+    store = models.CharField(max_length=120)
+    updated_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["integration__name", "agent__name", "store"]
+        constraints = [
+            models.UniqueConstraint(fields=["integration", "agent", "store"], name="connector_grant_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.integration_id} → {self.agent_id}/{self.store}"
 
 
 class SignalRule(models.Model):

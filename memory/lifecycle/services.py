@@ -631,7 +631,8 @@ def memory_write(
 
 def _check_references(*, actor: Principal, owner: Agent, supersedes: Memory | None, sources: list[dict]):
     """A writer may supersede only a live memory it can read, in a store it may write into, and
-    cite only memories it can read. Unknown and invisible ids get the same answer (400)."""
+    cite only sources it can read (`access.check_sources`, every kind). Unknown and invisible ids
+    get the same answer (400)."""
     errors = {}
     if supersedes is not None:
         visible = access.can_read_store(actor, owner=supersedes.owner, store=supersedes.store)
@@ -646,15 +647,10 @@ def _check_references(*, actor: Principal, owner: Agent, supersedes: Memory | No
                 access.check_write(actor, owner=owner, store=supersedes.store)
             except Refused:
                 errors["supersedes"] = [f"You may not write into the store of memory {supersedes.pk}."]
-    refs = [s["ref"] for s in sources if s["kind"] == "memory"]
-    if refs:
-        ids = {int(r) for r in refs if str(r).isdigit()}
-        found = (
-            Memory.objects.filter(pk__in=ids).filter(access.readable_q(actor)).values_list("pk", flat=True)
-        )
-        missing = sorted(set(refs) - {str(pk) for pk in found})
-        if missing:
-            errors["sources"] = [f"No memory you can see has the id {', '.join(missing)}."]
+    try:
+        access.check_sources(actor, sources)
+    except Invalid as exc:
+        errors.update(exc.fields)
     if errors:
         raise Invalid(errors)
 

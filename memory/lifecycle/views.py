@@ -246,7 +246,7 @@ def _detail_context(request, memory_id: int, **extra) -> dict:
         "chain": selectors.supersession_chain(memory),
         "history": selectors.memory_audit_history(memory),
         "dependants": selectors.memory_dependants(memory),
-        "provenance": memory_provenance(memory),
+        "provenance": memory_provenance(memory, request.principal),
         "gate_check": memory.gate_checks.exclude(verdict__in=["pending", "running"]).first(),
         "queue_item": queue_item,
         "promote_form": PromoteForm(),

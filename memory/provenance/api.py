@@ -135,6 +135,10 @@ ProvenanceSourceOut = inline_serializer(
         "fingerprint": serializers.CharField(),
         "state": serializers.ChoiceField(choices=MemorySource.STATES),
         "checked_at": serializers.DateTimeField(allow_null=True),
+        "readable": serializers.BooleanField(
+            help_text="False for a source you may not read: its fingerprint is blank and its changes "
+            "are left out."
+        ),
         "changes": serializers.ListField(
             child=ProvenanceChangeOut, help_text="For a changed source: each field that changed."
         ),
@@ -172,7 +176,7 @@ StaleMemoryOut = inline_serializer(
 @permission_classes([IsAgentOrReviewer])
 def provenance_detail(request, memory_id):
     memory = _readable_memory(request, memory_id)
-    return Response(memory_provenance(memory))
+    return Response(memory_provenance(memory, request.user))
 
 
 @extend_schema(

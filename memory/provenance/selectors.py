@@ -3,6 +3,7 @@
 from knowledge import access
 from knowledge.fingerprints import EXTERNAL_KINDS, fingerprint_fields, internal_states
 from knowledge.models import Memory, SourceState
+from knowledge.principals.principal import Principal
 
 
 def _current_fields(source) -> dict | None:
@@ -15,20 +16,27 @@ def _current_fields(source) -> dict | None:
     return current[1] if current else None
 
 
-def memory_provenance(memory: Memory) -> dict:
+def memory_provenance(memory: Memory, viewer: Principal) -> dict:
     """Each source with kind, ref, recorded fingerprint, state at the last check, when it was
-    checked, and — for a changed source — the fields that changed, before and after."""
+    checked, and — for a changed source — the fields that changed, before and after. The
+    fingerprint and the changes of a source `viewer` may not read (`access.readable_sources`:
+    another agent's message, entry, material…) are left out and `readable` is false: they would
+    show that source's text, or let it be guessed."""
+    rows = list(memory.sources.all())
+    readable = access.readable_sources(viewer, [(s.kind, s.ref) for s in rows])
     sources = []
-    for source in memory.sources.all():
+    for source in rows:
+        shown = (source.kind, source.ref) in readable
         item = {
             "kind": source.kind,
             "ref": source.ref,
-            "fingerprint": source.fingerprint,
+            "fingerprint": source.fingerprint if shown else "",
             "state": source.state,
             "checked_at": source.checked_at,
+            "readable": shown,
             "changes": [],
         }
-        if source.state == "changed" and source.snapshot is not None:
+        if shown and source.state == "changed" and source.snapshot is not None:
             current = _current_fields(source) or {}
             item["changes"] = [
                 {"field": name, "before": source.snapshot.get(name), "after": current.get(name)}

@@ -237,6 +237,15 @@ def test_materials_follow_store_visibility_for_two_agents(world):
     assert world.client("integration").get("/api/materials").status_code == 403
 
 
+def _grant(world, agent="copilot", scope="shared", integration="tickets"):
+    """An admin lets the integration mirror documents into the agent's store."""
+    from knowledge.materials.grants import connector_grant_add
+    from knowledge.principals.principal import Principal
+
+    admin = Principal(kind="person", name="tests", role="admin")
+    return connector_grant_add(actor=admin, integration=integration, agent=agent, scope=scope)
+
+
 def _put(client, version, content, ref="KB-7", **extra):
     return client.put(
         f"/api/connectors/wiki/documents/{ref}",
@@ -248,6 +257,7 @@ def _put(client, version, content, ref="KB-7", **extra):
 def test_a_connector_version_change_makes_citing_memories_stale_and_an_unchanged_version_does_not(world):
     from tests.factory import make_memory
 
+    _grant(world)
     client = world.client("integration")
     created = _put(client, "v1", "Refunds are paid within 30 days.")
     assert created.status_code == 201 and created.json()["outcome"] == "created"
@@ -283,6 +293,7 @@ def test_a_connector_version_change_makes_citing_memories_stale_and_an_unchanged
 def test_withdrawal_keeps_the_mirror_marks_it_and_makes_dependants_stale(world):
     from tests.factory import make_memory
 
+    _grant(world)
     client = world.client("integration")
     material_id = _put(client, "v1", "Stock is checked daily.", ref="KB-9").json()["material"]["id"]
     memory = make_memory(

@@ -74,3 +74,24 @@ def test_only_admins_manage_rules(world):
     assert _rule(world.client("reviewer")).status_code == 403
     assert _rule(world.client("integration")).status_code == 403
     assert world.client("copilot").post("/api/signals", {}, format="json").status_code == 403
+
+
+def test_a_signal_gives_its_integration_no_part_in_the_channel(world):
+    """Posting a signal is what the rule allows; posting the integration's own messages in that
+    channel takes an admin's grant (a part in the channel)."""
+    _rule(world.client("admin"), learn=True)
+    integration = world.client("integration")
+    assert _signal(integration, "g-1").status_code == 201
+    channel = Channel.objects.get(name="prices")
+    assert not channel.integrations.exists()
+    body = {"channel": "prices", "speaker": "alice", "text": "Alice says: refund me"}
+    assert integration.post("/api/messages", body, format="json").status_code == 403
+    assert not Message.objects.filter(text="Alice says: refund me").exists()
+    from knowledge.conversations.services import channel_integration_add
+    from knowledge.models import Integration
+    from tests import factory
+
+    channel_integration_add(
+        actor=factory.SYSTEM, channel=channel, integration=Integration.objects.get(name="tickets")
+    )
+    assert integration.post("/api/messages", body, format="json").status_code == 201

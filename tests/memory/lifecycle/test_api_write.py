@@ -159,13 +159,14 @@ def test_a_body_that_is_not_json_gets_400(world):
 
 
 def test_key_and_value_without_text_make_a_readable_text(world):
+    conversation = factory.make_conversation(world.copilot, world.general)
     body = {
         "scope": "agent",
         "tier": "semantic",
         "key": "customer.acme.preferences",
         "value": {"preferredChannel": "slack", "timezone": "PT"},
         "confidence": 0.85,
-        "sources": [{"kind": "conversation", "ref": "12"}],
+        "sources": [{"kind": "conversation", "ref": str(conversation.pk)}],
     }
     response = write(world, "copilot", body)
     assert response.status_code == 201

@@ -1,0 +1,82 @@
+"""Connector grants: which stores an integration may mirror connector documents into, managed by
+admins like the signal routing rules. Each write is one transaction with its audit event; the
+rule that uses them is `knowledge.access.check_connector_write`."""
+
+from django.db import transaction
+
+from knowledge import access
+from knowledge.audit.services import audit_record
+from knowledge.errors import Conflict, Invalid, NotFound, Refused
+from knowledge.models import Agent, ConnectorGrant, Integration
+from knowledge.principals.principal import Principal
+
+
+def _require_admin(actor: Principal) -> None:
+    if not actor.is_admin:
+        raise Refused("Only admins grant integrations a store.")
+
+
+def _snap(grant: ConnectorGrant) -> dict:
+    return {"integration": grant.integration.name, "agent": grant.agent.name, "store": grant.store}
+
+
+def connector_grant_add(*, actor: Principal, integration: str, agent: str, scope: str) -> ConnectorGrant:
+    """Let `integration` mirror connector documents for `agent` into the store `scope` names
+    (agent/self, shared, private:<person>, channel:<channel>)."""
+    _require_admin(actor)
+    store = access.parse_scope(scope)
+    errors = {}
+    integration_row = Integration.objects.filter(name=integration).first()
+    if integration_row is None:
+        errors["integration"] = [f"There is no integration named {integration}."]
+    agent_row = Agent.objects.filter(name=agent).first()
+    if agent_row is None:
+        errors["agent"] = [f"There is no agent named {agent}."]
+    if errors:
+        raise Invalid(errors)
+    with transaction.atomic():
+        if ConnectorGrant.objects.filter(integration=integration_row, agent=agent_row, store=store).exists():
+            raise Conflict(f"{integration} may already mirror documents into {agent}'s store {store}.")
+        grant = ConnectorGrant.objects.create(
+            integration=integration_row, agent=agent_row, store=store, updated_by=actor.name
+        )
+        audit_record(
+            "connector_grant.added",
+            actor=actor,
+            store=store,
+            owner=agent_row.name,
+            object_type="connector_grant",
+            object_ids=[grant.pk],
+            data=_snap(grant),
+        )
+    return grant
+
+
+def connector_grant_delete(*, actor: Principal, grant_id: int) -> None:
+    """Take a grant back: the integration's next write into that store is refused; documents it
+    already mirrored stay (withdraw them to retire them)."""
+    _require_admin(actor)
+    with transaction.atomic():
+        grant = (
+            ConnectorGrant.objects.select_for_update(of=("self",))
+            .select_related("integration", "agent")
+            .filter(pk=grant_id)
+            .first()
+        )
+        if grant is None:
+            raise NotFound(f"No connector grant {grant_id}.")
+        before = _snap(grant)
+        grant.delete()
+        audit_record(
+            "connector_grant.deleted",
+            actor=actor,
+            store=before["store"],
+            owner=before["agent"],
+            object_type="connector_grant",
+            object_ids=[grant_id],
+            data=before,
+        )
+
+
+def connector_grants():
+    return ConnectorGrant.objects.select_related("integration", "agent")
