@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from knowledge.errors import DomainError, Invalid
-from knowledge.limits import MAX_JSON_DEPTH, json_scan, json_size_error
+from knowledge.limits import MAX_JSON_DEPTH, MAX_PAGE, json_scan, json_size_error
 
 # A refused body is still read (and thrown away) up to this size, so the client, which sends
 # its whole body before reading the answer, gets the 413 instead of a broken connection.
@@ -240,12 +240,13 @@ def bad_request(request, exception):
 
 
 def page_params(params) -> tuple[int, int]:
-    """page and page_size from query parameters (25 a page by default, at most 100)."""
+    """page and page_size from query parameters (25 a page by default, at most 100; page at most
+    MAX_PAGE)."""
     try:
         page = int(params.get("page") or 1)
         size = int(params.get("page_size") or 25)
     except ValueError:
         raise Invalid({"page": ["Whole numbers for page and page_size."]})
-    if page < 1 or not 1 <= size <= 100:
-        raise Invalid({"page": ["page ≥ 1 and 1 ≤ page_size ≤ 100."]})
+    if not 1 <= page <= MAX_PAGE or not 1 <= size <= 100:
+        raise Invalid({"page": [f"1 ≤ page ≤ {MAX_PAGE:,} and 1 ≤ page_size ≤ 100."]})
     return page, size
