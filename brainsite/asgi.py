@@ -34,8 +34,8 @@ def build_application():
     # Whole bodies only: a slow client waits on the event loop, not in a pool thread.
     django_app = buffer_body(
         django_app,
-        max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         timeout=settings.BRAIN_BODY_TIMEOUT_SECONDS,
+        upload_timeout=settings.BRAIN_UPLOAD_TIMEOUT_SECONDS,
     )
 
     async def application(scope, receive, send):

@@ -258,8 +258,11 @@ Q_CLUSTER = {
 LOGGING = logging_config(env("BRAIN_LOG_LEVEL", "WARNING"))
 # The worker queues a heartbeat job this often; /healthz says "degraded" after three missed.
 BRAIN_WORKER_HEARTBEAT_SECONDS = env_int("BRAIN_WORKER_HEARTBEAT_SECONDS", 60)
-# A request body must arrive within this many seconds (408 otherwise; brainsite/ops/asgi_body.py).
+# A request body must arrive within this many seconds, and may never pause longer; an upload of
+# an original (multipart or not) has BRAIN_UPLOAD_TIMEOUT_SECONDS in all (408 otherwise;
+# brainsite/ops/asgi_body.py).
 BRAIN_BODY_TIMEOUT_SECONDS = float(env("BRAIN_BODY_TIMEOUT_SECONDS", "30"))
+BRAIN_UPLOAD_TIMEOUT_SECONDS = float(env("BRAIN_UPLOAD_TIMEOUT_SECONDS", "300"))
 
 # --- Brain's own settings -------------------------------------------------------------------
 # Modes marked "run time" can also be changed by admins on the settings page (audited); the
@@ -303,6 +306,9 @@ BRAIN_HISTORY_SUMMARY_TOKENS = env_int("BRAIN_HISTORY_SUMMARY_TOKENS", 400)
 BRAIN_WEBHOOK_RETRY_SECONDS = env_int("BRAIN_WEBHOOK_RETRY_SECONDS", 60)
 BRAIN_WEBHOOK_MAX_ATTEMPTS = env_int("BRAIN_WEBHOOK_MAX_ATTEMPTS", 8)
 BRAIN_WEBHOOK_TIMEOUT_SECONDS = env_int("BRAIN_WEBHOOK_TIMEOUT_SECONDS", 10)
+# Webhooks go to public addresses only (knowledge/events/destinations.py); these hosts (names or
+# addresses, comma-separated, as written in the webhook URL) may be internal.
+BRAIN_WEBHOOK_ALLOW_HOSTS = [h.strip() for h in env("BRAIN_WEBHOOK_ALLOW_HOSTS").split(",") if h.strip()]
 BRAIN_DREAMING_RETRY_MINUTES = env_int("BRAIN_DREAMING_RETRY_MINUTES", 5)  # first back-off; doubles
 # Stage B: Dreaming fitness counts a Dreaming block write once it is this many days old.
 BRAIN_DREAMING_MATURE_DAYS = env_int("BRAIN_DREAMING_MATURE_DAYS", 7)
