@@ -150,6 +150,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRAIN_MAX_BODY_BYTES", 5 * 1024 * 1024)
 # BRAIN_MATERIAL_STORAGE names another backend (e.g. storages.backends.s3.S3Storage from
 # django-storages) with its options as JSON in BRAIN_MATERIAL_STORAGE_OPTIONS.
 BRAIN_MATERIAL_MAX_MB = env_int("BRAIN_MATERIAL_MAX_MB", 20)
+# What learning one material may cost (knowledge/materials/extract.py): PDF pages, sections and
+# characters read (past them the rest is left out, and the material says so), how far a DOCX may
+# unpack (a zip or media bomb is refused), and the memory and CPU time of the child process
+# that reads the original (0 MB: read in the worker itself, no ceiling).
+BRAIN_MATERIAL_MAX_PAGES = env_int("BRAIN_MATERIAL_MAX_PAGES", 300)
+BRAIN_MATERIAL_MAX_SECTIONS = env_int("BRAIN_MATERIAL_MAX_SECTIONS", 200)
+BRAIN_MATERIAL_MAX_CHARS = env_int("BRAIN_MATERIAL_MAX_CHARS", 500_000)
+BRAIN_MATERIAL_MAX_UNZIPPED_MB = env_int("BRAIN_MATERIAL_MAX_UNZIPPED_MB", 50)
+BRAIN_MATERIAL_EXTRACT_MEMORY_MB = env_int("BRAIN_MATERIAL_EXTRACT_MEMORY_MB", 1024)
+BRAIN_MATERIAL_EXTRACT_SECONDS = env_int("BRAIN_MATERIAL_EXTRACT_SECONDS", 240)
+# A material left `learning` past the job timeout is queued again this many times in all, then
+# failed with the reason (the stuck-learning sweep, every 5 minutes).
+BRAIN_MATERIAL_MAX_ATTEMPTS = env_int("BRAIN_MATERIAL_MAX_ATTEMPTS", 3)
 BRAIN_MATERIAL_STORAGE = env("BRAIN_MATERIAL_STORAGE", "django.core.files.storage.FileSystemStorage")
 BRAIN_MATERIAL_STORAGE_OPTIONS = json.loads(env("BRAIN_MATERIAL_STORAGE_OPTIONS", "{}"))
 if BRAIN_MATERIAL_STORAGE.endswith("FileSystemStorage"):
