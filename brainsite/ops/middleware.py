@@ -4,6 +4,8 @@ the response carries) and, after it, the id the client sent, if any (`client_req
 import logging
 import time
 
+from brainsite.ops.errors import commit_counts
+
 logger = logging.getLogger("brain.request")
 
 
@@ -13,6 +15,8 @@ class RequestLogMiddleware:
 
     def __call__(self, request):
         started = time.perf_counter()
+        # What this request commits is counted from here (brainsite.ops.errors.written_since).
+        request.brain_commits = commit_counts()
         response = self.get_response(request)
         request_log(
             request.method,
