@@ -47,7 +47,7 @@ def test_rotating_x_forwarded_for_does_not_escape_the_bad_token_throttle(brain):
         assert client.get(f"{brain.url}/api/me", headers=brain.headers()).status_code == 200
     # BRAIN_API_BAD_TOKENS_PER_MINUTE is 20: whatever the header says, it is one address, whose
     # count runs out within 30 (with rotating addresses believed, each was one failure: no 429).
-    assert 429 in statuses and set(statuses) == {401, 429}, statuses
+    assert 429 in statuses and set(statuses) <= {401, 429}, statuses
 
 
 def test_a_client_request_id_is_logged_beside_brains_own_never_instead(brain):
