@@ -10,8 +10,8 @@ timeout for an ordinary body, BRAIN_UPLOAD_TIMEOUT_SECONDS for an upload), gets 
 its limit (knowledge.web.body_limit_for) is read and thrown away here, then answered 413 in the
 shape Django's BodySizeMiddleware uses, so no thread ever waits on it either.
 
-Bodies past SPOOL_BYTES wait in a temporary file, not in memory, so twenty stalled 20 MB uploads
-cost disk pages, not 400 MB of a web process."""
+Bodies past SPOOL_BYTES (the ordinary body limit, which the reader always held in memory) wait in
+a temporary file, so twenty stalled 20 MB uploads cost disk pages, not 400 MB of a web process."""
 
 import asyncio
 import json
@@ -20,7 +20,7 @@ import time
 
 from knowledge.web import DRAIN_LIMIT, body_limit_for, is_upload, too_large_body
 
-SPOOL_BYTES = 1024 * 1024
+SPOOL_BYTES = 5 * 1024 * 1024
 REPLAY_CHUNK = 256 * 1024
 
 
@@ -49,17 +49,16 @@ async def _answer(send, status: int, content_type: str, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def buffer_body(app, *, timeout: float, upload_timeout: float):
+def buffer_body(app, *, timeout: float, upload_timeout: float, spool_bytes: int = SPOOL_BYTES):
     async def buffered(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
         path, method = scope.get("path", ""), scope.get("method", "GET")
         limit = body_limit_for(path, method)
-        total_timeout = upload_timeout if is_upload(path, method) else timeout
         declared = _declared_length(scope)
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115  (closed below)
-        size, too_large = 0, limit is not None and declared is not None and declared > limit
-        deadline = time.monotonic() + total_timeout
+        chunks, spool, size = [], None, 0
+        too_large = limit is not None and declared is not None and declared > limit
+        deadline = time.monotonic() + (upload_timeout if is_upload(path, method) else timeout)
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -68,7 +67,8 @@ def buffer_body(app, *, timeout: float, upload_timeout: float):
                 try:
                     # A client that stops sending is found after `timeout` of silence, even
                     # within an upload's longer deadline.
-                    message = await asyncio.wait_for(receive(), min(timeout, left))
+                    async with asyncio.timeout(min(timeout, left)):
+                        message = await receive()
                 except TimeoutError:
                     raise _Stalled from None
                 if message["type"] == "http.disconnect":
@@ -78,46 +78,65 @@ def buffer_body(app, *, timeout: float, upload_timeout: float):
                 if limit is not None and size > limit:
                     too_large = True
                 if not too_large:
-                    spool.write(chunk)
+                    if spool is None and size > spool_bytes:
+                        spool = tempfile.TemporaryFile()  # noqa: SIM115  (closed below)
+                        spool.writelines(chunks)
+                        chunks = []
+                    if spool is not None:
+                        spool.write(chunk)
+                    else:
+                        chunks.append(chunk)
                 if not message.get("more_body"):
                     break
                 if too_large and size > DRAIN_LIMIT:
                     break  # read this much of a refused body, no more
         except _Stalled:
-            if too_large:  # it was refused anyway; say why rather than that it was slow
+            if spool is not None:
                 spool.close()
+            if too_large:  # it was refused anyway; say why rather than that it was slow
                 content_type, body = too_large_body(path, limit, declared)
                 return await _answer(send, 413, content_type, body)
-            await _answer(
-                send,
-                408,
-                "application/json",
-                json.dumps({"error": "The request body did not arrive in time."}).encode(),
-            )
-            spool.close()
-            return None
+            body = json.dumps({"error": "The request body did not arrive in time."}).encode()
+            return await _answer(send, 408, "application/json", body)
         if too_large:
-            spool.close()
+            if spool is not None:
+                spool.close()
             content_type, body = too_large_body(path, limit, declared if declared is not None else size)
             return await _answer(send, 413, content_type, body)
-
+        if spool is None:
+            return await app(scope, _replay_chunks(chunks, receive), send)
         spool.seek(0)
-        done = False
-
-        async def replay():
-            nonlocal done
-            if done:
-                return await receive()
-            chunk = spool.read(REPLAY_CHUNK)
-            more = spool.tell() < size
-            if not more:
-                done = True
-                spool.close()
-            return {"type": "http.request", "body": chunk, "more_body": more}
-
         try:
-            return await app(scope, replay, send)
+            return await app(scope, _replay_file(spool, size, receive), send)
         finally:
             spool.close()
 
     return buffered
+
+
+def _replay_chunks(chunks: list[bytes], receive):
+    body = b"".join(chunks)
+    done = False
+
+    async def replay():
+        nonlocal done
+        if done:
+            return await receive()
+        done = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+def _replay_file(spool, size: int, receive):
+    done = False
+
+    async def replay():
+        nonlocal done
+        if done:
+            return await receive()
+        chunk = spool.read(REPLAY_CHUNK)
+        done = spool.tell() >= size
+        return {"type": "http.request", "body": chunk, "more_body": not done}
+
+    return replay
