@@ -20,6 +20,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
 django_wsgi = get_wsgi_application()
 
 from brainsite.ops.asgi_body import buffer_body  # noqa: E402
+from brainsite.ops.asgi_log import log_requests  # noqa: E402
 from memory.mcp.http import (  # noqa: E402  (needs Django set up)
     METADATA_PATH,
     PATH,
@@ -36,12 +37,13 @@ def build_application():
     app's lifespan (which runs the SDK's session manager) can run once, so each server gets its
     own from here."""
     mcp_app = mcp_asgi_app()
+    mcp_logged = log_requests(mcp_app)  # Django logs its own requests (RequestLogMiddleware)
     django_app = WSGIMiddleware(django_wsgi, workers=int(os.environ.get("WEB_THREADS", "4")))
     # Whole bodies only: a slow client waits on the event loop, not in a pool thread.
     django_app = buffer_body(
         django_app,
-        max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         timeout=settings.BRAIN_BODY_TIMEOUT_SECONDS,
+        upload_timeout=settings.BRAIN_UPLOAD_TIMEOUT_SECONDS,
     )
 
     async def application(scope, receive, send):
@@ -52,7 +54,7 @@ def build_application():
             scope = {**scope, "path": PATH, "raw_path": PATH.encode()}
             path = PATH
         if path.startswith(PATH):
-            return await mcp_app(scope, receive, send)
+            return await mcp_logged(scope, receive, send)
         if path == METADATA_PATH or path.startswith(METADATA_PATH + "/"):
             return await metadata_app(scope, receive, send)
         if is_oauth_path(path):  # no OAuth here: say so in JSON

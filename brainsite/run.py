@@ -68,7 +68,7 @@ def main() -> int:
                 # ASGI, so the MCP server's streamable HTTP transport is served at /mcp/ beside
                 # Django (brainsite/asgi.py says why).
                 "--worker-class",
-                "uvicorn_worker.UvicornWorker",
+                "brainsite.ops.web_worker.BrainUvicornWorker",
                 "--bind",
                 f"{host}:{port}",
                 "--workers",

@@ -150,6 +150,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRAIN_MAX_BODY_BYTES", 5 * 1024 * 1024)
 # BRAIN_MATERIAL_STORAGE names another backend (e.g. storages.backends.s3.S3Storage from
 # django-storages) with its options as JSON in BRAIN_MATERIAL_STORAGE_OPTIONS.
 BRAIN_MATERIAL_MAX_MB = env_int("BRAIN_MATERIAL_MAX_MB", 20)
+# What learning one material may cost (knowledge/materials/extract.py): PDF pages, sections and
+# characters read (past them the rest is left out, and the material says so), how far a DOCX may
+# unpack (a zip or media bomb is refused), and the memory and CPU time of the child process
+# that reads the original (0 MB: read in the worker itself, no ceiling).
+BRAIN_MATERIAL_MAX_PAGES = env_int("BRAIN_MATERIAL_MAX_PAGES", 300)
+BRAIN_MATERIAL_MAX_SECTIONS = env_int("BRAIN_MATERIAL_MAX_SECTIONS", 200)
+BRAIN_MATERIAL_MAX_CHARS = env_int("BRAIN_MATERIAL_MAX_CHARS", 500_000)
+BRAIN_MATERIAL_MAX_UNZIPPED_MB = env_int("BRAIN_MATERIAL_MAX_UNZIPPED_MB", 50)
+BRAIN_MATERIAL_EXTRACT_MEMORY_MB = env_int("BRAIN_MATERIAL_EXTRACT_MEMORY_MB", 1024)
+BRAIN_MATERIAL_EXTRACT_SECONDS = env_int("BRAIN_MATERIAL_EXTRACT_SECONDS", 120)
+# A material left `learning` past the job timeout is queued again this many times in all, then
+# failed with the reason (the stuck-learning sweep, every 5 minutes).
+BRAIN_MATERIAL_MAX_ATTEMPTS = env_int("BRAIN_MATERIAL_MAX_ATTEMPTS", 3)
 BRAIN_MATERIAL_STORAGE = env("BRAIN_MATERIAL_STORAGE", "django.core.files.storage.FileSystemStorage")
 BRAIN_MATERIAL_STORAGE_OPTIONS = json.loads(env("BRAIN_MATERIAL_STORAGE_OPTIONS", "{}"))
 if BRAIN_MATERIAL_STORAGE.endswith("FileSystemStorage"):
@@ -258,8 +271,11 @@ Q_CLUSTER = {
 LOGGING = logging_config(env("BRAIN_LOG_LEVEL", "WARNING"))
 # The worker queues a heartbeat job this often; /healthz says "degraded" after three missed.
 BRAIN_WORKER_HEARTBEAT_SECONDS = env_int("BRAIN_WORKER_HEARTBEAT_SECONDS", 60)
-# A request body must arrive within this many seconds (408 otherwise; brainsite/ops/asgi_body.py).
+# A request body must arrive within this many seconds, and may never pause longer; an upload of
+# an original (multipart or not) has BRAIN_UPLOAD_TIMEOUT_SECONDS in all (408 otherwise;
+# brainsite/ops/asgi_body.py).
 BRAIN_BODY_TIMEOUT_SECONDS = float(env("BRAIN_BODY_TIMEOUT_SECONDS", "30"))
+BRAIN_UPLOAD_TIMEOUT_SECONDS = float(env("BRAIN_UPLOAD_TIMEOUT_SECONDS", "300"))
 
 # --- Brain's own settings -------------------------------------------------------------------
 # Modes marked "run time" can also be changed by admins on the settings page (audited); the
@@ -303,6 +319,9 @@ BRAIN_HISTORY_SUMMARY_TOKENS = env_int("BRAIN_HISTORY_SUMMARY_TOKENS", 400)
 BRAIN_WEBHOOK_RETRY_SECONDS = env_int("BRAIN_WEBHOOK_RETRY_SECONDS", 60)
 BRAIN_WEBHOOK_MAX_ATTEMPTS = env_int("BRAIN_WEBHOOK_MAX_ATTEMPTS", 8)
 BRAIN_WEBHOOK_TIMEOUT_SECONDS = env_int("BRAIN_WEBHOOK_TIMEOUT_SECONDS", 10)
+# Webhooks go to public addresses only (knowledge/events/destinations.py); these hosts (names or
+# addresses, comma-separated, as written in the webhook URL) may be internal.
+BRAIN_WEBHOOK_ALLOW_HOSTS = [h.strip() for h in env("BRAIN_WEBHOOK_ALLOW_HOSTS").split(",") if h.strip()]
 BRAIN_DREAMING_RETRY_MINUTES = env_int("BRAIN_DREAMING_RETRY_MINUTES", 5)  # first back-off; doubles
 # Stage B: Dreaming fitness counts a Dreaming block write once it is this many days old.
 BRAIN_DREAMING_MATURE_DAYS = env_int("BRAIN_DREAMING_MATURE_DAYS", 7)

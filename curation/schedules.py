@@ -20,6 +20,7 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("dreaming stage A (quiet and busy channels)", "curation.dreaming.tasks.stage_a_sweep", 1),
         ("webhook deliveries (new memory events, due retries)", "knowledge.events.tasks.webhooks_run", 1),
         ("keyword statistics compaction", "knowledge.tasks.term_stats_compact", 60),
+        ("materials stuck in learning (retry or fail)", "knowledge.materials.tasks.learning_sweep", 5),
         (
             "dreaming stage B (agents with new episodes or task outcomes)",
             "curation.dreaming.tasks.stage_b_sweep",

@@ -52,6 +52,14 @@ class NotFound(DomainError):
     code = "not_found"
 
 
+class Gone(DomainError):
+    """The object exists but what it points at is no longer there (410): a material whose stored
+    original is missing from the material storage."""
+
+    status_code = 410
+    code = "gone"
+
+
 class Conflict(DomainError):
     """The current state does not allow it (409): a rule of the domain, or a concurrent change."""
 

@@ -4,6 +4,19 @@ import json
 
 MAX_JSON_VALUE_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32
+# The deepest page (and offset) a list may be asked for: far past any real listing, and far
+# below PostgreSQL's bigint, which a 20-digit page once overflowed as a 500.
+MAX_PAGE = 1_000_000
+MAX_OFFSET = 100_000_000
+
+
+def console_page(value) -> int:
+    """The console's `page` query parameter: a whole number from 1 to MAX_PAGE, anything else
+    the nearest of those (a console link never fails on a hand-edited page)."""
+    try:
+        return min(MAX_PAGE, max(1, int(value or 1)))
+    except ValueError:
+        return 1
 
 
 def json_depth(value) -> int:

@@ -1,18 +1,37 @@
+import re
 import uuid
 
+from django.conf import settings
 from django.http import JsonResponse
 
 from knowledge.audit import services as audit
 
+# What of a sent X-Request-Id is kept: letters, digits and . _ : - (no spaces or line breaks, so
+# a logged id cannot end a log line or fake another one), at most 64 characters.
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._:-]")
+
+
+def request_ids(sent: str | None) -> tuple[str, str]:
+    """(Brain's request id, the caller's) for a request whose X-Request-Id header is `sent`.
+    Brain's id is its own unless BRAIN_PROXY_HOPS says a proxy in front sets the header, in
+    which case the proxy's id is Brain's too; a client's id is only ever kept beside it
+    (`client_request_id` in the log line), never instead, so a client cannot choose the id of
+    its log lines and audit events."""
+    cleaned = _UNSAFE_ID.sub("", sent or "")[:64]
+    if cleaned and settings.BRAIN_PROXY_HOPS > 0:
+        return cleaned, ""
+    return uuid.uuid4().hex, cleaned
+
 
 class RequestIdMiddleware:
-    """Give every request an id (X-Request-Id if the caller sent one); audit events carry it."""
+    """Give every request an id (request_ids); audit events carry it, responses send it as
+    X-Request-Id, and the caller's own is kept on the request as `client_request_id`."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        rid = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex
+        rid, request.client_request_id = request_ids(request.headers.get("X-Request-Id"))
         token = audit.current_request_id.set(rid)
         try:
             response = self.get_response(request)

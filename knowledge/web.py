@@ -7,6 +7,7 @@ Bad input gets a clear error and reaches no view: a body over BRAIN_MAX_BODY_BYT
 is a 400 — never a RecursionError — as is a NUL character in any text."""
 
 import functools
+import json
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from knowledge.errors import DomainError, Invalid
-from knowledge.limits import MAX_JSON_DEPTH, json_scan, json_size_error
+from knowledge.limits import MAX_JSON_DEPTH, MAX_PAGE, json_scan, json_size_error
 
 # A refused body is still read (and thrown away) up to this size, so the client, which sends
 # its whole body before reading the answer, gets the 413 instead of a broken connection.
@@ -27,14 +28,20 @@ DRAIN_LIMIT = 64 * 1024 * 1024
 DRAIN_CHUNK = 64 * 1024
 
 
-def _too_large(request, size: int | None) -> HttpResponse:
-    limit = body_limit(request)
+def too_large_body(path: str, limit: int, size: int | None) -> tuple[str, bytes]:
+    """(content type, body) of the 413 for a body of `size` bytes (None: not known) over
+    `limit`: JSON naming the limit under /api/, a sentence elsewhere. The ASGI body reader
+    (brainsite/ops/asgi_body.py) answers with the same."""
     told = f"{size:,} bytes" if size is not None else "larger than the limit"
     message = f"The request body is {told}; at most {limit:,} bytes are accepted."
-    if request.path.startswith("/api/"):
-        response = JsonResponse({"error": message, "max_body_bytes": limit}, status=413)
-    else:
-        response = HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+    if path.startswith("/api/"):
+        return "application/json", json.dumps({"error": message, "max_body_bytes": limit}).encode()
+    return "text/plain; charset=utf-8", message.encode()
+
+
+def _too_large(request, size: int | None) -> HttpResponse:
+    content_type, body = too_large_body(request.path, body_limit(request), size)
+    response = HttpResponse(body, status=413, content_type=content_type)
     response["Connection"] = "close"
     return response
 
@@ -55,12 +62,20 @@ UPLOAD_PATHS = ("/api/materials", "/api/connectors/", "/knowledge/materials/")
 UPLOAD_ENVELOPE = 1024 * 1024
 
 
-def body_limit(request) -> int | None:
+def is_upload(path: str, method: str) -> bool:
+    return path.startswith(UPLOAD_PATHS) and method in ("POST", "PUT")
+
+
+def body_limit_for(path: str, method: str) -> int | None:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    if request.path.startswith(UPLOAD_PATHS) and request.method in ("POST", "PUT"):
+    if is_upload(path, method):
         upload = settings.BRAIN_MATERIAL_MAX_MB * 1024 * 1024 + UPLOAD_ENVELOPE
         return max(limit or 0, upload)
     return limit
+
+
+def body_limit(request) -> int | None:
+    return body_limit_for(request.path, request.method)
 
 
 class BodySizeMiddleware:
@@ -240,12 +255,13 @@ def bad_request(request, exception):
 
 
 def page_params(params) -> tuple[int, int]:
-    """page and page_size from query parameters (25 a page by default, at most 100)."""
+    """page and page_size from query parameters (25 a page by default, at most 100; page at most
+    MAX_PAGE)."""
     try:
         page = int(params.get("page") or 1)
         size = int(params.get("page_size") or 25)
     except ValueError:
         raise Invalid({"page": ["Whole numbers for page and page_size."]})
-    if page < 1 or not 1 <= size <= 100:
-        raise Invalid({"page": ["page ≥ 1 and 1 ≤ page_size ≤ 100."]})
+    if not 1 <= page <= MAX_PAGE or not 1 <= size <= 100:
+        raise Invalid({"page": [f"1 ≤ page ≤ {MAX_PAGE:,} and 1 ≤ page_size ≤ 100."]})
     return page, size

@@ -7,16 +7,35 @@ together) on every POST /api/memory — 7 % of the write. A connection that sits
 requests has nothing to read; when the server closes it (a restart, an idle timeout, a
 terminated backend) its socket turns readable (the termination notice, then end of file) or
 libpq already knows it is gone. Checking that is a poll of the socket, not a query. A request
-that failed on the connection is still checked by Django's full `is_usable()` when it ends."""
+that failed on the connection is still checked by Django's full `is_usable()` when it ends.
+
+It also counts its commits — those that succeeded, and those whose COMMIT got no answer (the
+connection broke: stored or not, no one can tell) — so a request that fails because the
+database went away can say whether it had already stored something
+(brainsite.ops.errors.database_unavailable) instead of always claiming nothing was written."""
 
 import select
 
 import psycopg
+from django.db import InterfaceError, OperationalError
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabaseWrapper
 from psycopg import pq
 
 
 class DatabaseWrapper(PostgresDatabaseWrapper):
+    commits = 0
+    commits_unanswered = 0
+
+    def _commit(self):
+        try:
+            result = super()._commit()
+        except (OperationalError, InterfaceError):  # the connection broke (psycopg's, as Django raises it)
+            self.commits_unanswered += 1
+            raise
+        if self.connection is not None:
+            self.commits += 1
+        return result
+
     def close_if_health_check_failed(self):
         if self.pool or self.connection is None or not self.health_check_enabled or self.health_check_done:
             return

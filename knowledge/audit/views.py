@@ -12,6 +12,7 @@ from knowledge.audit.api import audit_filters_from
 from knowledge.audit.restore import RESTORERS, RestoreConflict
 from knowledge.audit.selectors import AuditFilters, audit_actions, audit_events, changed_fields
 from knowledge.errors import Invalid, NotFound
+from knowledge.limits import console_page
 from knowledge.principals.permissions import admin_required, reviewer_required
 
 PAGE_SIZE = 50
@@ -38,7 +39,7 @@ def audit_list(request):
     error = ""
     try:
         filters = audit_filters_from(params)
-        page = max(1, int(request.GET.get("page") or 1))
+        page = console_page(request.GET.get("page"))
     except (Invalid, ValueError) as exc:
         error = "; ".join(f"{k}: {v[0]}" for k, v in getattr(exc, "detail", {"page": ["Invalid."]}).items())
         filters, page = AuditFilters(owner=owner), 1

@@ -31,6 +31,7 @@ from knowledge.entries.selectors import (
     guide_for,
 )
 from knowledge.errors import Conflict, DomainError, Invalid, NotFound, Refused
+from knowledge.limits import console_page
 from knowledge.models import Agent, AuditEvent, Entry, Memory, MemoryVersion
 from knowledge.principals.permissions import reviewer_required
 
@@ -87,7 +88,7 @@ def entry_list(request):
     error = ""
     try:
         filters = entry_filters_from(params, principal)
-        page = max(1, int(request.GET.get("page") or 1))
+        page = console_page(request.GET.get("page"))
     except (Invalid, ValueError) as exc:
         error = "; ".join(
             f"{k}: {v[0]}" for k, v in getattr(exc, "detail", {"filter": ["Invalid value."]}).items()

@@ -53,6 +53,10 @@ START = "0-0"
 MAX_LIMIT = 500
 CURSOR_HELP = "A cursor is <xact>-<id> as returned in next_cursor; 0-0 is the start."
 CURSOR_RE = re.compile(r"^(\d{1,20})-(\d{1,20})$")
+# A transaction id is an xid8 (unsigned 64 bits), a revision id a bigint: a cursor past either
+# names no position, and PostgreSQL would refuse it as out of range.
+MAX_XACT = 2**64 - 1
+MAX_REVISION_ID = 2**63 - 1
 
 
 def event_type(action: str) -> str:
@@ -76,8 +80,8 @@ def types_sql(types) -> tuple[str, list]:
 def parse_cursor(value: str | None, field: str = "after") -> tuple[int, int]:
     value = (value or "").strip() or START
     match = CURSOR_RE.match(value)
-    if not match:
-        raise Invalid({field: ["A cursor is <xact>-<id> as returned in next_cursor; 0-0 is the start."]})
+    if not match or int(match[1]) > MAX_XACT or int(match[2]) > MAX_REVISION_ID:
+        raise Invalid({field: [CURSOR_HELP]})
     return int(match[1]), int(match[2])
 
 

@@ -11,10 +11,11 @@ so two workers never send the same one at once."""
 import datetime
 import hashlib
 import hmac
+import http.client
 import json
+import socket
+import ssl
 import time
-import urllib.error
-import urllib.request
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -22,7 +23,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
-from knowledge.errors import Refused
+from knowledge.errors import Invalid, Refused
+from knowledge.events.destinations import destination_check
 from knowledge.events.feed import feed_head, feed_read
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.principal import Principal
@@ -54,8 +56,10 @@ def _check_admin(actor: Principal) -> None:
 
 def webhook_create(*, actor: Principal, url: str, events: list[str], secret: str) -> Webhook:
     """Register a webhook for `events`; it receives events committed from now on (its cursor
-    starts at the feed's head). Audited without the secret."""
+    starts at the feed's head). Audited without the secret. The URL must lead to a public
+    address (knowledge.events.destinations) unless its host is allowed by name."""
     _check_admin(actor)
+    destination_check(url)
     with transaction.atomic():
         webhook = Webhook.objects.create(
             url=url,
@@ -131,15 +135,36 @@ def webhooks_fanout(*, now: datetime.datetime | None = None) -> int:
 
 
 def _post(url: str, body: bytes, headers: dict) -> tuple[int | None, str]:
-    """POST once: (HTTP status or None, error text; empty when the status was 2xx)."""
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    """POST once: (HTTP status or None, error text; empty when the status was 2xx). The URL is
+    checked again first (knowledge.events.destinations) and the connection made to the address
+    that passed, so a name pointed inside the network since registration is refused, not
+    followed; redirects are not followed either (a 3xx is the answer)."""
     try:
-        with urllib.request.urlopen(request, timeout=settings.BRAIN_WEBHOOK_TIMEOUT_SECONDS) as response:
-            return response.status, ""
-    except urllib.error.HTTPError as exc:
-        return exc.code, f"HTTP {exc.code} {exc.reason}"[:ERROR_CHARS]
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return None, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"[:ERROR_CHARS]
+        target = destination_check(url)
+    except Invalid as exc:
+        return None, f"Refused: {exc.fields['url'][0]}"[:ERROR_CHARS]
+    timeout = settings.BRAIN_WEBHOOK_TIMEOUT_SECONDS
+    if target.scheme == "https":
+        connection = http.client.HTTPSConnection(
+            target.host, target.port, timeout=timeout, context=ssl.create_default_context()
+        )
+    else:
+        connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
+    # Connect to the checked address; TLS still verifies the certificate for the host name.
+    connection._create_connection = lambda address, *args: socket.create_connection(
+        (target.address, address[1]), *args
+    )
+    try:
+        connection.request("POST", target.path, body=body, headers=headers)
+        response = connection.getresponse()
+        status, reason = response.status, response.reason
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+    finally:
+        connection.close()
+    if 200 <= status < 300:
+        return status, ""
+    return status, f"HTTP {status} {reason}"[:ERROR_CHARS]
 
 
 def delivery_send(delivery: WebhookDelivery, *, now: datetime.datetime | None = None) -> bool:

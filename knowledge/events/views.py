@@ -23,12 +23,17 @@ def webhook_page(request):
         data = WebhookIn(data={**form, "secret": request.POST.get("secret", "")})
         if data.is_valid():
             v = data.validated_data
-            webhook = webhook_create(
-                actor=request.principal, url=v["url"], events=v["events"], secret=v["secret"]
-            )
-            messages.success(request, f"Webhook {webhook.pk} registered for {', '.join(webhook.events)}.")
-            return redirect("webhooks")
-        messages.error(request, error_text(Invalid(data.errors)))
+            try:
+                webhook = webhook_create(
+                    actor=request.principal, url=v["url"], events=v["events"], secret=v["secret"]
+                )
+            except Invalid as exc:
+                messages.error(request, error_text(exc))
+            else:
+                messages.success(request, f"Webhook {webhook.pk} registered for {', '.join(webhook.events)}.")
+                return redirect("webhooks")
+        else:
+            messages.error(request, error_text(Invalid(data.errors)))
     deliveries = WebhookDelivery.objects.select_related("webhook").order_by("-id")
     selected = request.GET.get("webhook", "")
     if selected.isdigit():

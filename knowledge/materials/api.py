@@ -14,6 +14,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from knowledge import access
+from knowledge.errors import Gone
 from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
 from knowledge.materials.storage import original_open
@@ -380,10 +381,19 @@ def material_detail(request, material_id):
 
 
 def original_response(material: Material, version=None) -> FileResponse:
-    """The stored bytes exactly, as an attachment that the browser must not sniff."""
+    """The stored bytes exactly, as an attachment that the browser must not sniff. Gone (410)
+    when the material storage no longer holds them (a restore without the media, a file removed
+    by hand): the material row is there, its original is not."""
     version = version or material.version
+    try:
+        handle = original_open(version.path)
+    except FileNotFoundError:
+        raise Gone(
+            f"The original of material {material.pk} (version {version.number}) is missing from the "
+            "material storage; restore the storage from its backup."
+        ) from None
     response = FileResponse(
-        original_open(version.path),
+        handle,
         as_attachment=True,
         filename=version.filename if "." in version.filename else f"{version.filename}.{_ext(version)}",
         content_type=version.media_type,
@@ -406,7 +416,8 @@ def _ext(version) -> str:
     responses={
         (200, "application/octet-stream"): OpenApiResponse(
             description="The original's bytes; Content-Type is its sniffed media type."
-        )
+        ),
+        410: error_response("The material storage no longer holds this original."),
     },
 )
 @api_view(["GET"])

@@ -1,12 +1,27 @@
 """What a stored original is (sniffed from its bytes, never its name) and its text, cut into
 sections. Each file type is read by a library: PDF by pypdf, DOCX by python-docx, HTML by nh3
 (sanitised to headings and paragraphs, then flattened); plain text and Markdown are decoded as
-UTF-8. The name only tells Markdown from plain text once the bytes are known to be text."""
+UTF-8. The name only tells Markdown from plain text once the bytes are known to be text.
+
+Bounded (Limits): at most `pages` PDF pages, `sections` sections and `chars` characters are
+read — past them the text is cut and `Extracted.truncated` says what was left out — and a DOCX
+(a ZIP) is refused before it is opened when its entries would unpack past `unzipped_bytes` or
+one of them is compressed more than `zip_ratio` to one (a zip or media bomb), since python-docx
+unpacks every part, images included, into memory. `extract_bounded` runs the whole extraction
+in a child process under a memory and CPU ceiling (the learning job's), so a file that gets past
+these checks still cannot take the worker with it. Nothing here imports Django: the child
+process runs this module alone."""
 
 import html
 import io
+import json
 import re
-from dataclasses import dataclass, field
+import resource
+import signal
+import subprocess
+import sys
+import zipfile
+from dataclasses import asdict, dataclass, field
 
 import filetype
 
@@ -23,7 +38,18 @@ class Refused(ValueError):
 
 
 class Unreadable(ValueError):
-    """A file of a learned type whose text could not be read (corrupt, encrypted)."""
+    """A file of a learned type whose text could not be read (corrupt, encrypted, a
+    decompression bomb, past the memory or time ceiling)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    pages: int = 300
+    sections: int = 200
+    chars: int = 500_000
+    unzipped_bytes: int = 50 * 1024 * 1024
+    zip_ratio: int = 100
+    zip_entries: int = 5000
 
 
 @dataclass
@@ -37,6 +63,7 @@ class Section:
 class Extracted:
     sections: list[Section] = field(default_factory=list)
     pages: int = 0
+    truncated: list[str] = field(default_factory=list)  # what the limits left out, in words
 
     @property
     def text(self) -> str:
@@ -70,19 +97,43 @@ def sniff(data: bytes, filename: str = "") -> str:
     return PLAIN
 
 
-def extract(media_type: str, data: bytes) -> Extracted:
-    """The text of an original of `media_type`, cut into sections; raises Unreadable."""
+def extract(media_type: str, data: bytes, limits: Limits = Limits()) -> Extracted:
+    """The text of an original of `media_type`, cut into sections, within `limits`; raises
+    Unreadable."""
     if media_type == PDF:
-        return _pdf(data)
-    if media_type == DOCX:
-        return _docx(data)
-    text = data.decode("utf-8-sig")
-    if media_type == HTML:
-        return Extracted(sections=_cut(html_to_text(text)))
-    return Extracted(sections=_cut(text.replace("\r\n", "\n")))
+        extracted = _pdf(data, limits)
+    elif media_type == DOCX:
+        extracted = _docx(data, limits)
+    else:
+        text = data.decode("utf-8-sig")
+        if media_type == HTML:
+            text = html_to_text(text)
+        extracted = Extracted()
+        text = _keep_chars(text.replace("\r\n", "\n"), limits, extracted)
+        extracted.sections = _cut(text)
+    return _keep_sections(extracted, limits)
 
 
-def _pdf(data: bytes) -> Extracted:
+def _keep_chars(text: str, limits: Limits, extracted: Extracted) -> str:
+    if len(text) > limits.chars:
+        extracted.truncated.append(
+            f"only the first {limits.chars:,} of {len(text):,} characters were read (BRAIN_MATERIAL_MAX_CHARS)"
+        )
+        return text[: limits.chars]
+    return text
+
+
+def _keep_sections(extracted: Extracted, limits: Limits) -> Extracted:
+    if len(extracted.sections) > limits.sections:
+        extracted.truncated.append(
+            f"only the first {limits.sections:,} of {len(extracted.sections):,} sections were learned "
+            "(BRAIN_MATERIAL_MAX_SECTIONS)"
+        )
+        extracted.sections = extracted.sections[: limits.sections]
+    return extracted
+
+
+def _pdf(data: bytes, limits: Limits) -> Extracted:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -90,31 +141,78 @@ def _pdf(data: bytes) -> Extracted:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise Unreadable("The PDF is encrypted; its text cannot be read.")
-        sections = []
+        extracted = Extracted(pages=len(reader.pages))
+        chars = 0
         for number, page in enumerate(reader.pages, 1):
+            if number > limits.pages:
+                extracted.truncated.append(
+                    f"only the first {limits.pages:,} of {extracted.pages:,} pages were read (BRAIN_MATERIAL_MAX_PAGES)"
+                )
+                break
+            if chars >= limits.chars or len(extracted.sections) >= limits.sections:
+                extracted.truncated.append(
+                    f"reading stopped at page {number} of {extracted.pages:,}: the character or section "
+                    "limit was reached (BRAIN_MATERIAL_MAX_CHARS, BRAIN_MATERIAL_MAX_SECTIONS)"
+                )
+                break
             text = " ".join((page.extract_text() or "").split(" "))
-            text = "\n".join(line.strip() for line in text.splitlines() if line.strip())
+            text = "\n".join(line.strip() for line in text.splitlines() if line.strip())[
+                : limits.chars - chars
+            ]
+            chars += len(text)
             if text:
                 for i, part in enumerate(_split_long(text)):
                     title = f"Page {number}" + (f" ({i + 1})" if i else "")
-                    sections.append(Section(title=title, text=part, page=number))
-        return Extracted(sections=sections, pages=len(reader.pages))
+                    extracted.sections.append(Section(title=title, text=part, page=number))
+        return extracted
     except (PdfReadError, ValueError, KeyError, TypeError) as exc:
         if isinstance(exc, Unreadable):
             raise
         raise Unreadable(f"The PDF could not be read: {exc}") from None
 
 
-def _docx(data: bytes) -> Extracted:
+def zip_check(data: bytes, limits: Limits) -> None:
+    """Refuse a ZIP (a DOCX) whose entries would unpack past the limits, before anything is
+    unpacked. The sizes come from the archive's directory; zipfile never hands out more than an
+    entry's recorded size (a lie there fails its CRC check), so they bound what is read."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise Unreadable(f"The DOCX could not be read: {exc}") from None
+    if len(entries) > limits.zip_entries:
+        raise Unreadable(f"The DOCX holds {len(entries):,} files (at most {limits.zip_entries:,} are read).")
+    total = sum(e.file_size for e in entries)
+    if total > limits.unzipped_bytes:
+        raise Unreadable(
+            f"The DOCX would unpack to {total / 1048576:,.0f} MB (at most {limits.unzipped_bytes / 1048576:,.0f} MB); "
+            "refused as a possible decompression bomb."
+        )
+    for e in entries:
+        if e.file_size > 1024 * 1024 and e.file_size > limits.zip_ratio * max(e.compress_size, 1):
+            raise Unreadable(
+                f"{e.filename} in the DOCX is compressed {e.file_size // max(e.compress_size, 1):,} to one "
+                f"(at most {limits.zip_ratio} to one); refused as a possible decompression bomb."
+            )
+
+
+def _docx(data: bytes, limits: Limits) -> Extracted:
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
+    zip_check(data, limits)
     try:
         document = docx.Document(io.BytesIO(data))
-    except (PackageNotFoundError, KeyError, ValueError) as exc:
+    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise Unreadable(f"The DOCX could not be read: {exc}") from None
-    lines = []
+    extracted = Extracted()
+    lines, chars = [], 0
     for paragraph in document.paragraphs:
+        if chars > limits.chars:
+            extracted.truncated.append(
+                f"only about the first {limits.chars:,} characters were read (BRAIN_MATERIAL_MAX_CHARS)"
+            )
+            break
         text = paragraph.text.strip()
         if not text:
             continue
@@ -125,7 +223,9 @@ def _docx(data: bytes) -> Extracted:
         else:
             lines.append(text)
         lines.append("")
-    return Extracted(sections=_cut("\n".join(lines)))
+        chars += len(text)
+    extracted.sections = _cut("\n".join(lines))
+    return extracted
 
 
 def html_to_text(markup: str) -> str:
@@ -192,3 +292,71 @@ def _split_long(text: str) -> list[str]:
     if current.strip():
         parts.append(current.strip())
     return parts
+
+
+# --- in a child process, under a ceiling -----------------------------------------------------
+
+
+def extract_bounded(
+    media_type: str, data: bytes, limits: Limits = Limits(), *, memory_mb: int = 1024, seconds: int = 300
+) -> Extracted:
+    """extract() in a child process whose address space is held to `memory_mb` and its CPU time
+    to `seconds` (resource.setrlimit), with a wall-clock deadline beside: a file that would need
+    more fails with that reason instead of growing or holding the worker. memory_mb=0: in this
+    process (no ceiling)."""
+    if not memory_mb:
+        return extract(media_type, data, limits)
+
+    def ceiling():
+        resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 1024 * 1024,) * 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+
+    try:
+        child = subprocess.run(
+            [sys.executable, "-m", "knowledge.materials.extract", media_type, json.dumps(asdict(limits))],
+            input=data,
+            capture_output=True,
+            timeout=seconds * 2,
+            preexec_fn=ceiling,  # noqa: PLW1509  (the learning job's process runs no other threads' forks)
+            cwd=_ROOT,
+        )
+    except subprocess.TimeoutExpired:
+        raise Unreadable(f"Reading the file took longer than {seconds * 2} s; it was stopped.") from None
+    try:
+        answer = json.loads(child.stdout)
+    except ValueError:
+        answer = None
+    if child.returncode != 0 or not isinstance(answer, dict):
+        tail = child.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        if "MemoryError" in tail[0] or child.returncode in (-9, -6):
+            raise Unreadable(f"Reading the file needed more than {memory_mb} MB of memory; it was stopped.")
+        if child.returncode == -signal.SIGXCPU:
+            raise Unreadable(f"Reading the file needed more than {seconds} s of CPU time; it was stopped.")
+        raise Unreadable(f"Reading the file failed: {tail[0][:300] or f'exit status {child.returncode}'}")
+    if "unreadable" in answer:
+        raise Unreadable(answer["unreadable"])
+    return Extracted(
+        sections=[Section(**s) for s in answer["sections"]],
+        pages=answer["pages"],
+        truncated=answer["truncated"],
+    )
+
+
+_ROOT = __file__.rsplit("/knowledge/", 1)[0]
+
+
+def _child_main() -> int:
+    media_type, limits = sys.argv[1], Limits(**json.loads(sys.argv[2]))
+    data = sys.stdin.buffer.read()
+    try:
+        extracted = extract(media_type, data, limits)
+    except Unreadable as exc:
+        answer = {"unreadable": str(exc)}
+    else:
+        answer = asdict(extracted)
+    sys.stdout.write(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main())

@@ -16,11 +16,12 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from knowledge.entries import services as entry_services
 from knowledge.materials import extract
-from knowledge.materials.services import _learned, learning_claim, learning_fail
+from knowledge.materials.services import _learned, extract_limits, learning_claim, learning_fail
 from knowledge.materials.storage import original_read
 from knowledge.models import Entry, Material, MaterialVersion, Memory
 from knowledge.principals.principal import Principal
@@ -99,7 +100,14 @@ def material_learn(material_id: int) -> str:
         if hashlib.sha256(data).hexdigest() != version.sha256:
             raise LearnFailed("the stored original does not match its recorded sha256")
         try:
-            extracted = extract.extract(version.media_type, data)
+            # In a child process under the job's memory and CPU ceiling (extract_bounded).
+            extracted = extract.extract_bounded(
+                version.media_type,
+                data,
+                extract_limits(),
+                memory_mb=settings.BRAIN_MATERIAL_EXTRACT_MEMORY_MB,
+                seconds=settings.BRAIN_MATERIAL_EXTRACT_SECONDS,
+            )
         except extract.Unreadable as exc:
             raise LearnFailed(str(exc)) from None
         if not extracted.sections:

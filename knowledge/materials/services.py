@@ -34,6 +34,16 @@ def max_bytes() -> int:
     return settings.BRAIN_MATERIAL_MAX_MB * 1024 * 1024
 
 
+def extract_limits() -> extract.Limits:
+    """What one material may cost to read (knowledge.materials.extract), from the settings."""
+    return extract.Limits(
+        pages=settings.BRAIN_MATERIAL_MAX_PAGES,
+        sections=settings.BRAIN_MATERIAL_MAX_SECTIONS,
+        chars=settings.BRAIN_MATERIAL_MAX_CHARS,
+        unzipped_bytes=settings.BRAIN_MATERIAL_MAX_UNZIPPED_MB * 1024 * 1024,
+    )
+
+
 def job_timeout_seconds() -> int:
     """How long one learning job may run before it counts as stuck (the worker's task timeout)."""
     timeout = settings.Q_CLUSTER.get("timeout")
@@ -151,7 +161,7 @@ def material_paste(
     title = (title or "").strip()
     if not title:
         raise Invalid({"title": "A title is required."})
-    extracted = extract.extract(media_type, data)
+    extracted = extract.extract(media_type, data, extract_limits())
     if not extracted.sections:
         raise Invalid({"text" if text else "html": "There is no text to learn."})
     with transaction.atomic():
@@ -185,7 +195,11 @@ def _learned(
     no model was used)."""
     version.sections, version.pages = len(extracted.sections), extracted.pages
     version.save(update_fields=["sections", "pages"])
-    material.state, material.reason, material.learned_at = Material.LEARNED, note, timezone.now()
+    if extracted.truncated:  # learned in part: the material says what was left out
+        note = "; ".join(
+            [note, "truncated: " + "; ".join(extracted.truncated)] if note else extracted.truncated
+        )
+    material.state, material.reason, material.learned_at = Material.LEARNED, note[:2000], timezone.now()
     material.learned_with = job
     material.save(update_fields=["state", "reason", "learned_at", "learned_with", "updated_at"])
     audit_record(
@@ -197,6 +211,7 @@ def _learned(
         object_ids=[material.pk],
         counts={"sections": len(extracted.sections), **(counts or {})},
         data={
+            "truncated": extracted.truncated,
             "ref": material.source_ref,
             "version": version.number,
             "job": job,
@@ -395,3 +410,55 @@ def learning_fail(material_id: int, attempt: int, reason: str) -> bool:
             data={"ref": material.source_ref, "attempt": attempt},
         )
     return True
+
+
+# --- the stuck-learning sweep -----------------------------------------------------------------
+
+SWEEP_ACTOR = Principal.system("materials")
+
+
+def learning_sweep(*, now=None) -> dict:
+    """Every few minutes: a material still `learning` past the job timeout lost its job (the
+    worker died, or the job ran into its timeout). It is queued again, with the reason, while it
+    has had fewer than BRAIN_MATERIAL_MAX_ATTEMPTS attempts; after that it is failed with the
+    reason (Retry still works). One transaction per material; returns the counts."""
+    now = now or timezone.now()
+    timeout = job_timeout_seconds()
+    counts = {"retried": 0, "failed": 0}
+    stuck_ids = list(
+        Material.objects.filter(
+            state=Material.LEARNING, learning_started_at__lt=now - timezone.timedelta(seconds=timeout)
+        ).values_list("pk", flat=True)[:100]
+    )
+    for pk in stuck_ids:
+        with transaction.atomic():
+            material = (
+                Material.objects.select_for_update(of=("self",), skip_locked=True)
+                .select_related("owner")
+                .filter(pk=pk, state=Material.LEARNING)
+                .first()
+            )
+            if material is None:
+                continue  # taken over (or finished) since it was listed
+            what = f"attempt {material.attempts} did not finish within the {timeout} s job timeout"
+            if material.attempts < settings.BRAIN_MATERIAL_MAX_ATTEMPTS:
+                material.state, material.reason = Material.QUEUED, f"{what}; queued again"
+                action, key = "material.retried", "retried"
+                _enqueue(material.pk)
+            else:
+                material.state = Material.FAILED
+                material.reason = (
+                    f"{what}, the last of {material.attempts} attempts: the original is probably too large "
+                    "or too complex to read in time (BRAIN_MATERIAL_MAX_PAGES, _SECTIONS, _CHARS bound it)"
+                )
+                action, key = "material.learning_failed", "failed"
+            material.save(update_fields=["state", "reason", "updated_at"])
+            _audit(
+                action,
+                actor=SWEEP_ACTOR,
+                material=material,
+                reason=material.reason,
+                data={"was": Material.LEARNING, "attempts": material.attempts, "by": "stuck-learning sweep"},
+            )
+            counts[key] += 1
+    return counts

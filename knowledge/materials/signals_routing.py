@@ -6,8 +6,9 @@ visibility boundary). A rule with `learn: false` (prices, stock levels: values t
 the minute) keeps its signals as searchable messages that Dreaming never curates."""
 
 import datetime
+import json
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
@@ -115,7 +116,38 @@ def signal_receive(
     rule = rule_for(source, type)
     if rule is None:
         raise Invalid({"source": f"No signal routing rule for {source}/{type}; an admin adds one first."})
+    try:
+        signal_id = _signal_store(
+            actor=actor,
+            rule=rule,
+            source=source,
+            type=type,
+            text=text,
+            external_id=external_id,
+            data=data,
+            occurred_at=occurred_at,
+        )
+    except _AlreadyReceived:
+        # The same signal sent at the same moment: the first one to commit stored it, and this
+        # one's transaction (channel, message) was rolled back, so it wrote nothing.
+        return Signal.objects.select_related("message__channel").get(
+            source=source, external_id=external_id
+        ), True
+    return Signal.objects.select_related("message__channel").get(pk=signal_id), False
+
+
+class _AlreadyReceived(Exception):
+    pass
+
+
+def _signal_store(*, actor, rule, source, type, text, external_id, data, occurred_at) -> int:
     with transaction.atomic():
+        # Signals into one channel take turns: the first of several identical ones sent at once
+        # creates the channel (when new) and the message, the next see them committed.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"signal-channel:{rule.channel}"])
+        if Signal.objects.filter(source=source, external_id=external_id).exists():
+            raise _AlreadyReceived
         channel = Channel.objects.select_for_update().filter(name=rule.channel).first()
         if channel is None:
             channel = channel_open(
@@ -153,24 +185,36 @@ def signal_receive(
         message_id = result.ids[0]
         if not rule.learn:
             Message.objects.filter(pk=message_id).update(learn=False)
-        signal = Signal.objects.create(
-            source=source,
-            type=type,
-            external_id=external_id,
-            text=text,
-            data=data or {},
-            occurred_at=occurred_at or timezone.now(),
-            rule=rule,
-            message_id=message_id,
-            learn=rule.learn,
-            posted_by=f"{actor.kind}:{actor.name}",
-        )
+        # Idempotent by the (source, external_id) constraint itself, whatever got past the check
+        # above: a row that is already there makes this transaction roll back as a duplicate.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO knowledge_signal (source, type, external_id, text, data, occurred_at, rule_id, "
+                "message_id, learn, posted_by, created_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, now()) "
+                "ON CONFLICT (source, external_id) DO NOTHING RETURNING id",
+                [
+                    source,
+                    type,
+                    external_id,
+                    text,
+                    json.dumps(data or {}),
+                    occurred_at or timezone.now(),
+                    rule.pk,
+                    message_id,
+                    rule.learn,
+                    f"{actor.kind}:{actor.name}",
+                ],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise _AlreadyReceived
+        signal_id = row[0]
         audit_record(
             "signal.received",
             actor=actor,
             store=Message.objects.filter(pk=message_id).values_list("store", flat=True).first() or "",
             object_type="signal",
-            object_ids=[signal.pk],
+            object_ids=[signal_id],
             data={
                 "source": source,
                 "type": type,
@@ -179,5 +223,4 @@ def signal_receive(
                 "message": message_id,
             },
         )
-    signal = Signal.objects.select_related("message__channel").get(pk=signal.pk)
-    return signal, False
+    return signal_id

@@ -6,3 +6,10 @@ def material_learn(material_id: int) -> str:
     from knowledge.materials.learning import material_learn as learn
 
     return learn(material_id)
+
+
+def learning_sweep() -> dict:
+    """Every 5 minutes: retry or fail materials stuck in learning (services.learning_sweep)."""
+    from knowledge.materials.services import learning_sweep as sweep
+
+    return sweep()

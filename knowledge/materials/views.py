@@ -5,12 +5,13 @@ routing rules. Thin views over the same services and selectors as the API."""
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from knowledge import access
-from knowledge.errors import DomainError
+from knowledge.errors import DomainError, Gone
 from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.api import original_response
 from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
@@ -131,7 +132,10 @@ def material_download(request, pk):
             from django.http import Http404
 
             raise Http404("No such version.")
-    return original_response(material, version)
+    try:
+        return original_response(material, version)
+    except Gone as exc:
+        return HttpResponse(exc.message, status=410, content_type="text/plain; charset=utf-8")
 
 
 @reviewer_required

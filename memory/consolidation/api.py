@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from knowledge.access import parse_scope
 from knowledge.errors import Invalid
+from knowledge.limits import MAX_OFFSET
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import StrictSerializer, no_body
@@ -186,6 +187,9 @@ def consolidation_list_view(request):
         offset = max(0, int(request.query_params.get("offset", 0)))
     except ValueError:
         errors["limit"] = ["limit and offset must be integers."]
+    else:
+        if offset > MAX_OFFSET:
+            errors["offset"] = [f"At most {MAX_OFFSET:,}."]
     if errors:
         raise ValidationError(errors)
     plans = plan_list(state=state, owner=owner)

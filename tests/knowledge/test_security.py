@@ -82,6 +82,40 @@ def test_behind_a_proxy_the_forwarded_address_is_counted_and_cannot_be_spoofed(w
     assert not AuthFailure.objects.filter(address__in=["1.2.3.4", "5.6.7.8", "10.0.0.1"]).exists()
 
 
+def test_without_proxies_x_forwarded_for_is_ignored_by_the_bad_token_count(world, settings):
+    settings.BRAIN_API_BAD_TOKENS_PER_MINUTE = 3
+    client = APIClient(REMOTE_ADDR="10.0.0.2")
+    client.credentials(HTTP_AUTHORIZATION="Bearer brn_bad")
+    codes = [client.get("/api/me", HTTP_X_FORWARDED_FOR=f"192.0.2.{i}").status_code for i in range(5)]
+    assert codes == [401] * 3 + [429] * 2
+    assert list(AuthFailure.objects.values_list("address", flat=True)) == ["10.0.0.2"]
+
+
+def test_a_client_request_id_is_kept_beside_brains_own_never_instead(world):
+    """The id on the answer and on the audit event is Brain's; the one the client sent is kept as
+    `client_request_id` (for the log line), cleaned of anything that could break a log line."""
+    scribe = world.client("scribe")
+    body = {
+        "scope": "agent",
+        "text": "Request ids are Brain's own.",
+        "sources": [{"kind": "ticket", "ref": "T-1"}],
+    }
+    sent = "forged-id 200 1.0ms\nINFO brain.request [other]"
+    written = scribe.post("/api/memory", body, format="json", HTTP_X_REQUEST_ID=sent)
+    assert written.status_code == 201, written.json()
+    own = written["X-Request-Id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", own)
+    assert written.wsgi_request.client_request_id == "forged-id2001.0msINFObrain.requestother"
+    assert AuditEvent.objects.filter(request_id=own).exists()
+    assert not AuditEvent.objects.filter(request_id__startswith="forged").exists()
+
+
+@override_settings(BRAIN_PROXY_HOPS=1)
+def test_behind_a_proxy_its_request_id_is_brains(world):
+    answer = world.client("scribe").get("/api/me", HTTP_X_REQUEST_ID="nginx-5f2c9a")
+    assert answer["X-Request-Id"] == "nginx-5f2c9a" and answer.wsgi_request.client_request_id == ""
+
+
 # --- headers ----------------------------------------------------------------------------------
 
 INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>", re.I)

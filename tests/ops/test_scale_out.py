@@ -61,7 +61,7 @@ def test_two_web_processes_and_two_workers_share_one_database(postgres, tmp_path
                 "gunicorn",
                 "brainsite.asgi:application",
                 "--worker-class",
-                "uvicorn_worker.UvicornWorker",
+                "brainsite.ops.web_worker.BrainUvicornWorker",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",

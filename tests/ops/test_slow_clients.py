@@ -50,3 +50,48 @@ def test_slow_and_idle_clients_do_not_starve_the_others(brain):
     finally:
         for sock in idle + slow_body:
             sock.close()
+
+
+STALLED_UPLOADS = 24
+PAST_THE_BODY_LIMIT = 5_300_000  # BRAIN_MAX_BODY_BYTES is 5 MB; uploads may be larger
+
+
+def _stalled_upload(brain, i: int) -> socket.socket:
+    """A material upload (multipart, valid token) that declares 8 MB and sends 5.3 MB of it:
+    past the ordinary body limit, where the body reader used to hand the rest to a Django
+    thread to wait for."""
+    boundary = f"stall{i}"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="agent"\r\n\r\n{brain.agent}\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="stalled-{i}.txt"\r\n'
+        "Content-Type: text/plain\r\n\r\n"
+    ).encode()
+    request = (
+        f"POST /api/materials HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {brain.token}\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {8 * 1024 * 1024}\r\n\r\n"
+    ).encode()
+    return _open(brain.port, request + head + b"x" * PAST_THE_BODY_LIMIT)
+
+
+def test_stalled_uploads_get_408_and_do_not_take_the_web_tier_down(brain):
+    brain.wait_healthy()
+    stalled = [_stalled_upload(brain, i) for i in range(STALLED_UPLOADS)]
+    try:
+        with httpx.Client(timeout=1) as client:  # /healthz must answer within a second
+            for _ in range(10):
+                for sock in stalled:  # a byte now and then: stalled, but not yet past the timeout
+                    sock.sendall(b"x")
+                assert client.get(f"{brain.url}/healthz").status_code == 200
+        # Then they stop for good: each is answered 408 once BRAIN_BODY_TIMEOUT_SECONDS (3 here)
+        # pass without a byte, and nothing was stored.
+        for sock in stalled:
+            sock.settimeout(30)
+            answer = wait_for(lambda s=sock: s.recv(4096), timeout=30, what="the 408 to a stalled upload")
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert (
+            brain.count("SELECT count(*) FROM knowledge_materialversion WHERE filename LIKE 'stalled-%%'")
+            == 0
+        )
+    finally:
+        for sock in stalled:
+            sock.close()

@@ -62,6 +62,12 @@ def receiver_factory():
         r.close()
 
 
+@pytest.fixture(autouse=True)
+def loopback_receivers_allowed(settings):
+    """The receivers here listen on loopback, which webhooks may reach only by name."""
+    settings.BRAIN_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+
+
 def fanout():
     settle()
     return webhooks_fanout()
@@ -165,7 +171,8 @@ def test_a_webhook_gets_only_its_event_types_and_only_events_after_it_was_regist
 
 
 def test_registration_is_for_admins_and_bad_input_writes_nothing(world):
-    good = {"url": "https://example.org/hook", "events": ["memory.written"], "secret": SECRET}
+    # A public address (example.com's) as a literal: no name lookup needed to register it.
+    good = {"url": "https://93.184.215.14/hook", "events": ["memory.written"], "secret": SECRET}
     assert world.client("copilot").post("/api/webhooks", good, format="json").status_code == 403
     assert world.client("reviewer").post("/api/webhooks", good, format="json").status_code == 403
     admin = world.client("admin")
@@ -222,3 +229,60 @@ def test_one_run_sends_batch_after_batch(world, receiver_factory):
     assert len(receiver.requests) == 3
     cursors = [r["headers"]["X-Brain-Cursor"] for r in receiver.requests]
     assert cursors == sorted(cursors, key=lambda c: tuple(map(int, c.split("-"))))
+
+
+INTERNAL = [
+    "http://127.0.0.1:8000/hook",
+    "http://localhost/hook",
+    "http://10.0.0.5/hook",
+    "http://172.16.3.4/hook",
+    "http://192.168.1.1/hook",
+    "http://100.64.0.1/hook",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://0.0.0.0/hook",
+    "http://[::1]/hook",
+    "http://[fd00:ec2::254]/hook",
+    "http://[::ffff:127.0.0.1]/hook",
+    "http://[fe80::1]/hook",
+]
+
+
+@pytest.mark.parametrize("url", INTERNAL)
+def test_a_webhook_to_an_internal_address_is_refused_and_writes_nothing(world, url, settings):
+    settings.BRAIN_WEBHOOK_ALLOW_HOSTS = []
+    response = world.client("admin").post(
+        "/api/webhooks", {"url": url, "events": ["memory.written"], "secret": SECRET}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "BRAIN_WEBHOOK_ALLOW_HOSTS" in response.json()["fields"]["url"][0]
+    assert not Webhook.objects.exists() and not AuditEvent.objects.filter(action="webhook.created").exists()
+
+
+def test_a_host_allowed_by_name_is_reached_and_checked_again_at_each_delivery(
+    world, receiver_factory, settings
+):
+    receiver = receiver_factory(200)
+    _register(world, receiver.url)  # 127.0.0.1 is allowed (the fixture above)
+    factory.make_memory(world.copilot, "first", store="shared")
+    fanout()
+    assert deliveries_send()["delivered"] == 1 and len(receiver.requests) == 1
+    settings.BRAIN_WEBHOOK_ALLOW_HOSTS = []  # no longer allowed: the next delivery is refused, not sent
+    factory.make_memory(world.copilot, "second", store="shared")
+    fanout()
+    deliveries_send()
+    refused = WebhookDelivery.objects.order_by("-id").first()
+    assert refused.state == "pending" and refused.last_status is None
+    assert refused.last_error.startswith("Refused: 127.0.0.1 resolves to 127.0.0.1, a loopback address")
+    assert len(receiver.requests) == 1
+
+
+def test_the_console_refuses_an_internal_webhook_with_the_reason(world, client, settings):
+    settings.BRAIN_WEBHOOK_ALLOW_HOSTS = []
+    client.force_login(world.admin)
+    response = client.post(
+        "/webhooks/",
+        {"url": "http://169.254.169.254/latest/", "events": ["memory.written"], "secret": SECRET},
+        follow=True,
+    )
+    assert response.status_code == 200 and b"a cloud metadata address" in response.content
+    assert not Webhook.objects.exists()

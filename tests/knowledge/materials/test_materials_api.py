@@ -185,6 +185,22 @@ def test_download_returns_the_stored_bytes_exactly_as_an_attachment(world):
     assert response["Content-Type"] == "application/pdf"
 
 
+def test_a_material_whose_stored_original_is_missing_answers_410_json(world, client):
+    """A restored database without the media directory: the material is listed, its original
+    is gone. The download used to be an HTML 500."""
+    from knowledge.materials.storage import material_storage
+
+    admin = world.client("admin")
+    material_id = upload(admin, "policy.pdf", FILES["policy.pdf"]).json()["material"]["id"]
+    material_storage().delete(Material.objects.get(pk=material_id).version.path)
+    response = admin.get(f"/api/materials/{material_id}/original")
+    assert response.status_code == 410 and response["Content-Type"] == "application/json"
+    assert f"material {material_id} " in response.json()["error"] and "missing" in response.json()["error"]
+    client.force_login(world.admin)
+    page = client.get(f"/knowledge/materials/{material_id}/original")
+    assert page.status_code == 410 and b"missing" in page.content
+
+
 def test_pasted_text_and_web_content_become_an_entry_at_once_citing_the_material(world):
     client = world.client("admin")
     response = client.post(

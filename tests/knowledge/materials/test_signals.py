@@ -95,3 +95,40 @@ def test_a_signal_gives_its_integration_no_part_in_the_channel(world):
         actor=factory.SYSTEM, channel=channel, integration=Integration.objects.get(name="tickets")
     )
     assert integration.post("/api/messages", body, format="json").status_code == 201
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sixty_identical_signals_at_once_store_one_and_answer_every_sender(world):
+    """Sent at the same moment, 60 identical signals used to race on the unique constraint: 46
+    of 60 senders got a 500. Now one is stored and every sender gets a JSON answer naming it."""
+    import threading
+
+    from django.db import connection
+    from rest_framework.test import APIClient
+
+    assert _rule(world.client("admin"), learn=True).status_code == 201
+    token = world.tokens["integration"]
+    senders = 60
+    barrier = threading.Barrier(senders)
+    answers = [None] * senders
+
+    def send(i):
+        client = APIClient()
+        client.raise_request_exception = False
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        try:
+            barrier.wait()
+            answers[i] = _signal(client, "same-moment")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(senders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [200] * (senders - 1) + [201], statuses
+    assert {a.json()["message"] for a in answers} == {Signal.objects.get().message_id}
+    assert Message.objects.filter(channel__name="prices").count() == 1
+    assert Channel.objects.filter(name="prices").count() == 1
