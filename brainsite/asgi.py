@@ -20,6 +20,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
 django_wsgi = get_wsgi_application()
 
 from brainsite.ops.asgi_body import buffer_body  # noqa: E402
+from brainsite.ops.metrics import asgi_observed  # noqa: E402
 from memory.mcp.http import PATH, mcp_asgi_app  # noqa: E402  (needs Django set up)
 
 
@@ -27,7 +28,7 @@ def build_application():
     """The router: lifespan and `/mcp/` (and `/mcp`) to the MCP app, the rest to Django. The MCP
     app's lifespan (which runs the SDK's session manager) can run once, so each server gets its
     own from here."""
-    mcp_app = mcp_asgi_app()
+    mcp_app = asgi_observed(mcp_asgi_app(), "/mcp/")
     django_app = WSGIMiddleware(django_wsgi, workers=int(os.environ.get("WEB_THREADS", "4")))
     # Whole bodies only: a slow client waits on the event loop, not in a pool thread.
     django_app = buffer_body(

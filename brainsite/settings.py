@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "brainsite.ops.middleware.RequestLogMiddleware",  # first: one line per request, whole duration
+    "brainsite.ops.metrics.MetricsMiddleware",  # requests by route and status (GET /metrics)
     "django.middleware.security.SecurityMiddleware",
     "knowledge.web.BodySizeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -260,6 +261,16 @@ LOGGING = logging_config(env("BRAIN_LOG_LEVEL", "WARNING"))
 BRAIN_WORKER_HEARTBEAT_SECONDS = env_int("BRAIN_WORKER_HEARTBEAT_SECONDS", 60)
 # A request body must arrive within this many seconds (408 otherwise; brainsite/ops/asgi_body.py).
 BRAIN_BODY_TIMEOUT_SECONDS = float(env("BRAIN_BODY_TIMEOUT_SECONDS", "30"))
+
+# GET /metrics (Prometheus) answers only with this bearer token; unset, it answers 404. Every
+# process of this machine writes its counters under BRAIN_METRICS_DIR (PROMETHEUS_MULTIPROC_DIR
+# when set; `make run` empties it on start). docs/METRICS.md lists the names.
+BRAIN_METRICS_TOKEN = env("BRAIN_METRICS_TOKEN")
+# prometheus_client picks its mode when first imported (django-q2 imports it while the apps
+# load), so the variable is set here, before any app.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(VAR_DIR / "metrics")
+BRAIN_METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
 # --- Brain's own settings -------------------------------------------------------------------
 # Modes marked "run time" can also be changed by admins on the settings page (audited); the

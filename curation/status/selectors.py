@@ -99,9 +99,10 @@ def job_status() -> dict:
     queue = OrmQ.objects.using(conf.get("orm", "default"))
     waiting = queue.filter(lock__lte=now)
     oldest = waiting.order_by("lock").values_list("lock", flat=True).first()
+    stuck_tasks = queue.filter(lock__gt=now, lock__lt=now + retry - timeout)
     stuck = [
         {"task": task.name(), "func": task.func(), "claimed_at": task.lock - retry}
-        for task in queue.filter(lock__gt=now, lock__lt=now + retry - timeout).order_by("lock")[:LISTED]
+        for task in stuck_tasks.order_by("lock")[:LISTED]
     ]
     since = now - timedelta(days=1)
     failures = Failure.objects.filter(stopped__gte=since).order_by("-stopped")
@@ -110,6 +111,7 @@ def job_status() -> dict:
         "oldest_waiting_since": oldest,
         "running": queue.filter(lock__gt=now).count(),
         "stuck": stuck,
+        "stuck_count": len(stuck) if len(stuck) < LISTED else stuck_tasks.count(),
         "failed_last_day": failures.count(),
         "recent_failures": [
             {"name": f.name, "func": f.func, "stopped": f.stopped, "result": str(f.result or "")[:500]}

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 from django.utils import timezone
 
+from knowledge import metrics
 from knowledge.embeddings import embedder as embeddings
 from knowledge.models import Channel, Message
 from memory.recall import routes as R
@@ -54,6 +55,7 @@ class Ranking:
     routes: dict[str, dict]  # route -> {"ran", "hits", "ms", "reason"}
     reranker: str = "off"
     embed_ms: float = 0.0
+    fusion_ms: float = 0.0
 
 
 @dataclass
@@ -211,11 +213,17 @@ def recall_candidates(
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
         else:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": query.reason}
+    fusion_start = time.perf_counter()
     candidates = apply_decay(fuse(rankings, params), now, params)
     hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
-        rankings=rankings, candidates=candidates, routes=info, reranker=reranker, embed_ms=round(query.ms, 2)
+        rankings=rankings,
+        candidates=candidates,
+        routes=info,
+        reranker=reranker,
+        embed_ms=round(query.ms, 2),
+        fusion_ms=(time.perf_counter() - fusion_start) * 1000,
     )
 
 
@@ -232,6 +240,7 @@ def memory_search(
 ) -> SearchOutcome:
     """The results an agent gets for `q`: at most `k` items whose texts together count at most
     `budget_tokens` tokens (knowledge.tokens), best first."""
+    started = time.perf_counter()
     now = now or timezone.now()
     k = max(1, min(k, MAX_K))
     ranking = recall_candidates(
@@ -244,9 +253,18 @@ def memory_search(
         routes=routes,
         hydrate_top=2 * k,
     )
+    pack_start = time.perf_counter()
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
+    done = time.perf_counter()
+    metrics.recall_observe(
+        embed_ms=ranking.embed_ms,
+        routes=ranking.routes,
+        fusion_ms=ranking.fusion_ms,
+        pack_ms=(done - pack_start) * 1000,
+        total_ms=(done - started) * 1000,
+    )
     return SearchOutcome(
         scope=scope, q=q, now=now, k=k, budget_tokens=budget_tokens, ranking=ranking, items=items
     )

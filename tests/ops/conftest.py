@@ -46,7 +46,13 @@ def base_env(**extra) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "BRAIN_EMBEDDED_DATABASE_URL", "PYTEST_CURRENT_TEST"}
+        if k
+        not in {
+            "DATABASE_URL",
+            "BRAIN_EMBEDDED_DATABASE_URL",
+            "PYTEST_CURRENT_TEST",
+            "PROMETHEUS_MULTIPROC_DIR",
+        }
     }
     env.update(
         DJANGO_SETTINGS_MODULE="brainsite.settings",

@@ -1,0 +1,59 @@
+"""The process-side Prometheus instruments: counters and histograms that request handling and
+recall update as they go. Everything read from the database (queue sizes, backlog, jobs, model
+usage, lag) is computed when /metrics is scraped instead (brainsite/ops/metrics.py), so no hot
+path runs an extra query for it.
+
+Multi-process mode: the web server runs several processes and the worker cluster forks pool
+processes; each writes its values to files of its own under PROMETHEUS_MULTIPROC_DIR (default
+var/metrics, settings.BRAIN_METRICS_DIR, which sets the variable before any app imports
+prometheus_client) and a scrape of any web process sums them."""
+
+import os
+
+from django.conf import settings
+from prometheus_client import Counter, Histogram
+
+os.makedirs(settings.BRAIN_METRICS_DIR, exist_ok=True)
+
+# Seconds; a search step is a few ms, a request up to a model-backed call of seconds.
+STEP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+http_requests = Counter(
+    "brain_http_requests",
+    "HTTP requests answered, by URL route (the pattern, not the path), method and status.",
+    ["route", "method", "status"],
+)
+http_duration = Histogram(
+    "brain_http_request_duration_seconds",
+    "Time to answer an HTTP request, by URL route and method.",
+    ["route", "method"],
+    buckets=REQUEST_BUCKETS,
+)
+recall_step = Histogram(
+    "brain_recall_step_seconds",
+    "memory_search time by step: embedding (the query vector), each route by its name, fusion "
+    "(fuse, decay, load the best rows, rerank), packing (expand and fit the budget), total.",
+    ["step"],
+    buckets=STEP_BUCKETS,
+)
+
+
+def http_observe(*, route: str, method: str, status: int, seconds: float) -> None:
+    http_requests.labels(route, method, str(status)).inc()
+    http_duration.labels(route, method).observe(seconds)
+
+
+def recall_observe(
+    *, embed_ms: float, routes: dict[str, dict], fusion_ms: float, pack_ms: float, total_ms: float
+):
+    """One observation per step of one memory_search (`routes` as Ranking.routes: only the routes
+    that ran are observed)."""
+    if embed_ms:
+        recall_step.labels("embedding").observe(embed_ms / 1000)
+    for name, info in routes.items():
+        if info["ran"]:
+            recall_step.labels(name).observe(info["ms"] / 1000)
+    recall_step.labels("fusion").observe(fusion_ms / 1000)
+    recall_step.labels("packing").observe(pack_ms / 1000)
+    recall_step.labels("total").observe(total_ms / 1000)
