@@ -3,14 +3,8 @@ a new, empty data directory and media folder → `manage.py restore` → every t
 every original's sha256 equal, and a search answers the same. Also: restore refuses a target
 that is not empty unless --force."""
 
-import hashlib
 import json
-import subprocess
 import tarfile
-
-import pytest
-
-from tests.ops.conftest import PY, ROOT, base_env, copy_pgdata, stop_pgdata
 
 SEED = r"""
 from django.db import transaction
@@ -48,62 +42,15 @@ print("COUNTS", json.dumps(table_counts()))
 """
 
 
-class Site:
-    """One Brain's data: an embedded data directory and a var/ folder (media included)."""
-
-    def __init__(self, base, template=None):
-        self.pgdata, self.var = base / "pgdata", base / "var"
-        if template is not None:
-            copy_pgdata(template, self.pgdata)
-        self.env = base_env(
-            BRAIN_PGDATA=str(self.pgdata), BRAIN_VAR_DIR=str(self.var), BRAIN_EMBEDDINGS="local"
-        )
-
-    def manage(self, *args, check=True) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [PY, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, check=check
-        )
-
-    def shell(self, code: str) -> str:
-        result = self.manage("shell", "-c", code, check=False)
-        assert result.returncode == 0, result.stderr[-3000:]
-        return result.stdout
-
-    def search(self, before: str = "", after: str = "") -> tuple[list, dict]:
-        """The drill search's results and every table's row count (then `after` runs)."""
-        out = self.shell(before + SEARCH + after).splitlines()
-        result = next(line for line in out if line.startswith("RESULT "))
-        counts = next(line for line in out if line.startswith("COUNTS "))
-        return json.loads(result.split(" ", 1)[1]), json.loads(counts.split(" ", 1)[1])
-
-    def originals(self) -> dict[str, str]:
-        folder = self.var / "media" / "materials"
-        return {
-            str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*"))
-            if p.is_file()
-        }
-
-    def stop(self):
-        stop_pgdata(self.pgdata)
-
-
-@pytest.fixture
-def sites(tmp_path, migrated_pgdata):
-    made = []
-
-    def make(name, template=None):
-        made.append(Site(tmp_path / name, template))
-        return made[-1]
-
-    yield make
-    for site in made:
-        site.stop()
+def drill_search(site, before: str = "", after: str = "") -> tuple[list, dict]:
+    """The drill search's results and every table's row count (then `after` runs)."""
+    out = site.tagged(before + SEARCH + after)
+    return out["RESULT"], out["COUNTS"]
 
 
 def test_backup_wipe_restore_gives_back_every_row_and_original(tmp_path, migrated_pgdata, sites):
     source = sites("source", migrated_pgdata)
-    answer, counts = source.search(before=SEED)
+    answer, counts = drill_search(source, before=SEED)
     assert answer and "vpn" in answer[0][2].lower()
 
     archive = tmp_path / "brain.tar"
@@ -132,8 +79,8 @@ def test_backup_wipe_restore_gives_back_every_row_and_original(tmp_path, migrate
     assert "every count and checksum matches" in restored.stdout, restored.stderr
     assert target.originals() == source.originals() and len(target.originals()) == 2
     # The same answer and counts; then one more row, so the target is no longer what was backed up.
-    again_answer, again_counts = target.search(
-        after="from tests import factory\nfactory.make_agent('extra')\n"
+    again_answer, again_counts = drill_search(
+        target, after="from tests import factory\nfactory.make_agent('extra')\n"
     )
     assert again_answer == answer and again_counts == counts
 
@@ -143,4 +90,4 @@ def test_backup_wipe_restore_gives_back_every_row_and_original(tmp_path, migrate
     # … unless forced, after which everything matches again (the extra row is gone).
     forced = target.manage("restore", "--force", str(archive))
     assert "every count and checksum matches" in forced.stdout
-    assert target.search() == (answer, counts)
+    assert drill_search(target) == (answer, counts)
