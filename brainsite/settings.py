@@ -126,6 +126,16 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("BRAIN_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A streaming replica of that database for read-only work (recall, lists, Status, the event
+# feed; knowledge/replica.py): the router sends only those reads there, and falls back to the
+# primary while the replica does not answer.
+DATABASE_REPLICA_URL = env("DATABASE_REPLICA_URL")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = parse_database_url(DATABASE_REPLICA_URL)
+    DATABASES["replica"]["OPTIONS"].setdefault("connect_timeout", "3")
+    DATABASES["replica"].update(CONN_MAX_AGE=DATABASES["default"]["CONN_MAX_AGE"], CONN_HEALTH_CHECKS=True)
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["knowledge.replica.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

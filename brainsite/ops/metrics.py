@@ -11,7 +11,7 @@ import hmac
 import time
 
 from django.conf import settings
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection
 from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest  # noqa: I001  (after knowledge.metrics)
@@ -196,9 +196,10 @@ class DatabaseCollector:
         yield pool
 
     def _replica(self):
-        if "replica" not in connections.databases:
+        from knowledge.replica import replica_configured, replica_lag_seconds
+
+        if not replica_configured():
             return
-        from brainsite.replica import replica_lag_seconds
 
         lag = GaugeMetricFamily(
             "brain_replica_lag_seconds",

@@ -6,6 +6,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from curation.status.selectors import alerts, job_status, recall_status
+from knowledge.replica import replica_reads
 
 StatusOut = inline_serializer(
     "Status",
@@ -140,6 +141,7 @@ StatusOut = inline_serializer(
     "(task results may quote stored text) is given to reviewers and admins only.",
 )
 @api_view(["GET"])
+@replica_reads
 def status_view(request):
     status = recall_status()
     jobs = job_status()

@@ -16,6 +16,7 @@ from knowledge import health
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import coverage
 from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
+from knowledge.replica import replica_configured, replica_lag_seconds
 from knowledge.tokens import count_tokens
 from memory.recall.memo import memo_budget_tokens
 from memory.skills.selectors import overlays_over_budget
@@ -76,8 +77,20 @@ def recall_status() -> dict:
         "pinned_memos": memos,
         "overlays_over_budget": overlays_over_budget(),
         "worker_heartbeat": beat,
+        **({"replica": replica_report()} if replica_configured() else {}),
         **{section.name: section.report() for section in status_sections()},
     }
+
+
+# The read replica is this far behind before Status warns (searches and lists then miss that
+# many seconds of writes).
+REPLICA_LAG_WARN_SECONDS = 60
+
+
+def replica_report() -> dict:
+    """The read replica (DATABASE_REPLICA_URL): whether it answers and how far behind it is."""
+    lag = replica_lag_seconds()
+    return {"answering": lag is not None, "lag_seconds": None if lag is None else round(lag, 1)}
 
 
 WAITING_TOO_LONG = timedelta(minutes=5)
@@ -165,6 +178,23 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                 "level": "warning",
                 "text": f"{backlog:,} text(s) wait for a vector ({parts}); until then only the keyword routes "
                 "find them.",
+            }
+        )
+    replica = status.get("replica")
+    if replica and not replica["answering"]:
+        out.append(
+            {
+                "level": "error",
+                "text": "The read replica (DATABASE_REPLICA_URL) does not answer: searches, lists and the event "
+                "feed are read from the primary until it does.",
+            }
+        )
+    elif replica and replica["lag_seconds"] > REPLICA_LAG_WARN_SECONDS:
+        out.append(
+            {
+                "level": "warning",
+                "text": f"The read replica is {replica['lag_seconds']:,.0f} s behind the primary: searches and lists "
+                "read from it miss the newest writes.",
             }
         )
     for section in status_sections():

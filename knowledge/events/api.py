@@ -11,6 +11,7 @@ from knowledge.events.feed import CURSOR_HELP, CURSOR_RE, EVENT_TYPES, MAX_LIMIT
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
+from knowledge.replica import replica_reads
 from knowledge.schema import error_response
 from knowledge.web import StrictSerializer, no_body
 
@@ -94,6 +95,7 @@ EventOut = inline_serializer(
 )
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
+@replica_reads
 def event_feed(request):
     params = FeedParams(data=request.query_params.dict())
     params.is_valid(raise_exception=True)
