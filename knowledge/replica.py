@@ -1,13 +1,15 @@
 """Reads that may go to a read replica (DATABASE_REPLICA_URL), and everything else on the primary.
 
 Only work that is read-only and may be a moment behind opts in, with `@replica_reads` on its
-view or function: recall (REST and MCP), the memory list, Status, the event feed. Inside it the
+view or function: recall (REST and MCP), the memory list, Status. Inside it the
 router (`ReplicaRouter`, settings.DATABASE_ROUTERS) sends ORM reads to the replica, and code
 that runs raw SQL takes its connection from `read_connection()`. Everything else — every write,
 every read outside those paths (so the page a client opens right after its write, a service's
 read-modify-write), and any read inside a transaction on the primary — stays on the primary.
 
-When the replica fails (stopped, unreachable, a broken connection), the opted-in call is run
+An opted-in call that finds nothing or is refused (NotFound, Refused, 404: the conversation or
+grant it names may be a moment old and not replayed yet) is run again on the primary, which
+decides. When the replica fails (stopped, unreachable, a broken connection), the call is run
 again on the primary and the replica is left alone for REPLICA_RETRY_SECONDS, so the service
 keeps answering; `replica_lag_seconds()` (Status, /metrics) shows it as not answering."""
 
@@ -19,6 +21,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
+from django.http import Http404
+
+from knowledge.errors import NotFound, Refused
 
 REPLICA = "replica"
 REPLICA_RETRY_SECONDS = 30.0
@@ -85,6 +90,10 @@ def replica_reads(func):
         try:
             with reads_on(REPLICA):
                 return func(*args, **kwargs)
+        except (NotFound, Refused, Http404):
+            # Perhaps only not replayed yet (a conversation started a moment ago, on the
+            # primary): the primary decides.
+            return func(*args, **kwargs)
         except (OperationalError, InterfaceError) as exc:
             if not _replica_failed():
                 raise

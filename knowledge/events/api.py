@@ -11,7 +11,6 @@ from knowledge.events.feed import CURSOR_HELP, CURSOR_RE, EVENT_TYPES, MAX_LIMIT
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
-from knowledge.replica import replica_reads
 from knowledge.schema import error_response
 from knowledge.web import StrictSerializer, no_body
 
@@ -95,7 +94,6 @@ EventOut = inline_serializer(
 )
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
-@replica_reads
 def event_feed(request):
     params = FeedParams(data=request.query_params.dict())
     params.is_valid(raise_exception=True)

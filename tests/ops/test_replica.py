@@ -5,7 +5,8 @@ primary and DATABASE_REPLICA_URL on the replica.
 While the replica's replay is paused, a memory written through the API is at once readable on
 its own page (the primary) but missing from searches and the list (the replica); once replay
 resumes, searches find it. With the replica stopped, searches and lists still answer, from the
-primary, and Status says the replica does not answer."""
+primary, and Status says the replica does not answer. A search in a conversation the replica has
+not replayed yet is decided by the primary."""
 
 import os
 import subprocess
@@ -131,6 +132,28 @@ def test_searches_read_from_the_replica_and_fall_back_to_the_primary(primary_and
                 # Searches and the list: the replica, which has not replayed the write yet.
                 assert ("memory", memory_id) not in search_ids("zanzibar-7 staging cluster")
                 assert memory_id not in listed_ids()
+                # A conversation started a moment ago is not on the replica yet: a search in it
+                # is decided by the primary, not answered 404.
+                started = client.post(
+                    f"{web.url}/api/conversations",
+                    json={"agent": "ops-replica", "channel": "ops-replica"},
+                    headers=web.headers(),
+                    timeout=15,
+                )
+                assert started.status_code == 201, started.text
+                inside = client.post(
+                    f"{web.url}/api/memory/search",
+                    json={
+                        "agent": "ops-replica",
+                        "conversation": started.json()["id"],
+                        "q": "zanzibar-7",
+                        "k": 5,
+                    },
+                    headers=web.headers(),
+                    timeout=15,
+                )
+                assert inside.status_code == 200, inside.text
+                assert ("memory", memory_id) in [(x["kind"], x["id"]) for x in inside.json()["results"]]
                 replica.execute("SELECT pg_wal_replay_resume()")
             wait_for(
                 lambda: ("memory", memory_id) in search_ids("zanzibar-7 staging cluster"),
