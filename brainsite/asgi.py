@@ -17,6 +17,9 @@ from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
+from brainsite.ops.tracing import tracing_setup  # noqa: E402
+
+tracing_setup()  # before Django's app is built: it adds its middleware (off unless OTEL_* say so)
 django_wsgi = get_wsgi_application()
 
 from brainsite.ops.asgi_body import buffer_body  # noqa: E402

@@ -9,8 +9,10 @@ var/metrics, settings.BRAIN_METRICS_DIR, which sets the variable before any app 
 prometheus_client) and a scrape of any web process sums them."""
 
 import os
+import time
 
 from django.conf import settings
+from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
 os.makedirs(settings.BRAIN_METRICS_DIR, exist_ok=True)
@@ -57,3 +59,38 @@ def recall_observe(
     recall_step.labels("fusion").observe(fusion_ms / 1000)
     recall_step.labels("packing").observe(pack_ms / 1000)
     recall_step.labels("total").observe(total_ms / 1000)
+    if trace.get_current_span().is_recording():
+        _recall_spans(
+            embed_ms=embed_ms, routes=routes, fusion_ms=fusion_ms, pack_ms=pack_ms, total_ms=total_ms
+        )
+
+
+# Traces (brainsite/ops/tracing.py turns them on): a `memory_search` span under the request's
+# span, with a child per step. The routes run batched in one round trip and the vector side on a
+# helper thread, so the spans are drawn afterwards from the measured times, not opened around
+# the work: with tracing off nothing here runs, and with it on a search opens no span while it
+# works. A route's span starts with its side of the search (keyword routes at the start, vector
+# routes after the embedding) and lasts the route's own time.
+tracer_provider = None  # a test's provider; None: the global one
+
+
+def _recall_spans(*, embed_ms, routes, fusion_ms, pack_ms, total_ms) -> None:
+    tracer = trace.get_tracer("brain.recall", tracer_provider=tracer_provider)
+    end = time.time_ns()
+    start = end - int(total_ms * 1e6)
+    search = tracer.start_span("memory_search", start_time=start)
+    context = trace.set_span_in_context(search)
+
+    def child(name: str, begin: int, ms: float, **attributes) -> None:
+        span = tracer.start_span(name, context=context, start_time=begin, attributes=attributes)
+        span.end(end_time=begin + int(ms * 1e6))
+
+    if embed_ms:
+        child("recall.embedding", start, embed_ms)
+    for name, info in routes.items():
+        if info["ran"]:
+            begin = start + (int(embed_ms * 1e6) if name.startswith("vector") else 0)
+            child(f"recall.{name}", begin, info["ms"], **{"brain.route": name, "brain.hits": info["hits"]})
+    child("recall.fusion", end - int((pack_ms + fusion_ms) * 1e6), fusion_ms)
+    child("recall.packing", end - int(pack_ms * 1e6), pack_ms)
+    search.end(end_time=end)

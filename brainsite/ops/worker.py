@@ -121,6 +121,9 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
     import django
 
+    from brainsite.ops.tracing import tracing_setup
+
+    tracing_setup()  # model and webhook calls (httpx) of the jobs; off unless OTEL_* say so
     django.setup()
     from django_q import cluster
 
