@@ -275,6 +275,9 @@ def restore_read(path: Path, *, force: bool = False) -> RestoreResult:
                 "pg_restore",
                 "--no-owner",
                 "--no-privileges",
+                # COMMENT ON EXTENSION needs the extension's owner, which a managed database's
+                # Brain role is not; Brain keeps no comments of its own.
+                "--no-comments",
                 "--single-transaction",
                 "--exit-on-error",
                 str(dump),

@@ -72,7 +72,11 @@ def test_with_an_exporter_named_every_django_request_is_a_span(tmp_path):
         "trace.get_tracer_provider().force_flush()\n"
     )
     env = base_env(
-        OTEL_TRACES_EXPORTER="console", BRAIN_VAR_DIR=str(tmp_path / "var"), BRAIN_ALLOWED_HOSTS="testserver"
+        OTEL_TRACES_EXPORTER="console",
+        BRAIN_VAR_DIR=str(tmp_path / "var"),
+        BRAIN_ALLOWED_HOSTS="testserver",
+        # A 404 needs no database: point at none rather than start the embedded one.
+        DATABASE_URL="postgresql://nobody@127.0.0.1:1/none",
     )
     out = subprocess.run([PY, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert "STATUS 404" in out.stdout, out.stderr[-2000:]
