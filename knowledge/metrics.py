@@ -41,6 +41,34 @@ recall_step = Histogram(
 )
 
 
+jobs_run = Counter(
+    "brain_jobs_run",
+    "Background jobs the worker cluster finished, by function and outcome (ok, failed).",
+    ["func", "outcome"],
+)
+job_duration = Histogram(
+    "brain_job_duration_seconds",
+    "Time a background job ran, by function.",
+    ["func"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0),
+)
+
+
+def job_observed(sender, task: dict, **kwargs) -> None:
+    """django-q2's post_execute receiver (connected by brainsite.ops.worker in the cluster's
+    monitor process): one count and one duration per finished job."""
+    func = task.get("func")
+    name = (
+        func
+        if isinstance(func, str)
+        else f"{getattr(func, '__module__', '')}.{getattr(func, '__name__', func)}"
+    )
+    jobs_run.labels(name, "ok" if task.get("success") else "failed").inc()
+    started, stopped = task.get("started"), task.get("stopped")
+    if started and stopped:
+        job_duration.labels(name).observe(max((stopped - started).total_seconds(), 0.0))
+
+
 def http_observe(*, route: str, method: str, status: int, seconds: float) -> None:
     http_requests.labels(route, method, str(status)).inc()
     http_duration.labels(route, method).observe(seconds)

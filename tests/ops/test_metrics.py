@@ -137,3 +137,43 @@ def test_mcp_requests_are_counted_beside_django_ones(db, metrics_on):
     http = "brain_http_requests"
     labels = {"route": "/mcp/", "method": "POST", "status": "401"}
     assert value(after, http, f"{http}_total", **labels) - value(before, http, f"{http}_total", **labels) == 1
+
+
+def test_finished_jobs_are_counted_by_function_and_outcome(db, metrics_on):
+    """The worker connects this receiver to django-q2's post_execute (brainsite.ops.worker);
+    here tasks run inline (the test settings' sync cluster), through the same monitor code."""
+    from django.utils import timezone
+    from django_q.signals import post_execute
+    from django_q.tasks import async_task
+
+    post_execute.connect(job_observed_for_test, dispatch_uid="test-job-metrics")
+    try:
+        before = scrape(Client())
+        async_task("knowledge.tasks.worker_heartbeat")
+        # A failure as the monitor reports it (inline, the sync cluster re-raises it instead).
+        now = timezone.now()
+        job_observed_for_test(
+            "django_q",
+            task={"func": "knowledge.tasks.no_such_job", "success": False, "started": now, "stopped": now},
+        )
+        after = scrape(Client())
+    finally:
+        post_execute.disconnect(dispatch_uid="test-job-metrics")
+    runs = "brain_jobs_run"
+    ok = {"func": "knowledge.tasks.worker_heartbeat", "outcome": "ok"}
+    failed = {"func": "knowledge.tasks.no_such_job", "outcome": "failed"}
+    assert value(after, runs, f"{runs}_total", **ok) - value(before, runs, f"{runs}_total", **ok) == 1
+    assert value(after, runs, f"{runs}_total", **failed) - value(before, runs, f"{runs}_total", **failed) == 1
+    duration = "brain_job_duration_seconds"
+    key = {"func": "knowledge.tasks.worker_heartbeat"}
+    assert (
+        value(after, duration, f"{duration}_count", **key)
+        - value(before, duration, f"{duration}_count", **key)
+        == 1
+    )
+
+
+def job_observed_for_test(sender, task, **kwargs):
+    from knowledge.metrics import job_observed
+
+    job_observed(sender, task=task, **kwargs)
