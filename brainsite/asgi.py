@@ -17,10 +17,14 @@ from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
+from brainsite.ops.tracing import tracing_setup  # noqa: E402
+
+tracing_setup()  # before Django's app is built: it adds its middleware (off unless OTEL_* say so)
 django_wsgi = get_wsgi_application()
 
 from brainsite.ops.asgi_body import buffer_body  # noqa: E402
 from brainsite.ops.asgi_log import log_requests  # noqa: E402
+from brainsite.ops.metrics import asgi_observed  # noqa: E402
 from memory.mcp.http import (  # noqa: E402  (needs Django set up)
     METADATA_PATH,
     PATH,
@@ -36,7 +40,7 @@ def build_application():
     Metadata and the OAuth discovery paths to `memory.mcp.http`, the rest to Django. The MCP
     app's lifespan (which runs the SDK's session manager) can run once, so each server gets its
     own from here."""
-    mcp_app = mcp_asgi_app()
+    mcp_app = asgi_observed(mcp_asgi_app(), "/mcp/")
     mcp_logged = log_requests(mcp_app)  # Django logs its own requests (RequestLogMiddleware)
     django_app = WSGIMiddleware(django_wsgi, workers=int(os.environ.get("WEB_THREADS", "4")))
     # Whole bodies only: a slow client waits on the event loop, not in a pool thread.

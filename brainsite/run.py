@@ -25,6 +25,18 @@ def manage(*args: str, capture: bool = False) -> str:
     return result.stdout or ""
 
 
+def metrics_dir_reset() -> None:
+    """Every process of this run writes its Prometheus counters into one folder (knowledge.metrics);
+    start it empty, so counters of an earlier run's processes are not summed in forever (a
+    scraper sees a counter reset, as after any restart)."""
+    var = Path(os.environ.get("BRAIN_VAR_DIR", BASE_DIR / "var"))
+    folder = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or var / "metrics")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink(missing_ok=True)
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
     embedded = not os.environ.get("DATABASE_URL")
@@ -43,6 +55,7 @@ def main() -> int:
     else:
         print("Using the PostgreSQL at DATABASE_URL.", flush=True)
 
+    metrics_dir_reset()
     manage("migrate", "--noinput", "-v", "0")
     manage("brain_schedules")
     manage("collectstatic", "--noinput", "-v", "0")

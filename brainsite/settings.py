@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "brainsite.ops.middleware.RequestLogMiddleware",  # first: one line per request, whole duration
+    "brainsite.ops.metrics.MetricsMiddleware",  # requests by route and status (GET /metrics)
     "django.middleware.security.SecurityMiddleware",
     "knowledge.web.BodySizeMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -125,6 +126,16 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("BRAIN_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A streaming replica of that database for read-only work (recall, lists, Status, the event
+# feed; knowledge/replica.py): the router sends only those reads there, and falls back to the
+# primary while the replica does not answer.
+DATABASE_REPLICA_URL = env("DATABASE_REPLICA_URL")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = parse_database_url(DATABASE_REPLICA_URL)
+    DATABASES["replica"]["OPTIONS"].setdefault("connect_timeout", "3")
+    DATABASES["replica"].update(CONN_MAX_AGE=DATABASES["default"]["CONN_MAX_AGE"], CONN_HEALTH_CHECKS=True)
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["knowledge.replica.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -276,6 +287,16 @@ BRAIN_WORKER_HEARTBEAT_SECONDS = env_int("BRAIN_WORKER_HEARTBEAT_SECONDS", 60)
 # brainsite/ops/asgi_body.py).
 BRAIN_BODY_TIMEOUT_SECONDS = float(env("BRAIN_BODY_TIMEOUT_SECONDS", "30"))
 BRAIN_UPLOAD_TIMEOUT_SECONDS = float(env("BRAIN_UPLOAD_TIMEOUT_SECONDS", "300"))
+
+# GET /metrics (Prometheus) answers only with this bearer token; unset, it answers 404. Every
+# process of this machine writes its counters under BRAIN_METRICS_DIR (PROMETHEUS_MULTIPROC_DIR
+# when set; `make run` empties it on start). docs/METRICS.md lists the names.
+BRAIN_METRICS_TOKEN = env("BRAIN_METRICS_TOKEN")
+# prometheus_client picks its mode when first imported (django-q2 imports it while the apps
+# load), so the variable is set here, before any app.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(VAR_DIR / "metrics")
+BRAIN_METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
 # --- Brain's own settings -------------------------------------------------------------------
 # Modes marked "run time" can also be changed by admins on the settings page (audited); the

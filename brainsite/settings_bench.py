@@ -12,3 +12,6 @@ Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405
 # One `brain.request` line per request would bury the figures a benchmark prints, so it is off
 # here: what that line costs a request (one formatted line to stderr) is not in these figures.
 LOGGING["loggers"]["brain.request"]["level"] = "WARNING"  # noqa: F405
+# The benchmarks' counters (knowledge.metrics) stay out of the folder a running Brain sums.
+BRAIN_METRICS_DIR = VAR_DIR / "bench-metrics"  # noqa: F405
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(BRAIN_METRICS_DIR)

@@ -18,6 +18,9 @@ STORAGES = {
         "OPTIONS": {"location": str(VAR_DIR / "test-media" / str(os.getpid()))},  # noqa: F405
     },
 }
+# This run's counters (knowledge.metrics) in a folder of their own, removed with the originals.
+BRAIN_METRICS_DIR = VAR_DIR / "test-metrics" / str(os.getpid())  # noqa: F405
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(BRAIN_METRICS_DIR)
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405  tasks run inline in tests
 BRAIN_EMBEDDINGS = "local"
 # Lanes are threads with their own connections, which cannot see a test's open transaction;

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from brainsite.ops.metrics import metrics_view
 from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
 from knowledge.principals.views import healthz
@@ -30,6 +31,7 @@ handler500 = "brainsite.ops.errors.server_error"  # 503 while the database is aw
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("login/", auth_views.LoginView.as_view(template_name="auth/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),

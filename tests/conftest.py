@@ -120,6 +120,10 @@ def _material_originals_removed():
     location = getattr(storages["materials"], "location", None)
     if location and "test-media" in str(location):
         shutil.rmtree(location, ignore_errors=True)
+    from django.conf import settings
+
+    if "test-metrics" in str(settings.BRAIN_METRICS_DIR):
+        shutil.rmtree(settings.BRAIN_METRICS_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -121,8 +121,16 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
     import django
 
+    from brainsite.ops.tracing import tracing_setup
+
+    tracing_setup()  # model and webhook calls (httpx) of the jobs; off unless OTEL_* say so
     django.setup()
     from django_q import cluster
+    from django_q.signals import post_execute
+
+    from knowledge.metrics import job_observed
+
+    post_execute.connect(job_observed, dispatch_uid="brain-job-metrics")  # counted in the monitor process
 
     cluster.Sentinel = _sentinel_class()  # Cluster.start spawns the module's Sentinel
     q = cluster.Cluster()

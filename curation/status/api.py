@@ -6,6 +6,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from curation.status.selectors import alerts, job_status, recall_status, status_for
+from knowledge.replica import replica_reads
 
 StatusOut = inline_serializer(
     "Status",
@@ -142,6 +143,7 @@ StatusOut = inline_serializer(
     "Dreaming and reconciler rows; the channels they take part in; lints of entries they read).",
 )
 @api_view(["GET"])
+@replica_reads
 def status_view(request):
     status = status_for(request.user, recall_status())
     jobs = job_status()

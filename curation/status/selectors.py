@@ -16,6 +16,7 @@ from knowledge import health
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import coverage
 from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
+from knowledge.replica import replica_configured, replica_lag_seconds
 from knowledge.tokens import count_tokens
 from memory.recall.memo import memo_budget_tokens
 from memory.skills.selectors import overlays_over_budget
@@ -76,6 +77,7 @@ def recall_status() -> dict:
         "pinned_memos": memos,
         "overlays_over_budget": overlays_over_budget(),
         "worker_heartbeat": beat,
+        **({"replica": replica_report()} if replica_configured() else {}),
         **{section.name: section.report() for section in status_sections()},
     }
 
@@ -135,6 +137,17 @@ def status_for(principal, status: dict) -> dict:
     return narrow((), status)
 
 
+# The read replica is this far behind before Status warns (searches and lists then miss that
+# many seconds of writes).
+REPLICA_LAG_WARN_SECONDS = 60
+
+
+def replica_report() -> dict:
+    """The read replica (DATABASE_REPLICA_URL): whether it answers and how far behind it is."""
+    lag = replica_lag_seconds()
+    return {"answering": lag is not None, "lag_seconds": None if lag is None else round(lag, 1)}
+
+
 WAITING_TOO_LONG = timedelta(minutes=5)
 # A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
 # this many texts it is a re-embedding or a worker falling behind, worth a warning.
@@ -154,9 +167,10 @@ def job_status() -> dict:
     queue = OrmQ.objects.using(conf.get("orm", "default"))
     waiting = queue.filter(lock__lte=now)
     oldest = waiting.order_by("lock").values_list("lock", flat=True).first()
+    stuck_tasks = queue.filter(lock__gt=now, lock__lt=now + retry - timeout)
     stuck = [
         {"task": task.name(), "func": task.func(), "claimed_at": task.lock - retry}
-        for task in queue.filter(lock__gt=now, lock__lt=now + retry - timeout).order_by("lock")[:LISTED]
+        for task in stuck_tasks.order_by("lock")[:LISTED]
     ]
     since = now - timedelta(days=1)
     failures = Failure.objects.filter(stopped__gte=since).order_by("-stopped")
@@ -165,6 +179,7 @@ def job_status() -> dict:
         "oldest_waiting_since": oldest,
         "running": queue.filter(lock__gt=now).count(),
         "stuck": stuck,
+        "stuck_count": len(stuck) if len(stuck) < LISTED else stuck_tasks.count(),
         "failed_last_day": failures.count(),
         "recent_failures": [
             {"name": f.name, "func": f.func, "stopped": f.stopped, "result": str(f.result or "")[:500]}
@@ -218,6 +233,23 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                 "level": "warning",
                 "text": f"{backlog:,} text(s) wait for a vector ({parts}); until then only the keyword routes "
                 "find them.",
+            }
+        )
+    replica = status.get("replica")
+    if replica and not replica["answering"]:
+        out.append(
+            {
+                "level": "error",
+                "text": "The read replica (DATABASE_REPLICA_URL) does not answer: searches, lists and the event "
+                "feed are read from the primary until it does.",
+            }
+        )
+    elif replica and replica["lag_seconds"] > REPLICA_LAG_WARN_SECONDS:
+        out.append(
+            {
+                "level": "warning",
+                "text": f"The read replica is {replica['lag_seconds']:,.0f} s behind the primary: searches and lists "
+                "read from it miss the newest writes.",
             }
         )
     for section in status_sections():

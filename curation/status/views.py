@@ -10,10 +10,12 @@ from curation.status.selectors import alerts, job_status, recall_status, status_
 from knowledge.entries.lints import knowledge_lints
 from knowledge.models import Agent
 from knowledge.principals.permissions import reviewer_required
+from knowledge.replica import replica_reads
 
 
 @vary_on_headers("HX-Request")
 @reviewer_required
+@replica_reads  # inside the login check: the session and user are read from the primary first
 def status_page(request):
     name = request.session.get("owner", "")
     owner = Agent.objects.filter(name=name).first() if name else None

@@ -113,7 +113,9 @@ def coverage() -> dict[str, dict]:
             cursor.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE {kind.current_sql}) FROM {kind.table} t "
                 f"{kind.vector_join} WHERE {kind.where}",
-                [model or "\x00none"],
+                # With embeddings off nothing is current; PostgreSQL text cannot hold NUL, so the
+                # stand-in is a name no model has.
+                [model or "(embeddings off)"],
             )
             total, current = cursor.fetchone()
             out[kind.name] = {"total": total, "embedded": current, "backlog": total - current if model else 0}

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from knowledge import access
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
+from knowledge.replica import safe_only
 from knowledge.schema import error_response
 from knowledge.web import no_body
 from memory.lifecycle import selectors, services
@@ -104,6 +105,7 @@ def _reloaded(memory: Memory) -> dict:
 )
 @api_view(["GET", "POST"])
 @permission_classes([IsAgentOrReviewer])
+@safe_only  # the list may read from the replica; a write and everything after it: the primary
 def memory_collection(request):
     principal = request.user
     if request.method == "POST":

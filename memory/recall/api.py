@@ -17,6 +17,7 @@ from knowledge import access
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.principals.principal import Principal
+from knowledge.replica import replica_reads
 from knowledge.schema import error_response
 from knowledge.web import StrictCharField, StrictSerializer
 from memory.conversations.api import SLUG
@@ -156,6 +157,7 @@ class SearchScopeSerializer(serializers.Serializer):
     write_store = serializers.CharField()
 
 
+@replica_reads
 def search_for(principal: Principal, v: dict) -> dict:
     """Run memory_search from validated `SearchIn` data (the API and the MCP server)."""
     outcome = memory_search(

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db import connection
 
 from knowledge import fts
 from knowledge.models import Entry, Episode, Memory, Message
+from knowledge.replica import read_connection
 from memory.recall.scope import NothingVisible, RecallScope
 from memory.recall.terms import (
     BM25_B,
@@ -221,7 +221,7 @@ def execute_all(statements: list[tuple[str, list]], settings_sql: str = "") -> l
         return []
     prefix = [s for s in settings_sql.split(";") if s.strip()]
     out = []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         # Each statement is bound on its own (psycopg caches the parsing of short statements;
         # the joined text is too long for its cache and would be parsed again every search).
         bound = [cursor.mogrify(sql, params) for sql, params in statements]
@@ -397,7 +397,7 @@ def estimated_rows(source: str, where: str, params: list) -> float:
     cached = _estimates.get(key)
     if cached and now - cached[0] < ESTIMATE_TTL_SECONDS:
         return cached[1]
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {source} WHERE {where}", params)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan

@@ -11,11 +11,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from knowledge import metrics
 from knowledge.embeddings import embedder as embeddings
 from knowledge.models import Channel, Message
+from knowledge.replica import read_alias, read_connection, reads_on
 from memory.recall import routes as R
 from memory.recall.expand import Expander, Item, pack
 from memory.recall.fuse import Candidate, apply_decay, apply_reranker, fuse, get_reranker
@@ -54,6 +56,7 @@ class Ranking:
     routes: dict[str, dict]  # route -> {"ran", "hits", "ms", "reason"}
     reranker: str = "off"
     embed_ms: float = 0.0
+    fusion_ms: float = 0.0
 
 
 @dataclass
@@ -114,10 +117,16 @@ def helper_routes(scope: RecallScope, vector_routes: list[str]) -> list[str]:
     return vector_routes
 
 
-def _vector_side(inp: R.RouteInput, routes: list[str], vector_ready: Future) -> tuple[dict, dict]:
+def _vector_side(inp: R.RouteInput, routes: list[str], vector_ready: Future, alias: str) -> tuple[dict, dict]:
     """On a helper thread: the query vector (handed over through `vector_ready` as soon as it is
-    known), then `routes` on this thread's own database connection (checked first the way a
-    request checks its connection: closed when broken or too old)."""
+    known), then `routes` on this thread's own connection to `alias`, the database the search
+    reads from (checked first the way a request checks its connection: closed when broken or too
+    old)."""
+    with reads_on(alias):
+        return _vector_side_here(inp, routes, vector_ready)
+
+
+def _vector_side_here(inp: R.RouteInput, routes: list[str], vector_ready: Future) -> tuple[dict, dict]:
     try:
         query = _query_vector(inp.q)
     except BaseException as exc:
@@ -127,7 +136,7 @@ def _vector_side(inp: R.RouteInput, routes: list[str], vector_ready: Future) -> 
     if not routes or query.vector is None:
         return {}, {}
     close_old_connections()
-    _helper_connections.add(connections[DEFAULT_DB_ALIAS])
+    _helper_connections.add(read_connection())
     return _run_vector_routes(inp, routes, query)
 
 
@@ -181,7 +190,11 @@ def recall_candidates(
     vector_routes = [r for r in asked if r in VECTOR_ROUTES]
     helper = helper_routes(scope, vector_routes) if vector_routes and not connection.in_atomic_block else []
     vector_ready: Future = Future()
-    pending = _VECTOR_THREADS.submit(_vector_side, inp, helper, vector_ready) if vector_routes else None
+    pending = (
+        _VECTOR_THREADS.submit(_vector_side, inp, helper, vector_ready, read_alias())
+        if vector_routes
+        else None
+    )
     query = QueryVector(None, "", "not asked", 0.0)
     try:
         rankings, spent = R.run_batched(
@@ -211,11 +224,17 @@ def recall_candidates(
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
         else:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": query.reason}
+    fusion_start = time.perf_counter()
     candidates = apply_decay(fuse(rankings, params), now, params)
     hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
-        rankings=rankings, candidates=candidates, routes=info, reranker=reranker, embed_ms=round(query.ms, 2)
+        rankings=rankings,
+        candidates=candidates,
+        routes=info,
+        reranker=reranker,
+        embed_ms=round(query.ms, 2),
+        fusion_ms=(time.perf_counter() - fusion_start) * 1000,
     )
 
 
@@ -232,6 +251,7 @@ def memory_search(
 ) -> SearchOutcome:
     """The results an agent gets for `q`: at most `k` items whose texts together count at most
     `budget_tokens` tokens (knowledge.tokens), best first."""
+    started = time.perf_counter()
     now = now or timezone.now()
     k = max(1, min(k, MAX_K))
     ranking = recall_candidates(
@@ -244,9 +264,18 @@ def memory_search(
         routes=routes,
         hydrate_top=2 * k,
     )
+    pack_start = time.perf_counter()
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
+    done = time.perf_counter()
+    metrics.recall_observe(
+        embed_ms=ranking.embed_ms,
+        routes=ranking.routes,
+        fusion_ms=ranking.fusion_ms,
+        pack_ms=(done - pack_start) * 1000,
+        total_ms=(done - started) * 1000,
+    )
     return SearchOutcome(
         scope=scope, q=q, now=now, k=k, budget_tokens=budget_tokens, ranking=ranking, items=items
     )

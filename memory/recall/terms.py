@@ -10,8 +10,7 @@ same query on the same data always ranks the same."""
 import math
 from dataclasses import dataclass
 
-from django.db import connection
-
+from knowledge.replica import read_connection
 from knowledge.termstats import CorpusStats, term_stats
 
 # BM25: term-frequency saturation k1 as usual; length normalisation b weaker than the usual 0.75,
@@ -52,7 +51,7 @@ def query_lexemes(q: str) -> list[str]:
     words dropped, words stemmed; "ERR-4012" gives err-4012, err and 4012)."""
     if not q.strip():
         return []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT coalesce(array_agg(lexeme), '{}') FROM unnest(to_tsvector('english'::regconfig, %s))",
             [q[:2000]],
@@ -118,7 +117,7 @@ def weigh_query(q: str, corpora: list[Corpus]) -> tuple[list[str], dict[str, Wei
     if not q.strip():
         return [], weigh_terms([], corpora)
     names = [c.name for c in corpora]
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "WITH q AS (SELECT coalesce(array_agg(lexeme), '{}') AS lexemes "
             "FROM unnest(to_tsvector('english'::regconfig, %s))) "

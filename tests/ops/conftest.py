@@ -46,7 +46,13 @@ def base_env(**extra) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "BRAIN_EMBEDDED_DATABASE_URL", "PYTEST_CURRENT_TEST"}
+        if k
+        not in {
+            "DATABASE_URL",
+            "BRAIN_EMBEDDED_DATABASE_URL",
+            "PYTEST_CURRENT_TEST",
+            "PROMETHEUS_MULTIPROC_DIR",
+        }
     }
     env.update(
         DJANGO_SETTINGS_MODULE="brainsite.settings",
@@ -281,3 +287,66 @@ def is_json(response: httpx.Response) -> bool:
     except ValueError:
         return False
     return response.headers.get("content-type", "").startswith("application/json")
+
+
+class Site:
+    """One Brain's data on this machine: an embedded data directory and a var/ folder (media
+    included), driven through manage.py in subprocesses (the first one starts the server)."""
+
+    def __init__(self, base: Path, template: Path | None = None):
+        self.pgdata, self.var = base / "pgdata", base / "var"
+        if template is not None:
+            copy_pgdata(template, self.pgdata)
+        self.env = base_env(
+            BRAIN_PGDATA=str(self.pgdata), BRAIN_VAR_DIR=str(self.var), BRAIN_EMBEDDINGS="local"
+        )
+
+    @property
+    def database_url(self) -> str:
+        return f"postgresql://postgres:@/brain?host={self.pgdata}"
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [PY, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, check=check
+        )
+
+    def shell(self, code: str) -> str:
+        result = self.manage("shell", "-c", code, check=False)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    def tagged(self, code: str) -> dict:
+        """Run `code`, which prints lines `TAG <json>`; returns {TAG: value}."""
+        out = {}
+        for line in self.shell(code).splitlines():
+            tag, _, rest = line.partition(" ")
+            if tag.isupper() and rest[:1] in "[{":
+                out[tag] = json.loads(rest)
+        return out
+
+    def originals(self) -> dict[str, str]:
+        import hashlib
+
+        folder = self.var / "media" / "materials"
+        return {
+            str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file()
+        }
+
+    def stop(self) -> None:
+        stop_pgdata(self.pgdata)
+
+
+@pytest.fixture
+def sites(tmp_path):
+    """Make Sites under tmp_path; every one is stopped at the end."""
+    made = []
+
+    def make(name: str, template: Path | None = None) -> Site:
+        made.append(Site(tmp_path / name, template))
+        return made[-1]
+
+    yield make
+    for site in made:
+        site.stop()

@@ -47,7 +47,12 @@ def _start(argv, env, log):
 
 
 def test_two_web_processes_and_two_workers_share_one_database(postgres, tmp_path):
-    env = base_env(DATABASE_URL=postgres, BRAIN_VAR_DIR=str(tmp_path / "var"), BRAIN_WORKERS="2")
+    env = base_env(
+        DATABASE_URL=postgres,
+        BRAIN_VAR_DIR=str(tmp_path / "var"),
+        BRAIN_WORKERS="2",
+        BRAIN_METRICS_TOKEN="ops-m",
+    )
     subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
     with psycopg.connect(postgres, autocommit=True) as conn:
         conn.execute("CREATE TABLE ops_job_run (name text NOT NULL, sentinel int NOT NULL)")
@@ -124,6 +129,31 @@ def test_two_web_processes_and_two_workers_share_one_database(postgres, tmp_path
                 "SELECT count(*) FROM django_q_task WHERE func = 'tests.ops.jobs.record_run' AND success"
             ).fetchone()[0]
         rows = runs()
+
+        # Metrics in multi-process mode: a scrape of one web process sums what every process on
+        # this machine counted — both web processes' requests, both clusters' jobs.
+        def scraped(name: str, **labels) -> float:
+            from prometheus_client.parser import text_string_to_metric_families
+
+            text = httpx.get(
+                f"{webs[0].url}/metrics", headers={"Authorization": "Bearer ops-m"}, timeout=15
+            ).text
+            return sum(
+                sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())
+            )
+
+        written = scraped("brain_http_requests_total", route="/api/memory", method="POST", status="201")
+        searched = scraped("brain_recall_step_seconds_count", step="total")
+        jobs_counted = wait_for(
+            lambda: (lambda n: n if n >= JOBS else None)(
+                scraped("brain_jobs_run_total", func="tests.ops.jobs.record_run", outcome="ok")
+            ),
+            timeout=30,
+            what="the clusters' job counts",
+        )
     finally:
         for p in processes:
             p.terminate()
@@ -139,3 +169,4 @@ def test_two_web_processes_and_two_workers_share_one_database(postgres, tmp_path
     assert sorted(names) == sorted(f"job-{i}" for i in range(JOBS))  # each job ran, and only once
     assert done == JOBS
     assert {sentinel for _, sentinel in rows} == set(sentinels.values())  # on both clusters
+    assert written == len(acknowledged) and searched == 4 * WRITES_PER_CLIENT and jobs_counted == JOBS

@@ -1,0 +1,33 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from knowledge.backup import BackupError, restore_read
+
+
+class Command(BaseCommand):
+    help = (
+        "Restore an archive written by `manage.py backup` into the configured database and material "
+        "storage. Both must be empty (a new data directory or database) unless --force is given; "
+        "afterwards every row count and every original's sha256 is checked against the manifest."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", type=Path)
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="replace a database that has tables (its public schema is dropped) and originals at the same paths",
+        )
+
+    def handle(self, *args, path: Path, force: bool, **options):
+        if not path.is_file():
+            raise CommandError(f"{path} is not a file.")
+        try:
+            result = restore_read(path, force=force)
+        except BackupError as exc:
+            raise CommandError(str(exc))
+        self.stdout.write(
+            f"Restored {path}: {result.tables} tables, {result.rows:,} rows, {result.originals} original(s); "
+            "every count and checksum matches the backup. Run `manage.py migrate` if this Brain is newer."
+        )
