@@ -106,6 +106,7 @@ def load(samples=None) -> tuple[list[Case], dict]:
                     scope=scope,
                     now=now,
                     type=f"category {qa['category']}",
+                    group=sid,
                 )
             )
     labels = {}

@@ -34,6 +34,8 @@ class Case:
     scope: object
     now: datetime
     type: str = ""
+    # The dialogue the question belongs to: cross-validation holds out whole groups.
+    group: str = ""
 
 
 def metrics(evidence: list[str], ranked: list[str], session_of) -> dict[str, float]:
@@ -61,6 +63,15 @@ class Evaluation:
     def __init__(self, cases: list[Case], label_of: dict, session_of, *, limit: int = 50):
         self.cases, self.label_of, self.session_of = cases, label_of, session_of
         self.rankings = [recall_candidates(c.scope, q=c.q, now=c.now, limit=limit) for c in cases]
+
+    def subset(self, keep) -> "Evaluation":
+        """The cases for which `keep(case)` holds, sharing this evaluation's rankings (nothing is
+        searched again)."""
+        part = object.__new__(Evaluation)
+        part.label_of, part.session_of = self.label_of, self.session_of
+        pairs = [(c, r) for c, r in zip(self.cases, self.rankings, strict=True) if keep(c)]
+        part.cases, part.rankings = [c for c, _ in pairs], [r for _, r in pairs]
+        return part
 
     def _labels(self, items) -> list[str]:
         return [self.label_of.get((c.kind, c.id), "") for c in items]
@@ -122,6 +133,19 @@ def table(rows: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def params_for(overrides: dict, base: RecallParams = DEFAULT_PARAMS) -> RecallParams:
+    """`base` with `overrides` ({field: value}; "keyword" / "vector" set both keyword / both vector
+    route weights)."""
+    fields = {n: v for n, v in overrides.items() if n not in ("keyword", "vector")}
+    params = replace(base, **fields)
+    weights = {}
+    if "keyword" in overrides:
+        weights.update(keyword_knowledge=overrides["keyword"], keyword_messages=overrides["keyword"])
+    if "vector" in overrides:
+        weights.update(vector_knowledge=overrides["vector"], vector_episodes=overrides["vector"])
+    return params.with_weights(**weights) if weights else params
+
+
 def tune(evaluation: Evaluation, grid: dict, base: RecallParams = DEFAULT_PARAMS, key: str = "any@10"):
     """Fused metrics for every combination of `grid` ({field: values}; the field "keyword" /
     "vector" sets both keyword / both vector route weights). Returns [(metrics, overrides)], best
@@ -130,15 +154,35 @@ def tune(evaluation: Evaluation, grid: dict, base: RecallParams = DEFAULT_PARAMS
     results = []
     for values in itertools.product(*(grid[n] for n in names)):
         overrides = dict(zip(names, values, strict=True))
-        fields = {n: v for n, v in overrides.items() if n not in ("keyword", "vector")}
-        params = replace(base, **fields)
-        weights = {}
-        if "keyword" in overrides:
-            weights.update(keyword_knowledge=overrides["keyword"], keyword_messages=overrides["keyword"])
-        if "vector" in overrides:
-            weights.update(vector_knowledge=overrides["vector"], vector_episodes=overrides["vector"])
-        if weights:
-            params = params.with_weights(**weights)
-        results.append((evaluation.fused_metrics(params), overrides))
+        results.append((evaluation.fused_metrics(params_for(overrides, base)), overrides))
     results.sort(key=lambda r: (-r[0][key], -r[0]["any@1"]))
     return results
+
+
+# What cross-validation may choose: every fusion weight and threshold memory_search has. Each
+# fold tries every combination on its training dialogues (re-fusing stored route rankings, so
+# nothing is searched per combination).
+CV_GRID = {
+    "fusion": ["wsum", "rrf"],
+    "keyword": [1.0, 1.5, 2.0],
+    "vector": [0.5, 1.0, 1.5],
+    "quality_exponent": [0.5, 1.0],
+    "min_similarity": [0.1, 0.2, 0.3],
+}
+
+
+def cross_validate(evaluation: Evaluation, grid: dict = CV_GRID, key: str = "any@10"):
+    """Leave one dialogue out: for each group, choose the best combination of `grid` on the other
+    groups' questions (fused ranking, by `key`) and score the held-out group's returned items with
+    it. Returns (per-fold rows, mean, spread) where a fold row is (group, n, overrides, metrics) and
+    spread is max - min per metric."""
+    groups = sorted({c.group for c in evaluation.cases})
+    folds = []
+    for held in groups:
+        train = evaluation.subset(lambda c, held=held: c.group != held)
+        test = evaluation.subset(lambda c, held=held: c.group == held)
+        best = tune(train, grid, key=key)[0][1]
+        folds.append((held, len(test.cases), best, test.item_metrics(params_for(best))))
+    means = {m: sum(f[3][m] for f in folds) / len(folds) for m in METRICS}
+    spread = {m: max(f[3][m] for f in folds) - min(f[3][m] for f in folds) for m in METRICS}
+    return folds, means, spread
