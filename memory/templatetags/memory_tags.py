@@ -26,3 +26,9 @@ def event_label(action: str) -> str:
 @register.filter
 def get_item(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def words(name: str) -> str:
+    """A snake_case name as words, so a column header like keyword_knowledge can wrap."""
+    return str(name).replace("_", " ")
