@@ -33,6 +33,7 @@ def _pages(page):
         "/agents/copilot/",
         "/agents/copilot/skills/",
         "/recall/?agent=copilot&channel=general&q=printer",
+        "/search/?q=printer",
     ]
     return list(dict.fromkeys(h for h in hrefs if not h.startswith("/api/docs")))
 
