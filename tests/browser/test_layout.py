@@ -34,6 +34,8 @@ def _pages(page):
         "/agents/copilot/skills/",
         "/recall/?agent=copilot&channel=general&q=printer",
         "/search/?q=printer",
+        "/people/tokens/",
+        "/account/",
     ]
     return list(dict.fromkeys(h for h in hrefs if not h.startswith("/api/docs")))
 
