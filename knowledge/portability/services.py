@@ -11,6 +11,7 @@ and store; a memory by owner, store, attachment, content hash and version; a rel
 ends and predicate), so importing a file twice changes nothing."""
 
 import json
+import re
 from collections.abc import Iterable
 
 from django.db import transaction
@@ -35,6 +36,7 @@ from knowledge.rowsql import insert_with_children
 
 FORMAT, VERSION = "brain-agent-export", 1
 MAX_ERRORS = 50
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
 
 MEMORY_FIELDS = (
     "store", "text", "key", "value", "tier", "category", "confidence", "status", "queue_reason",
@@ -301,6 +303,8 @@ def agent_import(*, actor: Principal, lines: Iterable[str | bytes], as_name: str
     data = parse_export(lines)
     spec = data["agent"][0]
     name = as_name or spec["name"]
+    if not SLUG.fullmatch(name):
+        raise Invalid({"as_name": [f"{name!r} is not an agent name (letters, digits, - and _)."]})
     counts = dict.fromkeys(("agent", "guide", "memo", "skills", "entries", "memories", "relations"), 0)
     with transaction.atomic():
         agent = Agent.objects.filter(name=name).first()

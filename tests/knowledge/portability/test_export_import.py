@@ -156,6 +156,13 @@ def test_a_bad_file_is_refused_line_by_line_and_writes_nothing(world):
     assert _counts() == before and not Agent.objects.filter(name="copy").exists()
 
 
+def test_a_bad_agent_name_is_refused(world):
+    with pytest.raises(Invalid, match="not an agent name"):
+        agent_import(
+            actor=Principal.for_user(world.admin), lines=io.StringIO(_export(world.copilot)), as_name="a b"
+        )
+
+
 def test_only_admins_import(world):
     text = _export(world.copilot)
     from knowledge.errors import Refused
