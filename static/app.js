@@ -19,3 +19,23 @@ document.addEventListener("submit", (event) => {
   const form = event.target.closest("form[data-confirm]");
   if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
 });
+
+// Navigation groups are <details> disclosures: opening one closes the others, and a click
+// elsewhere or Escape closes them (without JavaScript each stays open until clicked again).
+const navGroups = () => Array.from(document.querySelectorAll("details[data-navgroup]"));
+document.addEventListener("toggle", (event) => {
+  const group = event.target;
+  if (!group.matches || !group.matches("details[data-navgroup]") || !group.open) return;
+  navGroups().forEach((other) => { if (other !== group) other.open = false; });
+}, true);
+document.addEventListener("click", (event) => {
+  if (event.target.closest("details[data-navgroup]")) return;
+  navGroups().forEach((group) => { group.open = false; });
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") return;
+  const open = navGroups().find((group) => group.open);
+  if (!open) return;
+  open.open = false;
+  open.querySelector("summary").focus();
+});

@@ -127,6 +127,12 @@ StatusOut = inline_serializer(
                 {
                     "level": serializers.ChoiceField(choices=["error", "warning"]),
                     "text": serializers.CharField(),
+                    "fix": inline_serializer(
+                        "StatusAlertFix",
+                        {"label": serializers.CharField(), "url": serializers.CharField()},
+                        required=False,
+                        help_text="The console page that fixes it.",
+                    ),
                 },
             )
         ),

@@ -10,11 +10,13 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Count
+from django.urls import reverse
 from django.utils import timezone
 
 from knowledge import health
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import coverage
+from knowledge.llm.profiles import DEFAULT, LIGHT, model_availability
 from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
 from knowledge.replica import replica_configured, replica_lag_seconds
 from knowledge.tokens import count_tokens
@@ -149,6 +151,12 @@ def replica_report() -> dict:
 
 
 WAITING_TOO_LONG = timedelta(minutes=5)
+GATE_ERRORS_SINCE = timedelta(days=14)
+# What stops without a model, per built-in profile, in words a reviewer knows.
+MODEL_STAGES = {
+    DEFAULT: "the distiller, near-duplicate merges, Dreaming stage B and the eval gate",
+    LIGHT: "Dreaming stage A (episodes)",
+}
 # A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
 # this many texts it is a re-embedding or a worker falling behind, worth a warning.
 BACKLOG_WARN_TEXTS = 5000
@@ -225,6 +233,7 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                 f"{jobs['oldest_waiting_since']:%Y-%m-%d %H:%M} UTC: the workers are busy or down.",
             }
         )
+    out += model_alerts(now)
     backlog = sum(status["backlog"].values())
     if backlog > BACKLOG_WARN_TEXTS:
         parts = ", ".join(f"{n:,} {kind}" for kind, n in status["backlog"].items() if n)
@@ -271,6 +280,52 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
                 "text": f"The experience of {overlay['agent']} with skill {overlay['skill']} counts "
                 f"{overlay['tokens']:,} tokens, over the overlay budget of {overlay['budget_tokens']:,}; "
                 "context compilation leaves its last lessons out. Revise or remove lessons in the agent library.",
+            }
+        )
+    out.sort(key=lambda alert: alert["level"] != "error")  # errors first, each kind in its order
+    return out
+
+
+def model_alerts(now=None) -> list[dict]:
+    """A model-backed stage that cannot run (no model set up, switched off, over its budget) and
+    eval-gate checks that could not run: each an alert naming the page that fixes it."""
+    from memory.models import GateCheck
+
+    now = now or timezone.now()
+    out = []
+    unavailable = {name: model_availability(name, now=now) for name in MODEL_STAGES}
+    for name, why in unavailable.items():
+        if not why or (name == LIGHT and unavailable[DEFAULT] and why.startswith("not configured")):
+            continue
+        if why.startswith("not configured"):
+            text = f"No model is set up for the {name} profile, so {MODEL_STAGES[name]} do not run"
+            if name == DEFAULT:
+                text = (
+                    "No model is set up, so the distiller, near-duplicate merges, Dreaming (stages A "
+                    "and B) and the eval gate do not run"
+                )
+            text += ". Recall, review, provenance and exact-duplicate consolidation work without one."
+        elif why.startswith("disabled"):
+            text = f"The {name} model profile is switched off: {MODEL_STAGES[name]} do not run."
+        else:
+            text = f"The {name} model profile is over its budget ({why}): {MODEL_STAGES[name]} wait."
+        out.append(
+            {
+                "level": "error",
+                "text": text,
+                "fix": {"label": "Set up a model on the Models page", "url": reverse("model-list")},
+            }
+        )
+    errors = GateCheck.objects.filter(verdict=GateCheck.ERROR, created_at__gte=now - GATE_ERRORS_SINCE)
+    count = errors.count()
+    if count:
+        latest = errors.order_by("-created_at").first()
+        out.append(
+            {
+                "level": "error",
+                "text": f"{count} eval-gate check{'s' if count != 1 else ''} could not run in the last 14 days "
+                f"(latest, for memory #{latest.memory_id}: {latest.reason or 'no reason recorded'}).",
+                "fix": {"label": "Open the Eval gate page", "url": reverse("gate")},
             }
         )
     return out

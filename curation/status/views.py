@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from curation.status.selectors import alerts, job_status, recall_status, status_sections
+from curation.status.trends import chart_svg, trends
 from knowledge.entries.lints import knowledge_lints
 from knowledge.models import Agent
 from knowledge.principals.permissions import reviewer_required
@@ -25,6 +26,7 @@ def status_page(request):
     template = "curation/status/status.html"
     if request.htmx and request.htmx.target == "status-panel":
         template += "#panel"
+    charts = [{"series": s, "svg": chart_svg(s)} for s in trends()]
     return render(
         request,
         template,
@@ -49,5 +51,6 @@ def status_page(request):
             "memos": memos,
             "jobs": jobs,
             "lints": knowledge_lints(request.principal, owner),
+            "charts": charts,
         },
     )

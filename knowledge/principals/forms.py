@@ -18,3 +18,39 @@ class AgentForm(forms.Form):
 class AgentEditForm(forms.Form):
     trusted = forms.BooleanField(required=False)
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
+
+
+ROLE_CHOICES = [("reviewer", "reviewer"), ("admin", "admin")]
+
+
+class PersonCreateForm(forms.Form):
+    username = forms.SlugField(max_length=150)
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+    password = forms.CharField(
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        min_length=8,
+        help_text="At least 8 characters; tell it to them, they can change it under Account.",
+    )
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+
+class TokenCreateForm(forms.Form):
+    """A token for an agent, or for an integration (created when the name is new)."""
+
+    kind = forms.ChoiceField(choices=[("integration", "integration"), ("agent", "agent")])
+    agent = forms.ModelChoiceField(
+        queryset=Agent.objects.order_by("name"), to_field_name="name", required=False
+    )
+    integration = forms.SlugField(max_length=64, required=False)
+    label = forms.CharField(max_length=100, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("kind") == "agent" and not data.get("agent"):
+            self.add_error("agent", "Choose the agent the token is for.")
+        if data.get("kind") == "integration" and not data.get("integration"):
+            self.add_error("integration", "Name the integration the token is for.")
+        return data

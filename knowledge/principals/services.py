@@ -7,10 +7,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
-from knowledge.errors import Invalid
+from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Agent, ApiToken, Integration, Person, Setting
 from knowledge.models.principals import hash_token
-from knowledge.principals.principal import ROLES, Principal
+from knowledge.principals.principal import ADMIN, ROLES, Principal, user_role
 from knowledge.settings_store import MODES
 
 
@@ -130,6 +130,95 @@ def consoleuser_create(*, actor: Principal, username: str, role: str, password: 
             "user.created", actor=actor, object_type="user", object_ids=[user.pk], data={"role": role}
         )
     return user
+
+
+def _require_admin(actor: Principal, what: str) -> None:
+    if not actor.is_admin:
+        raise Refused(f"Only admins {what}.")
+
+
+def _locked_user(user_id: int):
+    user = get_user_model().objects.select_for_update().filter(pk=user_id).first()
+    if user is None:
+        raise NotFound(f"There is no console user {user_id}.")
+    return user
+
+
+def _other_active_admins(user) -> bool:
+    """Whether an active admin other than `user` remains, so no change locks every admin out."""
+    others = get_user_model().objects.filter(is_active=True).exclude(pk=user.pk)
+    return others.filter(is_superuser=True).exists() or others.filter(groups__name=ADMIN).exists()
+
+
+def consoleuser_set_role(*, actor: Principal, user_id: int, role: str):
+    """Give a console user exactly one role. Refused for the last active admin's own demotion,
+    so the workspace always keeps someone who can manage people."""
+    _require_admin(actor, "change roles")
+    if role not in ROLES:
+        raise Invalid({"role": [f"Role must be one of {', '.join(ROLES)}."]})
+    with transaction.atomic():
+        user = _locked_user(user_id)
+        before = user_role(user)
+        if before == role:
+            return user
+        if before == ADMIN and not _other_active_admins(user):
+            raise Refused(f"{user.username} is the last admin; make someone else an admin first.")
+        user.groups.remove(*Group.objects.filter(name__in=ROLES))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        user.is_staff = role == ADMIN
+        user.save(update_fields=["is_staff"])
+        audit_record(
+            "user.role_changed",
+            actor=actor,
+            object_type="user",
+            object_ids=[user.pk],
+            data={"before": before, "after": role},
+        )
+    return user
+
+
+def consoleuser_set_active(*, actor: Principal, user_id: int, active: bool):
+    """Deactivate a console user (they can no longer log in and their API tokens stop working;
+    nothing of theirs is deleted) or activate them again. An admin cannot deactivate themself,
+    nor the last active admin."""
+    _require_admin(actor, "deactivate people")
+    with transaction.atomic():
+        user = _locked_user(user_id)
+        if user.is_active == active:
+            return user
+        if not active:
+            if actor.user is not None and actor.user.pk == user.pk:
+                raise Refused("You cannot deactivate yourself.")
+            if user_role(user) == ADMIN and not _other_active_admins(user):
+                raise Refused(f"{user.username} is the last admin.")
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+        audit_record(
+            "user.activated" if active else "user.deactivated",
+            actor=actor,
+            object_type="user",
+            object_ids=[user.pk],
+        )
+    return user
+
+
+def consoleuser_password_set(*, actor: Principal, user, password: str) -> None:
+    """Set a console user's password (their own, or anyone's for an admin), checked against the
+    password validators; audited without the password, of course."""
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    if not (actor.is_admin or (actor.user is not None and actor.user.pk == user.pk)):
+        raise Refused("You can change only your own password.")
+    try:
+        validate_password(password, user)
+    except ValidationError as exc:
+        raise Invalid({"password": list(exc.messages)}) from None
+    with transaction.atomic():
+        user = _locked_user(user.pk)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        audit_record("user.password_changed", actor=actor, object_type="user", object_ids=[user.pk])
 
 
 def setting_set(*, actor: Principal, name: str, value) -> Setting:

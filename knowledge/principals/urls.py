@@ -12,6 +12,11 @@ urlpatterns = [
         "agents/<slug:name>/tokens/<int:token_id>/revoke", views.agent_token_revoke, name="agent-token-revoke"
     ),
     path("settings/", views.settings_page, name="settings"),
+    path("people/", views.people_page, name="people"),
+    path("people/<int:user_id>/change", views.person_change, name="person-change"),
+    path("people/tokens/", views.tokens_page, name="tokens"),
+    path("people/tokens/<int:token_id>/revoke", views.token_revoke_page, name="token-revoke"),
+    path("account/", views.account_page, name="account"),
 ]
 
 api_urlpatterns = [

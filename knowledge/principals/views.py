@@ -2,7 +2,12 @@
 
 from django.conf import settings
 from django.contrib import messages
-from django.db import DatabaseError, connection
+from django.contrib.auth import update_session_auth_hash
+from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render, resolve_url
@@ -12,11 +17,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import health
-from knowledge.errors import Invalid
-from knowledge.models import Agent, ApiToken, Heartbeat
+from knowledge.errors import DomainError, Invalid
+from knowledge.models import Agent, ApiToken, Heartbeat, Integration
 from knowledge.principals import selectors, services
-from knowledge.principals.forms import AgentEditForm, AgentForm
-from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.principals.forms import AgentEditForm, AgentForm, PersonCreateForm, RoleForm, TokenCreateForm
+from knowledge.principals.permissions import admin_required, console_principal, reviewer_required
 from knowledge.settings_store import MODES, setting_get
 from knowledge.web import error_text
 
@@ -171,3 +176,143 @@ def settings_page(request):
         for name, spec in MODES.items()
     ]
     return render(request, "knowledge/principals/settings.html", {"modes": modes})
+
+
+# --- people, tokens and one's own account ------------------------------------------------------
+
+
+def _people_context(request, **extra):
+    users = list(selectors.console_users())
+    for user in users:
+        groups = {g.name for g in user.groups.all()}
+        user.role = (
+            "admin"
+            if user.is_superuser or "admin" in groups
+            else ("reviewer" if "reviewer" in groups else "")
+        )
+    return {"users": users, "form": PersonCreateForm(), "me": request.user.pk, **extra}
+
+
+@admin_required
+def people_page(request):
+    """Admins: the console's people — create one with a role, change a role, deactivate or
+    activate. Every change is audited by its service."""
+    if request.method == "POST":
+        form = PersonCreateForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                validate_password(data["password"])
+                services.consoleuser_create(
+                    actor=request.principal,
+                    username=data["username"],
+                    role=data["role"],
+                    password=data["password"],
+                )
+            except DjangoValidationError as exc:
+                form.add_error("password", exc)
+            except Invalid as exc:
+                form.add_error(None, error_text(exc))
+            else:
+                messages.success(request, f"{data['username']} can now log in as {data['role']}.")
+                return redirect("people")
+        return render(request, "knowledge/principals/people.html", {**_people_context(request), "form": form})
+    return render(request, "knowledge/principals/people.html", _people_context(request))
+
+
+@admin_required
+@require_POST
+def person_change(request, user_id: int):
+    """One change to one person: a new role, or deactivate / activate."""
+    action = request.POST.get("action", "")
+    try:
+        if action == "role":
+            form = RoleForm(request.POST)
+            if not form.is_valid():
+                raise Invalid({"role": ["Choose reviewer or admin."]})
+            user = services.consoleuser_set_role(
+                actor=request.principal, user_id=user_id, role=form.cleaned_data["role"]
+            )
+            messages.success(request, f"{user.username} is now {form.cleaned_data['role']}.")
+        elif action in ("deactivate", "activate"):
+            user = services.consoleuser_set_active(
+                actor=request.principal, user_id=user_id, active=action == "activate"
+            )
+            messages.success(request, f"{user.username} {action}d.")
+        else:
+            raise Invalid({"action": ["Unknown change."]})
+    except DomainError as exc:
+        messages.error(request, error_text(exc))
+    return redirect("people")
+
+
+def _tokens_context(request, **extra):
+    return {
+        "tokens": selectors.token_list(kind=request.GET.get("kind", "")),
+        "kind": request.GET.get("kind", ""),
+        "token_form": TokenCreateForm(),
+        "agents": Agent.objects.order_by("name"),
+        "integrations": Integration.objects.order_by("name"),
+        **extra,
+    }
+
+
+@admin_required
+def tokens_page(request):
+    """Admins: every API token (agents', integrations', people's) with when it was last used;
+    make an agent or integration token (shown once), revoke any."""
+    template = "knowledge/principals/tokens.html"
+    if request.method != "POST":
+        return render(request, template, _tokens_context(request))
+    form = TokenCreateForm(request.POST)
+    if not form.is_valid():
+        return render(request, template, _tokens_context(request, token_form=form), status=400)
+    data = form.cleaned_data
+    owner = {}
+    try:
+        with transaction.atomic():
+            if data["kind"] == "agent":
+                owner["agent"] = data["agent"]
+            else:
+                owner["integration"] = Integration.objects.filter(
+                    name=data["integration"]
+                ).first() or services.integration_create(actor=request.principal, name=data["integration"])
+            raw = services.token_create(actor=request.principal, label=data["label"], **owner)
+    except Invalid as exc:
+        form.add_error(None, error_text(exc))
+        return render(request, template, _tokens_context(request, token_form=form), status=400)
+    for_whom = (
+        f"agent {data['agent'].name}" if data["kind"] == "agent" else f"integration {data['integration']}"
+    )
+    return render(request, template, _tokens_context(request, new_token=raw, new_token_for=for_whom))
+
+
+@admin_required
+@require_POST
+def token_revoke_page(request, token_id: int):
+    token = get_object_or_404(ApiToken, pk=token_id)
+    services.token_revoke(actor=request.principal, token_id=token.pk)
+    messages.success(request, f"Token {token.prefix}… ({token.owner_label}) revoked.")
+    return redirect("tokens")
+
+
+def account_page(request):
+    """Anyone logged in: their own password (the current one is asked for first)."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    form = PasswordChangeForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.consoleuser_password_set(
+                actor=console_principal(request),
+                user=request.user,
+                password=form.cleaned_data["new_password1"],
+            )
+        except Invalid as exc:
+            form.add_error("new_password1", error_text(exc))
+        else:
+            request.user.refresh_from_db()
+            update_session_auth_hash(request, request.user)  # stay logged in here
+            messages.success(request, "Your password is changed.")
+            return redirect("account")
+    return render(request, "knowledge/principals/account.html", {"form": form})

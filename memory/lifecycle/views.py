@@ -45,7 +45,9 @@ def _next(request, default: str) -> str:
 # --- the review queue ---------------------------------------------------------------------
 
 
-def _queue_context(request, *, notice: str = "", notice_kind: str = "success") -> dict:
+def _queue_context(
+    request, *, notice: str = "", notice_kind: str = "success", selected: frozenset = frozenset()
+) -> dict:
     owner, reason = _owner(request), request.GET.get("reason", "")
     if reason not in selectors.QUEUE_REASONS:
         reason = ""
@@ -62,6 +64,7 @@ def _queue_context(request, *, notice: str = "", notice_kind: str = "success") -
         "decisions": selectors.recent_review_decisions(owner=owner),
         "notice": notice,
         "notice_kind": notice_kind,
+        "selected": selected,
     }
 
 
@@ -194,7 +197,10 @@ def review_bulk(request):
             request, notice
         )
         return redirect(_next(request, reverse("review-queue")))
-    context = _queue_context(request, notice=notice, notice_kind=kind)
+    # What is still queued stays ticked, so a reviewer corrects the reason and submits again
+    # instead of picking the memories anew.
+    selected = frozenset(int(i) for i in request.POST.getlist("ids") if i.isdigit())
+    context = _queue_context(request, notice=notice, notice_kind=kind, selected=selected)
     context["oob"] = True
     return render(request, "memory/lifecycle/queue.html#queue-swap", context)
 

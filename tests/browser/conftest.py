@@ -57,3 +57,15 @@ def login(page, username, password="correct-horse-9"):
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def nav(page, text):
+    """Follow a main-navigation link the way a person does: open the phone menu when it is
+    folded, open the link's group, click the link."""
+    if page.locator(".menu-button").is_visible() and not page.locator("#menu-toggle").is_checked():
+        page.click(".menu-button")
+    group = page.locator("details[data-navgroup]", has=page.locator(".navlinks a", has_text=text))
+    link = group.locator(".navlinks a", has_text=text).first
+    if not group.evaluate("g => g.open"):
+        group.locator("summary").click()
+    link.click()

@@ -2,7 +2,7 @@ import pytest
 
 from knowledge.models import Memory
 from memory.models import ConsolidationPlan
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 from tests.memory.consolidation.test_consolidation import full_state, ten_copies
 
 pytestmark = pytest.mark.browser
@@ -12,7 +12,7 @@ def test_reviewer_runs_applies_and_reverts_a_plan_in_place(page, world):
     copies = ten_copies(world.copilot)
     before = full_state([c.pk for c in copies])
     login(page, "rita")
-    page.click("nav >> text=Consolidation")
+    nav(page, "Consolidation")
     page.click("text=Run consolidation now")
     page.wait_for_url("**/consolidation/*/")
     assert page.locator("#plan-state").inner_text() == "proposed"

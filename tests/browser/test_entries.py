@@ -1,7 +1,7 @@
 import pytest
 
 from knowledge.models import AuditEvent, Memory
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 from tests.factory import make_entry
 
 pytestmark = pytest.mark.browser
@@ -19,7 +19,7 @@ def test_admin_finds_by_alias_corrects_with_a_reason_and_restores_from_the_audit
     block = entry.created_blocks[0]
     login(page, "adam")
 
-    page.click("nav >> text=Knowledge")
+    nav(page, "Entries")
     page.fill("#q", "globalprot")
     results = page.locator("#results")
     results.locator("text=Payroll system").wait_for(state="detached")

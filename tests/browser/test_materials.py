@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 from tests.knowledge.materials.documents import pdf_bytes
 
 pytestmark = pytest.mark.browser
@@ -17,7 +17,7 @@ def test_admin_uploads_a_file_watches_it_learn_opens_the_citing_entry_and_downlo
     path.write_bytes(data)
     login(page, "adam")
 
-    page.click("nav >> text=Knowledge")
+    nav(page, "Entries")
     page.click("nav.tabs >> text=Materials")
     page.wait_for_url("**/knowledge/materials/")
     form = page.locator("#learn-form form")

@@ -2,7 +2,7 @@ import pytest
 
 from knowledge.models import AuditEvent, Memory
 from tests import factory
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +23,7 @@ def three_queued(world):
 def test_reviewer_bulk_approves_two_rejects_one_and_the_audit_shows_all_three(page, world):
     first, second, third = three_queued(world)
     login(page, "rita")
-    page.click("nav >> text=Review queue")
+    nav(page, "Review queue")
     assert page.locator("#queue-count").inner_text() == "3"
     assert page.locator("article.qitem").count() == 3
 

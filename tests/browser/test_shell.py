@@ -1,6 +1,6 @@
 import pytest
 
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 
 pytestmark = pytest.mark.browser
 
@@ -10,10 +10,10 @@ def test_login_navigation_and_logout(page, world):
     assert "/login/" in page.url
     login(page, "adam")
     assert page.locator(".username").inner_text() == "adam"
-    page.click("nav >> text=Agent library")
+    nav(page, "Agent library")
     assert page.locator("h1").inner_text() == "Agent library"
     assert page.locator("table >> text=copilot").is_visible()
-    page.click("nav >> text=Settings")
+    nav(page, "Settings")
     assert page.locator("h1").inner_text() == "Settings"
     page.click("text=Log out")
     page.wait_for_url("**/login/")

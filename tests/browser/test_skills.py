@@ -1,7 +1,7 @@
 import pytest
 
 from knowledge.models import AuditEvent, Memory
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 
 pytestmark = pytest.mark.browser
 
@@ -11,7 +11,7 @@ EDITED = "Ask for the ticket number and the device before searching the knowledg
 
 def test_admin_creates_a_skill_the_agent_learns_and_an_edit_is_restored_from_the_audit_tab(page, world):
     login(page, "adam")
-    page.click("nav >> text=Agent library")
+    nav(page, "Agent library")
     page.click("text=Skills")
     page.fill("#skill-create input[name=name]", "ticket-triage")
     page.fill("#skill-create input[name=title]", "Ticket triage")
@@ -40,7 +40,7 @@ def test_admin_creates_a_skill_the_agent_learns_and_an_edit_is_restored_from_the
     assert lesson.status == 201, lesson.text()
     lesson_id = lesson.json()["id"]
 
-    page.click("nav >> text=Knowledge")
+    nav(page, "Entries")
     page.click("nav[aria-label=Knowledge] >> text=Skill experience")
     row = page.locator("#overlay-scribe-ticket-triage")
     assert "1 active" in row.locator(".lessons").inner_text()
@@ -64,7 +64,7 @@ def test_admin_creates_a_skill_the_agent_learns_and_an_edit_is_restored_from_the
     assert page.locator(f"#lesson-{lesson_id} .lesson-text").inner_text() == EDITED
 
     event = AuditEvent.objects.get(action="lesson.edited")
-    page.click("nav >> text=Knowledge")
+    nav(page, "Entries")
     page.click("nav[aria-label=Knowledge] >> text=Audit")
     page.locator(f"#event-{event.pk}").locator("text=Before/after").click()
     page.click("text=Preview restore")

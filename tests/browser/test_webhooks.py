@@ -1,14 +1,14 @@
 import pytest
 
 from knowledge.models import Webhook
-from tests.browser.conftest import login
+from tests.browser.conftest import login, nav
 
 pytestmark = pytest.mark.browser
 
 
 def test_admin_registers_and_removes_a_webhook(page, world):
     login(page, "adam")
-    page.click("nav >> text=Webhooks")
+    nav(page, "Webhooks")
     assert page.locator("h1").inner_text() == "Webhooks"
     page.fill("input[name=url]", "https://93.184.215.14/brain")
     page.check("input[value='memory.written']")

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from curation.search import views
+
+urlpatterns = [
+    path("search/", views.search_page, name="search"),
+]
+
+api_urlpatterns = []

@@ -1,0 +1,199 @@
+"""An agent's knowledge out as one JSON Lines file and back in: the round trip reads the same,
+a second import writes nothing, a bad file is refused line by line with nothing written."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from knowledge.entries.services import guide_update, relation_add
+from knowledge.errors import Invalid
+from knowledge.models import (
+    Agent,
+    AgentSkill,
+    AuditEvent,
+    CurationGuide,
+    Entry,
+    EntryRelation,
+    Memory,
+    MemorySource,
+    MemoryVersion,
+    PinnedMemo,
+    Skill,
+)
+from knowledge.portability.services import agent_export, agent_import
+from knowledge.principals.principal import Principal
+from memory.lifecycle.services import memory_revise
+from memory.recall.memo import memo_update
+from memory.skills import services as skills
+from tests import factory
+
+
+def _knowledge(world):
+    """The copilot's knowledge of every kind the file carries."""
+    admin = Principal.for_user(world.admin)
+    agent = world.copilot
+    guide_update(actor=admin, owner=agent, taxonomy="person, system", update_rules="Date every fact.")
+    memo_update(actor=admin, agent=agent, text="Answer in English.")
+    vpn = factory.make_entry(
+        agent, name="VPN", blocks=["Client 5.2.1 fixes sleep drops."], aliases=["remote access"]
+    )
+    it = factory.make_entry(
+        agent,
+        name="IT desk",
+        blocks=[
+            "Open 8-18.",
+            {
+                "text": "Floor 3.",
+                "sources": [{"kind": "ticket", "ref": "INC-9", "state": {"status": "open"}}],
+            },
+        ],
+    )
+    relation_add(
+        actor=admin,
+        entry_id=vpn.pk,
+        predicate="supported by",
+        target_id=it.pk,
+        sources=[{"kind": "ticket", "ref": "INC-9"}],
+    )
+    fact = factory.make_memory(
+        agent, "Bob owns billing.", store="shared", key="billing.owner", value="bob",
+        sources=[{"kind": "ticket", "ref": "INC-1", "state": {"status": "closed"}}],
+    )  # fmt: skip
+    memory_revise(actor=admin, memory_id=fact.pk, text="Bob Okafor owns billing.", reason="full name")
+    factory.make_queued_memory(agent, "Alice prefers e-mail.")
+    skill = skills.skill_create(actor=admin, name="triage", title="Triage", instructions="Sort tickets.")
+    skills.skill_enable(actor=admin, agent=agent, skill=skill, enabled=True)
+    conversation = factory.make_conversation(agent, world.general)
+    skills.lesson_add(
+        actor=admin,
+        agent=agent,
+        skill=skill,
+        text="Ask for the ticket id first.",
+        sources=[{"kind": "conversation", "ref": str(conversation.pk)}],
+    )
+
+
+def _export(agent) -> str:
+    return "".join(agent_export(actor=factory.SYSTEM, agent=agent))
+
+
+def _wipe(name):
+    """Remove everything the agent knows, as an empty database would be (the agent row stays: the
+    world's channels and conversations refer to it)."""
+    agent = Agent.objects.get(name=name)
+    EntryRelation.objects.filter(source__owner=agent).delete()
+    Memory.objects.filter(owner=agent).delete()
+    Entry.all_objects.filter(owner=agent).delete()
+    skill_ids = list(AgentSkill.objects.filter(agent=agent).values_list("skill_id", flat=True))
+    CurationGuide.objects.filter(owner=agent).delete()
+    PinnedMemo.objects.filter(agent=agent).delete()
+    AgentSkill.objects.filter(agent=agent).delete()
+    Skill.objects.filter(pk__in=skill_ids).delete()
+
+
+def _counts():
+    return [
+        m.objects.count()
+        for m in (Agent, Entry, EntryRelation, Memory, MemoryVersion, MemorySource, Skill, AgentSkill)
+    ]
+
+
+def test_export_import_into_an_empty_database_and_export_again_reads_the_same(world):
+    _knowledge(world)
+    first = _export(world.copilot)
+    kinds = [json.loads(line)["type"] for line in first.splitlines()]
+    assert kinds[0] == "brain-agent-export"
+    assert {"agent", "guide", "memo", "skill", "entry", "memory", "relation"} <= set(kinds)
+
+    _wipe("copilot")
+    result = agent_import(actor=Principal.for_user(world.admin), lines=io.StringIO(first))
+    assert result["written"]["memories"] == sum(k == "memory" for k in kinds)
+    again = _export(Agent.objects.get(name="copilot"))
+    assert again == first
+
+    revised = Memory.objects.get(text="Bob Okafor owns billing.")
+    assert [v.text for v in revised.versions.order_by("version")] == [
+        "Bob owns billing.",
+        "Bob Okafor owns billing.",
+    ]
+    source = revised.sources.get()
+    assert (source.kind, source.ref) == ("ticket", "INC-1") and source.fingerprint  # provenance kept
+    assert AuditEvent.objects.filter(action="agent.imported").count() == 1
+
+
+def test_importing_the_same_file_twice_changes_nothing(world):
+    _knowledge(world)
+    text = _export(world.copilot)
+    _wipe("copilot")
+    admin = Principal.for_user(world.admin)
+    agent_import(actor=admin, lines=io.StringIO(text))
+    before, events = _counts(), AuditEvent.objects.count()
+    result = agent_import(actor=admin, lines=io.StringIO(text))
+    assert not any(result["written"].values())
+    assert _counts() == before and AuditEvent.objects.count() == events
+
+
+def test_a_bad_file_is_refused_line_by_line_and_writes_nothing(world):
+    _knowledge(world)
+    lines = _export(world.copilot).splitlines()
+    memory_line = next(i for i, line in enumerate(lines) if '"type": "memory"' in line)
+    bad = json.loads(lines[memory_line])
+    bad["status"], bad["entry"] = "happy", "e99"
+    lines[memory_line] = json.dumps(bad)
+    lines.insert(3, "{not json")
+    before = _counts()
+    with pytest.raises(Invalid) as info:
+        agent_import(
+            actor=Principal.for_user(world.admin), lines=io.StringIO("\n".join(lines)), as_name="copy"
+        )
+    errors = info.value.fields["file"]
+    assert errors[0].startswith("line 4: not JSON")
+    assert f"line {memory_line + 2}: unknown status 'happy'" in errors
+    assert f"line {memory_line + 2}: entry e99 is not in the file" in errors
+    assert _counts() == before and not Agent.objects.filter(name="copy").exists()
+
+
+def test_a_bad_agent_name_is_refused(world):
+    with pytest.raises(Invalid, match="not an agent name"):
+        agent_import(
+            actor=Principal.for_user(world.admin), lines=io.StringIO(_export(world.copilot)), as_name="a b"
+        )
+
+
+def test_only_admins_import(world):
+    text = _export(world.copilot)
+    from knowledge.errors import Refused
+
+    with pytest.raises(Refused):
+        agent_import(actor=Principal.for_user(world.reviewer), lines=io.StringIO(text), as_name="copy")
+
+
+def test_the_management_commands_round_trip_into_another_agent(world, tmp_path):
+    _knowledge(world)
+    path = tmp_path / "copilot.jsonl"
+    call_command("export_agent", "copilot", "--output", str(path), stderr=io.StringIO())
+    out = io.StringIO()
+    call_command("import_agent", str(path), "--as", "copilot2", stdout=out)
+    assert "Imported into copilot2" in out.getvalue()
+    copy = Agent.objects.get(name="copilot2")
+    assert Entry.objects.filter(owner=copy).count() == 2
+    assert Memory.objects.filter(owner=copy).count() == Memory.objects.filter(owner=world.copilot).count()
+    path.write_text('{"type": "something else"}\n')
+    with pytest.raises(CommandError, match="line 1: the first line must be the header"):
+        call_command("import_agent", str(path))
+
+
+def test_the_console_export_is_for_admins_and_downloads_the_file(client, world):
+    client.force_login(world.reviewer)
+    assert client.get("/agents/copilot/export.jsonl").status_code == 403
+    assert client.post("/agents/import").status_code == 403
+    client.force_login(world.admin)
+    response = client.get("/agents/copilot/export.jsonl")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="copilot.brain.jsonl"'
+    assert json.loads(response.content.decode().splitlines()[0])["type"] == "brain-agent-export"
+    refused = client.post("/agents/import", {})
+    assert refused.status_code == 400 and "Choose a file" in refused.content.decode()
