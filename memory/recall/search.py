@@ -17,6 +17,7 @@ from django.utils import timezone
 from knowledge.embeddings import embedder as embeddings
 from knowledge.models import Channel, Message
 from memory.recall import routes as R
+from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, pack
 from memory.recall.fuse import Candidate, apply_decay, apply_reranker, fuse, get_reranker
 from memory.recall.load import hydrate
@@ -244,6 +245,7 @@ def memory_search(
         routes=routes,
         hydrate_top=2 * k,
     )
+    ranking.candidates = correct_candidates(ranking.candidates, upto=2 * k)
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
