@@ -4,13 +4,16 @@ inside one recall answer.
 
 - exact: the same text once case and spacing are set aside (`NORM`, served by the partial
   index `memory_live_norm_idx` on live memories), or the same key and value;
-- near (queue): vectors at cosine ≥ NEAR_COSINE — chosen on the labelled pairs of
-  `bench/data/duplicate_pairs.json` (docs/PERFORMANCE.md, "Duplicate hints");
+- near (queue): vectors at cosine ≥ NEAR_COSINE and the same numbers and negation
+  (`same_facts`) — chosen on the labelled pairs of `bench/data/review_duplicate_pairs.json`
+  by `python -m bench.review_duplicates_eval`: precision 0.89, recall 0.85 (docs/PERFORMANCE.md,
+  "Duplicate hints"); the vector alone never reached precision 0.85 at a useful recall;
 - near (inside one answer, where vectors are not loaded): key terms nearly the same
   (Dice ≥ ANSWER_TERM_OVERLAP), the same test consolidation uses for its candidates.
 
 Only live memories (queued or active) count, and only in stores the reader may see."""
 
+import re
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -21,7 +24,7 @@ from knowledge.principals.principal import Principal
 
 LIVE = (Memory.QUEUED, Memory.ACTIVE)
 NORM = r"md5(lower(regexp_replace(btrim({0}.text), '\s+', ' ', 'g')))"
-NEAR_COSINE = 0.86
+NEAR_COSINE = 0.76
 NEAR_PER_MEMORY = 3
 ANSWER_TERM_OVERLAP = 0.85
 
@@ -31,13 +34,14 @@ def normalised(text: str) -> str:
     return " ".join((text or "").split()).lower()
 
 
-def exact_duplicate_for_write(*, owner, store: str, text: str, key: str, value) -> Memory | None:
-    """The live memory an agent's new write would repeat exactly, in the same store (and, in an
-    owner-only store, of the same owner): same folded text, or same key and value. Oldest first,
-    so repeated writes keep answering with the same memory."""
+def exact_duplicate_for_write(*, owner, store: str, tier: str, text: str, key: str, value) -> Memory | None:
+    """The live memory an agent's new write would repeat exactly, in the same store and tier
+    (and, in an owner-only store, of the same owner): same folded text, or same key and value.
+    Oldest first, so repeated writes keep answering with the same memory. (A working note that
+    restates a long-term fact is not a duplicate of it: it expires.)"""
     table = Memory._meta.db_table
-    where = ["m.store = %s AND m.status IN ('queued', 'active')"]
-    params: list = [store]
+    where = ["m.store = %s AND m.tier = %s AND m.status IN ('queued', 'active')"]
+    params: list = [store, tier]
     if store.startswith(access.OWNER_ONLY_PREFIXES):
         where.append("m.owner_id = %s")
         params.append(owner.pk)
@@ -103,10 +107,28 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
         if m in rows:
             hints[q].exact.append(rows[m])
             exact_pairs.add((q, m))
+    texts = {m.pk: m.text for m in memories}
     for q, m, sim in sorted(near, key=lambda r: (r[0], -r[2])):
-        if m in rows and (q, m) not in exact_pairs and len(hints[q].near) < NEAR_PER_MEMORY:
+        if (
+            m in rows
+            and (q, m) not in exact_pairs
+            and len(hints[q].near) < NEAR_PER_MEMORY
+            and same_facts(texts[q], rows[m].text)
+        ):
             hints[q].near.append((rows[m], round(sim, 3)))
     return hints
+
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+NEGATION = re.compile(r"\b(?:not|no|never|none|nobody|nothing|without|cannot)\b|n't\b", re.IGNORECASE)
+
+
+def same_facts(a: str, b: str) -> bool:
+    """The code rule a near-duplicate hint must pass besides its vector: the same numbers, and
+    both or neither negated (on the labelled pairs, "30 days" / "60 days" scored 0.97)."""
+    if sorted(NUMBER.findall(a)) != sorted(NUMBER.findall(b)):
+        return False
+    return bool(NEGATION.search(a)) == bool(NEGATION.search(b))
 
 
 def key_terms(text: str) -> frozenset[str]:

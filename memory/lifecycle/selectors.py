@@ -138,6 +138,7 @@ class QueueItem:
     contradicts: list[Memory] = field(default_factory=list)
     gate_check: object = None  # the latest finished eval-gate verdict, if any
     labels: dict = field(default_factory=dict)  # id → memory_label of every memory it touches
+    dups: object = None  # memory.lifecycle.duplicates.DuplicateHints, for the reader
 
     @property
     def compare_label(self) -> str:
@@ -159,9 +160,17 @@ def _queued(*, owner: str = "", reason: str = ""):
     return qs
 
 
-def review_queue(*, owner: str = "", reason: str = "", ids=None, limit: int | None = None) -> list[QueueItem]:
+def review_queue(
+    *,
+    owner: str = "",
+    reason: str = "",
+    ids=None,
+    limit: int | None = None,
+    principal: Principal | None = None,
+) -> list[QueueItem]:
     """Queued memories, oldest first (at most `limit`), each with what it would supersede (or
-    the active memories with the same key that it contradicts) — in a fixed number of queries."""
+    the active memories with the same key that it contradicts) and, given the reader
+    `principal`, its duplicate hints among what the reader may see — in a fixed number of queries."""
     qs = (
         _queued(owner=owner, reason=reason)
         .select_related("owner", "supersedes__owner", "supersedes__entry", "supersedes__skill")
@@ -172,7 +181,14 @@ def review_queue(*, owner: str = "", reason: str = "", ids=None, limit: int | No
         qs = qs.filter(pk__in=ids)
     if limit is not None:
         qs = qs[:limit]
-    return _queue_items(list(qs))
+    items = _queue_items(list(qs))
+    if principal is not None:
+        from memory.lifecycle.duplicates import queue_duplicate_hints
+
+        hints = queue_duplicate_hints([i.memory for i in items], principal)
+        for item in items:
+            item.dups = hints.get(item.memory.pk)
+    return items
 
 
 def review_queue_total(*, owner: str = "", reason: str = "") -> int:

@@ -743,7 +743,9 @@ def memory_write(
     if actor.kind == "agent" and supersedes is None and not attach:
         # An agent repeating what a live memory already says gets that memory back: never
         # stored twice (the answer carries `duplicate_of`).
-        existing = exact_duplicate_for_write(owner=owner, store=store, text=text, key=key, value=value)
+        existing = exact_duplicate_for_write(
+            owner=owner, store=store, tier=tier, text=text, key=key, value=value
+        )
         if existing is not None:
             existing.duplicate_of = existing.pk
             return existing

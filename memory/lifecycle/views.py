@@ -50,7 +50,7 @@ def _queue_context(request, *, notice: str = "", notice_kind: str = "success") -
     owner, reason = _owner(request), request.GET.get("reason", "")
     if reason not in selectors.QUEUE_REASONS:
         reason = ""
-    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT)
+    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT, principal=request.principal)
     return {
         "items": items,
         "conflicts": selectors.conflicts_in_force(request.principal, owner=owner),
@@ -96,7 +96,7 @@ def _item_response(request, memory_id: int, *, done: str = "", error: str = ""):
         else:
             messages.error(request, error)
         return redirect(_next(request, reverse("review-queue")))
-    items = selectors.review_queue(ids=[memory_id]) if error else []
+    items = selectors.review_queue(ids=[memory_id], principal=request.principal) if error else []
     context = {
         "memory_id": memory_id,
         "done": done,
@@ -301,7 +301,11 @@ def memory_list(request):
 
 def _detail_context(request, memory_id: int, **extra) -> dict:
     memory = access.memory_get_for(request.principal, memory_id)
-    queue_item = selectors.review_queue(ids=[memory.pk])[0] if memory.status == Memory.QUEUED else None
+    queue_item = (
+        selectors.review_queue(ids=[memory.pk], principal=request.principal)[0]
+        if memory.status == Memory.QUEUED
+        else None
+    )
     return {
         "memory": memory,
         "sources": list(memory.sources.all()),

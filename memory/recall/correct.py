@@ -44,13 +44,15 @@ def correct_candidates(candidates: list, *, upto: int) -> list:
     seen_text: set = set()
     seen_terms: list = []
     for cand in memories:
-        text = normalised(cand.obj.text)
+        # an ended fact and a current one are history, not copies: compared only within each
+        ended = cand.obj.valid_to is not None
+        text = (ended, normalised(cand.obj.text))
         terms = key_terms(cand.obj.text)
-        if text in seen_text or any(near_identical(terms, other) for other in seen_terms):
+        if text in seen_text or any(e == ended and near_identical(terms, t) for e, t in seen_terms):
             drop.add(cand.key)
             continue
         seen_text.add(text)
-        seen_terms.append(terms)
+        seen_terms.append((ended, terms))
 
     keyed = [c for c in memories if c.obj.key and c.key not in drop]
     if keyed:

@@ -114,8 +114,22 @@ def browse(request, kind, pk):
         data = Browser(request.principal, conversation).open(kind, pk)
     except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail)) from None
-    lines = data.get("thread") or data.get("context") or data.get("messages") or []
-    context = {"kind": kind, "data": data, "lines": lines, "conversation": conversation}
+    # The messages to show: a message's thread or neighbours, an episode's, a thread's or a
+    # conversation's (a thread's own "thread" is its name, not a list).
+    lines = next(
+        (v for k in ("thread", "context", "messages") if isinstance(v := data.get(k), list) and v), []
+    )
+    # A message (and a thread opened at one) is named by its message; the template only reads
+    # these, never a lookup as a filter argument.
+    hit = (data.get("message") or {}).get("id")
+    context = {
+        "kind": kind,
+        "data": data,
+        "lines": lines,
+        "conversation": conversation,
+        "title_id": data.get("id") or hit or pk,
+        "hit_id": hit,
+    }
     return render(request, "memory/recall/browse.html", context)
 
 
