@@ -173,7 +173,9 @@ def review_queue(
     `principal`, its duplicate hints among what the reader may see — in a fixed number of queries."""
     qs = (
         _queued(owner=owner, reason=reason)
-        .select_related("owner", "supersedes__owner", "supersedes__entry", "supersedes__skill")
+        .select_related(
+            "owner", "entry", "skill", "supersedes__owner", "supersedes__entry", "supersedes__skill"
+        )
         .prefetch_related("sources")
         .order_by("created_at", "id")
     )

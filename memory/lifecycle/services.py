@@ -18,7 +18,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Conflict, Invalid, Refused
 from knowledge.memories import ENTRY_BLOCK, memory_row_insert, memory_row_new, memory_row_revise
-from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Memory, Person
+from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Entry, Memory, Person
 from knowledge.principals.principal import Principal
 from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
@@ -243,6 +243,15 @@ def _overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
     )
 
 
+def _entry_touched(memory: Memory, actor: Principal) -> None:
+    """A decision on an entry's block changes that entry's body: the entry's "changed by" names
+    whoever made it (the reviewer, the agent), not whoever last edited the entry's fields."""
+    if memory.entry_id:
+        Entry.all_objects.filter(pk=memory.entry_id).update(
+            author_kind=actor.kind, author_name=actor.name, updated_at=timezone.now()
+        )
+
+
 # --- staleness and supersession -----------------------------------------------------------
 
 
@@ -317,6 +326,7 @@ def memory_supersede(
         if old.valid_to is None or old.valid_to > closes:
             old.valid_to = closes
         _save(old, "status", "superseded_by", "queue_reason", "status_reason", "valid_to")
+        _entry_touched(old, actor)
         _audit(
             "memory.superseded",
             actor=actor,
@@ -900,6 +910,7 @@ def memory_approve(
             if outcome:
                 data.update(outcome)
             _overlay_touched(memory, "lesson approved" if status == Memory.ACTIVE else "lesson held", actor)
+            _entry_touched(memory, actor)
             _audit(
                 "memory.approved" if status == Memory.ACTIVE else "memory.held",
                 actor=actor,
@@ -956,6 +967,7 @@ def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None 
         memory.status, memory.status_reason = Memory.REJECTED, reason
         _save(memory, "status", "status_reason")
         _overlay_touched(memory, "lesson rejected", actor)
+        _entry_touched(memory, actor)
         _audit(
             "memory.rejected",
             actor=actor,
