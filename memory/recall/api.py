@@ -332,6 +332,10 @@ class BrowsedMemorySerializer(serializers.Serializer):
             {
                 "kind": serializers.CharField(),
                 "ref": serializers.CharField(),
+                "state": serializers.CharField(
+                    help_text="At the last provenance check: unchanged, changed, deleted, or untracked "
+                    "(no state of it is known: its owning system never pushed it)."
+                ),
                 "opened": serializers.DictField(
                     required=False,
                     help_text="An internal source in scope, opened as browse opens its kind (a memory "

@@ -90,6 +90,7 @@ def playground(request):
                 scope, q=form["q"], k=form["k"], budget_tokens=form["budget_tokens"], now=now
             )
             context["outcome"] = outcome_dict(outcome)
+            _attach_sources(context["outcome"]["results"])
             context["conversation_id"] = conversation.pk if conversation else ""
             share = outcome.used_tokens * 100 // max(outcome.budget_tokens, 1)
             context["budget_share"] = min(share, 100)
@@ -99,6 +100,25 @@ def playground(request):
     if request.htmx:
         template += "#results"
     return render(request, template, context)
+
+
+def _attach_sources(results: list[dict]) -> None:
+    """The playground shows each memory result's sources as links (one query for the page)."""
+    from knowledge.models import MemorySource
+
+    ids = [r["id"] for r in results if r["kind"] == "memory"]
+    if not ids:
+        return
+    by_memory: dict[int, list] = {}
+    for row in (
+        MemorySource.objects.filter(memory_id__in=ids)
+        .order_by("id")
+        .values("memory_id", "kind", "ref", "state")
+    ):
+        by_memory.setdefault(row["memory_id"], []).append(row)
+    for r in results:
+        if r["kind"] == "memory":
+            r["sources"] = by_memory.get(r["id"], [])
 
 
 @reviewer_required
