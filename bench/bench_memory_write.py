@@ -52,7 +52,7 @@ def _setup() -> dict:
     }
 
 
-def _start_server(port: int) -> subprocess.Popen:
+def _start_server(port: int, cwd: Path = ROOT) -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "brainsite.settings",
@@ -76,7 +76,7 @@ def _start_server(port: int) -> subprocess.Popen:
             "--log-level",
             "warning",
         ],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
     )
     deadline = time.time() + 30
