@@ -18,6 +18,7 @@ from knowledge.web import no_body
 from memory.lifecycle import selectors, services
 from memory.lifecycle.serializers import (
     ApproveSerializer,
+    KeepSerializer,
     MemoryDetailSerializer,
     MemoryListQuerySerializer,
     MemoryPageSerializer,
@@ -186,6 +187,31 @@ def memory_approve(request, memory_id: int):
         supersedes=supersedes,
         decision=data.get("decision"),
         boundary=data.get("boundary"),
+    )
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Settle a conflict in force in favour of this active memory (reviewers)",
+    description="For conflicts already in force (older data, a restore): `replace` supersedes every "
+    "active memory with its key that says otherwise over the same time; `keep_both` ends them at "
+    "`boundary`, where this one starts. 409 when it conflicts with nothing now.",
+    request=KeepSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_keep(request, memory_id: int):
+    data = _valid(KeepSerializer, request.data)
+    access.memory_get_for(request.user, memory_id)
+    memory = _act(
+        services.memory_conflict_resolve,
+        actor=request.user,
+        memory_id=memory_id,
+        decision=data["decision"],
+        boundary=data.get("boundary"),
+        reason=data["reason"],
     )
     return Response(_reloaded(memory))
 

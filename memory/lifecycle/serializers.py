@@ -98,6 +98,18 @@ class ApproveSerializer(StrictSerializer):
     )
 
 
+class KeepSerializer(StrictSerializer):
+    decision = serializers.ChoiceField(
+        choices=["replace", "keep_both"],
+        help_text="replace: retire every active memory this one conflicts with; keep_both: they end "
+        "at `boundary`, where this one starts.",
+    )
+    boundary = serializers.DateTimeField(
+        required=False, help_text="keep_both: when this memory starts to hold."
+    )
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
 class ReviseSerializer(StrictSerializer):
     text = StrictCharField(max_length=MAX_TEXT)
     reason = serializers.CharField(max_length=2000)

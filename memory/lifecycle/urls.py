@@ -25,6 +25,7 @@ api_urlpatterns = [
     path("memory/<int:memory_id>", api.memory_detail, name="api-memory-detail"),
     path("memory/<int:memory_id>/approve", api.memory_approve, name="api-memory-approve"),
     path("memory/<int:memory_id>/reject", api.memory_reject, name="api-memory-reject"),
+    path("memory/<int:memory_id>/keep", api.memory_keep, name="api-memory-keep"),
     path("memory/<int:memory_id>/pin", api.memory_pin, name="api-memory-pin"),
     path("memory/<int:memory_id>/unpin", api.memory_unpin, name="api-memory-unpin"),
     path("memory/<int:memory_id>/revoke", api.memory_revoke, name="api-memory-revoke"),

@@ -264,3 +264,27 @@ def test_status_shows_conflicts_in_force_with_an_alert(client, world):
     client.force_login(world.admin)
     page = client.get("/knowledge/status/").content.decode()
     assert 'id="conflict-groups"' in page and f"#{theirs.pk}" in page
+
+
+def test_the_api_settles_a_conflict_in_force_keeping_both_as_of_different_times(world):
+    old = in_force(world.copilot, "Acme wants Slack", "Slack")
+    new = in_force(world.scribe, "Acme wants a phone call", "phone")
+    boundary = timezone.now() + datetime.timedelta(minutes=5)
+    client = world.client("reviewer")
+    response = client.post(
+        f"/api/memory/{new.pk}/keep",
+        {"decision": "keep_both", "boundary": boundary.isoformat()},
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    assert Memory.objects.get(pk=old.pk).valid_to == boundary == Memory.objects.get(pk=new.pk).valid_from
+    assert selectors.conflict_pairs() == []
+    assert (
+        client.post(f"/api/memory/{new.pk}/keep", {"decision": "replace"}, format="json").status_code == 409
+    )
+    assert (
+        world.client("copilot")
+        .post(f"/api/memory/{new.pk}/keep", {"decision": "replace"}, format="json")
+        .status_code
+        == 403
+    )
