@@ -13,6 +13,7 @@ inside one recall answer.
 
 Only live memories (queued or active) count, and only in stores the reader may see."""
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -49,8 +50,6 @@ def exact_duplicate_for_write(*, owner, store: str, tier: str, text: str, key: s
     params.append(text)
     if key and value is not None:
         same.append("(m.key = %s AND m.value = %s::jsonb)")
-        import json
-
         params += [key, json.dumps(value)]
     sql = (
         f"SELECT m.id FROM {table} m WHERE {' AND '.join(where)} AND ({' OR '.join(same)}) "

@@ -82,10 +82,11 @@ class ConflictDecisionNeeded(Conflict):
     def __init__(self, memory: Memory, conflicts: list[Memory]):
         self.conflicts_with = [c.pk for c in conflicts]
         named = ", ".join(f"#{c.pk} ({value_label(c)})" for c in conflicts)
+        who = f"Memory {memory.pk}" if memory.pk else "This memory"
         message = (
-            f"Memory {memory.pk or ''} has key {memory.key} and would conflict with active {named}. "
+            f"{who} has key {memory.key} and would conflict with active {named}. "
             "Decide: replace (retire all of them), keep_both with a boundary time, or reject."
-        ).replace("Memory  ", "This memory ")
+        )
         super().__init__(
             message,
             conflicts_with=self.conflicts_with,

@@ -10,6 +10,8 @@ Applied to the candidates a search or a context may show, before they are packed
 
 One statement, and only when a ranked memory has a key."""
 
+import json
+
 from django.db.models import Q
 
 from knowledge import access
@@ -22,8 +24,6 @@ from memory.recall.routes import MEMORY
 def _label(row: Memory) -> str:
     shown = row.value if isinstance(row.value, str) else None
     if shown is None and row.value is not None:
-        import json
-
         shown = json.dumps(row.value, ensure_ascii=False)
     shown = shown if shown is not None else " ".join(row.text.split())
     return shown if len(shown) <= 40 else shown[:37] + "..."
