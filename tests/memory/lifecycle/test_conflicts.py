@@ -288,3 +288,21 @@ def test_the_api_settles_a_conflict_in_force_keeping_both_as_of_different_times(
         .status_code
         == 403
     )
+
+
+def test_consolidation_and_the_reconciler_fold_only_overlapping_values(world):
+    """Values kept as of different times are history, not a conflict: the finder the
+    consolidation run and the reconciler share leaves them alone, and folds an overlapping one."""
+    from memory.consolidation.find import find_conflicts
+
+    ended = timezone.now() - datetime.timedelta(days=10)
+    old = in_force(world.scribe, "Acme wanted Slack", "Slack")
+    Memory.objects.filter(pk=old.pk).update(valid_from=ended - datetime.timedelta(days=30), valid_to=ended)
+    current = in_force(world.scribe, "Acme wants a phone call", "phone")
+    findings = Findings()
+    find_conflicts(findings, owner_id=world.scribe.pk, model=None, arbiter=False)
+    assert findings.changes == []
+    overlapping = in_force(world.scribe, "Acme wants e-mail", "e-mail")
+    find_conflicts(findings, owner_id=world.scribe.pk, model=None, arbiter=False)
+    (change,) = findings.changes
+    assert {change.keep, *change.folds} == {current.pk, overlapping.pk} and old.pk not in change.folds
