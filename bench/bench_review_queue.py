@@ -56,7 +56,11 @@ def seed() -> None:
         memory = memory_row_new(
             owner=agents[j % 4],
             store="shared",
-            text=rows[source].text if copy else f"Queued note {j}: ticket INC-{j} needs a follow-up call.",
+            text=rows[source].text
+            if copy
+            else f"Note: {rows[source].text}"
+            if near
+            else f"Queued note {j}: ticket INC-{j} needs a follow-up call.",
             author_kind="agent",
             author_name=agents[j % 4].name,
             status=Memory.QUEUED,
