@@ -176,7 +176,7 @@ def _hammer(base: str, token: str, seconds: float, offset: int = 0) -> tuple[int
             f"POST /api/memory HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
             "Content-Type: application/json\r\nConnection: close\r\nContent-Length: "
         ).encode()
-        i = offset + n * 10_000_000
+        i = offset + n * 10_000_000  # offsets: multiples of 50,000,000, past every client's range
         start_gate.wait()
         while time.perf_counter() < stop_at[0]:
             t = time.perf_counter()
@@ -207,7 +207,7 @@ def run(report):
     base = f"http://127.0.0.1:{port}"
     try:
         # warm every worker's imports and connection, with texts the measured writes never repeat
-        _hammer(base, tokens["trusted"], 2, offset=5_000_000)
+        _hammer(base, tokens["trusted"], 2, offset=50_000_000)
         for label, token in (
             ("trusted (active at once)", tokens["trusted"]),
             ("untrusted (queued)", tokens["untrusted"]),

@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
             for name, cwd in (("this tree", ROOT), (f"base {base_commit}", Path(tmp))):
                 port = W._free_port()
                 servers[name] = (W._start_server(port, cwd=cwd), f"http://127.0.0.1:{port}")
-                W._hammer(servers[name][1], tokens["trusted"], 2, offset=len(servers) * 500_000)  # warm
+                W._hammer(servers[name][1], tokens["trusted"], 2, offset=len(servers) * 50_000_000)  # warm
             results: dict[tuple[str, str], list[float]] = {}
             calls = 1  # every call writes texts of its own (a repeat would be a duplicate, not a write)
             for n in range(rounds):
@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
                     for name, (_, base) in servers.items():
                         calls += 1
                         count, elapsed, _, errors = W._hammer(
-                            base, tokens[kind], ROUND_SECONDS, offset=calls * 1_000_000
+                            base, tokens[kind], ROUND_SECONDS, offset=calls * 100_000_000
                         )
                         rate = count / elapsed
                         results.setdefault((name, kind), []).append(rate)
