@@ -52,7 +52,7 @@ def _setup() -> dict:
     }
 
 
-def _start_server(port: int) -> subprocess.Popen:
+def _start_server(port: int, cwd: Path = ROOT) -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "brainsite.settings",
@@ -76,7 +76,7 @@ def _start_server(port: int) -> subprocess.Popen:
             "--log-level",
             "warning",
         ],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
     )
     deadline = time.time() + 30
@@ -156,8 +156,10 @@ def _post(address: tuple[str, int], request: bytes) -> int:
         return 0
 
 
-def _hammer(base: str, token: str, seconds: float) -> tuple[int, float, list[float], int]:
-    """CLIENTS threads write for `seconds`; returns (writes, elapsed, latencies, errors)."""
+def _hammer(base: str, token: str, seconds: float, offset: int = 0) -> tuple[int, float, list[float], int]:
+    """CLIENTS threads write for `seconds`; returns (writes, elapsed, latencies, errors). Calls
+    that must not repeat an earlier call's texts (an exact repeat is answered as a duplicate,
+    not stored) give each its own `offset`."""
     latencies: list[list[float]] = [[] for _ in range(CLIENTS)]
     errors = [0] * CLIENTS
     start_gate = threading.Barrier(CLIENTS + 1)
@@ -174,7 +176,7 @@ def _hammer(base: str, token: str, seconds: float) -> tuple[int, float, list[flo
             f"POST /api/memory HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
             "Content-Type: application/json\r\nConnection: close\r\nContent-Length: "
         ).encode()
-        i = n * 10_000_000
+        i = offset + n * 10_000_000  # offsets: multiples of 50,000,000, past every client's range
         start_gate.wait()
         while time.perf_counter() < stop_at[0]:
             t = time.perf_counter()
@@ -204,7 +206,8 @@ def run(report):
     server = _start_server(port)
     base = f"http://127.0.0.1:{port}"
     try:
-        _hammer(base, tokens["trusted"], 2)  # warm every worker's imports and connection
+        # warm every worker's imports and connection, with texts the measured writes never repeat
+        _hammer(base, tokens["trusted"], 2, offset=50_000_000)
         for label, token in (
             ("trusted (active at once)", tokens["trusted"]),
             ("untrusted (queued)", tokens["untrusted"]),

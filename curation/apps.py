@@ -11,6 +11,7 @@ class CurationConfig(AppConfig):
         from curation.receivers import connect
         from curation.status.selectors import StatusSection, status_section_register
         from knowledge.materials.selectors import materials_alerts, materials_status
+        from memory.lifecycle.selectors import conflicts_alerts, conflicts_status
         from memory.reconciler.selectors import reconciler_alerts, reconciler_status
 
         connect()
@@ -48,5 +49,13 @@ class CurationConfig(AppConfig):
                 template="memory/reconciler/_status.html",
                 report=reconciler_status,
                 alerts=reconciler_alerts,
+            )
+        )
+        status_section_register(
+            StatusSection(
+                name="conflicts",
+                template="memory/lifecycle/_status_conflicts.html",
+                report=conflicts_status,
+                alerts=conflicts_alerts,
             )
         )

@@ -143,3 +143,13 @@ def memory_row_activate(*, actor, memory: Memory, route: str, sources=()) -> Mem
         actor=actor, memory=memory, route=route, insert=lambda new: memory_row_insert(new, sources=sources)
     )
     return memory
+
+
+def memory_row_activate_stored(*, actor, memory: Memory, route: str) -> Memory:
+    """Pass a stored, queued, row-locked memory through the one activation function (a queued
+    entry block that a person or trusted agent corrects goes into force this way, with every
+    activation check). Runs inside the caller's transaction."""
+    if _activate is None:
+        raise ImproperlyConfigured("No activation function is registered (is the memory app installed?).")
+    _activate(actor=actor, memory=memory, route=route)
+    return memory

@@ -13,6 +13,7 @@ import sys
 
 from django import db
 from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views.defaults import server_error as django_server_error
 
 RETRY_AFTER_SECONDS = 5
@@ -63,4 +64,9 @@ def server_error(request, template_name="500.html"):
     """handler500: Django calls it inside the `except` of the request that failed."""
     if is_database_away(sys.exc_info()[1]):
         return database_unavailable(request)
-    return django_server_error(request, template_name)
+    try:
+        # The console's 500 page has the site shell (navigation, the signed-in user), so it is
+        # rendered with the request; if that fails too, Django's context-free page answers.
+        return render(request, template_name, status=500)
+    except Exception:
+        return django_server_error(request, template_name)

@@ -116,6 +116,19 @@ StatusOut = inline_serializer(
             },
             required=False,
         ),
+        # Registered from curation (a StatusSection): conflicts still in force.
+        "conflicts": inline_serializer(
+            "StatusConflicts",
+            {
+                "memories": serializers.IntegerField(help_text="Active memories in a conflict."),
+                "groups": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per conflict (newest first, at most 20): store, key, agents, memories "
+                    "(id, agent).",
+                ),
+            },
+            required=False,
+        ),
         "worker_heartbeat": serializers.DateTimeField(allow_null=True),
         "jobs": serializers.DictField(
             help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "

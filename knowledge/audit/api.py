@@ -104,6 +104,16 @@ def audit_filters_from(params) -> AuditFilters:
     )
 
 
+def outcome_out(outcome) -> dict:
+    return {
+        "object_type": outcome.object_type,
+        "object_id": outcome.object_id,
+        "label": outcome.label,
+        "kind": outcome.kind,
+        "fields": outcome.fields,
+    }
+
+
 def record_out(step) -> dict:
     return {
         "event": step.event.pk,
@@ -187,6 +197,22 @@ def audit_detail(request, event_id):
                 "preview": serializers.BooleanField(),
                 "audit_event": serializers.IntegerField(allow_null=True),
                 "records": RestoreRecordSerializer(many=True),
+                "writes": serializers.ListField(
+                    child=inline_serializer(
+                        "RestoreWrite",
+                        {
+                            "object_type": serializers.CharField(),
+                            "object_id": serializers.CharField(),
+                            "label": serializers.CharField(),
+                            "kind": serializers.CharField(
+                                help_text="change, recreate, invalidate, delete, ..."
+                            ),
+                            "fields": serializers.ListField(child=serializers.CharField()),
+                        },
+                    ),
+                    help_text="What the restore writes (preview) or wrote: one per object — the same "
+                    "list either way, and as many as the restore event's `records` count.",
+                ),
             },
         ),
         409: inline_serializer(
@@ -229,5 +255,6 @@ def audit_restore_view(request):
             "preview": preview,
             "audit_event": plan.event.pk if plan.event else None,
             "records": [record_out(s) for s in plan.steps],
+            "writes": [outcome_out(o) for o in plan.outcomes],
         }
     )

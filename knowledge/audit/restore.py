@@ -79,10 +79,25 @@ class RestoreStep:
 
 
 @dataclasses.dataclass
+class RestoreOutcome:
+    """What the restore does to one object: exactly what it writes (one per object, however
+    many events of the batch touched it; an object it would leave as it is is not listed)."""
+
+    object_type: str
+    object_id: str
+    label: str
+    current: dict | None  # the value now
+    target: dict | None  # the value it writes (None: the object is retired)
+    fields: list  # the fields it writes
+    kind: str  # change | recreate | the restorer's `removal` word (invalidate, delete, ...)
+
+
+@dataclasses.dataclass
 class RestorePlan:
     steps: list[RestoreStep]
     conflicts: list[dict]
     event: AuditEvent | None = None  # the restore's own audit event, once written
+    outcomes: list[RestoreOutcome] = dataclasses.field(default_factory=list)
 
 
 class Restorer:
@@ -92,6 +107,8 @@ class Restorer:
     object_type = ""
     model = None
     content_fields: tuple[str, ...] = ()
+    # What restoring an object's creation does to it, as the preview and the result say it.
+    removal = "delete"
     # Fields a restore never writes directly (derived, or written by the row operations).
     derived_fields: tuple[str, ...] = ("id", "created_at", "updated_at")
 
@@ -159,6 +176,7 @@ class EntryRestorer(Restorer):
     object_type, model = "entry", Entry
     content_fields = ("name", "type", "aliases", "summary", "properties", "store", "owner_id", "deleted_at")
     derived_fields = ("id", "created_at", "updated_at", "version", *Entry.DERIVED_FIELDS)
+    removal = "mark deleted"  # kept, marked deleted
 
     def read(self, obj):
         return entry_snapshot(obj)
@@ -193,6 +211,7 @@ class MemoryRestorer(Restorer):
     every text); a memory whose creation is restored is retired, not deleted."""
 
     object_type, model = "memory", Memory
+    removal = "invalidate"  # a memory is never deleted: its row stays, withdrawn
     content_fields = (
         "text",
         "key",
@@ -513,12 +532,8 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
             state[key] = rev.before
             steps.append(step)
         plan = RestorePlan(steps=steps, conflicts=conflicts)
-        if conflicts:
-            raise RestoreConflict(conflicts, plan)
-        if preview:
-            return plan
-
-        revisions, stores, owners = [], set(), set()
+        # The preview and the restore come from this one list, so they never disagree on how
+        # many objects change, how, or which fields.
         for key in sorted(state, key=lambda k: (k[0], k[1])):
             object_type, object_id = key
             restorer, before, target = RESTORERS[object_type], current[key], state[key]
@@ -527,6 +542,32 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
                 continue
             if before is None and target is None:
                 continue
+            kind = "recreate" if before is None else restorer.removal if target is None else "change"
+            plan.outcomes.append(
+                RestoreOutcome(
+                    object_type=object_type,
+                    object_id=object_id,
+                    label=restorer.label(object_id, target or before),
+                    current=before,
+                    target=target,
+                    fields=fields,
+                    kind=kind,
+                )
+            )
+        if conflicts:
+            raise RestoreConflict(conflicts, plan)
+        if preview:
+            return plan
+
+        revisions, stores, owners = [], set(), set()
+        for outcome in plan.outcomes:
+            object_type, object_id = outcome.object_type, outcome.object_id
+            restorer, before, target, fields = (
+                RESTORERS[object_type],
+                outcome.current,
+                outcome.target,
+                outcome.fields,
+            )
             after = restorer.write(
                 object_id, before, target, actor=actor, fields=fields, row=locked[object_type].get(object_id)
             )

@@ -15,6 +15,39 @@ from knowledge.models import AuditEvent, Revision
 
 # Columns of a snapshot that say nothing to a person comparing two values.
 HIDDEN_FIELDS = {"id", "created_at", "updated_at", "embedding", "embedding_model", "content_hash"}
+# How people read the fields of a before/after (never the column names): ids of other objects
+# are shown as "#12", an owner as the agent's name.
+FIELD_LABELS = {
+    "owner_id": "owner agent",
+    "entry_id": "entry",
+    "skill_id": "skill",
+    "supersedes_id": "supersedes",
+    "superseded_by_id": "superseded by",
+    "source_id": "from entry",
+    "target_id": "to entry",
+    "agent_id": "agent",
+    "status_reason": "reason",
+    "queue_reason": "why queued",
+    "stale_reason": "why stale",
+    "valid_from": "valid from",
+    "valid_to": "valid until",
+    "expires_at": "expires",
+    "deleted_at": "deleted",
+    "author_kind": "author (kind)",
+    "author_name": "author",
+}
+
+
+def field_label(field: str) -> str:
+    return FIELD_LABELS.get(field, field.replace("_", " "))
+
+
+def _shown_field(field: str, value, agents: dict) -> str:
+    if field == "owner_id" and value is not None:
+        return agents.get(value, f"agent #{value}")
+    if field.endswith("_id") and value is not None:
+        return f"#{value}"
+    return _shown(value)
 
 
 @dataclasses.dataclass
@@ -95,7 +128,11 @@ def word_diff(before: str, after: str) -> tuple[str, str]:
 def changed_fields(before: dict | None, after: dict | None) -> list[dict]:
     """[{field, before, after, diff}] for the fields that differ (all fields of a creation or a
     deletion), for display."""
+    from knowledge.models import Agent
+
     before, after = before or {}, after or {}
+    owners = {v for v in (before.get("owner_id"), after.get("owner_id")) if v is not None}
+    agents = dict(Agent.objects.filter(pk__in=owners).values_list("pk", "name")) if owners else {}
     rows = []
     for field in sorted(set(before) | set(after)):
         if field in HIDDEN_FIELDS:
@@ -103,7 +140,12 @@ def changed_fields(before: dict | None, after: dict | None) -> list[dict]:
         old, new = before.get(field), after.get(field)
         if old == new and before and after:
             continue
-        row = {"field": field, "before": _shown(old) if before else "", "after": _shown(new) if after else ""}
+        row = {
+            "field": field,
+            "label": field_label(field),
+            "before": _shown_field(field, old, agents) if before else "",
+            "after": _shown_field(field, new, agents) if after else "",
+        }
         if isinstance(old, str) and isinstance(new, str) and old != new:
             row["before"], row["after"] = word_diff(old, new)
         rows.append(row)

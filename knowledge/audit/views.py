@@ -118,6 +118,7 @@ def audit_restore(request):
         return render(request, "knowledge/audit/restore.html", context, status=exc.status_code)
     if preview:
         context["steps"] = _steps(plan.steps)
+        context["outcomes"] = _outcomes(plan.outcomes)
         return render(request, "knowledge/audit/restore.html", context)
     records = plan.event.counts.get("records", 0)
     messages.success(
@@ -127,6 +128,40 @@ def audit_restore(request):
         "and can itself be restored.",
     )
     return redirect("audit-detail", pk=plan.event.pk)
+
+
+def _outcomes(outcomes) -> list[dict]:
+    """What the restore writes, one row per object, with the fields it writes as people read
+    them — the same list the restore itself carries out (knowledge.audit.restore)."""
+    rows = []
+    for outcome in outcomes:
+        content = RESTORERS[outcome.object_type].content
+        if outcome.target is None:
+            after = dict(content(outcome.current) or {})
+            if outcome.object_type == "memory":
+                after["status"] = "invalidated"
+            fields = [r for r in changed_fields(content(outcome.current), after) if r["field"] != "sources"]
+            if not fields:
+                fields = [
+                    {"field": "", "label": "the whole record", "before": "present", "after": outcome.kind}
+                ]
+        else:
+            fields = [
+                r
+                for r in changed_fields(content(outcome.current), content(outcome.target))
+                if outcome.current is None or r["field"] in outcome.fields
+            ]
+        rows.append(
+            {
+                "label": outcome.label,
+                "kind": outcome.kind,
+                "link": _object_link(
+                    outcome.object_type, outcome.object_id, outcome.target or outcome.current
+                ),
+                "fields": fields,
+            }
+        )
+    return rows
 
 
 def _steps(steps) -> list[dict]:

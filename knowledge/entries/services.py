@@ -20,6 +20,7 @@ from knowledge.memories import (
     ENTRY_BLOCK,
     entry_block_goes_active,
     memory_row_activate,
+    memory_row_activate_stored,
     memory_row_new,
     memory_row_revise,
 )
@@ -438,9 +439,12 @@ def block_correct(
         memory_row_revise(memory=block, text=text, reason=reason, **_author(actor))
         if source_pairs is not None and source_pairs != before["sources"]:
             _replace_sources(block, new_sources)
-        status = Memory.ACTIVE if entry_block_goes_active(actor) else Memory.QUEUED
-        if status != block.status:
-            block.status, block.queue_reason = status, "requeued"
+        if entry_block_goes_active(actor):
+            if block.status == Memory.QUEUED:
+                # a queued block goes into force only through the one activation function
+                memory_row_activate_stored(actor=actor, memory=block, route=ENTRY_BLOCK)
+        elif block.status != Memory.QUEUED:
+            block.status, block.queue_reason = Memory.QUEUED, "requeued"
             block.status_reason = f"corrected by {actor.kind} {actor.name}; awaiting review"
             block.save(update_fields=["status", "queue_reason", "status_reason", "updated_at"])
         block = Memory.objects.prefetch_related("sources").get(pk=block.pk)

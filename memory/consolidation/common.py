@@ -86,7 +86,7 @@ def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, 
     strict anti-drift see them like any other memory. If one is held or refused, the whole apply
     fails and writes nothing — the originals must not be folded away behind a held memory."""
     from memory.lifecycle.activation_hooks import REVIEW
-    from memory.lifecycle.services import MemoryConflict, memory_activate
+    from memory.lifecycle.services import ConflictDecisionNeeded, MemoryConflict, memory_activate
 
     for memory in (
         Memory.objects.select_for_update().filter(pk__in=memory_ids, status=Memory.QUEUED).order_by("pk")
@@ -95,6 +95,14 @@ def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, 
             status = memory_activate(actor=actor, memory=memory, route=REVIEW, now=now)
         except MemoryConflict as exc:
             raise PlanConflict(f"merged memory #{memory.pk} contradicts active memories {exc.conflicts_with}")
+        except ConflictDecisionNeeded as exc:
+            # The conflict rule holds here too: a merge never puts a second value of a key in
+            # force; a reviewer decides in the queue, and the plan waits.
+            raise PlanConflict(
+                f"merged memory #{memory.pk} conflicts with active memories {exc.conflicts_with} "
+                "(same key, another value): decide in the review queue first",
+                conflicts_with=exc.conflicts_with,
+            )
         if status != Memory.ACTIVE:
             raise PlanConflict(f"merged memory #{memory.pk} was held: {memory.status_reason}")
         memory.status_reason = f"consolidation plan #{plan.pk} applied"

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from knowledge.llm import LIGHT, ModelError, ModelOutputInvalid, model_availability, model_call
 from knowledge.models import Agent, Memory, MemorySource
+from memory.lifecycle.selectors import conflict_pairs, windows_overlap
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
 LONG_TERM = (Memory.SEMANTIC, Memory.PROCEDURAL)
@@ -206,7 +207,7 @@ def find_conflicts(
     info = {
         m["id"]: m
         for m in Memory.objects.filter(pk__in=ids).values(
-            "id", "text", "value", "confidence", "created_at", "pinned", "category", "valid_from"
+            "id", "text", "value", "confidence", "created_at", "pinned", "category", "valid_from", "valid_to"
         )
     }
     kinds = defaultdict(list)
@@ -239,7 +240,20 @@ def find_conflicts(
             picked = model.arbitrate(owner, key, members, info, kinds)
             if picked is not None:
                 winner, reason = picked
-        losers = [i for i in members if value_of(i) != value_of(winner) and not info[i]["pinned"]]
+        # Values kept as of different times (validity windows that do not overlap) are no
+        # conflict: only a loser whose window overlaps the winner's folds.
+        losers = [
+            i
+            for i in members
+            if value_of(i) != value_of(winner)
+            and not info[i]["pinned"]
+            and windows_overlap(
+                info[i]["valid_from"],
+                info[i]["valid_to"],
+                info[winner]["valid_from"],
+                info[winner]["valid_to"],
+            )
+        ]
         if not losers:
             continue
         findings.changes.append(
@@ -256,6 +270,25 @@ def find_conflicts(
         )
         findings.counts["conflict_groups"] += 1
         findings.counts["conflicts_superseded"] += len(losers)
+
+
+def find_conflicts_across_owners(findings: Findings, *, owner_id=None, store="") -> None:
+    """Conflicts in force between agents in one store (the conflict rule's pairs). A run never
+    folds them — retiring what another agent knows needs a person — so it counts them and says
+    where; the review queue and Status list them for a reviewer's decision."""
+    pairs = conflict_pairs(owner_id=owner_id, store=store)
+    if not pairs:
+        return
+    ids = {i for pair in pairs for i in pair}
+    rows = {m["id"]: m for m in Memory.objects.filter(pk__in=ids).values("id", "owner_id", "store", "key")}
+    across = sorted(
+        {(rows[a]["store"], rows[a]["key"]) for a, b in pairs if rows[a]["owner_id"] != rows[b]["owner_id"]}
+    )
+    for store_, key in across:
+        findings.counts["conflicts_across_owners"] += 1
+        findings.notes.append(
+            f"key {key} in {store_}: agents disagree; left for a reviewer (Conflicts in force, review queue)"
+        )
 
 
 # --- the model, governed, used by the steps that need it -------------------------------------
@@ -591,6 +624,7 @@ def find_changes(*, owner_id=None, store="", actor=None, now=None) -> Findings:
     model = ModelGate(findings, actor=actor, limit=settings.BRAIN_CONSOLIDATION_MODEL_GROUPS)
     find_duplicates(findings, owner_id=owner_id, store=store)
     find_conflicts(findings, owner_id=owner_id, store=store, now=now, model=model)
+    find_conflicts_across_owners(findings, owner_id=owner_id, store=store)
     find_near_duplicates(findings, owner_id=owner_id, store=store, model=model)
     find_summaries(findings, owner_id=owner_id, store=store, model=model)
     findings.counts["model_calls"] = model.calls

@@ -19,6 +19,7 @@ from knowledge.web import no_body
 from memory.lifecycle import selectors, services
 from memory.lifecycle.serializers import (
     ApproveSerializer,
+    KeepSerializer,
     MemoryDetailSerializer,
     MemoryListQuerySerializer,
     MemoryPageSerializer,
@@ -43,6 +44,11 @@ CONFLICT = OpenApiResponse(
             "conflicts_with": serializers.ListField(child=serializers.IntegerField(), required=False),
             "memory": serializers.IntegerField(required=False, help_text="A state conflict: the memory."),
             "status": serializers.CharField(required=False, help_text="A state conflict: its status now."),
+            "decisions": serializers.ListField(
+                child=serializers.CharField(),
+                required=False,
+                help_text="A conflict: the decisions approval needs (replace, keep_both, reject).",
+            ),
         },
     ),
     description="The memory is not in a state for this action (another reviewer acted first), or strict "
@@ -78,9 +84,22 @@ def _reloaded(memory: Memory) -> dict:
     "review; a trusted agent's (or a reviewer's) is active at once. Agents write only as themselves "
     "and only into stores they may write. Invalid bodies get 400 with per-field messages and write "
     "nothing. With BRAIN_STRICT_ANTI_DRIFT on, contradicting an active semantic memory of "
-    "confidence ≥ 0.9 with the same key without naming it in `supersedes` gets 409.",
+    "confidence ≥ 0.9 with the same key without naming it in `supersedes` gets 409. A write that would "
+    "conflict with an active memory (same key, another value, overlapping validity) is queued with "
+    "queue_reason `conflict` unless it names what it `supersedes`. An agent's exact duplicate of a live "
+    "memory is answered 200 with that memory and `duplicate_of`.",
     request=MemoryWriteSerializer,
-    responses={201: MemorySerializer, 400: ERROR, 403: ERROR, 409: CONFLICT},
+    responses={
+        201: MemorySerializer,
+        200: OpenApiResponse(
+            MemorySerializer,
+            description="An agent's exact duplicate of a live memory: nothing stored; the existing "
+            "memory, with `duplicate_of`.",
+        ),
+        400: ERROR,
+        403: ERROR,
+        409: CONFLICT,
+    },
     examples=[
         OpenApiExample(
             "A fact with a source",
@@ -111,7 +130,8 @@ def memory_collection(request):
     if request.method == "POST":
         data = _valid(MemoryWriteSerializer, request.data, principal=principal)
         memory = services.memory_write_request(actor=principal, **data)
-        return Response(memory_out(memory), status=status.HTTP_201_CREATED)
+        created = not getattr(memory, "duplicate_of", None)
+        return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     query = _valid(MemoryListQuerySerializer, request.query_params)
     page, size = query.pop("page"), query.pop("page_size")
@@ -147,7 +167,9 @@ def memory_detail(request, memory_id: int):
     tags=TAG,
     summary="Approve a queued memory (reviewers)",
     description="Puts the memory through the activation function (route: review). With `text`, the "
-    "edit becomes a new version first. 409 when it is no longer queued (e.g. another reviewer acted).",
+    "edit becomes a new version first. 409 when it is no longer queued (e.g. another reviewer acted), "
+    "or when it conflicts with active memories (same key, another value, overlapping validity) and no "
+    "`decision` is given (`conflicts_with` names them).",
     request=ApproveSerializer,
     responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
 )
@@ -165,6 +187,33 @@ def memory_approve(request, memory_id: int):
         text=data.get("text"),
         reason=data["reason"],
         supersedes=supersedes,
+        decision=data.get("decision"),
+        boundary=data.get("boundary"),
+    )
+    return Response(_reloaded(memory))
+
+
+@extend_schema(
+    tags=TAG,
+    summary="Settle a conflict in force in favour of this active memory (reviewers)",
+    description="For conflicts already in force (older data, a restore): `replace` supersedes every "
+    "active memory with its key that says otherwise over the same time; `keep_both` ends them at "
+    "`boundary`, where this one starts. 409 when it conflicts with nothing now.",
+    request=KeepSerializer,
+    responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_keep(request, memory_id: int):
+    data = _valid(KeepSerializer, request.data)
+    access.memory_get_for(request.user, memory_id)
+    memory = _act(
+        services.memory_conflict_resolve,
+        actor=request.user,
+        memory_id=memory_id,
+        decision=data["decision"],
+        boundary=data.get("boundary"),
+        reason=data["reason"],
     )
     return Response(_reloaded(memory))
 

@@ -8,6 +8,19 @@ class RejectForm(forms.Form):
     reason = forms.CharField(max_length=2000, error_messages={"required": "Say why the memory is rejected."})
 
 
+class ApproveForm(forms.Form):
+    """Approval; a memory that conflicts with active ones needs the reviewer's decision (the
+    service refuses an approval without one, so the form cannot default to leaving both)."""
+
+    decision = forms.ChoiceField(choices=[("replace", "replace"), ("keep_both", "keep both")], required=False)
+    boundary = forms.DateTimeField(
+        required=False,
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
+        error_messages={"invalid": "Give the boundary as a date and time."},
+    )
+    supersedes = forms.IntegerField(required=False, min_value=1)
+
+
 class RevokeForm(forms.Form):
     reason = forms.CharField(max_length=2000, error_messages={"required": "Say why the memory is revoked."})
 

@@ -13,13 +13,14 @@ from knowledge.models import AuditEvent, Memory
 from knowledge.principals.principal import Principal
 from memory.models import GateCheck
 
-QUEUE_REASONS = ["new", "requeued", "merge", "gate"]
+QUEUE_REASONS = ["new", "conflict", "requeued", "merge", "gate", "supersedes"]
 QUEUE_REASON_LABELS = {
     "new": "new",
     "requeued": "requeued: a source changed",
     "merge": "consolidation merge",
     "gate": "eval gate",
     "supersedes": "retires another agent's memory",
+    "conflict": "conflict: same key, another value",
 }
 REVIEW_ACTIONS = ["memory.approved", "memory.rejected", "memory.held"]
 
@@ -30,6 +31,41 @@ def contradicts(a: Memory, b: Memory) -> bool:
     if a.value is not None or b.value is not None:
         return a.value != b.value
     return " ".join(a.text.split()).casefold() != " ".join(b.text.split()).casefold()
+
+
+def windows_overlap(a_from, a_to, b_from, b_to) -> bool:
+    """Whether two validity windows [from, to) overlap; an open end is unbounded."""
+    return (a_to is None or b_from is None or b_from < a_to) and (
+        b_to is None or a_from is None or a_from < b_to
+    )
+
+
+def memory_label(memory: Memory) -> str:
+    """How a decision names a memory it touches: its id, and what it belongs to — "#32 (block 2
+    of entry VPN client)", "#40 (lesson of skill triage, agent copilot)" — so a card or a result
+    never hides that it retires part of an entry or an overlay."""
+    if memory.entry_id:
+        entry = memory.entry
+        position = (memory.position or 0) + 1
+        return f"#{memory.pk} (block {position} of entry {entry.name}, agent {memory.owner.name})"
+    if memory.skill_id:
+        return f"#{memory.pk} (lesson of skill {memory.skill.name}, agent {memory.owner.name})"
+    return f"#{memory.pk} (agent {memory.owner.name}, {memory.store})"
+
+
+def retired_by(memory: Memory) -> str:
+    """A sentence naming every memory an approval or write just retired or closed."""
+    outcome = getattr(memory, "conflict_outcome", None) or {}
+    ids = list(outcome.get("retired", []))
+    if memory.supersedes_id and memory.supersedes_id not in ids:
+        ids.insert(0, memory.supersedes_id)
+    if not ids:
+        return ""
+    rows = {m.pk: m for m in Memory.objects.select_related("owner", "entry", "skill").filter(pk__in=ids)}
+    named = ", ".join(memory_label(rows[i]) for i in ids if i in rows)
+    if outcome.get("decision") == "keep_both":
+        return f"Kept as of different times: {named} now end{'s' if len(ids) == 1 else ''} at {outcome['boundary']}."
+    return f"Retired {named}."
 
 
 def memory_list(
@@ -101,6 +137,12 @@ class QueueItem:
     relation: str = ""  # "supersedes" | "contradicts"
     contradicts: list[Memory] = field(default_factory=list)
     gate_check: object = None  # the latest finished eval-gate verdict, if any
+    labels: dict = field(default_factory=dict)  # id → memory_label of every memory it touches
+    dups: object = None  # memory.lifecycle.duplicates.DuplicateHints, for the reader
+
+    @property
+    def compare_label(self) -> str:
+        return self.labels.get(self.compare_to.pk, f"#{self.compare_to.pk}") if self.compare_to else ""
 
     @property
     def diff(self) -> SafeString | None:
@@ -118,12 +160,22 @@ def _queued(*, owner: str = "", reason: str = ""):
     return qs
 
 
-def review_queue(*, owner: str = "", reason: str = "", ids=None, limit: int | None = None) -> list[QueueItem]:
+def review_queue(
+    *,
+    owner: str = "",
+    reason: str = "",
+    ids=None,
+    limit: int | None = None,
+    principal: Principal | None = None,
+) -> list[QueueItem]:
     """Queued memories, oldest first (at most `limit`), each with what it would supersede (or
-    the active memories with the same key that it contradicts) — in a fixed number of queries."""
+    the active memories with the same key that it contradicts) and, given the reader
+    `principal`, its duplicate hints among what the reader may see — in a fixed number of queries."""
     qs = (
         _queued(owner=owner, reason=reason)
-        .select_related("owner", "supersedes")
+        .select_related(
+            "owner", "entry", "skill", "supersedes__owner", "supersedes__entry", "supersedes__skill"
+        )
         .prefetch_related("sources")
         .order_by("created_at", "id")
     )
@@ -131,7 +183,14 @@ def review_queue(*, owner: str = "", reason: str = "", ids=None, limit: int | No
         qs = qs.filter(pk__in=ids)
     if limit is not None:
         qs = qs[:limit]
-    return _queue_items(list(qs))
+    items = _queue_items(list(qs))
+    if principal is not None:
+        from memory.lifecycle.duplicates import queue_duplicate_hints
+
+        hints = queue_duplicate_hints([i.memory for i in items], principal)
+        for item in items:
+            item.dups = hints.get(item.memory.pk)
+    return items
 
 
 def review_queue_total(*, owner: str = "", reason: str = "") -> int:
@@ -142,9 +201,13 @@ def _queue_items(memories: list[Memory]) -> list[QueueItem]:
     keyed = [m for m in memories if m.key]
     by_key: dict[tuple, list[Memory]] = {}
     if keyed:
-        active = Memory.objects.filter(
-            status=Memory.ACTIVE, key__in={m.key for m in keyed}, store__in={m.store for m in keyed}
-        ).order_by("-created_at")
+        active = (
+            Memory.objects.filter(
+                status=Memory.ACTIVE, key__in={m.key for m in keyed}, store__in={m.store for m in keyed}
+            )
+            .select_related("owner", "entry", "skill")
+            .order_by("-created_at")
+        )
         for other in active:
             by_key.setdefault((other.key, other.store), []).append(other)
     gate_checks = (
@@ -171,11 +234,16 @@ def _queue_items(memories: list[Memory]) -> list[QueueItem]:
                     or other.owner_id == memory.owner_id
                 )
                 and contradicts(memory, other)
+                and windows_overlap(memory.valid_from, memory.valid_to, other.valid_from, other.valid_to)
             ]
         if memory.supersedes_id:
             item.compare_to, item.relation = memory.supersedes, "supersedes"
         elif item.contradicts:
             item.compare_to, item.relation = item.contradicts[0], "contradicts"
+        item.labels = {
+            other.pk: memory_label(other)
+            for other in [*([item.compare_to] if item.compare_to else []), *item.contradicts]
+        }
         items.append(item)
     return items
 
@@ -248,3 +316,150 @@ def text_diff_html(old: str, new: str) -> SafeString:
         if op in ("insert", "replace"):
             out.append(f"<ins>{escape(''.join(b[j1:j2]))}</ins>")
     return mark_safe("".join(out))  # noqa: S308 — every piece above is escaped
+
+
+# --- conflicts in force (data written before the conflict rule, or by an exempt route) ------
+
+
+@dataclass
+class ConflictGroup:
+    """Active memories of one store with one key that disagree over overlapping time."""
+
+    store: str
+    key: str
+    memories: list[Memory]
+    labels: dict = field(default_factory=dict)
+
+    @property
+    def owners(self) -> list[str]:
+        return sorted({m.owner.name for m in self.memories})
+
+    @property
+    def newest(self) -> Memory:
+        return max(self.memories, key=lambda m: (m.valid_from or m.created_at, m.pk))
+
+
+def _conflict_pairs_sql(*, owner_id=None, store: str = "") -> tuple[str, list]:
+    """Set-wise: every pair (a < b) of active memories with one store and key, different values
+    (the value, else the text with case and spacing folded) and overlapping validity; in an
+    owner-only store, only pairs of one owner."""
+    table = Memory._meta.db_table
+    owner_only = " OR ".join(
+        "a.store = %s" if not p.endswith(":") else "a.store LIKE %s" for p in access.OWNER_ONLY_PREFIXES
+    )
+    params: list = [p if not p.endswith(":") else p + "%" for p in access.OWNER_ONLY_PREFIXES]
+    norm = "lower(regexp_replace(btrim({0}.text), '\\s+', ' ', 'g'))"
+    where = ""
+    if owner_id is not None:
+        where += " AND (a.owner_id = %s OR b.owner_id = %s)"
+        params += [owner_id, owner_id]
+    if store:
+        where += " AND a.store = %s"
+        params.append(store)
+    sql = f"""
+        SELECT a.id, b.id FROM {table} a JOIN {table} b
+          ON b.store = a.store AND b.key = a.key AND b.id > a.id AND b.status = 'active'
+        WHERE a.status = 'active' AND a.key <> ''
+          AND (a.owner_id = b.owner_id OR NOT ({owner_only}))
+          AND CASE WHEN a.value IS NULL AND b.value IS NULL
+                   THEN {norm.format("a")} <> {norm.format("b")}
+                   ELSE a.value IS DISTINCT FROM b.value END
+          AND (a.valid_to IS NULL OR b.valid_from IS NULL OR b.valid_from < a.valid_to)
+          AND (b.valid_to IS NULL OR a.valid_from IS NULL OR a.valid_from < b.valid_to)
+          {where}
+        ORDER BY a.id, b.id"""
+    return sql, params
+
+
+def conflict_pairs(*, owner_id=None, store: str = "") -> list[tuple[int, int]]:
+    from django.db import connection
+
+    sql, params = _conflict_pairs_sql(owner_id=owner_id, store=store)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(a, b) for a, b in cursor.fetchall()]
+
+
+def conflicts_in_force(
+    principal: Principal | None = None, *, owner: str = "", limit: int = 50
+) -> list[ConflictGroup]:
+    """Conflicts still in force, grouped by store and key (a group joins every memory linked by a
+    conflicting pair), newest group first; with `principal`, only groups whose every memory it
+    may read. `owner` keeps groups that involve that agent."""
+    owner_id = None
+    if owner:
+        from knowledge.models import Agent
+
+        owner_id = Agent.objects.filter(name=owner).values_list("pk", flat=True).first()
+        if owner_id is None:
+            return []
+    pairs = conflict_pairs(owner_id=owner_id)
+    if not pairs:
+        return []
+    ids = {i for pair in pairs for i in pair}
+    qs = Memory.objects.filter(pk__in=ids).select_related("owner", "entry", "skill")
+    if principal is not None:
+        qs = qs.filter(access.readable_q(principal))
+    rows = {m.pk: m for m in qs}
+    parent = {i: i for i in ids}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        parent[find(a)] = find(b)
+    grouped: dict[int, list[int]] = {}
+    for i in sorted(ids):
+        grouped.setdefault(find(i), []).append(i)
+    groups = []
+    for members in grouped.values():
+        if any(i not in rows for i in members):
+            continue  # a reader sees a conflict only where it sees every side of it
+        memories = [rows[i] for i in members]
+        groups.append(
+            ConflictGroup(
+                store=memories[0].store,
+                key=memories[0].key,
+                memories=memories,
+                labels={m.pk: memory_label(m) for m in memories},
+            )
+        )
+    groups.sort(key=lambda g: max(m.pk for m in g.memories), reverse=True)
+    return groups[:limit]
+
+
+def conflict_count() -> int:
+    """How many memories take part in a conflict still in force (for Status)."""
+    return len({i for pair in conflict_pairs() for i in pair})
+
+
+def conflicts_status() -> dict:
+    """The Status tab's and GET /api/status's conflicts section: conflicts still in force."""
+    groups = conflicts_in_force(limit=20)
+    return {
+        "memories": conflict_count(),
+        "groups": [
+            {
+                "store": g.store,
+                "key": g.key,
+                "agents": g.owners,
+                "memories": [{"id": m.pk, "agent": m.owner.name} for m in g.memories],
+            }
+            for g in groups
+        ],
+    }
+
+
+def conflicts_alerts(data: dict) -> list[dict]:
+    if not data["memories"]:
+        return []
+    return [
+        {
+            "level": "warning",
+            "text": f"{data['memories']} active memories disagree with another of the same key over the same "
+            "time; decide under Conflicts in force in the review queue.",
+        }
+    ]

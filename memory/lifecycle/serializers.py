@@ -86,6 +86,28 @@ class ApproveSerializer(StrictSerializer):
     supersedes = serializers.IntegerField(
         min_value=1, required=False, help_text="Also retire this memory (e.g. the one it contradicts)."
     )
+    decision = serializers.ChoiceField(
+        choices=["replace", "keep_both"],
+        required=False,
+        help_text="Required when the memory conflicts with active ones (same key, another value, "
+        "overlapping validity): replace retires every one of them; keep_both closes them at "
+        "`boundary`, where this memory starts. To keep neither, reject it.",
+    )
+    boundary = serializers.DateTimeField(
+        required=False, help_text="keep_both: when the new value starts to hold (the others end)."
+    )
+
+
+class KeepSerializer(StrictSerializer):
+    decision = serializers.ChoiceField(
+        choices=["replace", "keep_both"],
+        help_text="replace: retire every active memory this one conflicts with; keep_both: they end "
+        "at `boundary`, where this one starts.",
+    )
+    boundary = serializers.DateTimeField(
+        required=False, help_text="keep_both: when this memory starts to hold."
+    )
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
 class ReviseSerializer(StrictSerializer):
@@ -152,6 +174,11 @@ class MemorySerializer(serializers.Serializer):
     entry = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    duplicate_of = serializers.IntegerField(
+        required=False,
+        help_text="A write that repeats a live memory exactly (same folded text, or same key and "
+        "value): nothing was stored, and this is the memory that already says it.",
+    )
 
 
 class MemoryDetailSerializer(MemorySerializer):
@@ -215,6 +242,7 @@ def memory_out(memory: Memory, sources=None) -> dict:
         "entry": memory.entry_id,
         "created_at": _dt(memory.created_at),
         "updated_at": _dt(memory.updated_at),
+        **({"duplicate_of": memory.duplicate_of} if getattr(memory, "duplicate_of", None) else {}),
     }
 
 

@@ -18,7 +18,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Conflict, Invalid, Refused
 from knowledge.memories import ENTRY_BLOCK, memory_row_insert, memory_row_new, memory_row_revise
-from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Memory, Person
+from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Entry, Memory, Person
 from knowledge.principals.principal import Principal
 from knowledge.rowsql import update_fields
 from knowledge.settings_store import setting_get
@@ -30,13 +30,19 @@ from memory.lifecycle.activation_hooks import (
     gate_checks_stored_memory,
     route_goes_active,
 )
-from memory.lifecycle.selectors import contradicts
+from memory.lifecycle.duplicates import exact_duplicate_for_write
+from memory.lifecycle.selectors import contradicts, windows_overlap
 from memory.provenance.services import provenance_rebaseline, provenance_recheck_memory_sources
 
 ANTI_DRIFT_CONFIDENCE = 0.9
 LIVE = (Memory.QUEUED, Memory.ACTIVE)  # the states a memory can still leave
 QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE = "new", "requeued", "merge", "gate"
-QUEUE_SUPERSEDES = "supersedes"
+QUEUE_SUPERSEDES, QUEUE_CONFLICT = "supersedes", "conflict"
+# The decisions a conflict (same store, same key, another value, overlapping validity) needs
+# before a memory may go into force: retire every memory it conflicts with, or keep both with
+# validity windows that meet at a boundary the reviewer gives. Rejecting is memory_reject.
+REPLACE, KEEP_BOTH = "replace", "keep_both"
+CONFLICT_DECISIONS = (REPLACE, KEEP_BOTH)
 
 
 class MemoryConflict(Conflict):
@@ -53,6 +59,39 @@ class MemoryConflict(Conflict):
             "Name it in 'supersedes' to replace it."
         )
         super().__init__(message, policy_violation="memory_conflict", conflicts_with=conflicts_with)
+
+
+def value_label(memory: Memory) -> str:
+    """What a keyed memory says, in a few words, for a conflict message or note."""
+    if memory.value is not None:
+        shown = (
+            memory.value if isinstance(memory.value, str) else json.dumps(memory.value, ensure_ascii=False)
+        )
+    else:
+        shown = " ".join(memory.text.split())
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+class ConflictDecisionNeeded(Conflict):
+    """Activating the memory would leave two active memories with one key, different values and
+    overlapping validity. Nothing was changed: the reviewer decides (replace, keep both as of
+    different times with a boundary, or reject). The API turns it into 409."""
+
+    code = "conflict_decision_needed"
+
+    def __init__(self, memory: Memory, conflicts: list[Memory]):
+        self.conflicts_with = [c.pk for c in conflicts]
+        named = ", ".join(f"#{c.pk} ({value_label(c)})" for c in conflicts)
+        who = f"Memory {memory.pk}" if memory.pk else "This memory"
+        message = (
+            f"{who} has key {memory.key} and would conflict with active {named}. "
+            "Decide: replace (retire all of them), keep_both with a boundary time, or reject."
+        )
+        super().__init__(
+            message,
+            conflicts_with=self.conflicts_with,
+            decisions=[REPLACE, KEEP_BOTH, "reject"],
+        )
 
 
 class MemoryStateConflict(Conflict):
@@ -136,6 +175,22 @@ def same_key_active(memory: Memory):
     return qs
 
 
+def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) -> list[Memory]:
+    """THE conflict rule: the active memories in `memory`'s store (across owners; in an
+    owner-only store, the owner's) with its key, a different value and a validity window that
+    overlaps the one `memory` would have once active (from `valid_from`, else `now`). Oldest
+    first. Empty for a memory without a key, so keyless writes (most of them) pay no query."""
+    if not memory.key:
+        return []
+    starts = memory.valid_from or now or timezone.now()
+    return [
+        other
+        for other in same_key_active(memory).select_related("owner").order_by("created_at", "id")
+        if contradicts(memory, other)
+        and windows_overlap(starts, memory.valid_to, other.valid_from, other.valid_to)
+    ]
+
+
 def anti_drift_conflicts(memory: Memory) -> list[int]:
     """Strict anti-drift: the ids of active semantic memories of confidence ≥ 0.9
     with the same key whose content `memory` contradicts, other than the one it supersedes.
@@ -189,6 +244,15 @@ def _overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
     )
 
 
+def _entry_touched(memory: Memory, actor: Principal) -> None:
+    """A decision on an entry's block changes that entry's body: the entry's "changed by" names
+    whoever made it (the reviewer, the agent), not whoever last edited the entry's fields."""
+    if memory.entry_id:
+        Entry.all_objects.filter(pk=memory.entry_id).update(
+            author_kind=actor.kind, author_name=actor.name, updated_at=timezone.now()
+        )
+
+
 # --- staleness and supersession -----------------------------------------------------------
 
 
@@ -239,7 +303,12 @@ def memory_mark_dependants_stale(*, actor: Principal, memory: Memory, reason: st
 
 
 def memory_supersede(
-    *, actor: Principal, memory_id: int, successor: Memory, now: datetime.datetime | None = None
+    *,
+    actor: Principal,
+    memory_id: int,
+    successor: Memory,
+    now: datetime.datetime | None = None,
+    closes: datetime.datetime | None = None,
 ) -> bool:
     """Retire memory `memory_id` in favour of `successor`: status superseded, `superseded_by` set, its
     validity closed where the successor's begins (time, not overwrite), and memories that cite
@@ -250,7 +319,7 @@ def memory_supersede(
         if old.status not in LIVE:
             return False
         before = snapshot(old)
-        closes = successor.valid_from or now
+        closes = closes or successor.valid_from or now
         old.status = Memory.SUPERSEDED
         old.superseded_by = successor
         old.queue_reason = ""
@@ -258,6 +327,7 @@ def memory_supersede(
         if old.valid_to is None or old.valid_to > closes:
             old.valid_to = closes
         _save(old, "status", "superseded_by", "queue_reason", "status_reason", "valid_to")
+        _entry_touched(old, actor)
         _audit(
             "memory.superseded",
             actor=actor,
@@ -274,6 +344,61 @@ def memory_supersede(
     return True
 
 
+def memory_close(*, actor: Principal, memory_id: int, valid_to: datetime.datetime, reason: str) -> Memory:
+    """Close a live memory's validity at `valid_to` (it stays in force for the time it held:
+    "time, not overwrite"). Audited as memory.closed. Runs in the caller's transaction if any."""
+    with transaction.atomic():
+        memory = _lock_in(memory_id, LIVE, "closed")
+        before = snapshot(memory)
+        memory.valid_to = valid_to
+        _save(memory, "valid_to")
+        _audit("memory.closed", actor=actor, memory=memory, before=before, reason=reason)
+    return memory
+
+
+def _conflict_decision(
+    *,
+    actor: Principal,
+    memory: Memory,
+    route: str,
+    conflicts: list[Memory],
+    decision: str | None,
+    boundary: datetime.datetime | None,
+) -> str | None:
+    """Check the decision a conflicting activation carries; returns the decision to carry out,
+    or None when the memory must wait in the queue (queue_reason conflict) for a person. A
+    reviewer's approval without a decision is refused (ConflictDecisionNeeded): no default may
+    leave two values in force. A writer that names what it supersedes has decided to replace."""
+    if decision is None and memory.supersedes_id:
+        decision = REPLACE
+    if decision is None:
+        if route == REVIEW:
+            raise ConflictDecisionNeeded(memory, conflicts)
+        return None
+    if decision not in CONFLICT_DECISIONS:
+        raise Invalid({"decision": [f"Use one of {', '.join(CONFLICT_DECISIONS)} (or reject the memory)."]})
+    if decision == REPLACE:
+        person = route == REVIEW or (actor.is_person and actor.is_reviewer)
+        if not person and any(other.owner_id != memory.owner_id for other in conflicts):
+            return None  # retiring what another agent knows needs a person
+        return REPLACE
+    if boundary is None:
+        raise Invalid({"boundary": ["Give the time at which the new value starts to hold."]})
+    late = [c.pk for c in conflicts if (c.valid_from or c.created_at) >= boundary]
+    if late:
+        raise Invalid(
+            {
+                "boundary": [
+                    f"Memor{'y' if len(late) == 1 else 'ies'} #{', #'.join(map(str, late))} "
+                    "began after that time; give a boundary after it began."
+                ]
+            }
+        )
+    if memory.valid_to is not None and memory.valid_to <= boundary:
+        raise Invalid({"boundary": ["The boundary must be before the memory's own valid_to."]})
+    return KEEP_BOTH
+
+
 # --- the one activation function ----------------------------------------------------------
 
 
@@ -284,6 +409,8 @@ def memory_activate(
     route: str,
     now: datetime.datetime | None = None,
     insert: Callable[[Memory], object] | None = None,
+    decision: str | None = None,
+    boundary: datetime.datetime | None = None,
 ) -> str:
     """THE activation function: every route by which a memory may go into force (api_write,
     distiller, dreaming, review, entry_block) passes here, with one set of checks in this order:
@@ -293,9 +420,17 @@ def memory_activate(
     3. retiring another agent's memory (`supersedes` naming a memory of another owner) needs a
        person: a reviewer's approval or a write by a reviewer or admin; any other route (a
        trusted agent's write included) queues it (queue_reason "supersedes");
-    4. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
-    5. going active: status, validity start (entry blocks keep the validity their writer gave),
-       and supersession of the memory it names.
+    4. the conflict rule (`conflicting_active`): a memory that would leave two values of its key
+       in force over the same time needs `decision` — REPLACE (every conflicting memory is
+       superseded) or KEEP_BOTH (the others are closed at `boundary`, where this one starts).
+       Without one a reviewer's approval is refused (ConflictDecisionNeeded) and any other route
+       queues it (queue_reason "conflict"); naming `supersedes` is the decision to replace;
+    5. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
+    6. going active: status, validity start (entry blocks keep the validity their writer gave),
+       supersession of the memory it names and the conflict decision carried out.
+
+    Exempt, on purpose: audit restore and plan revert put back exactly what was (an earlier
+    state the data held), so they set rows directly instead of activating anything.
 
     Runs inside the caller's transaction on a row the caller created or locked — or, given
     `insert` (memory_write), on a new memory not stored yet: then `insert` stores it with the
@@ -323,6 +458,12 @@ def memory_activate(
         raise MemoryConflict(conflicts)
 
     if not route_goes_active(actor=actor, memory=memory, route=route):
+        if memory.key and memory.queue_reason in ("", QUEUE_NEW):
+            found = [c for c in conflicting_active(memory, now=now) if c.pk != memory.supersedes_id]
+            if found:
+                memory.queue_reason, memory.status_reason = QUEUE_CONFLICT, _conflict_reason(found)
+                persist("queue_reason", "status_reason")
+                return Memory.QUEUED
         if memory.queue_reason:
             persist()
         else:
@@ -338,6 +479,19 @@ def memory_activate(
         )
         persist("queue_reason", "status_reason")
         return Memory.QUEUED
+
+    conflicts = [c for c in conflicting_active(memory, now=now) if c.pk != memory.supersedes_id]
+    carry_out = None
+    if conflicts:
+        carry_out = _conflict_decision(
+            actor=actor, memory=memory, route=route, conflicts=conflicts, decision=decision, boundary=boundary
+        )
+        if carry_out is None:
+            memory.queue_reason, memory.status_reason = QUEUE_CONFLICT, _conflict_reason(conflicts)
+            persist("queue_reason", "status_reason")
+            return Memory.QUEUED
+        if carry_out == KEEP_BOTH:
+            memory.valid_from = boundary
 
     # ---- The eval gate plugs in here: enforce mode may hold the memory. ----
     if gate_checks_stored_memory():
@@ -355,7 +509,29 @@ def memory_activate(
     persist("status", "queue_reason", "status_reason", "valid_from")
     if memory.supersedes_id:
         memory_supersede(actor=actor, memory_id=memory.supersedes_id, successor=memory, now=now)
+    if conflicts:
+        # what the decision touched, for the caller's audit event and answer
+        memory.conflict_outcome = {"decision": carry_out, "retired": [c.pk for c in conflicts]}
+        if carry_out == KEEP_BOTH:
+            memory.conflict_outcome["boundary"] = boundary.isoformat()
+    for other in conflicts:
+        if carry_out == REPLACE:
+            memory_supersede(actor=actor, memory_id=other.pk, successor=memory, now=now)
+        else:
+            memory_close(
+                actor=actor,
+                memory_id=other.pk,
+                valid_to=boundary,
+                reason=f"kept as of different times: memory {memory.pk} holds from then on",
+            )
     return Memory.ACTIVE
+
+
+def _conflict_reason(conflicts: list[Memory]) -> str:
+    named = ", ".join(f"#{c.pk} ({value_label(c)})" for c in conflicts)
+    return (
+        f"Same key as active {named} over the same time: a reviewer decides (replace, keep both, or reject)."
+    )
 
 
 def may_retire_without_review(*, actor: Principal, memory: Memory, route: str) -> bool:
@@ -575,6 +751,15 @@ def memory_write(
         raise Invalid(errors)
     sources = list(sources)
     _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=sources)
+    if actor.kind == "agent" and supersedes is None and not attach:
+        # An agent repeating what a live memory already says gets that memory back: never
+        # stored twice (the answer carries `duplicate_of`).
+        existing = exact_duplicate_for_write(
+            owner=owner, store=store, tier=tier, text=text, key=key, value=value
+        )
+        if existing is not None:
+            existing.duplicate_of = existing.pk
+            return existing
     now = now or timezone.now()
     if tier in Memory.SHORT_TERM_TIERS and expires_at is None:
         expires_at = now + _short_term_ttl()
@@ -674,11 +859,16 @@ def memory_approve(
     text: str | None = None,
     reason: str = "",
     supersedes: Memory | None = None,
+    decision: str | None = None,
+    boundary: datetime.datetime | None = None,
 ) -> Memory:
     """A reviewer's approval: the queued memory goes through memory_activate (route review).
     With `text`, the reviewer's edit becomes a new version first (edit-then-approve). With
-    `supersedes`, the reviewer also retires that memory (e.g. the one it contradicts). Of two
-    reviewers acting at once exactly one wins; the other gets MemoryStateConflict."""
+    `supersedes`, the reviewer also retires that memory. A memory that conflicts with active
+    ones (same key, another value, same time) needs `decision`: REPLACE retires every one of
+    them, KEEP_BOTH closes them at `boundary` where this one starts; without it
+    ConflictDecisionNeeded and nothing changes. Of two reviewers acting at once exactly one
+    wins; the other gets MemoryStateConflict."""
     try:
         with transaction.atomic():
             memory = _lock_in(memory_id, [Memory.QUEUED], "approved")
@@ -699,7 +889,9 @@ def memory_approve(
                 memory.supersedes = supersedes
                 _save(memory, "supersedes")
             queue_reason = memory.queue_reason
-            status = memory_activate(actor=actor, memory=memory, route=REVIEW)
+            status = memory_activate(
+                actor=actor, memory=memory, route=REVIEW, decision=decision, boundary=boundary
+            )
             if status == Memory.ACTIVE and memory.stale:
                 # Approving a memory that went stale confirms it still holds: its sources are
                 # re-baselined to their current state.
@@ -711,7 +903,11 @@ def memory_approve(
                 data.update(edited=True, from_version=from_version, content_hash=memory.content_hash)
             if memory.supersedes_id:
                 data["supersedes"] = memory.supersedes_id
+            outcome = getattr(memory, "conflict_outcome", None)
+            if outcome:
+                data.update(outcome)
             _overlay_touched(memory, "lesson approved" if status == Memory.ACTIVE else "lesson held", actor)
+            _entry_touched(memory, actor)
             _audit(
                 "memory.approved" if status == Memory.ACTIVE else "memory.held",
                 actor=actor,
@@ -748,6 +944,19 @@ def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
     reason = (reason or "").strip()
     if not reason:
         raise Invalid({"reason": ["Say why the memory is rejected."]})
+    return _reject(actor=actor, memory_id=memory_id, reason=reason)
+
+
+def memory_reject_duplicate(*, actor: Principal, memory_id: int, of: int) -> Memory:
+    """Reject a queued memory as a duplicate of live memory `of` (one click in the queue): the
+    reason is filled in and the audit event names the original (`duplicate_of`)."""
+    original = Memory.objects.filter(pk=of, status__in=LIVE).filter(access.readable_q(actor)).first()
+    if original is None or original.pk == memory_id:
+        raise Invalid({"of": [f"There is no live memory {of} you can see."]})
+    return _reject(actor=actor, memory_id=memory_id, reason=f"duplicate of #{of}", data={"duplicate_of": of})
+
+
+def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None = None) -> Memory:
     with transaction.atomic():
         memory = _lock_in(memory_id, [Memory.QUEUED], "rejected")
         before = snapshot(memory)
@@ -755,13 +964,14 @@ def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
         memory.status, memory.status_reason = Memory.REJECTED, reason
         _save(memory, "status", "status_reason")
         _overlay_touched(memory, "lesson rejected", actor)
+        _entry_touched(memory, actor)
         _audit(
             "memory.rejected",
             actor=actor,
             memory=memory,
             before=before,
             reason=reason,
-            data={"queue_reason": queue_reason},
+            data={"queue_reason": queue_reason, **(data or {})},
         )
         memory_mark_dependants_stale(
             actor=actor, memory=memory, reason=f"its source memory:{memory.pk} was rejected"
@@ -791,7 +1001,7 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
                 else:
                     memory_reject(actor=actor, memory_id=memory_id, reason=reason)
                 done.append(memory_id)
-            except (MemoryConflict, MemoryStateConflict) as exc:
+            except (MemoryConflict, MemoryStateConflict, ConflictDecisionNeeded) as exc:
                 failed[memory_id] = str(exc.detail["detail"])
             except Memory.DoesNotExist:
                 failed[memory_id] = f"Memory {memory_id} does not exist."
@@ -843,8 +1053,15 @@ def memory_requeue(
     reason = (reason or "").strip()
     if not reason:
         raise Invalid({"reason": ["Say why the memory goes back to the queue."]})
-    if queue_reason not in (QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE, QUEUE_SUPERSEDES):
-        raise Invalid({"queue_reason": ["Use new, requeued, merge or gate."]})
+    if queue_reason not in (
+        QUEUE_NEW,
+        QUEUE_REQUEUED,
+        QUEUE_MERGE,
+        QUEUE_GATE,
+        QUEUE_SUPERSEDES,
+        QUEUE_CONFLICT,
+    ):
+        raise Invalid({"queue_reason": ["Use new, requeued, merge, gate, supersedes or conflict."]})
     with transaction.atomic():
         memory = _lock_in(memory_id, LIVE, "requeued")
         before = snapshot(memory)
@@ -857,6 +1074,65 @@ def memory_requeue(
             before=before,
             reason=reason,
             data={"queue_reason": queue_reason, "from_status": before["status"]},
+        )
+    return memory
+
+
+def memory_conflict_resolve(
+    *,
+    actor: Principal,
+    memory_id: int,
+    decision: str,
+    boundary: datetime.datetime | None = None,
+    reason: str = "",
+) -> Memory:
+    """A reviewer settles a conflict already in force (data from before the conflict rule) in
+    favour of active memory `memory_id`: REPLACE supersedes every active memory it conflicts
+    with (closed now); KEEP_BOTH keeps them as of different times — the others end at
+    `boundary`, where this one starts. One transaction, audited as memory.conflict_resolved
+    naming every memory it touched. Returns the memory kept."""
+    if decision not in CONFLICT_DECISIONS:
+        raise Invalid({"decision": [f"Use one of {', '.join(CONFLICT_DECISIONS)}."]})
+    now = timezone.now()
+    with transaction.atomic():
+        memory = _lock_in(memory_id, [Memory.ACTIVE], "kept")
+        # the window it has in force, so the rule sees what it sees at activation
+        conflicts = conflicting_active(memory, now=memory.valid_from or memory.created_at)
+        if not conflicts:
+            raise Conflict(f"Memory {memory.pk} conflicts with no active memory now. Nothing was changed.")
+        before = snapshot(memory)
+        if decision == KEEP_BOTH:
+            _conflict_decision(
+                actor=actor,
+                memory=memory,
+                route=REVIEW,
+                conflicts=conflicts,
+                decision=KEEP_BOTH,
+                boundary=boundary,
+            )
+            memory.valid_from = boundary
+            _save(memory, "valid_from")
+        for other in conflicts:
+            if decision == REPLACE:
+                memory_supersede(actor=actor, memory_id=other.pk, successor=memory, now=now, closes=now)
+            else:
+                memory_close(
+                    actor=actor,
+                    memory_id=other.pk,
+                    valid_to=boundary,
+                    reason=f"kept as of different times: memory {memory.pk} holds from then on",
+                )
+        data = {"decision": decision, "retired": [c.pk for c in conflicts], "key": memory.key}
+        if boundary is not None and decision == KEEP_BOTH:
+            data["boundary"] = boundary.isoformat()
+        memory.conflict_outcome = data
+        _audit(
+            "memory.conflict_resolved",
+            actor=actor,
+            memory=memory,
+            before=before,
+            reason=(reason or "").strip() or f"conflict on {memory.key} settled: {decision}",
+            data=data,
         )
     return memory
 

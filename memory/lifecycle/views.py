@@ -11,13 +11,14 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from knowledge import access
-from knowledge.errors import Invalid
+from knowledge.errors import Conflict, Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import console_principal, reviewer_required
 from knowledge.principals.views import safe_next
 from knowledge.web import error_text
 from memory.lifecycle import selectors, services
 from memory.lifecycle.forms import (
+    ApproveForm,
     BulkReviewForm,
     EditApproveForm,
     MemoryFilterForm,
@@ -51,9 +52,10 @@ def _queue_context(
     owner, reason = _owner(request), request.GET.get("reason", "")
     if reason not in selectors.QUEUE_REASONS:
         reason = ""
-    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT)
+    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT, principal=request.principal)
     return {
         "items": items,
+        "conflicts": selectors.conflicts_in_force(request.principal, owner=owner),
         "total": selectors.review_queue_total(owner=owner, reason=reason)
         if len(items) == QUEUE_LIMIT
         else len(items),
@@ -97,7 +99,7 @@ def _item_response(request, memory_id: int, *, done: str = "", error: str = ""):
         else:
             messages.error(request, error)
         return redirect(_next(request, reverse("review-queue")))
-    items = selectors.review_queue(ids=[memory_id]) if error else []
+    items = selectors.review_queue(ids=[memory_id], principal=request.principal) if error else []
     context = {
         "memory_id": memory_id,
         "done": done,
@@ -114,7 +116,11 @@ def _item_response(request, memory_id: int, *, done: str = "", error: str = ""):
 
 def _approved(memory: Memory, edited: bool = False) -> str:
     if memory.status == Memory.ACTIVE:
-        return f"Memory {memory.pk} {'edited (new version) and ' if edited else ''}approved."
+        done = f"Memory {memory.pk} {'edited (new version) and ' if edited else ''}approved."
+        touched = selectors.retired_by(memory)
+        if touched:
+            done += " " + touched
+        return done
     # The eval gate may hold an approved memory in the queue (enforce mode).
     return f"Memory {memory.pk} stays queued: {memory.status_reason or 'held by the eval gate'}."
 
@@ -125,7 +131,7 @@ def _review(request, memory_id: int, service, done, **kwargs):
         memory = service(actor=request.principal, memory_id=memory_id, **kwargs)
     except Memory.DoesNotExist:
         raise Http404(f"There is no memory {memory_id}.")
-    except (services.MemoryConflict, services.MemoryStateConflict, Invalid) as exc:
+    except (Conflict, Invalid) as exc:
         return _item_response(request, memory_id, error=error_text(exc))
     return _item_response(request, memory_id, done=done(memory) if callable(done) else done)
 
@@ -133,10 +139,67 @@ def _review(request, memory_id: int, service, done, **kwargs):
 @reviewer_required
 @require_POST
 def review_approve(request, memory_id: int):
-    supersedes = None
-    if request.POST.get("supersedes", "").isdigit():
-        supersedes = Memory.objects.filter(pk=int(request.POST["supersedes"])).first()
-    return _review(request, memory_id, services.memory_approve, _approved, supersedes=supersedes)
+    form = ApproveForm(request.POST)
+    if not form.is_valid():
+        return _item_response(request, memory_id, error=first_error(form))
+    data = form.cleaned_data
+    supersedes = Memory.objects.filter(pk=data["supersedes"]).first() if data["supersedes"] else None
+    return _review(
+        request,
+        memory_id,
+        services.memory_approve,
+        _approved,
+        supersedes=supersedes,
+        decision=data["decision"] or None,
+        boundary=data["boundary"],
+    )
+
+
+@reviewer_required
+@require_POST
+def review_conflict_keep(request, memory_id: int):
+    """Settle a conflict in force in favour of active memory `memory_id` (replace the others, or
+    keep them as of different times). Plain form post; htmx refreshes the whole queue."""
+    form = ApproveForm(request.POST)
+    notice, kind = "", "success"
+    if not form.is_valid() or not form.cleaned_data["decision"]:
+        notice, kind = (first_error(form) if form.errors else "Choose replace or keep both."), "error"
+    else:
+        access.memory_get_for(request.principal, memory_id)
+        try:
+            memory = services.memory_conflict_resolve(
+                actor=request.principal,
+                memory_id=memory_id,
+                decision=form.cleaned_data["decision"],
+                boundary=form.cleaned_data["boundary"],
+            )
+            notice = f"Kept memory {memory.pk}. {selectors.retired_by(memory)}"
+        except Memory.DoesNotExist:
+            raise Http404(f"There is no memory {memory_id}.")
+        except (Conflict, Invalid) as exc:
+            notice, kind = error_text(exc), "error"
+    if not request.htmx:
+        getattr(messages, kind)(request, notice)
+        return redirect(_next(request, reverse("review-queue")))
+    context = _queue_context(request, notice=notice, notice_kind=kind)
+    context["oob"] = True
+    return render(request, "memory/lifecycle/queue.html#queue-swap", context)
+
+
+@reviewer_required
+@require_POST
+def review_duplicate(request, memory_id: int):
+    """One click: reject a queued memory as a duplicate of memory `of` (reason filled in, audited)."""
+    of = request.POST.get("of", "")
+    if not of.isdigit():
+        return _item_response(request, memory_id, error="Name the memory it duplicates.")
+    return _review(
+        request,
+        memory_id,
+        services.memory_reject_duplicate,
+        f"Memory {memory_id} rejected as a duplicate of #{of}.",
+        of=int(of),
+    )
 
 
 @reviewer_required
@@ -244,7 +307,11 @@ def memory_list(request):
 
 def _detail_context(request, memory_id: int, **extra) -> dict:
     memory = access.memory_get_for(request.principal, memory_id)
-    queue_item = selectors.review_queue(ids=[memory.pk])[0] if memory.status == Memory.QUEUED else None
+    queue_item = (
+        selectors.review_queue(ids=[memory.pk], principal=request.principal)[0]
+        if memory.status == Memory.QUEUED
+        else None
+    )
     return {
         "memory": memory,
         "sources": list(memory.sources.all()),

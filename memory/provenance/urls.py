@@ -4,6 +4,7 @@ from memory.provenance import api, views
 
 urlpatterns = [
     path("memories/stale/", views.stale_list, name="stale-list"),
+    path("sources/<slug:kind>/<path:ref>", views.source_state, name="source-state"),
     path("memories/stale/check", views.stale_check, name="stale-check"),
     path("memories/stale/<int:memory_id>", views.stale_action, name="stale-action"),
     path(

@@ -84,3 +84,26 @@ def memory_confirm_sources(request, memory_id: int):
     )
     messages.success(request, "Confirmed: its sources are re-baselined.")
     return redirect("memory-detail", memory_id=memory.pk)
+
+
+@reviewer_required
+def source_state(request, kind: str, ref: str):
+    """The stored state of an external source (ticket, KB article, record) as its owning system
+    last pushed it, and the memories that cite it that the reader may see. A source never
+    pushed is shown as untracked: no change of it can be seen."""
+    from knowledge.fingerprints import EXTERNAL_KINDS
+    from knowledge.models import SourceState
+
+    if kind not in EXTERNAL_KINDS:
+        raise Http404("Not an external source kind.")
+    state = SourceState.objects.filter(kind=kind, ref=ref).first()
+    citing = (
+        Memory.objects.filter(access.readable_q(request.principal), sources__kind=kind, sources__ref=ref)
+        .select_related("owner")
+        .order_by("-created_at")[:50]
+    )
+    return render(
+        request,
+        "memory/provenance/source_state.html",
+        {"kind": kind, "ref": ref, "state": state, "citing": citing},
+    )

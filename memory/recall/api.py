@@ -131,6 +131,12 @@ SearchResultOut = inline_serializer(
         "entry": serializers.IntegerField(required=False, allow_null=True, help_text="Memories only."),
         "valid_from": serializers.DateTimeField(required=False, allow_null=True, help_text="Memories only."),
         "valid_to": serializers.DateTimeField(required=False, allow_null=True, help_text="Memories only."),
+        "conflict_with": serializers.ListField(
+            child=serializers.IntegerField(),
+            required=False,
+            help_text="Memories only: active memories with its key that say otherwise over the same "
+            "time (a conflict still in force; only the newest is returned, with a note in `text`).",
+        ),
         "name": serializers.CharField(required=False, help_text="Entries only."),
         "type": serializers.CharField(required=False, help_text="Entries only."),
         "channel": serializers.CharField(**_EVIDENCE_FIELD),
@@ -328,6 +334,10 @@ class BrowsedMemorySerializer(serializers.Serializer):
             {
                 "kind": serializers.CharField(),
                 "ref": serializers.CharField(),
+                "state": serializers.CharField(
+                    help_text="At the last provenance check: unchanged, changed, deleted, or untracked "
+                    "(no state of it is known: its owning system never pushed it)."
+                ),
                 "opened": serializers.DictField(
                     required=False,
                     help_text="An internal source in scope, opened as browse opens its kind (a memory "
@@ -494,6 +504,11 @@ ContextItemOut = inline_serializer(
         "recency": serializers.FloatField(required=False),
         "confidence": serializers.FloatField(required=False),
         "density": serializers.FloatField(required=False),
+        "conflict_with": serializers.ListField(
+            child=serializers.IntegerField(),
+            required=False,
+            help_text="A memory in a conflict still in force: the ids it conflicts with (noted in the text).",
+        ),
     },
 )
 HistoryTurnOut = inline_serializer(

@@ -149,7 +149,7 @@ class Browser:
         m = self._get(Memory, pk, self.knowledge_q)
         sources = []
         for s in m.sources.all():
-            source = {"kind": s.kind, "ref": s.ref}
+            source = {"kind": s.kind, "ref": s.ref, "state": s.state}
             opened = self._open_source(s.kind, s.ref)
             if opened is not None:
                 source["opened"] = opened

@@ -35,6 +35,7 @@ from django.utils import timezone
 from knowledge.models import Memory
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.history.section import history_section
+from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, item_cap, memory_text
 from memory.recall.fuse import Candidate, best_fused
 from memory.recall.memo import memo_budget_tokens, memo_for
@@ -169,7 +170,7 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
     )
     best = best_fused(params)
     expander = Expander(scope, now, params)
-    pool = ranking.candidates[: 2 * MAX_RECALLED_ITEMS]
+    pool = correct_candidates(ranking.candidates[: 2 * MAX_RECALLED_ITEMS], upto=2 * MAX_RECALLED_ITEMS)
     expander.prefetch(pool)
     cap = item_cap(max(budget, 1), params)
 
@@ -214,7 +215,14 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
             continue
         chosen_text.append(rendered)
         chosen_items.append(
-            {"kind": cand.kind, "id": cand.id, "tokens": tokens, "score": round(score, 6), **parts}
+            {
+                "kind": cand.kind,
+                "id": cand.id,
+                "tokens": tokens,
+                "score": round(score, 6),
+                **parts,
+                **({"conflict_with": cand.conflict_with} if cand.conflict_with else {}),
+            }
         )
         used += tokens
         shown_messages |= item.message_ids

@@ -202,6 +202,8 @@ class Expander:
                 return None
         if cand.kind == MEMORY:
             text = memory_text(cand.obj)
+            if cand.conflict_note:
+                text += " " + cand.conflict_note
             if self.params.link_neighbours:
                 text += "".join(f"\nlinked: {link['text']}" for link in self.links(cand.obj))
             return _plain(cand, text, cap)

@@ -35,6 +35,10 @@ class Candidate:
     # An episode's message hits (message id -> {"score": its fused contribution, "routes": …}):
     # a message hit covered by an episode counts towards that episode (see fuse).
     hits: dict = field(default_factory=dict)
+    # A memory in a conflict still in force (memory.recall.correct): the ids it conflicts with,
+    # and the one-line note recall and the context show with it.
+    conflict_with: list = field(default_factory=list)
+    conflict_note: str = ""
 
     @property
     def key(self) -> tuple[str, int]:

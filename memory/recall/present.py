@@ -33,6 +33,7 @@ def result_dict(item, channels: dict[int, str]) -> dict:
             entry=obj.entry_id,
             valid_from=obj.valid_from,
             valid_to=obj.valid_to,
+            conflict_with=cand.conflict_with,
         )
     elif cand.kind == ENTRY:
         out.update(store=obj.store, owner=obj.owner.name, name=obj.name, type=obj.type)

@@ -19,6 +19,7 @@ from knowledge.embeddings import embedder as embeddings
 from knowledge.models import Channel, Message
 from knowledge.replica import read_alias, read_connection, reads_on
 from memory.recall import routes as R
+from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, pack
 from memory.recall.fuse import Candidate, apply_decay, apply_reranker, fuse, get_reranker
 from memory.recall.load import hydrate
@@ -265,6 +266,7 @@ def memory_search(
         hydrate_top=2 * k,
     )
     pack_start = time.perf_counter()
+    ranking.candidates = correct_candidates(ranking.candidates, upto=2 * k)
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)

@@ -90,6 +90,7 @@ def playground(request):
                 scope, q=form["q"], k=form["k"], budget_tokens=form["budget_tokens"], now=now
             )
             context["outcome"] = outcome_dict(outcome)
+            _attach_sources(context["outcome"]["results"])
             context["conversation_id"] = conversation.pk if conversation else ""
             share = outcome.used_tokens * 100 // max(outcome.budget_tokens, 1)
             context["budget_share"] = min(share, 100)
@@ -99,6 +100,25 @@ def playground(request):
     if request.htmx:
         template += "#results"
     return render(request, template, context)
+
+
+def _attach_sources(results: list[dict]) -> None:
+    """The playground shows each memory result's sources as links (one query for the page)."""
+    from knowledge.models import MemorySource
+
+    ids = [r["id"] for r in results if r["kind"] == "memory"]
+    if not ids:
+        return
+    by_memory: dict[int, list] = {}
+    for row in (
+        MemorySource.objects.filter(memory_id__in=ids)
+        .order_by("id")
+        .values("memory_id", "kind", "ref", "state")
+    ):
+        by_memory.setdefault(row["memory_id"], []).append(row)
+    for r in results:
+        if r["kind"] == "memory":
+            r["sources"] = by_memory.get(r["id"], [])
 
 
 @reviewer_required
@@ -114,8 +134,22 @@ def browse(request, kind, pk):
         data = Browser(request.principal, conversation).open(kind, pk)
     except Refused as exc:
         raise DjangoPermissionDenied(str(exc.detail)) from None
-    lines = data.get("thread") or data.get("context") or data.get("messages") or []
-    context = {"kind": kind, "data": data, "lines": lines, "conversation": conversation}
+    # The messages to show: a message's thread or neighbours, an episode's, a thread's or a
+    # conversation's (a thread's own "thread" is its name, not a list).
+    lines = next(
+        (v for k in ("thread", "context", "messages") if isinstance(v := data.get(k), list) and v), []
+    )
+    # A message (and a thread opened at one) is named by its message; the template only reads
+    # these, never a lookup as a filter argument.
+    hit = (data.get("message") or {}).get("id")
+    context = {
+        "kind": kind,
+        "data": data,
+        "lines": lines,
+        "conversation": conversation,
+        "title_id": data.get("id") or hit or pk,
+        "hit_id": hit,
+    }
     return render(request, "memory/recall/browse.html", context)
 
 

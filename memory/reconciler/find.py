@@ -30,7 +30,13 @@ from django.utils import timezone
 
 from knowledge.models import Conversation, Memory, MessageVector
 from knowledge.tokens import count_tokens
-from memory.consolidation.find import Change, Findings, ModelGate, find_conflicts
+from memory.consolidation.find import (
+    Change,
+    Findings,
+    ModelGate,
+    find_conflicts,
+    find_conflicts_across_owners,
+)
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 from memory.reconciler import arbiter as arbiter_prompt
 from memory.reconciler import digest_prompt
@@ -426,6 +432,7 @@ def reconcile_find(*, owner_id: int, jobs=JOBS, since=None, actor=None, now=None
         find_conflicts(
             findings, owner_id=owner_id, now=now, model=model, arbiter=settings.BRAIN_RECONCILER_ARBITER
         )
+        find_conflicts_across_owners(findings, owner_id=owner_id)
     if "digest" in jobs:
         find_digests(findings, owner_id=owner_id, now=now, model=model)
     if "links" in jobs:

@@ -43,3 +43,49 @@ def for_people(reason: str) -> str:
     """A reason as a reviewer reads it: without the environment variable an operator would set
     (the console names its own page for that), e.g. "no base URL (BRAIN_MODEL_BASE_URL)"."""
     return ENV_HINT.sub("", str(reason or ""))
+
+
+def _attr(source, name):
+    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+
+
+@register.filter
+def source_href(source) -> str:
+    """Where a source reference opens in the console: a conversation or message → the transcript
+    around it (memory_browse), a material → its page (and section), a memory or entry → its
+    page, a ticket, KB article or record → the state its owning system last pushed. "" when
+    there is nothing to open (a task outcome, a malformed ref)."""
+    from django.urls import NoReverseMatch, reverse
+
+    kind, ref = _attr(source, "kind"), str(_attr(source, "ref") or "")
+    try:
+        if kind in ("conversation", "message") and ref.isdigit():
+            return reverse("recall-browse", args=[kind, int(ref)])
+        if kind == "memory" and ref.isdigit():
+            return reverse("memory-detail", args=[int(ref)])
+        if kind == "entry" and ref.isdigit():
+            return reverse("entry-edit", args=[int(ref)])
+        if kind == "material":
+            base, _, section = ref.partition("#")
+            pk = int(base) if base.isdigit() else _material_by_connector_ref(base)
+            if pk is None:
+                return ""
+            return reverse("material-page", args=[pk]) + (f"#section-{section}" if section.isdigit() else "")
+        if kind in ("ticket", "kb", "record") and ref:
+            return reverse("source-state", args=[kind, ref])
+    except NoReverseMatch:
+        return ""
+    return ""
+
+
+def _material_by_connector_ref(ref: str):
+    from knowledge.models import Material
+
+    connector, _, external = ref.partition(":")
+    if not connector or not external:
+        return None
+    return (
+        Material.objects.filter(connector=connector, external_ref=external)
+        .values_list("pk", flat=True)
+        .first()
+    )

@@ -70,6 +70,7 @@ class Memory(Model):
     entry: int | None
     created_at: str
     updated_at: str
+    duplicate_of: int | None = None  # set when the write repeated a live memory (nothing stored)
 
 
 @dataclass(kw_only=True)

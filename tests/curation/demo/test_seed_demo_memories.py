@@ -8,7 +8,7 @@ def test_seed_demo_writes_memories_in_every_state_once(db):
     count, events = Memory.objects.count(), AuditEvent.objects.count()
     assert set(Memory.objects.values_list("status", flat=True)) == {s for s, _ in Memory.STATUSES}
     reasons = set(Memory.objects.filter(status=Memory.QUEUED).values_list("queue_reason", flat=True))
-    assert reasons == {"new", "requeued", "merge", "gate"}
+    assert reasons == {"new", "requeued", "merge", "gate", "conflict"}
     assert Memory.objects.filter(stale=True).exists()
     assert Memory.objects.filter(pinned=True).exists()
     assert set(Memory.objects.values_list("tier", flat=True)) == {t for t, _ in Memory.TIERS}

@@ -328,3 +328,37 @@ def test_audit_api_filters_and_shows_before_after(world, three_changes):
     detail = admin.get(f"/api/audit/{events[0]}").json()
     assert detail["revisions"][0]["before"]["text"] == "Client 5.2.1."
     assert detail["revisions"][0]["after"]["text"] == "Client 5.2.2."
+
+
+def test_the_restore_preview_says_exactly_what_the_restore_does(client, world):
+    """One object touched by several events of a batch is one record; an added block whose
+    addition is restored is invalidated (its row stays), and the preview says so; only
+    people-facing field names are shown."""
+    entry = make_entry(world.copilot, name="VPN client", blocks=["Client 5.2.1."])
+    block = entry.created_blocks[0]
+    first = entries.block_correct(
+        actor=ADMIN, entry_id=entry.pk, block_id=block.pk, text="Client 5.2.2.", reason="a"
+    )
+    second = entries.block_correct(
+        actor=ADMIN, entry_id=entry.pk, block_id=block.pk, text="Client 5.2.3.", reason="b"
+    )
+    added = entries.block_add(actor=ADMIN, entry_id=entry.pk, text="Reboot after the upgrade.")
+    summary = entries.entry_update(actor=ADMIN, entry_id=entry.pk, summary="the VPN client")
+    events = [first.audit_event.pk, second.audit_event.pk, added.audit_event.pk, summary.audit_event.pk]
+
+    preview = audit_restore(actor=ADMIN, event_ids=events, preview=True)
+    planned = [(o.label, o.kind) for o in preview.outcomes]
+    assert len(preview.steps) > len(planned)  # the steps are per event; the records per object
+    client.force_login(world.admin)
+    page = client.get("/knowledge/audit/restore", {"events": events}).content.decode()
+    assert f"Preview: restoring {len(planned)} records" in page
+    assert 'data-kind="invalidate"' in page and 'data-kind="remove"' not in page
+    for internal in ("owner_id", "superseded_by_id", "entry_id", "status_reason"):
+        assert f">{internal}<" not in page
+
+    result = world.client("admin").post("/api/audit/restore", {"events": events}, format="json").json()
+    assert [(w["label"], w["kind"]) for w in result["writes"]] == planned
+    event = AuditEvent.objects.get(pk=result["audit_event"])
+    assert event.counts["records"] == len(planned)
+    assert Memory.objects.get(pk=added.pk).status == "invalidated"
+    assert Memory.objects.get(pk=block.pk).text == "Client 5.2.1."

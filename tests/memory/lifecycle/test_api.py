@@ -165,11 +165,10 @@ def test_strict_anti_drift_lets_agreement_low_confidence_and_off_mode_through(wo
     # off (the default): the contradiction is written.
     assert write(world, "copilot", {"key": PREFS, "value": {"channel": "email"}}).status_code == 201
     setting_set(actor=factory.SYSTEM, name="BRAIN_STRICT_ANTI_DRIFT", value=True)
-    # the same value again is no contradiction
-    assert (
-        write(world, "copilot", {"key": PREFS, "value": {"channel": "slack"}, "text": "same"}).status_code
-        == 201
-    )
+    # the same value again is no contradiction (and, being the same key and value, it is answered
+    # with the memory that already says it)
+    same = write(world, "copilot", {"key": PREFS, "value": {"channel": "slack"}, "text": "same"})
+    assert same.status_code == 200 and same.json()["duplicate_of"]
     # a contradiction of a low-confidence or non-semantic memory is allowed
     factory.make_memory(world.copilot, key="k2", value=1, confidence=0.5)
     assert write(world, "copilot", {"key": "k2", "value": 2}).status_code == 201

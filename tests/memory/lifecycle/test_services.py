@@ -236,8 +236,8 @@ def test_two_reviewers_acting_at_once_exactly_one_wins():
     succeeds, the other gets MemoryStateConflict, and exactly one decision is recorded."""
     agent = factory.make_agent("racer")
     rita, adam = (Principal(kind="person", name=n, role="reviewer") for n in ("rita", "adam"))
-    for _ in range(5):
-        memory = factory.make_queued_memory(agent, "contested")
+    for n in range(5):
+        memory = factory.make_queued_memory(agent, f"contested {n}")
         outcomes = _race(
             lambda m=memory: services.memory_approve(actor=rita, memory_id=m.pk),
             lambda m=memory: services.memory_reject(actor=adam, memory_id=m.pk, reason="no"),

@@ -83,3 +83,63 @@ def test_the_playground_replays_a_past_moment(client, world):
     assert page.context["outcome"]["results"] == []
     bad = client.get("/recall/", {"agent": "copilot", "conversation": conv.pk, "q": "E4012", "now": "soon"})
     assert "ISO time" in bad.content.decode()
+
+
+def test_every_browse_kind_answers_200_with_its_page(client, world):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from knowledge.models import Episode
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    ids = factory.post_messages(
+        world.general,
+        [{"speaker": "alice", "text": f"line {i}", "thread": "t", "external_id": f"t-{i}"} for i in range(3)],
+    )
+    entry = factory.make_entry(world.copilot, name="VPN client", blocks=["Use client 5.2.1"])
+    memory = factory.make_memory(
+        world.copilot,
+        "VPN-4012 is fixed by 5.2.1",
+        store="shared",
+        sources=[{"kind": "message", "ref": str(ids[1])}],
+    )
+    now = timezone.now()
+    episode = Episode.objects.create(
+        channel=world.general,
+        store="shared",
+        topic="VPN",
+        summary="s",
+        start_ts=now - timedelta(hours=1),
+        end_ts=now,
+    )
+    login(client, world.reviewer)
+    pages = {
+        "memory": memory.pk,
+        "entry": entry.pk,
+        "conversation": conv.pk,
+        "message": ids[1],
+        "episode": episode.pk,
+        "thread": ids[1],
+    }
+    for kind, pk in pages.items():
+        page = client.get(f"/recall/browse/{kind}/{pk}")
+        assert page.status_code == 200, (kind, page.status_code)
+        assert f"<h1>{kind.capitalize()} " in page.content.decode(), kind
+    message_page = client.get(f"/recall/browse/message/{ids[1]}").content.decode()
+    assert 'class="hit" aria-current="true"' in message_page
+
+
+def test_the_500_page_has_the_site_shell(rf, client, world):
+    from brainsite.ops.errors import server_error
+
+    login(client, world.reviewer)
+    request = rf.get("/somewhere")
+    request.user, request.session = world.reviewer, client.session
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        response = server_error(request)
+    assert response.status_code == 500
+    body = response.content.decode()
+    assert 'class="topbar"' in body and "Something went wrong" in body

@@ -1,0 +1,155 @@
+"""Duplicates where people and agents meet memory: an agent's exact duplicate answered with the
+memory that already says it, the review queue's duplicate hints, and near-identical items
+inside one recall answer.
+
+- exact: the same text once case and spacing are set aside (`NORM`, served by the partial
+  index `memory_live_norm_idx` on live memories), or the same key and value;
+- near (queue): vectors at cosine ≥ NEAR_COSINE and the same numbers and negation
+  (`same_facts`) — chosen on the labelled pairs of `bench/data/review_duplicate_pairs.json`
+  by `python -m bench.review_duplicates_eval`: precision 0.89, recall 0.85 (docs/PERFORMANCE.md,
+  "Duplicate hints"); the vector alone never reached precision 0.85 at a useful recall;
+- near (inside one answer, where vectors are not loaded): key terms nearly the same
+  (Dice ≥ ANSWER_TERM_OVERLAP), the same test consolidation uses for its candidates.
+
+Only live memories (queued or active) count, and only in stores the reader may see."""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from knowledge import access
+from knowledge.models import Memory
+from knowledge.principals.principal import Principal
+
+LIVE = (Memory.QUEUED, Memory.ACTIVE)
+NORM = r"md5(lower(regexp_replace(btrim({0}.text), '\s+', ' ', 'g')))"
+NEAR_COSINE = 0.76
+NEAR_PER_MEMORY = 3
+NEAR_EF_SEARCH = 16
+ANSWER_TERM_OVERLAP = 0.85
+
+
+def normalised(text: str) -> str:
+    """The text as the exact-duplicate rule compares it (what NORM computes in SQL, before md5)."""
+    return " ".join((text or "").split()).lower()
+
+
+def exact_duplicate_for_write(*, owner, store: str, tier: str, text: str, key: str, value) -> Memory | None:
+    """The live memory an agent's new write would repeat exactly, in the same store and tier
+    (and, in an owner-only store, of the same owner): same folded text, or same key and value.
+    Oldest first, so repeated writes keep answering with the same memory. (A working note that
+    restates a long-term fact is not a duplicate of it: it expires.)"""
+    table = Memory._meta.db_table
+    # Each side of the UNION is one index probe (memory_live_norm_idx; the key index): an OR of
+    # the two would read every live memory of the store.
+    where = "m.store = %s AND m.tier = %s AND m.status IN ('queued', 'active')"
+    scope: list = [store, tier]
+    if store.startswith(access.OWNER_ONLY_PREFIXES):
+        where += " AND m.owner_id = %s"
+        scope.append(owner.pk)
+    sql = (
+        f"SELECT m.id, m.created_at FROM {table} m WHERE {where} "
+        f"AND {NORM.format('m')} = md5(lower(regexp_replace(btrim(%s), '\\s+', ' ', 'g')))"
+    )
+    params = [*scope, text]
+    if key and value is not None:
+        sql += f" UNION SELECT m.id, m.created_at FROM {table} m WHERE {where} AND m.key = %s AND m.value = %s::jsonb"
+        params += [*scope, key, json.dumps(value)]
+    sql = f"SELECT id FROM ({sql}) d ORDER BY created_at, id LIMIT 1"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Memory.objects.select_related("owner").prefetch_related("sources").get(pk=row[0])
+
+
+@dataclass
+class DuplicateHints:
+    exact: list[Memory] = field(default_factory=list)
+    near: list[tuple[Memory, float]] = field(default_factory=list)  # (memory, cosine)
+
+
+def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -> dict[int, DuplicateHints]:
+    """For each queued memory: the live memories it repeats exactly and those whose vectors are
+    near it, among memories `principal` may read. Two statements for the whole page: an index
+    lookup per card for the exact ones, one nearest-neighbour probe per card (LATERAL, HNSW) for
+    the near ones."""
+    if not memories:
+        return {}
+    ids = [m.pk for m in memories]
+    table = Memory._meta.db_table
+    # One index probe per card on each side (a LATERAL UNION: joined with an OR, or as a plain
+    # join, the planner read every live memory and folded each text — 28 s for a page of 100
+    # among 10k memories, 2–8 ms this way; bench/bench_review_queue.py).
+    exact_sql = f"""
+        SELECT q.id, e.id, NULL::float FROM {table} q, LATERAL (
+            SELECT m.id FROM {table} m
+            WHERE m.store = q.store AND m.status IN ('queued', 'active')
+              AND {NORM.format("m")} = {NORM.format("q")} AND m.id <> q.id
+            UNION
+            SELECT m.id FROM {table} m
+            WHERE q.key <> '' AND q.value IS NOT NULL AND m.key = q.key AND m.store = q.store
+              AND m.value = q.value AND m.status IN ('queued', 'active') AND m.id <> q.id) e
+        WHERE q.id = ANY(%s)"""
+    near_sql = f"""
+        SELECT q.id, n.id, n.sim FROM {table} q, LATERAL (
+            SELECT m.id, 1 - (m.embedding <=> q.embedding) AS sim FROM {table} m
+            WHERE m.id <> q.id AND m.status IN ('queued', 'active') AND m.embedding IS NOT NULL
+            ORDER BY m.embedding <=> q.embedding LIMIT %s) n
+        WHERE q.id = ANY(%s) AND q.embedding IS NOT NULL AND n.sim >= %s"""
+    from memory.recall.routes import execute_all
+
+    # Both in one round trip. A hint needs the few nearest, not an exhaustive search: a small
+    # HNSW candidate list returned the same hints at a third of the time on the bench page.
+    exact, near = execute_all(
+        [(exact_sql, [ids]), (near_sql, [NEAR_PER_MEMORY + 1, ids, NEAR_COSINE])],
+        f"SET LOCAL jit = off; SET LOCAL hnsw.ef_search = {NEAR_EF_SEARCH}",
+    )
+    others = {row[1] for row in exact} | {row[1] for row in near}
+    qs = Memory.objects.filter(pk__in=others).select_related("owner")
+    if principal is not None:
+        qs = qs.filter(access.readable_q(principal))
+    rows = {m.pk: m for m in qs.defer("embedding")}
+    hints = {i: DuplicateHints() for i in ids}
+    exact_pairs = set()
+    for q, m, _ in sorted(exact):
+        if m in rows:
+            hints[q].exact.append(rows[m])
+            exact_pairs.add((q, m))
+    texts = {m.pk: m.text for m in memories}
+    for q, m, sim in sorted(near, key=lambda r: (r[0], -r[2])):
+        if (
+            m in rows
+            and (q, m) not in exact_pairs
+            and len(hints[q].near) < NEAR_PER_MEMORY
+            and same_facts(texts[q], rows[m].text)
+        ):
+            hints[q].near.append((rows[m], round(sim, 3)))
+    return hints
+
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+NEGATION = re.compile(r"\b(?:not|no|never|none|nobody|nothing|without|cannot)\b|n't\b", re.IGNORECASE)
+
+
+def same_facts(a: str, b: str) -> bool:
+    """The code rule a near-duplicate hint must pass besides its vector: the same numbers, and
+    both or neither negated (on the labelled pairs, "30 days" / "60 days" scored 0.97)."""
+    if sorted(NUMBER.findall(a)) != sorted(NUMBER.findall(b)):
+        return False
+    return bool(NEGATION.search(a)) == bool(NEGATION.search(b))
+
+
+def key_terms(text: str) -> frozenset[str]:
+    from memory.consolidation.find import key_terms as terms
+
+    return terms(text)
+
+
+def near_identical(a: frozenset, b: frozenset) -> bool:
+    if not a or not b:
+        return False
+    return 2 * len(a & b) / (len(a) + len(b)) >= ANSWER_TERM_OVERLAP

@@ -1,0 +1,92 @@
+"""One answer, one copy of each fact, and never a conflict shown as two facts.
+
+Applied to the candidates a search or a context may show, before they are packed:
+- near-identical memories (the same folded text, the same key and value, or key terms nearly
+  the same — memory.lifecycle.duplicates) keep only the best-ranked copy;
+- memories in a conflict still in force (same store and key, another value, overlapping
+  validity — the conflict rule of memory.lifecycle) keep only the newest one among those
+  ranked, which carries `conflict_with` and a note "(conflicts with #10: Slack)". A conflict
+  can exist only in older data or after a restore: activation refuses to create one.
+
+One statement, and only when a ranked memory has a key."""
+
+import json
+
+from django.db.models import Q
+
+from knowledge import access
+from knowledge.models import Memory
+from memory.lifecycle.duplicates import key_terms, near_identical, normalised
+from memory.lifecycle.selectors import contradicts, windows_overlap
+from memory.recall.routes import MEMORY
+
+
+def _label(row: Memory) -> str:
+    shown = row.value if isinstance(row.value, str) else None
+    if shown is None and row.value is not None:
+        shown = json.dumps(row.value, ensure_ascii=False)
+    shown = shown if shown is not None else " ".join(row.text.split())
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _start(row: Memory):
+    return row.valid_from or row.created_at
+
+
+def correct_candidates(candidates: list, *, upto: int) -> list:
+    """`candidates` with near-identical and conflicting memories among the first `upto` (the
+    ones that may be shown) left out as described above; the order is kept."""
+    head = candidates[:upto]
+    memories = [c for c in head if c.kind == MEMORY and c.obj is not None]
+    if len(memories) < 1:
+        return candidates
+    drop: set = set()
+    seen_text: set = set()
+    seen_terms: list = []
+    for cand in memories:
+        # an ended fact and a current one are history, not copies: compared only within each
+        ended = cand.obj.valid_to is not None
+        text = (ended, normalised(cand.obj.text))
+        terms = key_terms(cand.obj.text)
+        if text in seen_text or any(e == ended and near_identical(terms, t) for e, t in seen_terms):
+            drop.add(cand.key)
+            continue
+        seen_text.add(text)
+        seen_terms.append((ended, terms))
+
+    keyed = [c for c in memories if c.obj.key and c.key not in drop]
+    if keyed:
+        rows = list(
+            Memory.objects.filter(status=Memory.ACTIVE)
+            .filter(Q(key__in={c.obj.key for c in keyed}), Q(store__in={c.obj.store for c in keyed}))
+            .only("id", "owner_id", "store", "key", "value", "text", "valid_from", "valid_to", "created_at")
+        )
+        by_key: dict = {}
+        for row in rows:
+            by_key.setdefault((row.store, row.key), []).append(row)
+        shown = {c.id for c in keyed}
+        own = {row.pk: row for row in rows}
+        for cand in keyed:
+            me = own.get(cand.id)
+            if me is None:
+                continue
+            rivals = [
+                row
+                for row in by_key.get((me.store, me.key), [])
+                if row.pk != me.pk
+                and (row.owner_id == me.owner_id or not me.store.startswith(access.OWNER_ONLY_PREFIXES))
+                and contradicts(me, row)
+                and windows_overlap(me.valid_from, me.valid_to, row.valid_from, row.valid_to)
+            ]
+            if not rivals:
+                continue
+            newest = max([me, *rivals], key=lambda r: (_start(r), r.pk))
+            if newest.pk != me.pk and newest.pk in shown:
+                drop.add(cand.key)  # the newest of the conflict stands for it, with the note
+                continue
+            others = [r for r in rivals if r.pk != me.pk]
+            cand.conflict_with = sorted(r.pk for r in others)
+            cand.conflict_note = "(conflicts with " + ", ".join(f"#{r.pk}: {_label(r)}" for r in others) + ")"
+    if not drop:
+        return candidates
+    return [c for c in head if c.key not in drop] + candidates[upto:]
