@@ -466,7 +466,10 @@ def material_retry(request, material_id):
     methods=["DELETE"],
     summary="Withdraw a connector's mirror (kept, marked withdrawn; dependants go stale)",
     request=None,
-    responses={200: ConnectorOut},
+    responses={
+        200: ConnectorOut,
+        400: error_response("The connector name or document reference is malformed; nothing was withdrawn."),
+    },
 )
 @api_view(["PUT", "DELETE"])
 @parser_classes(MaterialParsers.classes)
