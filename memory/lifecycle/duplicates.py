@@ -38,7 +38,8 @@ def normalised(text: str) -> str:
 
 def exact_duplicate_for_write(*, owner, store: str, tier: str, text: str, key: str, value) -> Memory | None:
     """The live memory an agent's new write would repeat exactly, in the same store and tier
-    (and, in an owner-only store, of the same owner): same folded text, or same key and value.
+    (and, in an owner-only store, of the same owner): same folded text (unless both are keyed,
+    under different keys), or same key and value.
     Oldest first, so repeated writes keep answering with the same memory. (A working note that
     restates a long-term fact is not a duplicate of it: it expires.)"""
     table = Memory._meta.db_table
@@ -52,8 +53,11 @@ def exact_duplicate_for_write(*, owner, store: str, tier: str, text: str, key: s
     sql = (
         f"SELECT m.id, m.created_at FROM {table} m WHERE {where} "
         f"AND {NORM.format('m')} = md5(lower(regexp_replace(btrim(%s), '\\s+', ' ', 'g')))"
+        # Two keyed memories with different keys are two facts, whatever their text (a store
+        # of key -> value items may hold the same value under many keys).
+        " AND (%s = '' OR COALESCE(m.key, '') IN ('', %s))"
     )
-    params = [*scope, text]
+    params = [*scope, text, key or "", key or ""]
     if key and value is not None:
         sql += f" UNION SELECT m.id, m.created_at FROM {table} m WHERE {where} AND m.key = %s AND m.value = %s::jsonb"
         params += [*scope, key, json.dumps(value)]

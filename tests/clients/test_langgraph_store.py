@@ -6,6 +6,7 @@ deterministic node that remembers across two runs."""
 
 import asyncio
 import operator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, TypedDict
 
 import pytest
@@ -143,7 +144,10 @@ def test_the_async_methods_and_batch(store):
         await store.adelete(("async",), "k1")
         assert await store.aget(("async",), "k1") is None
 
-    asyncio.run(main())
+    # A loop of its own in a thread of its own: the browser tests' Playwright (sync API) may still
+    # hold an event loop in this thread, where asyncio.run refuses to start another.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, main()).result()
 
 
 def test_items_are_brain_memories_with_provenance_and_review(live_server, world, store):
