@@ -2,7 +2,7 @@ from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.events import Webhook, WebhookDelivery
-from knowledge.models.llm import ModelProfile, ModelUsage
+from knowledge.models.llm import ModelEndpointState, ModelProfile, ModelUsage
 from knowledge.models.materials import Material, MaterialVersion, Signal, SignalRule
 from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
@@ -37,6 +37,7 @@ __all__ = [
     "MessageVector",
     "ModelProfile",
     "ModelUsage",
+    "ModelEndpointState",
     "Person",
     "PinnedMemo",
     "Revision",

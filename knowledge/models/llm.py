@@ -16,6 +16,15 @@ class ModelProfile(models.Model):
     daily_calls = models.PositiveIntegerField(null=True, blank=True)
     daily_tokens = models.PositiveIntegerField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
+    # The model's context window in tokens (prompt + reply); blank: what the server's /v1/models
+    # says, else BRAIN_MODEL_CONTEXT_TOKENS.
+    context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # How structured output is asked for: json_schema, json_object, or auto (json_schema until the
+    # server refuses it once; the finding is kept in ModelEndpointState). Blank: the environment's.
+    STRUCTURED = ["auto", "json_schema", "json_object"]
+    structured_output = models.CharField(
+        max_length=12, blank=True, choices=[(s, s) for s in STRUCTURED], default=""
+    )
     notes = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -32,9 +41,10 @@ class ModelUsage(models.Model):
     how it ended. A `pending` row reserves budget while the call is in flight."""
 
     PENDING, OK, INVALID, ERROR, TIMEOUT, REFUSED = "pending", "ok", "invalid", "error", "timeout", "refused"
-    OUTCOMES = [(o, o) for o in (PENDING, OK, INVALID, ERROR, TIMEOUT, REFUSED)]
+    CUT = "cut"  # the reply stopped at its token budget (finish_reason "length")
+    OUTCOMES = [(o, o) for o in (PENDING, OK, INVALID, CUT, ERROR, TIMEOUT, REFUSED)]
     # Outcomes that count against a budget: everything that reached (or is reaching) the endpoint.
-    SPENT = (PENDING, OK, INVALID, ERROR, TIMEOUT)
+    SPENT = (PENDING, OK, INVALID, CUT, ERROR, TIMEOUT)
 
     created_at = models.DateTimeField(db_index=True)
     profile = models.CharField(max_length=64)
@@ -61,3 +71,22 @@ class ModelUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} via {self.profile}: {self.outcome}"
+
+
+class ModelEndpointState(models.Model):
+    """What Brain found out about a profile's endpoint, so it is found out once: whether it takes
+    `json_schema` structured output, the context window its /v1/models reports, and whether it
+    answered the last background check (Status shows `unreachable`)."""
+
+    profile = models.CharField(max_length=64, unique=True)
+    base_url = models.CharField(max_length=300, blank=True)  # what the findings are about
+    structured_output = models.CharField(max_length=12, blank=True)  # json_schema | json_object | ""
+    structured_note = models.CharField(max_length=300, blank=True)
+    context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reachable = models.BooleanField(null=True)
+    reach_error = models.CharField(max_length=300, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.profile
