@@ -504,8 +504,11 @@ def model_ask(
         fail(first_error)
     try:
         reply = call(*next_try)
-    except ModelError as exc:
+    except ModelOutputInvalid as exc:
         fail(exc)
+    except ModelError as exc:  # the repair could not be made: the first failure is what to tell
+        first_error.reason = f"{first_error.reason}; asked again, but that call failed: {exc.reason}"
+        fail(first_error)
     usage_ids.append(reply.usage_id)
     why = check(reply.data) if check else ""
     if why:
@@ -513,3 +516,27 @@ def model_ask(
         fail(ModelOutputInvalid(f"invalid model output: {why}", usage_id=reply.usage_id))
     reply.usage_ids, reply.repaired = usage_ids, repaired
     return reply
+
+
+def reply_budget(want: int, profile: str | None = None, *, agent: Agent | None = None) -> int:
+    """A job's reply budget on this profile: what it wants, but never more than half the
+    context window (the other half is the prompt's)."""
+    return max(1, min(want, context_tokens(profile, agent=agent) // 2))
+
+
+def fits(
+    messages: list[dict], reply_tokens: int, profile: str | None = None, *, agent: Agent | None = None
+) -> bool:
+    """Whether the prompt and its reply budget fit the profile's context window."""
+    return prompt_estimate(messages) + reply_tokens <= context_tokens(profile, agent=agent)
+
+
+def echoes_example(text: str, examples) -> bool:
+    """Whether a reply's text is one of its prompt's example placeholders, verbatim (case, <>,
+    quotes and punctuation ignored): a model that copies "<the merged statement>" said nothing."""
+
+    def fold(value: str) -> str:
+        return " ".join(re.sub(r"[<>\"'.…:]", " ", value or "").lower().split())
+
+    folded = fold(text)
+    return bool(folded) and any(folded == fold(e) for e in examples)
