@@ -533,10 +533,11 @@ def fits(
 
 def echoes_example(text: str, examples) -> bool:
     """Whether a reply's text is one of its prompt's example placeholders, verbatim (case, <>,
-    quotes and punctuation ignored): a model that copies "<the merged statement>" said nothing."""
+    quotes and punctuation ignored), or punctuation alone ("..."): a model that copies "<the
+    merged statement>" said nothing."""
 
     def fold(value: str) -> str:
         return " ".join(re.sub(r"[<>\"'.…:]", " ", value or "").lower().split())
 
     folded = fold(text)
-    return bool(folded) and any(folded == fold(e) for e in examples)
+    return not folded or any(folded == fold(e) for e in examples)  # only punctuation says nothing

@@ -6,7 +6,8 @@ trusted with the originals: the group is left alone and the run's notes say why.
 - **Not the prompt's example**: a reply that is a placeholder of the prompt ("The merged
   statement") says nothing.
 - **Nothing new**: every number, date or identifier with a digit, and every name (a capitalised
-  word not opening a sentence), must appear in the originals (case folded). A merge reading
+  word; one opening a sentence too, unless it is a common sentence opener), must appear in the
+  originals (case folded). A merge reading
   "2023-17-07 7:59:48.643+CALCARRE_SANTAYADORA…" or a summary naming a person no source names
   is refused.
 - **A merge keeps each original** (`merge_breach` only): with vectors, cosine ≥ MERGE_COSINE to
@@ -28,74 +29,9 @@ MERGE_TERMS = 0.5
 
 _DIGITS = re.compile(r"[\w.:/+\-]*\d[\w.:/+\-]*")
 _WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’\-]*")
-_SENTENCE_START = re.compile(r"(^|[.!?:;]\s+|\n\s*|[\"(]\s*)$")
 # Capitalised words that are no names (and may open a clause after a comma).
 _COMMON = frozenset(
-    [
-        "i",
-        "a",
-        "an",
-        "the",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "its",
-        "he",
-        "she",
-        "they",
-        "we",
-        "you",
-        "my",
-        "our",
-        "their",
-        "his",
-        "her",
-        "if",
-        "when",
-        "then",
-        "so",
-        "but",
-        "and",
-        "or",
-        "on",
-        "in",
-        "at",
-        "by",
-        "for",
-        "from",
-        "to",
-        "of",
-        "with",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "utc",
-    ]
+    "i a an the this that these those it its he she they we you my our their his her if when then so but and or on in at by for from to of with as is are was were be been monday tuesday wednesday thursday friday saturday sunday january february march april may june july august september october november december utc there every each all both no yes also however after before since during while until now today yesterday tomorrow please note summary merged memory memories someone everyone nobody nothing".split()  # noqa: SIM905
 )
 
 
@@ -108,8 +44,6 @@ def _names(text: str) -> set[str]:
     for match in _WORD.finditer(text):
         word = match.group()
         if not word[0].isupper() or word.lower() in _COMMON:
-            continue
-        if _SENTENCE_START.search(text[: match.start()]):
             continue
         names.add(re.sub(r"['’]s?$", "", word.lower()))  # Ana's → ana
     return names

@@ -8,6 +8,7 @@ def test_malformed_model_output_writes_nothing_and_shows_on_the_models_page(clie
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
     model_stub.reply_text('{"text": ')  # cut off mid-JSON
+    model_stub.reply_text('{"text": ')  # and again when asked to repair it
     count = Memory.objects.count()
     client.force_login(world.reviewer)
     client.post("/consolidation/run")
@@ -20,7 +21,7 @@ def test_malformed_model_output_writes_nothing_and_shows_on_the_models_page(clie
     assert "invalid" in body and "output is not JSON" in body
     assert "sk-stub-secret" not in body  # never the key
     assert model_stub.url in body and "stub-light" in body
-    assert "1 failed today" in body
+    assert "2 failed today" in body  # the reply and its one repair
     failed = client.get(
         "/models/?show=failed", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="calls"
     ).content.decode()
