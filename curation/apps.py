@@ -14,6 +14,9 @@ class CurationConfig(AppConfig):
         from memory.reconciler.selectors import reconciler_alerts, reconciler_status
 
         connect()
+        from curation.dreaming import jobs
+
+        jobs.register()
         from curation.materials.learn import LEARNER
         from knowledge.materials.learning import learner_register
 

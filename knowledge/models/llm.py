@@ -90,3 +90,28 @@ class ModelEndpointState(models.Model):
 
     def __str__(self) -> str:
         return self.profile
+
+
+class ModelJob(models.Model):
+    """A model-backed run someone asked for (stage A or B now, a consolidation run, reconcile):
+    queued by the request, run by a worker, so no request waits on a model. The console polls
+    it; its result names what the run made (a Dreaming run, a plan, a reconciler run)."""
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    kind = models.CharField(max_length=64)
+    args = models.JSONField(default=dict)
+    state = models.CharField(max_length=10, choices=STATES, default=QUEUED)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.CharField(max_length=160, blank=True)  # kind:name
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} ({self.state})"

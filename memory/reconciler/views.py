@@ -6,28 +6,27 @@ from django.shortcuts import get_object_or_404, redirect, render
 from knowledge.models import Agent
 from knowledge.principals.permissions import reviewer_required
 from memory.consolidation import PlanConflict
-from memory.reconciler.models import ReconcilerRun
 from memory.reconciler.selectors import last_run, reconciler_due
-from memory.reconciler.services import reconciler_run
 
 
 @reviewer_required
 def reconcile_now(request, name):
     """GET: the agent page's reconciler panel (last run, due or not). POST: run a pass now,
     then back to the agent page (or the panel, for htmx)."""
+    from memory.reconciler.api import reconcile_enqueue
+
     agent = get_object_or_404(Agent, name=name)
     if request.method == "POST":
         try:
-            run = reconciler_run(actor=request.principal, agent=agent, trigger=ReconcilerRun.MANUAL)
+            job = reconcile_enqueue(actor=request.principal, agent=agent)
         except PlanConflict as exc:
             messages.error(request, exc.message)
         else:
-            plan = run.plan
-            messages.success(
-                request,
-                f"Reconciled {agent.name}: plan #{plan.pk} is {plan.state} "
-                f"({plan.counts.get('groups', 0)} change{'s' if plan.counts.get('groups', 0) != 1 else ''}).",
-            )
+            if request.htmx:  # the panel becomes the job's progress, polled until done
+                from knowledge.llm.views import model_job_panel
+
+                return model_job_panel(request, job.pk)
+            return redirect("model-job", job_id=job.pk)
         if not request.htmx:
             return redirect("agent-detail", name=name)
     trigger, turns = reconciler_due(agent)
