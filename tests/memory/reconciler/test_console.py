@@ -27,7 +27,12 @@ def test_reviewers_reconcile_an_agent_through_the_api(world, settings):
     assert job["state"] == "done" and job["kind"] == "reconciler.run"
     run = ReconcilerRun.objects.get(pk=job["result"]["reconciler_run"])
     body = {"plan": run.plan_id}
-    assert (run.agent.name, run.trigger, run.state, run.plan.state) == ("copilot", "manual", "done", "applied")
+    assert (run.agent.name, run.trigger, run.state, run.plan.state) == (
+        "copilot",
+        "manual",
+        "done",
+        "applied",
+    )
     assert run.counts["vector_duplicates_folded"] == 1
     b.refresh_from_db()
     assert (b.status, b.superseded_by_id) == (Memory.SUPERSEDED, a.pk)
