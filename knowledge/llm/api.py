@@ -1,7 +1,7 @@
 """API: a queued model-backed run (what `POST …/run` answered with 202)."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from knowledge.llm.jobs import job_public
 from knowledge.models import ModelJob
 from knowledge.principals.permissions import IsReviewer
+from knowledge.schema import error_response
 
 
 class ModelJobSerializer(serializers.Serializer):
@@ -36,7 +37,7 @@ def job_response(job: ModelJob, status: int = 202) -> Response:
     description="Poll until `state` is `done` (see `result`) or `failed` (see `error`).",
     responses={
         200: ModelJobSerializer,
-        404: inline_serializer("JobNotFound", {"detail": serializers.CharField()}),
+        404: error_response("No job with that id."),
     },
 )
 @api_view(["GET"])
