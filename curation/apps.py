@@ -37,6 +37,16 @@ class CurationConfig(AppConfig):
                 alerts=stage_b_alerts,
             )
         )
+        from curation.model_status import models_alerts, models_status
+
+        status_section_register(
+            StatusSection(
+                name="models",
+                template="curation/_status_models.html",
+                report=models_status,
+                alerts=models_alerts,
+            )
+        )
         status_section_register(
             StatusSection(
                 name="materials",

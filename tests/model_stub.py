@@ -31,6 +31,7 @@ class ModelStub:
         self.handler = None
         self.context_tokens = self.DEFAULT_CONTEXT
         self.json_schema_supported = True
+        self.advertise_context = False
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,7 +42,10 @@ class ModelStub:
 
             def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "stub-model"}]}).encode())
+                    row = {"id": "stub-model"}
+                    if stub.advertise_context:  # as vLLM does
+                        row["max_model_len"] = stub.context_tokens
+                    self._send(200, json.dumps({"object": "list", "data": [row]}).encode())
                 else:
                     self._send(404, b'{"error": "not found"}')
 
@@ -129,6 +133,7 @@ class ModelStub:
             self.handler = None
             self.context_tokens = self.DEFAULT_CONTEXT
             self.json_schema_supported = True
+            self.advertise_context = False
 
     # --- what a real server refuses ----------------------------------------------------------
     @staticmethod
