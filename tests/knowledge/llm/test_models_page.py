@@ -1,6 +1,7 @@
 """The models page: configuration without secrets, budget use, recent calls and their errors."""
 
 from knowledge.models import AuditEvent, Memory, ModelProfile
+from tests import factory
 from tests.memory.consolidation.test_consolidation import remember
 
 
@@ -12,6 +13,7 @@ def test_malformed_model_output_writes_nothing_and_shows_on_the_models_page(clie
     count = Memory.objects.count()
     client.force_login(world.reviewer)
     client.post("/consolidation/run")
+    factory.run_queued_jobs()  # the worker's part
     assert Memory.objects.count() == count
 
     page = client.get("/models/")
