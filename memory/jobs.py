@@ -58,5 +58,5 @@ def register() -> None:
         "reconciler.run",
         reconcile_job,
         title="Reconcile now",
-        link=lambda r: reverse("agent-detail", args=[r["agent"]]) if r.get("agent") else "",
+        link=lambda r: reverse("consolidation-detail", args=[r["plan"]]) if r.get("plan") else "",
     )

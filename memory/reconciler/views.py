@@ -16,22 +16,23 @@ def reconcile_now(request, name):
     from memory.reconciler.api import reconcile_enqueue
 
     agent = get_object_or_404(Agent, name=name)
+    job_context = {}  # the queued pass, shown in the panel and polled until done
     if request.method == "POST":
         try:
             job = reconcile_enqueue(actor=request.principal, agent=agent)
         except PlanConflict as exc:
             messages.error(request, exc.message)
         else:
-            if request.htmx:  # the panel becomes the job's progress, polled until done
-                from knowledge.llm.views import model_job_panel
+            if not request.htmx:
+                return redirect("model-job", job_id=job.pk)
+            from knowledge.llm.jobs import job_link, job_title
 
-                return model_job_panel(request, job.pk)
-            return redirect("model-job", job_id=job.pk)
+            job_context = {"job": job, "title": job_title(job), "link": job_link(job)}
         if not request.htmx:
             return redirect("agent-detail", name=name)
     trigger, turns = reconciler_due(agent)
     return render(
         request,
         "memory/reconciler/panel.html" if request.htmx else "memory/reconciler/page.html",
-        {"agent": agent, "run": last_run(agent), "due": trigger, "turns": turns},
+        {"agent": agent, "run": last_run(agent), "due": trigger, "turns": turns, **job_context},
     )
