@@ -179,6 +179,10 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
         return _finish(run, DistillerRun.SKIPPED, "nothing to read: the conversation has no messages")
     reply_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=conversation.agent)
     read = _fitted(conversation, transcript, reply_tokens)
+    if run.attempts > 1 and len(read) > 1:
+        # A retry after a failure reads the newer half (a quarter …): the sweep never sends the
+        # request that already failed again.
+        read = read[len(read) - max(len(read) >> (run.attempts - 1), 1) :]
 
     def shrink():  # a cut reply: the newer half of what was read, once
         nonlocal read

@@ -255,3 +255,22 @@ def test_consolidation_refuses_a_garbage_merge_and_keeps_the_originals(world, mo
     assert "the prompt's example" in plan.model_note
     assert "names what no original says" in model_stub.prompt(model_stub.chat_requests()[1])
     assert model_stub.schema_sent(model_stub.chat_requests()[0])["required"] == ["text"]
+
+
+def test_a_distiller_retry_never_sends_the_failed_request_again(world, model_stub):
+    from curation.distiller import distill_pending
+
+    conversation = factory.make_conversation(world.copilot, world.general)
+    factory.post_messages(
+        world.general, [{"speaker": "ana", "text": f"Point {i} about billing."} for i in range(8)]
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(
+        status=Conversation.FINISHED, finished_at=timezone.now()
+    )
+    model_stub.respond_with(lambda body: "not json")
+    distiller.distill_conversation(conversation.pk)
+    distill_pending()
+    distill_pending()
+    prompts = [json.dumps(r["messages"]) for r in model_stub.chat_requests()]
+    assert DistillerRun.objects.get().attempts == 3
+    assert len(prompts) == len(set(prompts)) == 6  # three attempts, each with its one repair
