@@ -211,8 +211,8 @@ SCHEMA_REFUSAL_RE = re.compile(r"response_format|json_schema|schema|grammar", re
 def _log(
     *, purpose, profile, model, outcome, prompt_tokens=0, completion_tokens=0, ms=0, attempts=0, usage=None
 ):
-    """One line per call, never the prompt or the reply."""
-    log.info(
+    """One line per call, never the prompt or the reply (a failure at warning level)."""
+    (log.info if outcome == ModelUsage.OK else log.warning)(
         "job=%s profile=%s model=%s prompt_tokens=%s completion_tokens=%s ms=%s attempts=%s outcome=%s usage=%s",
         purpose,
         profile,
