@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.llm.profiles import budget_refusal, endpoint_record, profile_resolve
-from knowledge.llm.wire import response_format, strip_nulls
+from knowledge.llm.wire import FALLBACK, response_format, strip_nulls
 from knowledge.models import Agent, ModelUsage
 from knowledge.tokens import count_tokens
 
@@ -277,7 +277,6 @@ def model_call(
     started = time.monotonic()
     attempts, last_error, outcome = 0, "", ModelUsage.ERROR
     payload = None
-    fell_back = False
     with httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
         attempt = 0
         while attempt <= resolved.max_retries:
@@ -308,21 +307,22 @@ def model_call(
                 outcome = ModelUsage.ERROR
                 last_error = f"HTTP {response.status_code}: {response.text[:300]}"
                 if (
-                    response.status_code in (400, 422)
-                    and structured == "json_schema"
+                    response.status_code in (400, 422, 500)
+                    and structured in FALLBACK
                     and resolved.structured_setting == "auto"
-                    and not fell_back
                     and SCHEMA_REFUSAL_RE.search(response.text)
                     and not CONTEXT_RE.search(response.text)
                 ):
-                    # This server does not take json_schema: found out once, kept, and this
-                    # call asked again the way it does (a different request, not a repeat).
-                    fell_back, structured = True, "json_object"
+                    # This server does not take this form of structured output: found out once,
+                    # kept, and this call asked again the next way (a different request, not a
+                    # repeat): json_schema → json_object with a schema → json_object.
+                    refused, structured = structured, FALLBACK[structured]
                     body["response_format"] = response_format(purpose, schema, structured)
                     endpoint_record(
                         resolved,
-                        structured_output="json_object",
-                        structured_note=f"json_schema refused ({timezone.now():%Y-%m-%d %H:%M} UTC): {response.text[:200]}",
+                        structured_output=structured,
+                        structured_note=f"{refused} refused ({timezone.now():%Y-%m-%d %H:%M} UTC): "
+                        f"{response.text[:200]}",
                     )
                     continue
                 if response.status_code == 400 and (match := CONTEXT_RE.search(response.text)):

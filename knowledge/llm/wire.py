@@ -139,9 +139,17 @@ def portable_problems(node: Any, where: str = "$") -> list[str]:
     return problems
 
 
+FALLBACK = {"json_schema": "json_object_schema", "json_object_schema": "json_object"}
+
+
 def response_format(name: str, schema: dict, mode: str) -> dict:
-    """The request's `response_format` for a job's schema in `mode` (json_schema | json_object)."""
+    """The request's `response_format` for a job's schema in `mode`: json_schema (OpenAI's
+    strict structured output, vLLM), json_object_schema (llama-cpp-python's server, which
+    refuses json_schema with a 500 but turns `{"type": "json_object", "schema": …}` into a
+    grammar), json_object (JSON, shape unchecked by the server)."""
     if mode == "json_object":
         return {"type": "json_object"}
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": portable(schema)}
     safe = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)[:64] or "reply"
     return {"type": "json_schema", "json_schema": {"name": safe, "schema": portable(schema), "strict": True}}

@@ -19,11 +19,13 @@ class ModelProfile(models.Model):
     # The model's context window in tokens (prompt + reply); blank: what the server's /v1/models
     # says, else BRAIN_MODEL_CONTEXT_TOKENS.
     context_tokens = models.PositiveIntegerField(null=True, blank=True)
-    # How structured output is asked for: json_schema, json_object, or auto (json_schema until the
-    # server refuses it once; the finding is kept in ModelEndpointState). Blank: the environment's.
-    STRUCTURED = ["auto", "json_schema", "json_object"]
+    # How structured output is asked for: json_schema (OpenAI, vLLM), json_object_schema
+    # (llama-cpp-python's {"type": "json_object", "schema": …}), json_object, or auto (each in
+    # that order until the server takes one; the finding is kept in ModelEndpointState). Blank:
+    # the environment's.
+    STRUCTURED = ["auto", "json_schema", "json_object_schema", "json_object"]
     structured_output = models.CharField(
-        max_length=12, blank=True, choices=[(s, s) for s in STRUCTURED], default=""
+        max_length=20, blank=True, choices=[(s, s) for s in STRUCTURED], default=""
     )
     notes = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -80,7 +82,7 @@ class ModelEndpointState(models.Model):
 
     profile = models.CharField(max_length=64, unique=True)
     base_url = models.CharField(max_length=300, blank=True)  # what the findings are about
-    structured_output = models.CharField(max_length=12, blank=True)  # json_schema | json_object | ""
+    structured_output = models.CharField(max_length=20, blank=True)  # what it takes ("" = untried)
     structured_note = models.CharField(max_length=300, blank=True)
     context_tokens = models.PositiveIntegerField(null=True, blank=True)
     reachable = models.BooleanField(null=True)

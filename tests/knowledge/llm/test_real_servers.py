@@ -64,12 +64,26 @@ def test_a_server_without_json_schema_falls_back_once_and_it_is_recorded(world, 
     assert model_call(**ask(max_tokens=100)).data == {"text": "one"}
     first = model_stub.chat_requests()
     assert [r["response_format"]["type"] for r in first] == ["json_schema", "json_object"]
+    assert "schema" in first[1]["response_format"]  # llama-cpp-python's form: json_object with a schema
     state = ModelEndpointState.objects.get(profile="light")
-    assert state.structured_output == "json_object" and "json_schema refused" in state.structured_note
+    assert state.structured_output == "json_object_schema" and "json_schema refused" in state.structured_note
     model_stub.requests.clear()
     assert model_call(**ask(max_tokens=100)).data == {"text": "two"}
     assert [r["response_format"]["type"] for r in model_stub.chat_requests()] == ["json_object"]
-    assert profile_resolve("light").structured_output == "json_object"
+    assert profile_resolve("light").structured_output == "json_object_schema"
+
+
+def test_llama_cpp_pythons_500_for_json_schema_falls_back_too(world, model_stub):
+    model_stub.reply_error(
+        500,
+        "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\"}",
+    )
+    model_stub.reply_json({"text": "one"})
+    assert model_call(**ask(max_tokens=100)).data == {"text": "one"}
+    sent = model_stub.chat_requests()
+    assert [r["response_format"]["type"] for r in sent] == ["json_schema", "json_object"]
+    assert sent[1]["response_format"]["schema"]["required"] == ["text", "note"]
 
 
 def test_json_object_can_be_set_per_profile(world, model_stub):
