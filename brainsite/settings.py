@@ -370,6 +370,13 @@ BRAIN_DEMO = env_bool("BRAIN_DEMO")
 BRAIN_MODEL_LIGHT = env("BRAIN_MODEL_LIGHT")  # the `light` profile's model (blank: BRAIN_MODEL)
 BRAIN_MODEL_MAX_RETRIES = env_int("BRAIN_MODEL_MAX_RETRIES", 2)
 BRAIN_MODEL_RETRY_BACKOFF_SECONDS = float(env("BRAIN_MODEL_RETRY_BACKOFF_SECONDS", "1"))
+# The model's context window (prompt + reply tokens) where a profile sets none and the server's
+# /v1/models gives none; every prompt is fitted to it (knowledge/llm).
+BRAIN_MODEL_CONTEXT_TOKENS = env_int("BRAIN_MODEL_CONTEXT_TOKENS", 8192)
+# Structured output: auto (json_schema until the server refuses it once), json_schema, json_object.
+BRAIN_MODEL_STRUCTURED_OUTPUT = env("BRAIN_MODEL_STRUCTURED_OUTPUT", "auto")
+# The reply budget's request field: max_tokens, or max_completion_tokens for servers that want it.
+BRAIN_MODEL_TOKEN_FIELD = env("BRAIN_MODEL_TOKEN_FIELD", "max_tokens")
 BRAIN_AGENT_DAILY_CALLS = env_int("BRAIN_AGENT_DAILY_CALLS", 1000)
 BRAIN_AGENT_DAILY_TOKENS = env_int("BRAIN_AGENT_DAILY_TOKENS", 1_000_000)
 BRAIN_CONSOLIDATION_MODEL_GROUPS = env_int("BRAIN_CONSOLIDATION_MODEL_GROUPS", 50)

@@ -15,6 +15,9 @@ class CurationConfig(AppConfig):
         from memory.reconciler.selectors import reconciler_alerts, reconciler_status
 
         connect()
+        from curation.dreaming import jobs
+
+        jobs.register()
         from curation.materials.learn import LEARNER
         from knowledge.materials.learning import learner_register
 
@@ -33,6 +36,16 @@ class CurationConfig(AppConfig):
                 template="curation/dreaming/_status_stage_b.html",
                 report=stage_b_status,
                 alerts=stage_b_alerts,
+            )
+        )
+        from curation.model_status import models_alerts, models_status
+
+        status_section_register(
+            StatusSection(
+                name="models",
+                template="curation/_status_models.html",
+                report=models_status,
+                alerts=models_alerts,
             )
         )
         status_section_register(

@@ -6,7 +6,7 @@ A conversation is distilled once (DistillerRun, claimed with a conditional updat
 is called outside any transaction; its output is validated against OUTPUT_SCHEMA before
 anything is written, and invalid output writes nothing (the usage row records why)."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from curation.models import DistillerRun
 from knowledge.audit.services import audit_record
-from knowledge.llm import LIGHT, ModelError, model_call
+from knowledge.llm import LIGHT, ModelError, echoes_example, fits, model_ask, reply_budget
 from knowledge.memories import memory_row_create
 from knowledge.models import Conversation, Memory, Message
 from knowledge.principals.principal import Principal
@@ -24,6 +24,8 @@ from memory.lifecycle.services import MemoryConflict, memory_activate, memory_wr
 ACTOR = Principal.system("distiller")
 STUCK_AFTER = timedelta(minutes=30)
 TRANSCRIPT_CHARS = 60_000  # the newest part of a very long conversation
+REPLY_TOKENS = 2000
+VERSION = "distiller/2"
 
 CATEGORIES = {
     "person_fact": (Memory.SEMANTIC, "a fact about a person (who they are, what they need, how they work)"),
@@ -60,8 +62,11 @@ SYSTEM = (
     "Categories: {categories}. Each memory must stand on its own (name the person or system), state "
     "only what the conversation says, and must not record temporary state, one-off errors, guesses "
     "or small talk. If nothing is worth remembering, return an empty list. Reply with JSON: "
-    '{{"memories": [{{"text": "...", "category": "...", "confidence": 0.0-1.0}}]}}.'
+    '{{"memories": [{{"text": "<the memory>", "category": "<one of the categories>", "confidence": '
+    "<0.0 to 1.0>}}]}}. Each line of the conversation starts with its time (UTC): resolve words like "
+    '"yesterday" or "next Friday" to dates.'
 )
+EXAMPLES = ("...", "<the memory>", "the memory")
 
 
 TRANSCRIPT_MESSAGES = 200
@@ -119,12 +124,20 @@ def _finish(run: DistillerRun, state: str, reason: str = "", usage_id=None, memo
     return run
 
 
+def _stamp(at) -> str:
+    if isinstance(at, str):  # conversation_transcript gives ISO strings
+        try:
+            at = datetime.fromisoformat(at)
+        except ValueError:
+            return ""
+    return f"[{at:%Y-%m-%d %H:%M}] " if hasattr(at, "strftime") else ""
+
+
 def _prompt(conversation: Conversation, transcript: list[dict]) -> list[dict]:
-    lines = []
-    for message in transcript:
-        at = message.get("at")
-        stamp = f"[{at:%Y-%m-%d %H:%M}] " if hasattr(at, "strftime") else ""
-        lines.append(f"{stamp}{message.get('speaker', '?')}: {message.get('text', '')}")
+    lines = [
+        f"{_stamp(message.get('at'))}{message.get('speaker', '?')}: {message.get('text', '')}"
+        for message in transcript
+    ]
     text = "\n".join(lines)[-TRANSCRIPT_CHARS:]
     categories = "; ".join(f"{name} = {help}" for name, (_, help) in CATEGORIES.items())
     where = conversation.channel.name + (f" (thread {conversation.thread})" if conversation.thread else "")
@@ -132,6 +145,24 @@ def _prompt(conversation: Conversation, transcript: list[dict]) -> list[dict]:
         {"role": "system", "content": SYSTEM.format(agent=conversation.agent.name, categories=categories)},
         {"role": "user", "content": f"Conversation in {where}:\n{text}"},
     ]
+
+
+def _fitted(conversation: Conversation, transcript: list[dict], reply_tokens: int) -> list[dict]:
+    """The newest part of the transcript whose prompt fits the light model's context beside the
+    reply budget (the oldest messages go first; at least one is kept)."""
+    while len(transcript) > 1 and not fits(
+        _prompt(conversation, transcript), reply_tokens, LIGHT, agent=conversation.agent
+    ):
+        transcript = transcript[len(transcript) // 4 or 1 :]
+    return transcript
+
+
+def rule_breach(data: dict) -> str:
+    """Code rules beyond the schema ("" when the reply passes)."""
+    for n, proposal in enumerate(data["memories"], 1):
+        if echoes_example(proposal["text"], EXAMPLES):
+            return f"memory {n} is the prompt's example text ({proposal['text']!r}), not a memory"
+    return ""
 
 
 def distill_conversation(conversation_id: int) -> DistillerRun | None:
@@ -146,22 +177,41 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
     transcript = conversation_transcript(conversation)
     if not transcript:
         return _finish(run, DistillerRun.SKIPPED, "nothing to read: the conversation has no messages")
+    reply_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=conversation.agent)
+    read = _fitted(conversation, transcript, reply_tokens)
+    if run.attempts > 1 and len(read) > 1:
+        # A retry after a failure reads the newer half (a quarter …): the sweep never sends the
+        # request that already failed again.
+        read = read[len(read) - max(len(read) >> (run.attempts - 1), 1) :]
+
+    def shrink():  # a cut reply: the newer half of what was read, once
+        nonlocal read
+        if len(read) <= 1:
+            return None
+        read = read[len(read) // 2 :]
+        return _prompt(conversation, read)
+
     try:
-        reply = model_call(
+        reply = model_ask(
             purpose="distill",
-            messages=_prompt(conversation, transcript),
+            messages=_prompt(conversation, read),
             schema=OUTPUT_SCHEMA,
             profile=LIGHT,
             agent=conversation.agent,
             actor=ACTOR,
-            max_tokens=2000,
+            max_tokens=reply_tokens,
+            check=rule_breach,
+            shrink=shrink,
         )
     except ModelError as exc:
         return _finish(run, DistillerRun.FAILED, exc.reason, usage_id=exc.usage_id)
-    return _write(run, conversation, reply.data["memories"], usage_id=reply.usage_id)
+    note = ""
+    if len(read) < len(transcript):
+        note = f"read the newest {len(read)} of {len(transcript)} messages (the light model's context)"
+    return _write(run, conversation, reply.data["memories"], usage_id=reply.usage_id, note=note)
 
 
-def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRun:
+def _write(run, conversation, proposals: list[dict], *, usage_id, note: str = "") -> DistillerRun:
     source = [{"kind": "conversation", "ref": str(conversation.pk)}]
     with transaction.atomic():
         run = DistillerRun.objects.select_for_update().get(pk=run.pk)
@@ -210,7 +260,7 @@ def _write(run, conversation, proposals: list[dict], *, usage_id) -> DistillerRu
             counts={"memories": len(created), "proposed": len(proposals)},
             data={"memories": [m.pk for m in created], "statuses": sorted({m.status for m in created})},
         )
-        return _finish(run, DistillerRun.DONE, usage_id=usage_id, memory_ids=[m.pk for m in created])
+        return _finish(run, DistillerRun.DONE, note, usage_id=usage_id, memory_ids=[m.pk for m in created])
 
 
 def distill_enqueue(conversation: Conversation) -> None:

@@ -11,6 +11,8 @@ def schedule_table() -> list[tuple[str, str, int]]:
         # consolidation every 6 hours; finished conversations the distiller missed
         ("memory consolidation", "curation.tasks.consolidation_scheduled", 360),
         ("distiller sweep", "curation.tasks.distill_pending", 10),
+        # whether each model profile's endpoint answers (Status shows `unreachable`)
+        ("model endpoints check", "knowledge.llm.reach.endpoints_check", 5),
         ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),
         ("short-term memory expiry", "memory.tasks.expire_short_term_memory", 60),
         ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),

@@ -13,6 +13,10 @@ class MemoryConfig(AppConfig):
         register()
         activation_register(memory_activate)
 
+        from memory import jobs
+
+        jobs.register()
+
         from knowledge.signals import material_changed
 
         def _recheck(sender, actor, refs, **kwargs):

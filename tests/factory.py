@@ -130,3 +130,25 @@ def embed_all():
     from knowledge.embeddings.backlog import run_backlog
 
     return run_backlog(max_seconds=120)
+
+
+def run_queued_jobs():
+    """What a worker does with the model jobs requests queued (tests never fire on_commit, so
+    nothing runs by itself): run each once, oldest first. Returns the newest job."""
+    from knowledge.llm.jobs import job_run
+    from knowledge.models import ModelJob
+
+    for pk in ModelJob.objects.filter(state=ModelJob.QUEUED).order_by("pk").values_list("pk", flat=True):
+        job_run(pk)
+    return ModelJob.objects.order_by("-pk").first()
+
+
+def queued_run(client, path, data=None):
+    """POST a run request (202 with its job), run the job as a worker would, and return the
+    finished job as the API shows it."""
+    response = client.post(path, data or {}, format="json")
+    assert response.status_code == 202, response.content
+    job = response.json()
+    assert job["state"] == "queued"
+    run_queued_jobs()
+    return client.get(job["url"]).json()

@@ -3,7 +3,14 @@ chat-completions protocol (and /v1/embeddings), so every model-backed feature is
 the real client — including malformed JSON, HTTP errors and slow answers.
 
 Script it with a queue of replies (`reply_json`, `reply_text`, `reply_error`, `reply_malformed`,
-`reply_delay`) or a function of the request (`respond_with`). It records every request it got."""
+`reply_delay`, `reply_cut`) or a function of the request (`respond_with`). It records every
+request it got (`schema_sent` says whether one carried a JSON schema).
+
+It behaves like the real servers where that matters: a request whose prompt + max_tokens
+exceeds `context_tokens` is refused with vLLM's 400 before any reply is taken from the queue
+(the prompt counted with knowledge.tokens, as Brain's estimate does, without its margin); with
+`json_schema_supported = False` a `json_schema` response_format is refused with a 400 as
+servers without structured output do."""
 
 import hashlib
 import json
@@ -15,11 +22,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ModelStub:
+    DEFAULT_CONTEXT = 32768
+
     def __init__(self):
         self._lock = threading.Lock()
         self.replies: deque = deque()
         self.requests: list[dict] = []
         self.handler = None
+        self.context_tokens = self.DEFAULT_CONTEXT
+        self.json_schema_supported = True
+        self.advertise_context = False
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,7 +42,10 @@ class ModelStub:
 
             def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "stub-model"}]}).encode())
+                    row = {"id": "stub-model"}
+                    if stub.advertise_context:  # as vLLM does
+                        row["max_model_len"] = stub.context_tokens
+                    self._send(200, json.dumps({"object": "list", "data": [row]}).encode())
                 else:
                     self._send(404, b'{"error": "not found"}')
 
@@ -50,6 +65,10 @@ class ModelStub:
                 if self.path != "/v1/chat/completions":
                     self._send(404, b'{"error": "not found"}')
                     return
+                refusal = stub._refusal(body)
+                if refusal:
+                    self._send(400, json.dumps(refusal).encode())
+                    return
                 spec = stub._next(body)
                 if spec.get("delay"):
                     time.sleep(spec["delay"])
@@ -60,7 +79,7 @@ class ModelStub:
                 else:
                     content = spec.get("content", "")
                     usage = spec.get("usage") or {
-                        "prompt_tokens": 10 * len(body.get("messages", [])),
+                        "prompt_tokens": stub.prompt_tokens(body),
                         "completion_tokens": max(1, len(content) // 4),
                     }
                     usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
@@ -73,7 +92,7 @@ class ModelStub:
                                 {
                                     "index": 0,
                                     "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop",
+                                    "finish_reason": spec.get("finish_reason", "stop"),
                                 }
                             ],
                             "usage": usage,
@@ -112,6 +131,33 @@ class ModelStub:
             self.replies.clear()
             self.requests.clear()
             self.handler = None
+            self.context_tokens = self.DEFAULT_CONTEXT
+            self.json_schema_supported = True
+            self.advertise_context = False
+
+    # --- what a real server refuses ----------------------------------------------------------
+    @staticmethod
+    def prompt_tokens(body) -> int:
+        from knowledge.tokens import count_tokens
+
+        return sum(count_tokens(str(m.get("content", ""))) for m in body.get("messages", []))
+
+    def _refusal(self, body) -> dict | None:
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema" and not self.json_schema_supported:
+            return {"error": {"message": "response_format type json_schema is not supported", "code": 400}}
+        prompt = self.prompt_tokens(body)
+        reply = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        if prompt + reply > self.context_tokens:
+            return {
+                "object": "error",
+                "type": "BadRequestError",
+                "code": 400,
+                "message": f"This model's maximum context length is {self.context_tokens} tokens. However, "
+                f"you requested {prompt + reply} tokens ({prompt} in the messages, {reply} in the "
+                "completion). Please reduce the length of the messages or completion.",
+            }
+        return None
 
     # --- scripting ---------------------------------------------------------------------------
     def reply_text(self, text: str, **extra):
@@ -126,6 +172,10 @@ class ModelStub:
     def reply_malformed(self, raw: str = '{"choices": [{"message": '):
         """An HTTP 200 whose body is not JSON at all."""
         self.replies.append({"raw": raw})
+
+    def reply_cut(self, text: str = '{"memories": [{"text": "Ana prefers'):
+        """A reply stopped at its token budget: finish_reason "length", the text cut off."""
+        self.replies.append({"content": text, "finish_reason": "length"})
 
     def reply_delay(self, seconds: float, text: str = "{}"):
         self.replies.append({"content": text, "delay": seconds})
@@ -149,6 +199,14 @@ class ModelStub:
     def chat_requests(self) -> list[dict]:
         with self._lock:
             return [r["json"] for r in self.requests if r["path"] == "/v1/chat/completions"]
+
+    @staticmethod
+    def schema_sent(request: dict) -> dict | None:
+        """The JSON schema a recorded request sent as structured output (None: it sent none)."""
+        fmt = request.get("response_format") or {}
+        if fmt.get("type") != "json_schema":
+            return None
+        return fmt["json_schema"]["schema"]
 
     @staticmethod
     def prompt(request: dict) -> str:

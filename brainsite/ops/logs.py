@@ -69,5 +69,6 @@ def logging_config(level: str) -> dict:
             "django.request": {"filters": ["request_errors"]},
             "brain.request": {"level": "INFO"},
             "brain.worker": {"level": "INFO"},
+            "brain.model": {"level": "INFO"},  # one line per model call (knowledge/llm/client.py)
         },
     }

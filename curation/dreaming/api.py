@@ -3,15 +3,16 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from curation.dreaming.selectors import run_list
-from curation.dreaming.services import ChannelBusy, stage_a_run
 from curation.models import DreamingRun
 from knowledge.errors import Conflict
+from knowledge.llm.api import ModelJobSerializer, job_response
+from knowledge.llm.jobs import job_enqueue
 from knowledge.models import Agent, Channel
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
@@ -62,33 +63,43 @@ class DreamingRunSerializer(serializers.ModelSerializer):
         ]
 
 
+def _busy(cursor_model, pk: int) -> bool:
+    from django.utils import timezone
+
+    from curation.dreaming.selectors import STUCK_AFTER
+
+    return cursor_model.objects.filter(pk=pk, claimed_at__gte=timezone.now() - STUCK_AFTER).exists()
+
+
 @extend_schema(
     summary="Run Dreaming stage A for one channel now",
     description=(
-        "Reads the channel's messages after its stage A cursor, batch by batch, through the light "
-        "model, and saves each batch's episodes with the new cursor in one transaction. Returns the "
-        "run: `done`, `failed` (with the reason; nothing of the failed batch was written) or `skipped` "
-        "(the model is not configured or over budget). 409 while another run reads the channel."
+        "Queues a run that reads the channel's messages after its stage A cursor, batch by batch, "
+        "through the light model, and saves each batch's episodes with the new cursor in one "
+        "transaction. Answers 202 at once with the job (poll `GET /api/model-jobs/{id}`); its result "
+        "names the run: `done`, `failed` (with the reason; nothing of the failed batch was written) "
+        "or `skipped` (the model is not configured or over budget). 409 while another run reads "
+        "the channel."
     ),
     request=StageARunInput,
-    responses={201: DreamingRunSerializer, 400: None, 404: None, 409: None},
+    responses={202: ModelJobSerializer, 400: None, 404: None, 409: None},
 )
 @api_view(["POST"])
 @permission_classes([IsAdmin])
 def stage_a_run_view(request):
+    from curation.models import StageACursor
+
     data = StageARunInput(data=request.data)
     data.is_valid(raise_exception=True)
     channel = get_object_or_404(Channel, name=data.validated_data["channel"])
-    try:
-        run = stage_a_run(
-            channel=channel,
-            trigger=DreamingRun.MANUAL,
-            started_by=f"{request.user.kind}:{request.user.name}",
-            max_seconds=60,
-        )
-    except ChannelBusy as exc:
-        raise Conflict(str(exc)) from None
-    return Response(DreamingRunSerializer(run).data, status=status.HTTP_201_CREATED)
+    if _busy(StageACursor, channel.pk):
+        raise Conflict(f"another stage A run is reading channel {channel.name}")
+    job = job_enqueue(
+        kind="dreaming.stage_a",
+        args={"channel": channel.pk, "started_by": f"{request.user.kind}:{request.user.name}"},
+        actor=request.user,
+    )
+    return job_response(job)
 
 
 @extend_schema(
@@ -120,29 +131,30 @@ def dreaming_run_list_view(request):
 @extend_schema(
     summary="Run Dreaming stage B (curation) for one agent now",
     description=(
-        "Scans the agent's new episodes and task outcomes and the index of its entries, opens what "
-        "the model picked, and applies the proposed operations that pass the code rules — "
-        "entries, blocks, relations, overlay lessons, the pinned memo, their audit events (each "
-        "carrying the run id) and the agent's cursor — in one transaction. Returns the run: `done` "
-        "(with `operations`, `skill_updates`, `materials` and every dropped operation with its "
-        "reason), `failed` (nothing written, the cursor did not move) or `skipped` (the model is "
-        "not configured or over budget). Never runs stage A. 409 while another run curates the agent."
+        "Queues a run that scans the agent's new episodes and task outcomes and the index of its "
+        "entries, opens what the model picked, and applies the proposed operations that pass the "
+        "code rules — entries, blocks, relations, overlay lessons, the pinned memo, their audit "
+        "events (each carrying the run id) and the agent's cursor — in one transaction. Answers "
+        "202 at once with the job (poll `GET /api/model-jobs/{id}`); its result names the run: "
+        "`done`, `failed` (nothing written, the cursor did not move) or `skipped` (the model is not "
+        "configured or over budget). Never runs stage A. 409 while another run curates the agent."
     ),
     request=StageBRunInput,
-    responses={201: DreamingRunSerializer, 400: None, 404: None, 409: None},
+    responses={202: ModelJobSerializer, 400: None, 404: None, 409: None},
 )
 @api_view(["POST"])
 @permission_classes([IsAdmin])
 def stage_b_run_view(request):
-    from curation.dreaming.services_b import AgentBusy, stage_b_run
+    from curation.models import StageBCursor
 
     data = StageBRunInput(data=request.data)
     data.is_valid(raise_exception=True)
     agent = get_object_or_404(Agent, name=data.validated_data["agent"])
-    try:
-        run = stage_b_run(
-            agent=agent, trigger=DreamingRun.MANUAL, started_by=f"{request.user.kind}:{request.user.name}"
-        )
-    except AgentBusy as exc:
-        raise Conflict(str(exc)) from None
-    return Response(DreamingRunSerializer(run).data, status=status.HTTP_201_CREATED)
+    if _busy(StageBCursor, agent.pk):
+        raise Conflict(f"another stage B run is curating agent {agent.name}")
+    job = job_enqueue(
+        kind="dreaming.stage_b",
+        args={"agent": agent.pk, "started_by": f"{request.user.kind}:{request.user.name}"},
+        actor=request.user,
+    )
+    return job_response(job)

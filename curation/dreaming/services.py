@@ -17,7 +17,7 @@ from curation.dreaming.selectors import STUCK_AFTER, Batch, batch_next
 from curation.models import DreamingRun, StageACursor
 from knowledge.audit.services import audit_record
 from knowledge.conversations.services import request_embedding_run
-from knowledge.llm import LIGHT, ModelError, model_availability, model_call
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Channel, Episode, Message
 from knowledge.principals.principal import Principal
 
@@ -147,10 +147,10 @@ def stage_a_run(
         while True:
             cursor = StageACursor.objects.get(pk=channel.pk)
             budget = settings.BRAIN_DREAMING_BATCH_TOKENS // 2 ** min(cursor.failures, SHRINK_AFTER_FAILURES)
-            batch = batch_next(channel, cursor, budget_tokens=max(budget, 1))
+            batch = _fitted(channel, cursor, max(budget, 1))
             if not batch.messages:
                 break
-            _batch(run, channel, cursor, batch)
+            batch = _batch(run, channel, cursor, batch)
             if not batch.full or time.monotonic() - started > max_seconds:
                 break
     except BatchFailed as exc:
@@ -170,39 +170,76 @@ def _cited(data: dict) -> set[int]:
     return ids
 
 
-def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batch) -> None:
-    try:
-        reply = model_call(
-            purpose="dreaming.stage_a",
-            messages=stage_a.prompt(
-                channel=channel.name, messages=batch.messages, lines=batch.lines, full=batch.full
-            ),
-            schema=stage_a.SCHEMA,
-            profile=LIGHT,
-            actor=ACTOR,
-            max_tokens=min(
-                REPLY_TOKENS_BASE + REPLY_TOKENS_PER_MESSAGE * len(batch.messages), REPLY_TOKENS_MAX
-            ),
-        )
-    except ModelError as exc:
-        run_count_call(run, exc.usage_id)
-        raise BatchFailed(exc.reason) from None
-    run_count_call(run, reply.usage_id)
-    outside = _cited(reply.data) - set(batch.ids)
+def _reply_tokens(batch: Batch) -> int:
+    want = min(REPLY_TOKENS_BASE + REPLY_TOKENS_PER_MESSAGE * len(batch.messages), REPLY_TOKENS_MAX)
+    return reply_budget(want, LIGHT)
+
+
+def _prompt(channel: Channel, batch: Batch) -> list[dict]:
+    return stage_a.prompt(channel=channel.name, messages=batch.messages, lines=batch.lines, full=batch.full)
+
+
+def _fitted(channel: Channel, cursor: StageACursor, budget: int) -> Batch:
+    """The next batch within `budget`, halved until its prompt and reply budget fit the light
+    model's context (a single message that does not fit is sent and refused, and says so)."""
+    while True:
+        batch = batch_next(channel, cursor, budget_tokens=budget)
+        if len(batch.messages) <= 1 or fits(_prompt(channel, batch), _reply_tokens(batch), LIGHT):
+            return batch
+        budget = max(budget // 2, 1)
+
+
+def _rule_breach(channel: Channel, batch: Batch, data: dict) -> str:
+    """The code rules on a schema-valid reply, as a reason ("" when it passes)."""
+    outside = _cited(data) - set(batch.ids)
     foreign = dict(
         Message.objects.filter(pk__in=outside).exclude(channel=channel).values_list("pk", "channel__name")[:1]
     )
     if foreign:
         (mid, name), *_ = foreign.items()
-        raise BatchFailed(f"invalid model output: it cites message {mid}, which belongs to channel {name}")
+        return f"it cites message {mid}, which belongs to channel {name}"
     try:
-        cut = stage_a.check(reply.data, batch_ids=batch.ids, full=batch.full)
+        stage_a.check(data, batch_ids=batch.ids, full=batch.full)
     except stage_a.Invalid as exc:
-        raise BatchFailed(f"invalid model output: {exc}") from None
+        return str(exc)
+    return ""
+
+
+def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batch) -> Batch:
+    """Read one batch through the model and write it; returns the batch written (a cut reply
+    is asked again once over half the batch)."""
+    used = batch
+
+    def shrink():
+        nonlocal used
+        if len(used.messages) <= 1:
+            return None
+        used = batch_next(channel, cursor, budget_tokens=max(used.tokens // 2, 1))
+        return _prompt(channel, used)
+
     try:
-        _write(run, channel, cursor, batch, cut, usage_id=reply.usage_id)
+        reply = model_ask(
+            purpose="dreaming.stage_a",
+            messages=_prompt(channel, batch),
+            schema=stage_a.SCHEMA,
+            profile=LIGHT,
+            actor=ACTOR,
+            max_tokens=_reply_tokens(batch),
+            check=lambda data: _rule_breach(channel, used, data),
+            shrink=shrink,
+        )
+    except ModelError as exc:
+        for usage_id in exc.usage_ids or [None]:
+            run_count_call(run, usage_id)
+        raise BatchFailed(exc.reason) from None
+    for usage_id in reply.usage_ids:
+        run_count_call(run, usage_id)
+    cut = stage_a.check(reply.data, batch_ids=used.ids, full=used.full)
+    try:
+        _write(run, channel, cursor, used, cut, usage_id=reply.usage_id)
     except DatabaseError as exc:
         raise BatchFailed(f"database error, nothing written: {exc}".strip()) from None
+    return used
 
 
 def run_count_call(run: DreamingRun, usage_id: int | None) -> None:

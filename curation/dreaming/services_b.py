@@ -21,7 +21,7 @@ from curation.models import DreamingRun, StageBCursor
 from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
 from knowledge.entries import services as entry_services
 from knowledge.errors import DomainError, Invalid
-from knowledge.llm import LIGHT, ModelError, model_availability, model_call
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Agent, Entry, Memory, Skill
 from memory.lifecycle.activation_hooks import DREAMING
 from memory.lifecycle.services import memory_write
@@ -29,6 +29,7 @@ from memory.recall.memo import memo_budget_tokens, memo_update
 from memory.skills.services import lesson_add
 
 REPLY_TOKENS = 6000
+SCAN_REPLY_TOKENS = 1000
 REFUSALS = (DomainError,)  # a service said no: drop the operation, keep the rest
 
 
@@ -75,10 +76,17 @@ def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "") -> Dreaming
 
 
 def _call(
-    run: DreamingRun, agent: Agent, *, purpose: str, messages: list[dict], schema: dict, max_tokens: int
+    run: DreamingRun,
+    agent: Agent,
+    *,
+    purpose: str,
+    messages: list[dict],
+    schema: dict,
+    max_tokens: int,
+    check=None,
 ):
     try:
-        reply = model_call(
+        reply = model_ask(
             purpose=purpose,
             messages=messages,
             schema=schema,
@@ -86,44 +94,89 @@ def _call(
             agent=agent,
             actor=ACTOR,
             max_tokens=max_tokens,
+            check=check,
         )
     except ModelError as exc:
-        run_count_call(run, exc.usage_id)
+        for usage_id in exc.usage_ids or [None]:
+            run_count_call(run, usage_id)
         raise RunFailed(exc.reason) from None
-    run_count_call(run, reply.usage_id)
+    for usage_id in reply.usage_ids:
+        run_count_call(run, usage_id)
     return reply
+
+
+def _scan_fitted(agent: Agent, scan, reply_tokens: int) -> list[dict]:
+    """The scan prompt, fitted to the light model's context: entries of the index first, then
+    the newest episodes and task outcomes are left out (and stay past the cursor: a run moves
+    the cursor only over what its scan was shown)."""
+    while True:
+        messages = stage_b.scan_prompt(agent=agent.name, **scan_lines(scan))
+        if fits(messages, reply_tokens, LIGHT, agent=agent):
+            return messages
+        if len(scan.entries) > 1:
+            scan.entries = scan.entries[: len(scan.entries) // 2]
+        elif len(scan.episodes) + len(scan.outcomes) > 1:
+            scan.episodes = scan.episodes[: max(len(scan.episodes) // 2, 1 if not scan.outcomes else 0)]
+            scan.outcomes = scan.outcomes[: max(len(scan.outcomes) // 2, 1 if not scan.episodes else 0)]
+        else:
+            return messages  # one item that does not fit: sent, refused, and the run says why
+
+
+def _sections_fitted(sections: dict[str, list[str]], build, reply_tokens: int, agent: Agent):
+    """The propose prompt, fitted: the longest section loses lines from its end until it fits."""
+    sections = {k: list(v) for k, v in sections.items()}
+    while True:
+        messages = build(sections)
+        if fits(messages, reply_tokens, LIGHT, agent=agent):
+            return messages
+        longest = max(sections, key=lambda k: sum(len(line) for line in sections[k]))
+        if not sections[longest]:
+            return messages
+        del sections[longest][len(sections[longest]) // 2 :]
 
 
 def _curate(run: DreamingRun, agent: Agent, cursor: StageBCursor) -> str:
     scan = scan_read(agent, cursor)
     if scan.empty:
         return "nothing new since the last run"
-    lines = scan_lines(scan)
+    scan_tokens = reply_budget(SCAN_REPLY_TOKENS, LIGHT, agent=agent)
+    messages = _scan_fitted(agent, scan, scan_tokens)
+    shown = dict(
+        episodes={e.pk for e in scan.episodes},
+        outcomes={o.pk for o in scan.outcomes},
+        entries={e.pk for e in scan.entries},
+    )
     picked = _call(
         run,
         agent,
         purpose="dreaming.stage_b.scan",
-        messages=stage_b.scan_prompt(agent=agent.name, **lines),
+        messages=messages,
         schema=stage_b.SCAN_SCHEMA,
-        max_tokens=1000,
+        max_tokens=scan_tokens,
+        check=lambda data: stage_b.scan_breach(data, **shown),
     ).data
     opened, sections = open_picked(agent, scan, picked)
     operations = []
     if opened.episodes or opened.outcomes or opened.entries:
-        operations = _call(
-            run,
-            agent,
-            purpose="dreaming.stage_b.propose",
-            messages=stage_b.propose_prompt(
+        propose_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=agent)
+
+        def build(parts):
+            return stage_b.propose_prompt(
                 agent=agent.name,
                 today=timezone.now().date(),
                 types=opened.types,
                 stores=opened.stores,
                 memo_budget=memo_budget_tokens(),
-                sections=sections,
-            ),
+                sections=parts,
+            )
+
+        operations = _call(
+            run,
+            agent,
+            purpose="dreaming.stage_b.propose",
+            messages=_sections_fitted(sections, build, propose_tokens, agent),
             schema=stage_b.PROPOSE_SCHEMA,
-            max_tokens=REPLY_TOKENS,
+            max_tokens=propose_tokens,
         ).data["operations"]
     kept, dropped = stage_b.check(operations, opened, run=run.pk, today=timezone.now().date())
     try:

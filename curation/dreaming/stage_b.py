@@ -27,7 +27,7 @@ reason; the others still apply (`check`):
 import datetime
 from dataclasses import dataclass, field
 
-VERSION = "stage-b/1"
+VERSION = "stage-b/2"
 MULTI_STEP = 3  # a success with at least this many steps may be a non-obvious procedure
 INDUCTION_GAP = datetime.timedelta(hours=1)  # two messages this far apart are different times
 TEXT_CHARS = 1500  # one very long message is cut in the prompt (never in the database)
@@ -75,7 +75,21 @@ PROPOSE_SCHEMA = {
                         "items": {"type": "string", "maxLength": 300},
                     },
                     "summary": _str,
-                    "properties": {"type": "object"},
+                    # name/value pairs, not a free-form object: a free-form object is not in the
+                    # portable subset of structured output (knowledge/llm/wire.py).
+                    "properties": {
+                        "type": "array",
+                        "maxItems": 50,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "minLength": 1, "maxLength": 100},
+                                "value": {"type": "string", "maxLength": 2000},
+                            },
+                            "required": ["name", "value"],
+                            "additionalProperties": False,
+                        },
+                    },
                     "store": {"type": "string", "maxLength": 120},
                     "block": {"type": "integer"},
                     "closes": {"type": "integer"},
@@ -124,7 +138,8 @@ whose source messages should be read, the task outcomes worth a lesson (a correc
 recovery, a non-obvious multi-step success; never a plain success), and the entries those \
 touch. Pick nothing when nothing matters.
 
-Reply with JSON only: {{"episodes": [1], "outcomes": [], "entries": [4]}}"""
+Use only the ids listed above. Reply with JSON only, in this shape: {{"episodes": [<episode \
+id>, …], "outcomes": [<task outcome id>, …], "entries": [<entry id>, …]}}"""
 
 PROPOSE_SYSTEM = """You curate the long-term memory of the agent {agent}: decide what it should \
 believe now. You see source messages (#id, time UTC, speaker: text), task outcomes, the current \
@@ -134,7 +149,8 @@ lessons, and the curation guide. Today is {today}.
 Return operations (JSON). Each one:
 - create_entry: name, type (one of: {types}), aliases, summary, store (one of: {stores}); then \
 add blocks with "entry" set to its name.
-- update_entry: entry (id), any of name, type, aliases, summary, properties.
+- update_entry: entry (id), any of name, type, aliases, summary, properties ([{{"name": …, \
+"value": …}}]).
 - add_block: entry (id or the name of an entry created above), text, kind (observation | \
 induction | deduction), sources ([{{"kind": "message" | "episode", "ref": id}}]), valid_from, \
 valid_to (YYYY-MM-DD or null). When a fact changed, do not rewrite the old block: add the new \
@@ -156,6 +172,16 @@ Keep time, speaker and unresolved disagreement visible; the newest statement doe
 win. Do not store temporary state, one-off errors or guesses. An empty list is a fine answer.
 
 Reply with JSON only: {{"operations": [...]}}"""
+
+
+def scan_breach(data: dict, *, episodes: set, outcomes: set, entries: set) -> str:
+    """A scan may pick only ids it was shown: any other id (the prompt's example, an id from
+    elsewhere) fails the reply ("" when every id is known)."""
+    for kind, shown in (("episodes", episodes), ("outcomes", outcomes), ("entries", entries)):
+        unknown = sorted(set(data[kind]) - shown)
+        if unknown:
+            return f"{kind} {', '.join(map(str, unknown[:5]))} {'was' if len(unknown) == 1 else 'were'} not shown"
+    return ""
 
 
 def cut(text: str) -> str:
@@ -309,6 +335,8 @@ def check_one(op: dict, opened: Opened, created: dict[str, str], *, run: int, to
     stored, dates parsed, a deduction's conditional text) or raise Dropped naming the rule."""
     kind = op["op"]
     out = dict(op)
+    if isinstance(op.get("properties"), list):
+        out["properties"] = {p["name"].strip(): p["value"] for p in op["properties"] if p["name"].strip()}
     if kind == "create_entry":
         name = (op.get("name") or "").strip()
         if not name:

@@ -7,7 +7,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from curation.dreaming.services import ChannelBusy, stage_a_run
 from curation.models import DreamingRun
 from knowledge.errors import DomainError
 from knowledge.models import AuditEvent, Channel
@@ -17,25 +16,22 @@ from knowledge.principals.permissions import admin_required, reviewer_required
 @admin_required
 @require_POST
 def stage_a_run_page(request, name):
+    """Queue a stage A run for the channel and show its progress (the model is never waited
+    for inside the request)."""
+    from curation.dreaming.api import _busy
+    from curation.models import StageACursor
+    from knowledge.llm.jobs import job_enqueue
+
     channel = get_object_or_404(Channel, name=name)
-    try:
-        run = stage_a_run(
-            channel=channel,
-            trigger=DreamingRun.MANUAL,
-            started_by=f"{request.principal.kind}:{request.principal.name}",
-            max_seconds=60,
-        )
-    except ChannelBusy as exc:
-        messages.error(request, str(exc))
-    else:
-        text = (
-            f"Stage A run {run.pk} in {channel.name}: {run.state}; {run.episodes} episode(s) over "
-            f"{run.messages} message(s), {run.noise} noise, {run.left} left for later."
-        )
-        if run.reason:
-            text += f" {run.reason}"
-        (messages.success if run.state == DreamingRun.DONE else messages.error)(request, text)
-    return redirect("knowledge-status")
+    if _busy(StageACursor, channel.pk):
+        messages.error(request, f"another stage A run is reading channel {channel.name}")
+        return redirect("knowledge-status")
+    job = job_enqueue(
+        kind="dreaming.stage_a",
+        args={"channel": channel.pk, "started_by": f"{request.principal.kind}:{request.principal.name}"},
+        actor=request.principal,
+    )
+    return redirect("model-job", job_id=job.pk)
 
 
 # --- the Knowledge page's Dreaming tab (stage B) -------------------------------------------------
@@ -78,22 +74,24 @@ def dreaming_tab(request):
 @admin_required
 @require_POST
 def dreaming_run_now(request):
-    from curation.dreaming.services_b import AgentBusy, stage_b_run
+    """Queue a stage B run for the agent and show its progress."""
+    from curation.dreaming.api import _busy
+    from curation.models import StageBCursor
+    from knowledge.llm.jobs import job_enqueue
 
     agent = _agent_of(request)
     if agent is None:
         messages.error(request, "Pick an agent first.")
         return redirect("dreaming-tab")
-    try:
-        run = stage_b_run(
-            agent=agent,
-            trigger=DreamingRun.MANUAL,
-            started_by=f"{request.principal.kind}:{request.principal.name}",
-        )
-    except AgentBusy as exc:
-        messages.error(request, str(exc))
+    if _busy(StageBCursor, agent.pk):
+        messages.error(request, f"another stage B run is curating agent {agent.name}")
         return redirect(f"{reverse('dreaming-tab')}?agent={agent.name}")
-    return redirect(f"{reverse('dreaming-tab')}?agent={agent.name}&run={run.pk}")
+    job = job_enqueue(
+        kind="dreaming.stage_b",
+        args={"agent": agent.pk, "started_by": f"{request.principal.kind}:{request.principal.name}"},
+        actor=request.principal,
+    )
+    return redirect("model-job", job_id=job.pk)
 
 
 @admin_required

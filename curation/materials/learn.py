@@ -28,8 +28,16 @@ from curation.dreaming import stage_b
 from curation.dreaming.selectors_b import guide_types
 from curation.dreaming.services_b import REFUSALS, _refusal_text
 from knowledge.entries import services as entry_services
-from knowledge.llm import LIGHT, ModelError, model_availability, model_call
-from knowledge.materials.learning import ACTOR, Learner, LearnFailed, learning_commit, section_ref
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
+from knowledge.materials.learning import (
+    ACTOR,
+    PLAIN_JOB,
+    Learner,
+    LearnFailed,
+    learn_plain,
+    learning_commit,
+    section_ref,
+)
 from knowledge.models import Entry, Material, Memory
 
 VERSION = "material-learn/1"
@@ -188,26 +196,51 @@ def _apply(material: Material, kept, dropped) -> dict:
     return counts
 
 
+def _fitted(material: Material, sections, reply_tokens: int) -> tuple[list, list[dict]]:
+    """The sections the model reads (as many of the first ones as fit the light model's context
+    beside the reply budget) and the prompt."""
+
+    def build(part):
+        return prompt(
+            agent=material.owner.name,
+            title=material.title,
+            types=guide_types(material.owner),
+            store=material.store,
+            sections=part,
+        )
+
+    part = list(sections)
+    while len(part) > 1 and not fits(build(part), reply_tokens, LIGHT, agent=material.owner):
+        part = part[: max(len(part) * 3 // 4, 1)]
+    return part, build(part)
+
+
 def learn_with_model(*, material: Material, version, extracted, attempt: int) -> None:
-    sections = extracted.sections[:MAX_SECTIONS]
+    reply_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=material.owner)
+    sections, messages = _fitted(material, extracted.sections[:MAX_SECTIONS], reply_tokens)
     try:
-        reply = model_call(
+        reply = model_ask(
             purpose="materials.learn",
-            messages=prompt(
-                agent=material.owner.name,
-                title=material.title,
-                types=guide_types(material.owner),
-                store=material.store,
-                sections=sections,
-            ),
+            messages=messages,
             schema=SCHEMA,
             profile=LIGHT,
             agent=material.owner,
             actor=ACTOR,
-            max_tokens=REPLY_TOKENS,
+            max_tokens=reply_tokens,
         )
     except ModelError as exc:
-        raise LearnFailed(f"the model call failed, nothing written: {exc.reason}") from None
+        # A failing model is no reason to leave a material unlearned when no model would have
+        # learned it plainly: learn it plainly, and say why.
+        learning_commit(
+            material_id=material.pk,
+            attempt=attempt,
+            extracted=extracted,
+            job=PLAIN_JOB,
+            write=lambda m, v: learn_plain(m, v, extracted).counts,
+            note=f"learned without a model (the model failed: {exc.reason}): one entry whose blocks "
+            "are its sections"[:2000],
+        )
+        return
     kept, dropped = check(reply.data["operations"], material, sections, today=timezone.now().date())
     if not any(op["op"] == "add_block" for _, op in kept):
         reasons = "; ".join(d["reason"] for d in dropped[:3]) or "it proposed no operations"
@@ -215,6 +248,8 @@ def learn_with_model(*, material: Material, version, extracted, attempt: int) ->
             f"the model's reply taught nothing that passes the rules, nothing written: {reasons}"
         )
     note = f"learned with the model: {len(kept)} operation(s) applied"
+    if len(sections) < len(extracted.sections):
+        note += f"; it read the first {len(sections)} of {len(extracted.sections)} sections (its context)"
     if dropped:
         note += (
             f", {len(dropped)} dropped (" + "; ".join(f"#{d['op']} {d['reason']}" for d in dropped[:5]) + ")"

@@ -85,6 +85,20 @@ StatusOut = inline_serializer(
             },
             required=False,
         ),
+        # Registered from curation (a StatusSection): model endpoints and distiller failures.
+        "models": inline_serializer(
+            "StatusModels",
+            {
+                "profiles": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="Per configured profile: endpoint reachable | unreachable | unchecked "
+                    "(the background check), its error, context and structured-output form.",
+                ),
+                "distiller_failed": serializers.IntegerField(),
+                "distiller_failures": serializers.ListField(child=serializers.DictField()),
+            },
+            required=False,
+        ),
         # Registered from curation (a StatusSection): materials' learning and storage.
         "materials": inline_serializer(
             "StatusMaterials",

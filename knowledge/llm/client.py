@@ -1,19 +1,25 @@
 """The one governor every model call goes through: resolve the profile, refuse when it is not
-configured or over its (or the agent's) daily budget, call the chat-completions endpoint with a
-timeout and bounded retries, validate structured output against a JSON schema, and record a
-ModelUsage row for every call and refusal.
+configured or over its (or the agent's) daily budget or when the prompt and the reply budget do
+not fit the profile's context window (no request the server must refuse), call the
+chat-completions endpoint with a timeout and bounded retries (never after a timeout: the server
+may still be computing the first), send the job's schema as structured output (`wire.py`), read
+`finish_reason` (a reply cut at its budget is `cut`, not "not JSON"), validate the reply against
+the job's schema, write one `brain.model` log line and a ModelUsage row for every call and
+refusal. `model_ask` is what jobs use: one call, and at most one repair (see there).
 
 Call it outside your write transaction: the usage row must survive your rollback, and a slow
 model must not hold row locks. Callers write nothing unless model_call returned; every failure
 raises a ModelError whose `reason` says, for people, why the model could not be used."""
 
 import functools
+import hashlib
 import json
+import logging
 import re
 import ssl
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -22,13 +28,21 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from knowledge.llm.profiles import budget_refusal, profile_resolve
+from knowledge.llm.profiles import budget_refusal, endpoint_record, profile_resolve
+from knowledge.llm.wire import FALLBACK, response_format, strip_nulls
 from knowledge.models import Agent, ModelUsage
 from knowledge.tokens import count_tokens
 
 RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
 LOCK_NAMESPACE = 7007  # pg advisory lock namespace for budget reservations
 MAX_BACKOFF_SECONDS = 30.0
+# Chat templates add a few tokens per message (role markers) and per request.
+MESSAGE_OVERHEAD, REQUEST_OVERHEAD = 8, 16
+# What a real tokenizer may count more than knowledge.tokens (which errs high for English but
+# not for every text): prompts are fitted with this margin.
+ESTIMATE_MARGIN = 1.1
+REPAIR_REPLY_CHARS = 2000  # how much of a refused reply is quoted back
+log = logging.getLogger("brain.model")
 
 
 class ModelError(Exception):
@@ -40,6 +54,8 @@ class ModelError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.usage_id = usage_id
+        self.usage_ids = [usage_id] if usage_id is not None else []  # model_ask: every call made
+        self.repaired = ""
 
 
 class ModelUnavailable(ModelError):
@@ -51,6 +67,24 @@ class ModelOutputInvalid(ModelError):
 
     outcome = ModelUsage.INVALID
 
+    def __init__(self, reason: str, *, usage_id: int | None = None, text: str = ""):
+        super().__init__(reason, usage_id=usage_id)
+        self.text = text
+
+
+class ModelReplyCut(ModelOutputInvalid):
+    """The reply stopped at its token budget (finish_reason "length"): a cut reply, not a bad one."""
+
+    outcome = ModelUsage.CUT
+
+
+class ModelPromptTooLong(ModelUnavailable):
+    """The prompt and the reply budget do not fit the profile's context window; nothing was sent."""
+
+    def __init__(self, reason: str, *, usage_id=None, context: int = 0, prompt: int = 0):
+        super().__init__(reason, usage_id=usage_id)
+        self.context, self.prompt = context, prompt
+
 
 @dataclass
 class ModelReply:
@@ -61,6 +95,9 @@ class ModelReply:
     model: str
     prompt_tokens: int
     completion_tokens: int
+    usage_ids: list = field(default_factory=list)  # every call that made this reply (a repair adds one)
+    repaired: str = ""  # what the repair was for, when there was one
+    schema_sent: str = ""  # json_schema | json_object | ""
 
 
 @functools.cache
@@ -90,7 +127,7 @@ def _lock_key(text: str) -> int:
     return zlib.crc32(text.encode()) & 0x7FFFFFFF
 
 
-def _reserve(profile, agent, *, actor: str, purpose: str, estimate: int) -> tuple[int, str]:
+def _reserve(profile, agent, *, actor: str, purpose: str, estimate: int, refuse: str = "") -> tuple[int, str]:
     """Check both budgets and reserve one call with a pending usage row, atomically with respect
     to other workers (advisory locks, always taken profile first, then agent). Returns
     (usage id, refusal reason); a refusal is recorded as a `refused` row that costs nothing."""
@@ -103,7 +140,7 @@ def _reserve(profile, agent, *, actor: str, purpose: str, estimate: int) -> tupl
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_NAMESPACE, _lock_key(f"a:{agent.pk}")]
                 )
-        refusal = budget_refusal(profile, agent, estimate=estimate)
+        refusal = refuse or budget_refusal(profile, agent, estimate=estimate)
         usage = ModelUsage.objects.create(
             created_at=timezone.now(),
             profile=profile.name,
@@ -127,20 +164,66 @@ FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
 
 def parse_structured(text: str, schema: dict) -> Any:
-    """Parse model output as JSON (tolerating a ``` fence) and validate it against `schema`.
-    Raises ValueError with a short, human reason."""
+    """Parse model output as JSON (tolerating a ``` fence), drop the nulls the wire schema
+    allowed for optional properties, and validate it against `schema`. Raises ValueError with a
+    short, human reason."""
     match = FENCE.match(text or "")
     raw = match.group(1) if match else (text or "")
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"output is not JSON ({exc.msg} at character {exc.pos})")
+        # Some of json's messages end in "at" ("Unterminated string starting at"): no second one.
+        where = "character" if exc.msg.endswith(" at") else "at character"
+        raise ValueError(f"output is not JSON ({exc.msg} {where} {exc.pos})")
+    data = strip_nulls(data, schema)
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the top level"
         raise ValueError(f"output does not match the schema at {where}: {error.message[:300]}")
     return data
+
+
+def prompt_estimate(messages: list[dict]) -> int:
+    """The prompt's tokens as fitted to a context window: the one token counter, the chat
+    template's overhead, and a margin for tokenizers that count more."""
+    counted = sum(count_tokens(str(m.get("content", ""))) + MESSAGE_OVERHEAD for m in messages)
+    return int((counted + REQUEST_OVERHEAD) * ESTIMATE_MARGIN) + 1
+
+
+def context_tokens(profile: str | None = None, *, agent: Agent | None = None) -> int:
+    """The context window (prompt + reply tokens) of a profile: its setting, else what its
+    server's /v1/models reported, else BRAIN_MODEL_CONTEXT_TOKENS."""
+    return profile_resolve(profile, agent=agent).context_tokens
+
+
+def prompt_room(profile: str | None = None, *, reply_tokens: int, agent: Agent | None = None) -> int:
+    """How many prompt tokens (as `prompt_estimate` counts them) fit beside a reply budget."""
+    return context_tokens(profile, agent=agent) - reply_tokens
+
+
+CONTEXT_RE = re.compile(
+    r"maximum context length is (\d+)|context (?:length|size|window)[^0-9]{0,40}(\d+)", re.I
+)
+SCHEMA_REFUSAL_RE = re.compile(r"response_format|json_schema|schema|grammar", re.I)
+
+
+def _log(
+    *, purpose, profile, model, outcome, prompt_tokens=0, completion_tokens=0, ms=0, attempts=0, usage=None
+):
+    """One line per call, never the prompt or the reply (a failure at warning level)."""
+    (log.info if outcome == ModelUsage.OK else log.warning)(
+        "job=%s profile=%s model=%s prompt_tokens=%s completion_tokens=%s ms=%s attempts=%s outcome=%s usage=%s",
+        purpose,
+        profile,
+        model or "-",
+        prompt_tokens,
+        completion_tokens,
+        ms,
+        attempts,
+        outcome,
+        usage if usage is not None else "-",
+    )
 
 
 def model_call(
@@ -155,28 +238,37 @@ def model_call(
     temperature: float = 0.0,
 ) -> ModelReply:
     """Make one governed chat-completions call and return its reply (validated against `schema`
-    when one is given). Raises ModelUnavailable or ModelOutputInvalid; either way a usage row
-    says what happened, and the caller must write nothing."""
+    when one is given). Raises ModelUnavailable (ModelPromptTooLong when it does not fit the
+    context: nothing sent), ModelOutputInvalid (ModelReplyCut for a reply stopped at its budget);
+    either way a usage row and a log line say what happened, and the caller must write nothing."""
     if agent is not None:  # budgets and the profile as they are now, not as the caller loaded them
         agent = Agent.objects.get(pk=agent.pk)
     resolved = profile_resolve(profile, agent=agent)
     actor_label = _actor_label(actor)
     if resolved.missing:
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="unconfigured")
         raise ModelUnavailable(resolved.missing)
     prompt_text = json.dumps(messages, ensure_ascii=False)
+    fitted = prompt_estimate(messages)
     estimate = estimate_tokens(prompt_text) + max_tokens
+    if fitted + max_tokens > resolved.context_tokens:
+        reason = (
+            f"too long for the model: the prompt (about {fitted} tokens) and the reply budget "
+            f"({max_tokens}) exceed profile {resolved.name}'s context of {resolved.context_tokens} tokens"
+        )
+        usage_id, _ = _reserve(resolved, agent, actor=actor_label, purpose=purpose, estimate=0, refuse=reason)
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="too_long", usage=usage_id)
+        raise ModelPromptTooLong(reason, usage_id=usage_id, context=resolved.context_tokens, prompt=fitted)
     usage_id, refusal = _reserve(resolved, agent, actor=actor_label, purpose=purpose, estimate=estimate)
     if refusal:
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="refused", usage=usage_id)
         raise ModelUnavailable(refusal, usage_id=usage_id)
 
-    body = {
-        "model": resolved.model,
-        "messages": messages,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-    }
+    structured = resolved.structured_output if schema is not None else ""
+    body = {"model": resolved.model, "messages": messages, "temperature": temperature}
+    body[settings.BRAIN_MODEL_TOKEN_FIELD or "max_tokens"] = max_tokens
     if schema is not None:
-        body["response_format"] = {"type": "json_object"}
+        body["response_format"] = response_format(purpose, schema, structured)
     headers = {"Content-Type": "application/json"}
     if resolved.api_key:
         headers["Authorization"] = f"Bearer {resolved.api_key}"
@@ -186,13 +278,17 @@ def model_call(
     attempts, last_error, outcome = 0, "", ModelUsage.ERROR
     payload = None
     with httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
-        for attempt in range(resolved.max_retries + 1):
-            attempts = attempt + 1
+        attempt = 0
+        while attempt <= resolved.max_retries:
+            attempts += 1
             retry_after = 0.0
             try:
                 response = client.post(url, json=body, headers=headers)
             except httpx.TimeoutException:
+                # No second request: the server may still be computing the first (it would do
+                # the work twice). The job's own retry (a sweep, a back-off) asks again later.
                 outcome, last_error = ModelUsage.TIMEOUT, f"no answer within {resolved.timeout_seconds:g} s"
+                break
             except httpx.HTTPError as exc:
                 outcome, last_error = (
                     ModelUsage.ERROR,
@@ -210,6 +306,29 @@ def model_call(
                     break
                 outcome = ModelUsage.ERROR
                 last_error = f"HTTP {response.status_code}: {response.text[:300]}"
+                if (
+                    response.status_code in (400, 422, 500)
+                    and structured in FALLBACK
+                    and resolved.structured_setting == "auto"
+                    and SCHEMA_REFUSAL_RE.search(response.text)
+                    and not CONTEXT_RE.search(response.text)
+                ):
+                    # This server does not take this form of structured output: found out once,
+                    # kept, and this call asked again the next way (a different request, not a
+                    # repeat): json_schema → json_object with a schema → json_object.
+                    refused, structured = structured, FALLBACK[structured]
+                    body["response_format"] = response_format(purpose, schema, structured)
+                    endpoint_record(
+                        resolved,
+                        structured_output=structured,
+                        structured_note=f"{refused} refused ({timezone.now():%Y-%m-%d %H:%M} UTC): "
+                        f"{response.text[:200]}",
+                    )
+                    continue
+                if response.status_code == 400 and (match := CONTEXT_RE.search(response.text)):
+                    found = int(match.group(1) or match.group(2))
+                    if 256 <= found < resolved.context_tokens:
+                        endpoint_record(resolved, context_tokens=found)
                 if response.status_code not in RETRY_STATUSES:
                     break
                 try:
@@ -218,22 +337,29 @@ def model_call(
                     retry_after = 0.0
             if attempt < resolved.max_retries and backoff > 0:
                 time.sleep(min(max(backoff * 2**attempt, retry_after), MAX_BACKOFF_SECONDS))
+            attempt += 1
     latency_ms = int((time.monotonic() - started) * 1000)
+    logged = dict(
+        purpose=purpose, profile=resolved.name, model=resolved.model, ms=latency_ms, attempts=attempts
+    )
 
     if payload is None:
         reason = f"failing: {last_error}" + (f" (after {attempts} attempts)" if attempts > 1 else "")
         _finish(
             usage_id, outcome=outcome, attempts=attempts, latency_ms=latency_ms, total_tokens=0, error=reason
         )
+        _log(outcome=outcome, usage=usage_id, **logged)
         raise ModelUnavailable(reason, usage_id=usage_id)
 
     try:
-        text = payload["choices"][0]["message"]["content"]
+        choice = payload["choices"][0]
+        text = choice["message"]["content"]
         if not isinstance(text, str):
             raise TypeError
     except (KeyError, IndexError, TypeError):
         reason = "the endpoint's answer has no choices[0].message.content"
         _finish(usage_id, outcome=ModelUsage.ERROR, attempts=attempts, latency_ms=latency_ms, error=reason)
+        _log(outcome=ModelUsage.ERROR, usage=usage_id, **logged)
         raise ModelUnavailable(f"failing: {reason}", usage_id=usage_id)
     usage = payload.get("usage") or {}
     prompt_tokens = int(usage.get("prompt_tokens") or estimate_tokens(prompt_text))
@@ -245,14 +371,22 @@ def model_call(
         completion_tokens=completion_tokens,
         total_tokens=int(usage.get("total_tokens") or prompt_tokens + completion_tokens),
     )
+    logged.update(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, usage=usage_id)
+    if choice.get("finish_reason") == "length":
+        reason = f"the reply was cut off at its budget of {max_tokens} tokens (finish_reason length)"
+        _finish(usage_id, outcome=ModelUsage.CUT, error=reason, **spent)
+        _log(outcome=ModelUsage.CUT, **logged)
+        raise ModelReplyCut(f"cut reply: {reason}", usage_id=usage_id, text=text)
     data = None
     if schema is not None:
         try:
             data = parse_structured(text, schema)
         except ValueError as exc:
             _finish(usage_id, outcome=ModelUsage.INVALID, error=str(exc), **spent)
-            raise ModelOutputInvalid(f"invalid model output: {exc}", usage_id=usage_id)
+            _log(outcome=ModelUsage.INVALID, **logged)
+            raise ModelOutputInvalid(f"invalid model output: {exc}", usage_id=usage_id, text=text)
     _finish(usage_id, outcome=ModelUsage.OK, **spent)
+    _log(outcome=ModelUsage.OK, **logged)
     return ModelReply(
         text=text,
         data=data,
@@ -261,4 +395,149 @@ def model_call(
         model=resolved.model,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
+        usage_ids=[usage_id],
+        schema_sent=structured,
     )
+
+
+def usage_mark_invalid(usage_id: int, reason: str) -> None:
+    """A reply that passed the schema but not the job's code rules: its usage row says so."""
+    ModelUsage.objects.filter(pk=usage_id).update(outcome=ModelUsage.INVALID, error=reason[:1000])
+
+
+def _fingerprint(messages: list[dict], max_tokens: int) -> str:
+    raw = json.dumps([messages, max_tokens], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def repair_messages(messages: list[dict], reply_text: str, reason: str) -> list[dict]:
+    """The conversation that asks for a repair: the refused reply and why it was refused."""
+    quoted = (reply_text or "").strip()[:REPAIR_REPLY_CHARS]
+    return [
+        *messages,
+        {"role": "assistant", "content": quoted or "(empty)"},
+        {
+            "role": "user",
+            "content": f"That reply was refused: {reason}. Correct it and reply again with the whole "
+            "JSON only, following every rule above.",
+        },
+    ]
+
+
+def model_ask(
+    *,
+    purpose: str,
+    messages: list[dict],
+    schema: dict,
+    max_tokens: int,
+    check=None,
+    shrink=None,
+    profile: str | None = None,
+    agent: Agent | None = None,
+    actor=None,
+) -> ModelReply:
+    """A job's model call, repaired rather than repeated. One call; then at most one more:
+    - a cut reply (finish_reason "length") is asked again with twice the reply budget where the
+      context has room, else with the smaller input `shrink()` returns (new messages, or None);
+    - a reply that fails the schema or `check(data)` (the job's code rules: a reason, or "") is
+      asked again with the refused reply and the reason quoted back;
+    - a prompt that does not fit the context is built again smaller by `shrink()`.
+    A request identical to one already sent is never sent again. Raises the last ModelError
+    (with every usage id in `usage_ids`); returns the reply with `usage_ids` and `repaired`."""
+    sent: set[str] = set()
+    usage_ids: list[int] = []
+    repaired = ""
+
+    def call(msgs, tokens):
+        sent.add(_fingerprint(msgs, tokens))
+        try:
+            return model_call(
+                purpose=purpose,
+                messages=msgs,
+                schema=schema,
+                profile=profile,
+                agent=agent,
+                actor=actor,
+                max_tokens=tokens,
+            )
+        except ModelError as exc:
+            if exc.usage_id is not None:
+                usage_ids.append(exc.usage_id)
+            raise
+
+    def fail(exc: ModelError):
+        exc.usage_ids = list(usage_ids)
+        exc.repaired = repaired
+        raise exc
+
+    next_try = None
+    try:
+        reply = call(messages, max_tokens)
+        usage_ids.append(reply.usage_id)
+        why = check(reply.data) if check else ""
+        if not why:
+            reply.usage_ids = usage_ids
+            return reply
+        usage_mark_invalid(reply.usage_id, why)
+        repaired = f"invalid: {why}"
+        next_try = (repair_messages(messages, reply.text, why), max_tokens)
+        first_error = ModelOutputInvalid(f"invalid model output: {why}", usage_id=reply.usage_id)
+    except ModelReplyCut as exc:
+        repaired, first_error = "cut", exc
+        room = context_tokens(profile, agent=agent) - prompt_estimate(messages)
+        bigger = min(max_tokens * 2, room)
+        if bigger >= max_tokens * 3 // 2:  # a little more room would most likely be cut again
+            next_try = (messages, bigger)
+        elif shrink is not None and (smaller := shrink()):
+            next_try = (smaller, max_tokens)
+    except ModelPromptTooLong as exc:
+        repaired, first_error = "too long", exc
+        if shrink is not None and (smaller := shrink()):
+            next_try = (smaller, max_tokens)
+    except ModelOutputInvalid as exc:
+        repaired, first_error = f"invalid: {exc.reason}", exc
+        why = exc.reason.removeprefix("invalid model output: ")
+        next_try = (repair_messages(messages, exc.text, why), max_tokens)
+    except ModelError as exc:
+        fail(exc)
+    if next_try is None or _fingerprint(*next_try) in sent:
+        fail(first_error)
+    try:
+        reply = call(*next_try)
+    except ModelOutputInvalid as exc:
+        fail(exc)
+    except ModelError as exc:  # the repair could not be made: the first failure is what to tell
+        first_error.reason = f"{first_error.reason}; asked again, but that call failed: {exc.reason}"
+        fail(first_error)
+    usage_ids.append(reply.usage_id)
+    why = check(reply.data) if check else ""
+    if why:
+        usage_mark_invalid(reply.usage_id, why)
+        fail(ModelOutputInvalid(f"invalid model output: {why}", usage_id=reply.usage_id))
+    reply.usage_ids, reply.repaired = usage_ids, repaired
+    return reply
+
+
+def reply_budget(want: int, profile: str | None = None, *, agent: Agent | None = None) -> int:
+    """A job's reply budget on this profile: what it wants, but never more than half the
+    context window (the other half is the prompt's)."""
+    return max(1, min(want, context_tokens(profile, agent=agent) // 2))
+
+
+def fits(
+    messages: list[dict], reply_tokens: int, profile: str | None = None, *, agent: Agent | None = None
+) -> bool:
+    """Whether the prompt and its reply budget fit the profile's context window."""
+    return prompt_estimate(messages) + reply_tokens <= context_tokens(profile, agent=agent)
+
+
+def echoes_example(text: str, examples) -> bool:
+    """Whether a reply's text is one of its prompt's example placeholders, verbatim (case, <>,
+    quotes and punctuation ignored), or punctuation alone ("..."): a model that copies "<the
+    merged statement>" said nothing."""
+
+    def fold(value: str) -> str:
+        return " ".join(re.sub(r"[<>\"'.…:]", " ", value or "").lower().split())
+
+    folded = fold(text)
+    return not folded or any(folded == fold(e) for e in examples)  # only punctuation says nothing

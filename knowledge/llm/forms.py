@@ -22,6 +22,21 @@ class ModelProfileForm(forms.Form):
     max_retries = forms.IntegerField(required=False, min_value=0, max_value=10)
     daily_calls = forms.IntegerField(required=False, min_value=0)
     daily_tokens = forms.IntegerField(required=False, min_value=0)
+    context_tokens = forms.IntegerField(
+        required=False,
+        min_value=256,
+        help_text="Prompt + reply tokens. Blank: /v1/models, else BRAIN_MODEL_CONTEXT_TOKENS.",
+    )
+    structured_output = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "(environment)"),
+            ("auto", "auto"),
+            ("json_schema", "json_schema"),
+            ("json_object", "json_object"),
+        ],
+        help_text="auto: json_schema until the server refuses it once.",
+    )
     enabled = forms.BooleanField(required=False, initial=True)
     notes = forms.CharField(required=False, max_length=300)
 

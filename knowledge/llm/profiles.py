@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Invalid
-from knowledge.models import Agent, ModelProfile, ModelUsage
+from knowledge.models import Agent, ModelEndpointState, ModelProfile, ModelUsage
 
 DEFAULT, LIGHT = "default", "light"
 BUILTIN = (DEFAULT, LIGHT)
@@ -35,6 +35,9 @@ class Profile:
     enabled: bool
     source: str  # environment | database
     missing: str = ""  # why it cannot be used as configured (empty: usable)
+    context_tokens: int = 8192  # prompt + reply; see context_resolve
+    structured_output: str = "json_schema"  # what is sent now: json_schema | json_object
+    structured_setting: str = "auto"  # what was configured: auto | json_schema | json_object
 
     @property
     def configured(self) -> bool:
@@ -52,6 +55,8 @@ class Profile:
             "daily_tokens": self.daily_tokens,
             "enabled": self.enabled,
             "source": self.source,
+            "context_tokens": self.context_tokens,
+            "structured_output": self.structured_output,
         }
 
 
@@ -100,7 +105,16 @@ def profile_resolve(name: str | None = None, *, agent: Agent | None = None) -> P
         value = getattr(row, field) if row else None
         return default if value is None else value
 
+    state = endpoint_state(name, base_url)
+    setting = (row.structured_output if row and row.structured_output else "") or (
+        settings.BRAIN_MODEL_STRUCTURED_OUTPUT
+    )
+    structured = setting if setting != "auto" else (state.structured_output if state else "") or "json_schema"
+    context = (row.context_tokens if row else None) or (state.context_tokens if state else None)
     return Profile(
+        context_tokens=int(context or settings.BRAIN_MODEL_CONTEXT_TOKENS),
+        structured_output=structured,
+        structured_setting=setting,
         name=name,
         base_url=base_url,
         model=model,
@@ -113,6 +127,27 @@ def profile_resolve(name: str | None = None, *, agent: Agent | None = None) -> P
         source=source,
         missing=_missing(name, base_url, model, enabled),
     )
+
+
+def endpoint_state(name: str, base_url: str) -> ModelEndpointState | None:
+    """What was found out about this profile's endpoint (None when nothing was, or the profile
+    now points somewhere else: the findings were about another server)."""
+    state = ModelEndpointState.objects.filter(profile=name).first()
+    if state is None or state.base_url != base_url:
+        return None
+    return state
+
+
+def endpoint_record(profile: "Profile", **fields) -> None:
+    """Keep a finding about a profile's endpoint (json_schema refused, its context, reachable)."""
+    state, _ = ModelEndpointState.objects.get_or_create(profile=profile.name)
+    if state.base_url != profile.base_url:  # findings about another server do not carry over
+        state.structured_output, state.structured_note, state.context_tokens = "", "", None
+        state.reachable, state.reach_error, state.checked_at = None, "", None
+        state.base_url = profile.base_url
+    for key, value in fields.items():
+        setattr(state, key, value)
+    state.save()
 
 
 def profile_names() -> list[str]:
@@ -189,6 +224,9 @@ def profile_status(profile: Profile, *, now=None) -> dict:
         unavailable = f"over budget: {calls} of {profile.daily_calls} calls today"
     if not unavailable and tokens >= profile.daily_tokens:
         unavailable = f"over budget: {tokens} of {profile.daily_tokens} tokens today"
+    state = endpoint_state(profile.name, profile.base_url)
+    if not unavailable and state is not None and state.reachable is False:
+        unavailable = unreachable_reason(state)
     if not unavailable and last is not None and last.outcome in (ModelUsage.ERROR, ModelUsage.TIMEOUT):
         unavailable = f"failing: the last call ({last.created_at:%Y-%m-%d %H:%M} UTC) ended in {last.outcome}: {last.error}"
     return {
@@ -198,7 +236,15 @@ def profile_status(profile: Profile, *, now=None) -> dict:
         "tokens_today": tokens,
         "unavailable": unavailable,
         "last_outcome": last.outcome if last else "",
+        "reachable": None if state is None else state.reachable,
+        "checked_at": None if state is None else state.checked_at,
+        "structured_note": "" if state is None else state.structured_note,
     }
+
+
+def unreachable_reason(state: ModelEndpointState) -> str:
+    when = f" at {state.checked_at:%Y-%m-%d %H:%M} UTC" if state.checked_at else ""
+    return f"unreachable: the endpoint did not answer the background check{when} ({state.reach_error})"
 
 
 def model_availability(name: str | None = None, *, agent: Agent | None = None, now=None) -> str:
@@ -207,6 +253,9 @@ def model_availability(name: str | None = None, *, agent: Agent | None = None, n
     profile = profile_resolve(name, agent=agent)
     if profile.missing:
         return profile.missing
+    state = endpoint_state(profile.name, profile.base_url)
+    if state is not None and state.reachable is False:
+        return unreachable_reason(state)
     return budget_refusal(profile, agent, estimate=1, now=now)
 
 
@@ -263,6 +312,8 @@ def model_profile_save(
     daily_tokens: int | None = None,
     enabled: bool = True,
     notes: str = "",
+    context_tokens: int | None = None,
+    structured_output: str = "",
 ) -> ModelProfile:
     """Create or update a named profile (admins). `api_key=None` keeps the stored key, "" clears
     it. Audited without the key: only whether one is set."""
@@ -277,6 +328,7 @@ def model_profile_save(
         row.timeout_seconds, row.max_retries = timeout_seconds, max_retries
         row.daily_calls, row.daily_tokens = daily_calls, daily_tokens
         row.enabled, row.notes = enabled, notes
+        row.context_tokens, row.structured_output = context_tokens, structured_output
         try:
             row.full_clean()
         except Exception as exc:  # Django's ValidationError → Invalid, for one error shape everywhere

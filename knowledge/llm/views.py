@@ -13,7 +13,7 @@ from knowledge.llm.profiles import agents_usage_today, day_start, profile_names,
 from knowledge.models import Agent, ModelUsage
 from knowledge.principals.permissions import admin_required, reviewer_required
 
-FAILED = [ModelUsage.INVALID, ModelUsage.ERROR, ModelUsage.TIMEOUT, ModelUsage.REFUSED]
+FAILED = [ModelUsage.INVALID, ModelUsage.CUT, ModelUsage.ERROR, ModelUsage.TIMEOUT, ModelUsage.REFUSED]
 
 
 def _calls(request):
@@ -76,3 +76,16 @@ def agent_model_edit(request, name):
     else:
         messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
     return redirect("model-list")
+
+
+@reviewer_required
+def model_job_panel(request, job_id: int):
+    """One queued model-backed run: its state, polled by htmx while it is queued or running,
+    and the link to its result when done. Without JavaScript the page reloads itself."""
+    from knowledge.llm.jobs import job_link, job_title
+    from knowledge.models import ModelJob
+
+    job = get_object_or_404(ModelJob, pk=job_id)
+    context = {"job": job, "title": job_title(job), "link": job_link(job)}
+    template = "knowledge/llm/job.html" + ("#job-panel" if request.htmx else "")
+    return render(request, template, context)

@@ -2,7 +2,7 @@ from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
 from knowledge.models.events import Webhook, WebhookDelivery
-from knowledge.models.llm import ModelProfile, ModelUsage
+from knowledge.models.llm import ModelEndpointState, ModelJob, ModelProfile, ModelUsage
 from knowledge.models.materials import ConnectorGrant, Material, MaterialVersion, Signal, SignalRule
 from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemorySource, MemoryVersion
@@ -38,6 +38,8 @@ __all__ = [
     "MessageVector",
     "ModelProfile",
     "ModelUsage",
+    "ModelEndpointState",
+    "ModelJob",
     "Person",
     "PinnedMemo",
     "Revision",

@@ -16,6 +16,17 @@ class ModelProfile(models.Model):
     daily_calls = models.PositiveIntegerField(null=True, blank=True)
     daily_tokens = models.PositiveIntegerField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
+    # The model's context window in tokens (prompt + reply); blank: what the server's /v1/models
+    # says, else BRAIN_MODEL_CONTEXT_TOKENS.
+    context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # How structured output is asked for: json_schema (OpenAI, vLLM), json_object_schema
+    # (llama-cpp-python's {"type": "json_object", "schema": …}), json_object, or auto (each in
+    # that order until the server takes one; the finding is kept in ModelEndpointState). Blank:
+    # the environment's.
+    STRUCTURED = ["auto", "json_schema", "json_object_schema", "json_object"]
+    structured_output = models.CharField(
+        max_length=20, blank=True, choices=[(s, s) for s in STRUCTURED], default=""
+    )
     notes = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -32,9 +43,10 @@ class ModelUsage(models.Model):
     how it ended. A `pending` row reserves budget while the call is in flight."""
 
     PENDING, OK, INVALID, ERROR, TIMEOUT, REFUSED = "pending", "ok", "invalid", "error", "timeout", "refused"
-    OUTCOMES = [(o, o) for o in (PENDING, OK, INVALID, ERROR, TIMEOUT, REFUSED)]
+    CUT = "cut"  # the reply stopped at its token budget (finish_reason "length")
+    OUTCOMES = [(o, o) for o in (PENDING, OK, INVALID, CUT, ERROR, TIMEOUT, REFUSED)]
     # Outcomes that count against a budget: everything that reached (or is reaching) the endpoint.
-    SPENT = (PENDING, OK, INVALID, ERROR, TIMEOUT)
+    SPENT = (PENDING, OK, INVALID, CUT, ERROR, TIMEOUT)
 
     created_at = models.DateTimeField(db_index=True)
     profile = models.CharField(max_length=64)
@@ -61,3 +73,47 @@ class ModelUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} via {self.profile}: {self.outcome}"
+
+
+class ModelEndpointState(models.Model):
+    """What Brain found out about a profile's endpoint, so it is found out once: whether it takes
+    `json_schema` structured output, the context window its /v1/models reports, and whether it
+    answered the last background check (Status shows `unreachable`)."""
+
+    profile = models.CharField(max_length=64, unique=True)
+    base_url = models.CharField(max_length=300, blank=True)  # what the findings are about
+    structured_output = models.CharField(max_length=20, blank=True)  # what it takes ("" = untried)
+    structured_note = models.CharField(max_length=300, blank=True)
+    context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reachable = models.BooleanField(null=True)
+    reach_error = models.CharField(max_length=300, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.profile
+
+
+class ModelJob(models.Model):
+    """A model-backed run someone asked for (stage A or B now, a consolidation run, reconcile):
+    queued by the request, run by a worker, so no request waits on a model. The console polls
+    it; its result names what the run made (a Dreaming run, a plan, a reconciler run)."""
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    kind = models.CharField(max_length=64)
+    args = models.JSONField(default=dict)
+    state = models.CharField(max_length=10, choices=STATES, default=QUEUED)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.CharField(max_length=160, blank=True)  # kind:name
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} ({self.state})"

@@ -10,12 +10,12 @@ from rest_framework.response import Response
 from knowledge.access import parse_scope
 from knowledge.errors import Invalid
 from knowledge.limits import MAX_OFFSET
+from knowledge.llm.api import ModelJobSerializer, job_response
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import StrictSerializer, no_body
 from memory.consolidation import (
     PlanConflict,
-    consolidation_run,
     plan_apply,
     plan_detail,
     plan_discard,
@@ -137,11 +137,14 @@ def _conflict(exc: PlanConflict) -> Response:
     summary="Run consolidation now",
     description=(
         "Finds duplicates, same-key conflicts, near-duplicates (merged by the light model) and "
-        "summaries among active long-term memories and writes a plan. BRAIN_MEMORY_CONSOLIDATION "
-        "decides what happens to it: `propose` leaves it for review, `apply` applies it, `off` refuses (409)."
+        "summaries among active long-term memories and writes a plan, in the background (the model "
+        "is never waited for inside the request): answers 202 with the job; poll "
+        "`GET /api/model-jobs/{id}` until its result names the plan. BRAIN_MEMORY_CONSOLIDATION "
+        "decides what happens to the plan: `propose` leaves it for review, `apply` applies it, `off` "
+        "refuses (409, as does a run in progress)."
     ),
     request=RunInputSerializer,
-    responses={201: PlanDetailSerializer, 400: None, 409: ConflictSerializer},
+    responses={202: ModelJobSerializer, 400: None, 409: ConflictSerializer},
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
@@ -149,14 +152,33 @@ def consolidation_run_view(request):
     data = RunInputSerializer(data=request.data)
     data.is_valid(raise_exception=True)
     try:
-        plan = consolidation_run(
+        job = consolidation_enqueue(
             actor=request.user,
             owner=data.validated_data.get("owner"),
             store=data.validated_data.get("scope", ""),
         )
     except PlanConflict as exc:
         return _conflict(exc)
-    return Response(PlanDetailSerializer(plan).data, status=status.HTTP_201_CREATED)
+    return job_response(job)
+
+
+def consolidation_enqueue(*, actor, owner=None, store: str = ""):
+    """Queue a consolidation run (its merges and summaries call the model: never inside a
+    request). Off mode and a running plan are refused at once (PlanConflict)."""
+    from knowledge.llm.jobs import actor_args, job_enqueue
+    from knowledge.settings_store import setting_get
+    from memory.consolidation import ConsolidationBusy, ConsolidationOff
+    from memory.models import ConsolidationPlan
+
+    if setting_get("BRAIN_MEMORY_CONSOLIDATION") == "off":
+        raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
+    if ConsolidationPlan.objects.filter(state=ConsolidationPlan.RUNNING).exists():
+        raise ConsolidationBusy("Another consolidation run is in progress; try again when it has finished.")
+    return job_enqueue(
+        kind="consolidation.run",
+        args={"actor": actor_args(actor), "owner": owner.pk if owner else None, "store": store},
+        actor=actor,
+    )
 
 
 @extend_schema(

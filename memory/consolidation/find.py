@@ -14,7 +14,6 @@ memories (semantic and procedural; entry blocks and memories in an open plan are
 A memory takes part in at most one change per run. Steps 3 and 4 (and the arbiter) need the
 model; without a usable one they are skipped and the run's notes say why."""
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -23,8 +22,17 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from knowledge.llm import LIGHT, ModelError, ModelOutputInvalid, model_availability, model_call
+from knowledge.llm import (
+    LIGHT,
+    ModelError,
+    ModelOutputInvalid,
+    fits,
+    model_ask,
+    model_availability,
+    reply_budget,
+)
 from knowledge.models import Agent, Memory, MemorySource
+from memory.consolidation.terms import STOPWORDS, key_terms, overlap  # noqa: F401  (re-exported)
 from memory.lifecycle.selectors import conflict_pairs, windows_overlap
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
@@ -53,14 +61,6 @@ SOURCE_WEIGHTS = {
 }
 NO_SOURCE_WEIGHT = 0.6
 RECENCY_HALF_LIFE_DAYS = 30.0
-
-_STOP = """a an and are as at be been but by can could did do does for from had has have he her his how i
-    if in into is it its just me my no not of on or our she so than that the their them then there
-    these they this to too up us was we were what when where which who why will with would you your
-    also about after again all any because before being both each few more most other over own same
-    should some such only very"""
-STOPWORDS = frozenset(_STOP.split())
-TOKEN = re.compile(r"[\w][\w.\-/]*")
 
 
 @dataclass
@@ -300,6 +300,7 @@ MERGE_SYSTEM = (
     "numbers, dates, conditions), adds nothing that is not in them, and drops only repetition. "
     'Reply with JSON: {"text": "<the merged statement>"}.'
 )
+EXAMPLES = ("<the merged statement>", "<the summary>", "the merged statement", "the summary")
 SUMMARY_SYSTEM = (
     "You consolidate an AI agent's long-term memory. Summarise the numbered memories below into "
     "ONE memory that keeps every fact that may still matter, adds nothing that is not in them, "
@@ -309,7 +310,9 @@ TEXT_SCHEMA = {
     "type": "object",
     "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 8000, "pattern": r"\S"}},
     "required": ["text"],
+    "additionalProperties": False,
 }
+REPLY_TOKENS = 1500
 
 
 class ModelGate:
@@ -334,21 +337,31 @@ class ModelGate:
             self._agents[owner_id] = Agent.objects.get(pk=owner_id)
         return self._agents[owner_id]
 
-    def ask(self, *, owner_id: int, purpose: str, messages: list[dict], schema: dict):
+    def ask(self, *, owner_id: int, purpose: str, messages: list[dict], schema: dict, check=None):
+        """The reply's data, or None (unusable, invalid or refused by `check`, noted)."""
         if not self.usable(owner_id):
+            return None
+        agent = self._agent(owner_id)
+        tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=agent)
+        if not fits(messages, tokens, LIGHT, agent=agent):
+            self.findings.notes.append(
+                f"{purpose}: skipped one group (too long for the light model's context)"
+            )
             return None
         self.calls += 1
         try:
-            return model_call(
+            reply = model_ask(
                 purpose=purpose,
                 messages=messages,
                 schema=schema,
                 profile=LIGHT,
-                agent=self._agent(owner_id),
+                agent=agent,
                 actor=self.actor,
-                max_tokens=1500,
-            ).data
+                max_tokens=tokens,
+                check=check,
+            )
         except ModelOutputInvalid as exc:
+            self.calls += len(exc.usage_ids) - 1 if exc.usage_ids else 0
             self.findings.counts["model_invalid_outputs"] += 1
             self.findings.notes.append(f"{purpose}: skipped one group ({exc.reason})")
             return None
@@ -359,6 +372,8 @@ class ModelGate:
             else:
                 self.stopped = exc.reason
             return None
+        self.calls += len(reply.usage_ids) - 1
+        return reply.data
 
     def arbitrate(self, owner_id, key, members, info, kinds):
         lines = [
@@ -369,8 +384,12 @@ class ModelGate:
         ]
         schema = {
             "type": "object",
-            "properties": {"winner": {"enum": list(members)}, "reason": {"type": "string"}},
-            "required": ["winner"],
+            "properties": {
+                "winner": {"enum": list(members)},
+                "reason": {"type": "string", "maxLength": 1000},
+            },
+            "required": ["winner", "reason"],
+            "additionalProperties": False,
         }
         data = self.ask(
             owner_id=owner_id,
@@ -385,40 +404,48 @@ class ModelGate:
             return None
         return data["winner"], f"arbiter: {data.get('reason', '')}"[:1000]
 
-    def merge(self, owner_id: int, texts: list[str], *, purpose: str, system: str):
-        numbered = "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
+    def merge(self, owner_id: int, texts: list[str], *, purpose: str, system: str, summary: bool = False):
+        """One statement for `texts` from the model, passing the rules (memory.consolidation.
+        rules): a merge must keep every original, a summary may name nothing its sources do not;
+        neither may be the prompt's example. None when there is none."""
+        from memory.consolidation import rules
+
+        def check(data):
+            if summary:
+                return rules.summary_breach(data["text"], texts, examples=EXAMPLES)
+            return rules.merge_breach(data["text"], texts, examples=EXAMPLES, vectors=_embed())
+
         data = self.ask(
             owner_id=owner_id,
             purpose=purpose,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": numbered}],
+            messages=_merge_prompt(texts, system),
             schema=TEXT_SCHEMA,
+            check=check,
         )
         return None if data is None else data["text"].strip()
 
+    def fits(self, owner_id: int, texts: list[str], system: str) -> bool:
+        agent = self._agent(owner_id)
+        return fits(
+            _merge_prompt(texts, system), reply_budget(REPLY_TOKENS, LIGHT, agent=agent), LIGHT, agent=agent
+        )
+
+
+def _merge_prompt(texts: list[str], system: str) -> list[dict]:
+    numbered = "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
+    return [{"role": "system", "content": system}, {"role": "user", "content": numbered}]
+
+
+def _embed():
+    """The local embedder for the merge rule, or None when vectors are off."""
+    from knowledge.embeddings import embedder
+
+    if not embedder.enabled():
+        return None
+    return lambda texts: embedder.embed_texts(texts)
+
 
 # --- near-duplicates ----------------------------------------------------------------------------
-
-
-def key_terms(text: str) -> frozenset[str]:
-    """Lower-cased words that carry meaning: no stop words, no one- or two-letter words unless
-    they hold a digit; a plural 's' is dropped so 'tickets' meets 'ticket'."""
-    terms = set()
-    for token in TOKEN.findall(text.lower()):
-        token = token.strip(".-/")
-        if not token or token in STOPWORDS:
-            continue
-        if len(token) < 3 and not any(ch.isdigit() for ch in token):
-            continue
-        if len(token) > 4 and token.endswith("s") and not token.endswith("ss"):
-            token = token[:-1]
-        terms.add(token)
-    return frozenset(terms)
-
-
-def overlap(a: frozenset, b: frozenset) -> float:
-    if not a or not b:
-        return 0.0
-    return 2 * len(a & b) / (len(a) + len(b))
 
 
 def _cosine(u, v) -> float:
@@ -594,10 +621,16 @@ def find_summaries(findings: Findings, *, owner_id=None, store="", model: ModelG
                 oldest.append((memory_id, text))
                 if len(oldest) == k:
                     break
+        while len(oldest) > 2 and not model.fits(owner, [t for _, t in oldest], SUMMARY_SYSTEM):
+            oldest = oldest[: max(len(oldest) * 3 // 4, 2)]  # the rest waits for the next run
         if len(oldest) < 2:
             continue
         summary = model.merge(
-            owner, [t for _, t in oldest], purpose="consolidation.summary", system=SUMMARY_SYSTEM
+            owner,
+            [t for _, t in oldest],
+            purpose="consolidation.summary",
+            system=SUMMARY_SYSTEM,
+            summary=True,
         )
         if summary is None:
             continue

@@ -14,7 +14,6 @@ from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
 from memory.consolidation import (
     PlanConflict,
-    consolidation_run,
     plan_apply,
     plan_detail,
     plan_discard,
@@ -56,16 +55,16 @@ def plan_list_page(request):
 @reviewer_required
 @require_POST
 def plan_run(request):
+    """Queue a consolidation run and show its progress (it calls the model: never inside the
+    request)."""
+    from memory.consolidation.api import consolidation_enqueue
+
     try:
-        plan = consolidation_run(actor=request.principal)
+        job = consolidation_enqueue(actor=request.principal)
     except PlanConflict as exc:
         messages.error(request, exc.message)
         return redirect("consolidation-list")
-    if plan.state == ConsolidationPlan.EMPTY:
-        messages.info(request, f"Plan {plan.pk}: nothing to consolidate.")
-    else:
-        messages.success(request, f"Plan {plan.pk} is {plan.state}.")
-    return redirect("consolidation-detail", plan_id=plan.pk)
+    return redirect("model-job", job_id=job.pk)
 
 
 def _plan_context(plan):

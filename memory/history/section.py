@@ -2,11 +2,14 @@
 rolling summary of the turns before them.
 
 A turn is one message of the conversation's channel and thread that the conversation may read
-(`RecallScope.message_q`), in (ts, id) order. Each compilation folds the turns that have left
-the verbatim window since the last fold into the stored summary (`ConversationSummary`), with
-the light model when it is available and extractively otherwise, so the work per compilation is
-the new turns only. A fold takes at most FOLD_MAX turns: when more have piled up (a long channel
-read for the first time) the older ones are counted as left out, not read.
+(`RecallScope.message_q`), in (ts, id) order. The turns that have left the verbatim window since
+the last fold are folded into the stored summary (`ConversationSummary`): with the light model
+in the background (`tasks.summary_fold`, queued by the compilation, which meanwhile shows the
+stored summary with an extractive line per newer turn, unstored), or — no model available —
+extractively at once, so no request waits on a model and the work per compilation is the new
+turns only. A fold takes at most FOLD_MAX turns: when more have piled up (a long channel read
+for the first time) the older ones are counted as left out, not read. The model reads them in
+batches that fit its context.
 
 Budget: the section takes at most BRAIN_HISTORY_BUDGET_TOKENS of what remains after the
 instructions, memo and skills. The verbatim turns come first, newest first, each cut to half
@@ -16,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from knowledge.llm import LIGHT, ModelError, model_availability, model_call
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Message
 from knowledge.principals.principal import Principal
 from knowledge.tokens import count_tokens, truncate_to_tokens
@@ -61,7 +64,11 @@ def history_section(scope, *, budget: int, turns: int = DEFAULT_TURNS) -> dict:
         scope.message_q, channel_id=conversation.channel_id, thread=conversation.thread
     ).only("pk", "ts", "speaker_name", "text")
     recent = list(messages.order_by("-ts", "-id")[:turns])[::-1]
-    stored = summary_advance(scope, messages, boundary=recent[0] if recent else None)
+    boundary = recent[0] if recent else None
+    if model_availability(LIGHT, agent=scope.agent):
+        stored = summary_advance(scope, messages, boundary=boundary, model=False)
+    else:
+        stored = summary_pending(scope, messages, boundary=boundary)
 
     parts, shown, used = [], [], 0
     cap = max(budget // 2, 1)
@@ -119,28 +126,77 @@ def history_section(scope, *, budget: int, turns: int = DEFAULT_TURNS) -> dict:
     }
 
 
-def summary_advance(scope, messages, *, boundary: Message | None) -> ConversationSummary | None:
-    """Fold the turns between the stored summary's cursor and `boundary` (the oldest verbatim
-    turn) into the summary and store it. Returns the summary as stored (None when there is none
-    and nothing to fold). The model is called outside any transaction; the write locks the row
-    and keeps a fold another compilation stored meanwhile."""
-    conversation = scope.conversation
-    stored = ConversationSummary.objects.filter(conversation=conversation).first()
-    if boundary is None:
-        return stored
+def _gap(messages, stored, boundary):
+    """The turns to fold (at most FOLD_MAX, oldest first) and how many older ones are skipped."""
     gap = messages.filter(_before(boundary.ts, boundary.pk))
     if stored is not None and stored.through_ts is not None:
         gap = gap.filter(_after(stored.through_ts, stored.through_message))
     new = list(gap.order_by("-ts", "-id")[: FOLD_MAX + 1])[::-1]
-    if not new:
-        return stored
     skipped = 0
     if len(new) > FOLD_MAX:
         skipped = gap.count() - FOLD_MAX
         new = new[-FOLD_MAX:]
+    return new, skipped
+
+
+def summary_pending(scope, messages, *, boundary: Message | None) -> ConversationSummary | None:
+    """What a compilation shows while the model folds in the background: the stored summary
+    with one extractive line per newer turn (not stored), and the fold queued."""
+    conversation = scope.conversation
+    stored = ConversationSummary.objects.filter(conversation=conversation).first()
+    if boundary is None:
+        return stored
+    new, skipped = _gap(messages, stored, boundary)
+    if not new:
+        return stored
+    from memory.history.tasks import summary_fold_enqueue
+
+    summary_fold_enqueue(conversation.pk, boundary.pk)
+    previous = stored.text if stored is not None else ""
+    shown = ConversationSummary(
+        conversation=conversation,
+        text=job.extractive_fold(
+            previous, [_turn(m) for m in new], limit=settings.BRAIN_HISTORY_SUMMARY_TOKENS
+        ),
+        turns=(stored.turns if stored else 0) + len(new),
+        skipped=(stored.skipped if stored else 0) + skipped,
+        through_ts=new[-1].ts,
+        through_message=new[-1].pk,
+        method=ConversationSummary.EXTRACTIVE,
+        version=job.VERSION,
+        note=f"{len(new)} newer turn(s) shown extractively while the model folds them in the background",
+    )
+    shown.updated_at = stored.updated_at if stored else None
+    return shown
+
+
+def summary_advance(
+    scope, messages, *, boundary: Message | None, model: bool = True
+) -> ConversationSummary | None:
+    """Fold the turns between the stored summary's cursor and `boundary` (the oldest verbatim
+    turn) into the summary and store it — with the light model when `model` and it is available
+    (the background fold), else extractively. Returns the summary as stored (None when there is
+    none and nothing to fold). The model is called outside any transaction; the write locks the
+    row and keeps a fold another compilation stored meanwhile."""
+    conversation = scope.conversation
+    stored = ConversationSummary.objects.filter(conversation=conversation).first()
+    if boundary is None:
+        return stored
+    new, skipped = _gap(messages, stored, boundary)
+    if not new:
+        return stored
     previous = stored.text if stored is not None else ""
     limit = settings.BRAIN_HISTORY_SUMMARY_TOKENS
-    text, method, note, usage = _fold(scope.agent, previous, [_turn(m) for m in new], limit)
+    if model:
+        text, method, note, usage = _fold(scope.agent, previous, [_turn(m) for m in new], limit)
+    else:
+        why = model_availability(LIGHT, agent=scope.agent)
+        text, method, note, usage = (
+            job.extractive_fold(previous, [_turn(m) for m in new], limit=limit),
+            ConversationSummary.EXTRACTIVE,
+            why,
+            None,
+        )
     last = new[-1]
     with transaction.atomic():
         row, _ = ConversationSummary.objects.select_for_update().get_or_create(conversation=conversation)
@@ -157,27 +213,50 @@ def summary_advance(scope, messages, *, boundary: Message | None) -> Conversatio
     return row
 
 
+def _batches(agent, previous: str, turns: list[tuple[str, str]], limit: int, reply_tokens: int):
+    """The turns cut into runs whose fold prompt fits the light model's context (the summary so
+    far, at most `limit` tokens, is part of every prompt)."""
+    out, current = [], []
+    for turn in turns:
+        trial = [*current, turn]
+        if current and not fits(
+            job.prompt(previous="x" * (limit * 4), turns=trial, limit=limit), reply_tokens, LIGHT, agent=agent
+        ):
+            out.append(current)
+            current = [turn]
+        else:
+            current = trial
+    return [*out, current] if current else out
+
+
 def _fold(agent, previous: str, turns: list[tuple[str, str]], limit: int):
-    """(text, method, note, model usage id): the model's fold when it is available and its
-    reply passes the schema and the rules, else the extractive fold and why."""
+    """(text, method, note, model usage id): the model's fold when it is available and every
+    batch's reply passes the schema and the rules, else the extractive fold and why."""
     why = model_availability(LIGHT, agent=agent)
     if not why:
+        reply_tokens = reply_budget(limit * 2 + 50, LIGHT, agent=agent)
+        text, usage = previous, None
         try:
-            reply = model_call(
-                purpose="history.summary",
-                messages=job.prompt(previous=previous, turns=turns, limit=limit),
-                schema=job.SCHEMA,
-                profile=LIGHT,
-                agent=agent,
-                actor=ACTOR,
-                max_tokens=limit * 2 + 50,
-            )
+            for batch in _batches(agent, previous, turns, limit, reply_tokens):
+                sources = [text, *(f"{s}: {t}" for s, t in batch)]
+                reply = model_ask(
+                    purpose="history.summary",
+                    messages=job.prompt(previous=text, turns=batch, limit=limit),
+                    schema=job.SCHEMA,
+                    profile=LIGHT,
+                    agent=agent,
+                    actor=ACTOR,
+                    max_tokens=reply_tokens,
+                    check=lambda data, p=text, b=batch, src=sources: job.check(
+                        data, previous=p, turns=b, limit=limit, sources=src
+                    ),
+                )
+                text, usage = reply.data["summary"].strip(), reply.usage_id
         except ModelError as exc:
             why = f"the model call failed: {exc}"
+            if "invalid model output: " in str(exc):
+                why = f"the model's reply was refused: {str(exc).split('invalid model output: ', 1)[1]}"
         else:
-            why = job.check(reply.data, previous=previous, turns=turns, limit=limit)
-            if not why:
-                return reply.data["summary"].strip(), ConversationSummary.MODEL, "", reply.usage_id
-            why = f"the model's reply was refused: {why}"
+            return text, ConversationSummary.MODEL, "", usage
     text = job.extractive_fold(previous, turns, limit=limit)
     return text, ConversationSummary.EXTRACTIVE, why, None

@@ -16,7 +16,7 @@ import re
 
 from knowledge.tokens import count_tokens, truncate_to_tokens
 
-VERSION = "history/1"
+VERSION = "history/2"
 LINE_TOKENS = 40
 TURN_CHARS = 1500  # one very long turn is cut in the prompt (never in the database)
 DROPPED_RE = re.compile(r"^\(… (\d+) earlier turns? left out\)$")
@@ -33,7 +33,8 @@ get the summary so far (it may be empty) and the turns that came after it, oldes
 "speaker: text". Return the updated summary: what was asked, decided, promised and left open, \
 with the names, numbers, dates and identifiers exactly as said. Keep what still matters from the \
 summary so far; drop small talk. Never add anything the turns do not say. Write at most {words} \
-words, plain sentences, no headings. Reply with JSON: {{"summary": "..."}}."""
+words, plain sentences, no headings. Reply with JSON: {{"summary": "<the updated summary>"}}."""
+EXAMPLES = ("...", "<the updated summary>", "the updated summary")
 
 
 def turn_line(speaker: str, text: str, tokens: int = LINE_TOKENS) -> str:
@@ -51,11 +52,16 @@ def prompt(*, previous: str, turns: list[tuple[str, str]], limit: int) -> list[d
     ]
 
 
-def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int) -> str:
-    """Why a model's reply may not be stored ("" when it may)."""
+def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int, sources=None) -> str:
+    """Why a model's reply may not be stored ("" when it may). With `sources`, the summary may
+    name no person, number or date they do not (memory.consolidation.rules)."""
+    from memory.consolidation.rules import summary_breach
+
     summary = data["summary"].strip()
     if not summary:
         return "the summary is blank"
+    if sources is not None and (why := summary_breach(summary, sources, examples=EXAMPLES)):
+        return f"the summary {why.removeprefix('it ')}"
     tokens = count_tokens(summary)
     if tokens > limit:
         return f"the summary counts {tokens} tokens, over the limit of {limit}"

@@ -2,17 +2,16 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.response import Response
 
+from knowledge.llm.api import ModelJobSerializer, job_response
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
 from memory.consolidation import PlanConflict
 from memory.consolidation.api import ConflictSerializer, _conflict
 from memory.reconciler.models import ReconcilerRun
-from memory.reconciler.services import reconciler_run
 
 
 class ReconcilerRunSerializer(serializers.ModelSerializer):
@@ -44,12 +43,14 @@ class ReconcilerRunSerializer(serializers.ModelSerializer):
     summary="Reconcile one agent's memory now",
     description=(
         "Vector dedup, same-key conflicts, promotion, session digests and links over the agent's "
-        "memories, written as one consolidation plan. BRAIN_MEMORY_CONSOLIDATION decides what "
-        "happens to it: `propose` leaves it for review, `apply` applies it, `off` refuses (409); "
-        "another plan running is also 409."
+        "memories, written as one consolidation plan, in the background (its arbiter and digests "
+        "call the model): answers 202 with the job; poll `GET /api/model-jobs/{id}` until its "
+        "result names the reconciler run and its plan. BRAIN_MEMORY_CONSOLIDATION decides what "
+        "happens to the plan: `propose` leaves it for review, `apply` applies it, `off` refuses "
+        "(409); another plan running is also 409."
     ),
     request=None,
-    responses={201: ReconcilerRunSerializer, 400: None, 404: None, 409: ConflictSerializer},
+    responses={202: ModelJobSerializer, 400: None, 404: None, 409: ConflictSerializer},
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
@@ -57,7 +58,23 @@ class ReconcilerRunSerializer(serializers.ModelSerializer):
 def reconcile_view(request, agent: str):
     owner = get_object_or_404(Agent, name=agent)
     try:
-        run = reconciler_run(actor=request.user, agent=owner, trigger=ReconcilerRun.MANUAL)
+        job = reconcile_enqueue(actor=request.user, agent=owner)
     except PlanConflict as exc:
         return _conflict(exc)
-    return Response(ReconcilerRunSerializer(run).data, status=status.HTTP_201_CREATED)
+    return job_response(job)
+
+
+def reconcile_enqueue(*, actor, agent: Agent):
+    """Queue a reconciler pass (refused at once in off mode or while a plan runs)."""
+    from knowledge.llm.jobs import actor_args, job_enqueue
+    from knowledge.settings_store import setting_get
+    from memory.consolidation import ConsolidationBusy, ConsolidationOff
+    from memory.models import ConsolidationPlan
+
+    if setting_get("BRAIN_MEMORY_CONSOLIDATION") == "off":
+        raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
+    if ConsolidationPlan.objects.filter(state=ConsolidationPlan.RUNNING).exists():
+        raise ConsolidationBusy("Another consolidation run is in progress; try again when it has finished.")
+    return job_enqueue(
+        kind="reconciler.run", args={"actor": actor_args(actor), "agent": agent.pk}, actor=actor
+    )

@@ -1,7 +1,7 @@
 """The session digest's model prompt, its JSON schema and the code rules its reply must pass,
 versioned together. Without a usable model the digest is extractive (memory.reconciler.find)."""
 
-VERSION = 1
+VERSION = 2
 PURPOSE = "reconciler.digest"
 
 SYSTEM = (
@@ -20,9 +20,12 @@ SCHEMA = {
 
 
 def check(text: str, originals: list[str]) -> str:
-    """Code rules beyond the schema: '' if the digest may be used, else why not."""
+    """Code rules beyond the schema: '' if the digest may be used, else why not. A digest names
+    no number, date or name its memories do not (memory.consolidation.rules)."""
+    from memory.consolidation.rules import summary_breach
+
     if not text.strip():
         return "empty digest"
     if len(text) > max(400, 2 * sum(len(t) for t in originals)):
         return "the digest is longer than what it digests"
-    return ""
+    return summary_breach(text, originals, examples=("<the digest>", "the digest"))

@@ -66,6 +66,7 @@ class ReconcilerModel(ModelGate):
                 {"role": "user", "content": arbiter_prompt.user_message(key, members, info, kinds)},
             ],
             schema=arbiter_prompt.schema(members),
+            check=lambda data: arbiter_prompt.check(data, members, info),
         )
         if data is None:
             return None
@@ -324,6 +325,7 @@ def find_digests(findings: Findings, *, owner_id: int, now, model: ModelGate) ->
                     {"role": "user", "content": "\n".join(f"{n}. {t}" for n, (_, t) in enumerate(texts, 1))},
                 ],
                 schema=digest_prompt.SCHEMA,
+                check=lambda data, texts=texts: digest_prompt.check(data["text"], [t for _, t in texts]),
             )
             if data is not None:
                 refused = digest_prompt.check(data["text"], [t for _, t in texts])

@@ -14,6 +14,8 @@ def test_reviewer_runs_applies_and_reverts_a_plan_in_place(page, world):
     login(page, "rita")
     nav(page, "Consolidation")
     page.click("text=Run consolidation now")
+    page.wait_for_url("**/models/jobs/*")  # the run's progress, polled until done
+    page.click("text=See the result")
     page.wait_for_url("**/consolidation/*/")
     assert page.locator("#plan-state").inner_text() == "proposed"
     assert page.locator(".group").count() == 1

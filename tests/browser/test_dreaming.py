@@ -34,6 +34,8 @@ def test_run_curation_now_shows_the_result_its_audit_and_restores_it(page, world
     page.select_option("#dreaming-agent-select", "copilot")  # data-autosubmit
     page.wait_for_url("**/knowledge/dreaming/?agent=copilot")
     page.locator("text=Run curation now").click()
+    page.wait_for_url("**/models/jobs/*")  # the run's progress, polled until done
+    page.locator("text=See the result").click()
     page.wait_for_url("**run=*")
     run = DreamingRun.objects.get(stage=DreamingRun.STAGE_B)
     result = page.locator("#dreaming-result")

@@ -14,7 +14,8 @@ def test_reconcile_now_on_the_agent_page_with_htmx(page, world, settings):
     panel = page.locator("#reconciler-panel")
     panel.locator("text=has not run for this agent yet").wait_for()  # loaded by htmx
     panel.locator("button:has-text('Reconcile now')").click()
+    # Queued, then polled until the pass is done (the live server's worker is inline).
     page.locator("#reconciler-panel >> text=Reconciled copilot: plan #").wait_for()
-    page.locator("#reconciler-panel a:has-text('plan #')").click()
+    page.locator("#reconciler-panel a:has-text('See the result')").click()
     page.wait_for_url("**/consolidation/*/")
     assert "system:reconciler" in page.locator("main").inner_text()

@@ -16,8 +16,10 @@ def test_an_admin_runs_stage_a_from_status_and_the_channel_lag_drops(page, world
     assert row.locator(".lag-messages").inner_text() == "6"
     assert row.locator("text=never").is_visible()
     row.locator("text=Run stage A now").click()
+    page.wait_for_url("**/models/jobs/*")  # the run's progress, polled until done
+    page.locator("main >> text=Stage A run").wait_for()
+    page.locator("text=See the result").click()
     page.wait_for_url("**/knowledge/status/")
-    assert "Stage A run" in page.locator(".messages").inner_text()
     row = page.locator('#stage-a-channels tr[data-channel="general"]')
     assert row.locator(".lag-messages").inner_text() == "0"
     assert row.locator(".badge", has_text="done").is_visible()

@@ -98,13 +98,15 @@ def test_auto_activation_puts_distilled_memories_in_force(world, finished, model
 )
 def test_malformed_output_writes_nothing_and_is_recorded(world, finished, model_stub, reply):
     model_stub.reply_text(reply)
+    model_stub.reply_text(reply)  # the one repair gets the same
     run = distill_conversation(finished.pk)
     assert run.state == DistillerRun.FAILED
     assert run.reason.startswith("invalid model output")
     assert Memory.objects.count() == 0
-    usage = ModelUsage.objects.get()
-    assert usage.outcome == "invalid" and usage.error
-    assert run.usage_id == usage.pk
+    first, repair = ModelUsage.objects.order_by("pk")
+    assert first.outcome == repair.outcome == "invalid" and first.error
+    assert run.usage_id == repair.pk
+    assert "That reply was refused" in model_stub.prompt(model_stub.chat_requests()[1])
     # A later attempt with good output succeeds.
     model_stub.reply_json(LEARNT)
     assert distill_pending() == 1

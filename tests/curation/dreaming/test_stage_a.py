@@ -195,14 +195,18 @@ def assert_failed_and_nothing_written(world, run, reason_start):
 def test_invalid_json_writes_nothing_and_is_retried_with_back_off(world, model_stub):
     ids = post(world.general, CHAT)
     model_stub.reply_text("Here are the episodes: the VPN one and the offsite one.")
+    model_stub.reply_text("The VPN one and the offsite one.")  # the one repair, refused too
     run = stage_a_run(channel=world.general, trigger=DreamingRun.QUIET)
     assert_failed_and_nothing_written(world, run, "invalid model output: output is not JSON")
-    assert ModelUsage.objects.get().outcome == "invalid"
+    assert list(ModelUsage.objects.values_list("outcome", flat=True)) == ["invalid", "invalid"]
+    assert "That reply was refused: output is not JSON" in model_stub.prompt(model_stub.chat_requests()[1])
+    assert run.model_calls == 2
     cursor = StageACursor.objects.get(channel=world.general)
     assert stage_a_due(timezone.now()) == []  # backing off
     assert stage_a_due(cursor.retry_at + timedelta(seconds=1)) == [(world.general.pk, DreamingRun.RETRY)]
     # A second failure doubles the wait.
     StageACursor.objects.filter(pk=world.general.pk).update(retry_at=None)
+    model_stub.reply_text("{")
     model_stub.reply_text("{")
     stage_a_run(channel=world.general, trigger=DreamingRun.RETRY)
     cursor.refresh_from_db()
@@ -380,9 +384,10 @@ def test_the_api_runs_one_channel_now_for_admins(world, model_stub):
         .status_code
         == 404
     )
-    response = world.client("admin").post("/api/dreaming/stage-a/run", {"channel": "general"}, format="json")
-    assert response.status_code == 201, response.content
-    body = response.json()
+    job = factory.queued_run(world.client("admin"), "/api/dreaming/stage-a/run", {"channel": "general"})
+    assert job["state"] == "done", job
+    runs = world.client("reviewer").get("/api/dreaming/runs?channel=general").json()
+    body = next(r for r in runs if r["id"] == job["result"]["run"])
     assert (body["state"], body["trigger"], body["episodes"], body["started_by"]) == (
         "done",
         "manual",
@@ -556,7 +561,10 @@ def test_only_admins_run_stage_a_from_the_console(world, model_stub, client):
     client.force_login(world.admin)
     assert client.get("/knowledge/status/stage-a/general/run").status_code == 405
     model_stub.reply_json(good_reply(ids))
-    response = client.post("/knowledge/status/stage-a/general/run", follow=True)
+    response = client.post("/knowledge/status/stage-a/general/run")
+    assert model_stub.chat_requests() == []  # queued, not run inside the request
+    factory.run_queued_jobs()
+    response = client.get(response["Location"])
     assert (
         "Stage A run" in response.content.decode()
         and "2 episode(s) over 5 message(s)" in response.content.decode()
@@ -629,6 +637,7 @@ def test_after_a_failure_the_retry_reads_a_smaller_batch(world, model_stub, sett
     settings.BRAIN_DREAMING_BATCH_TOKENS = sum(tokens)  # the whole chat fits in one batch
     half = max(n for n in range(1, 7) if sum(tokens[:n]) <= sum(tokens) // 2)
     model_stub.reply_text('{"episodes": [')  # a reply cut off mid-way
+    model_stub.reply_text('{"episodes": [')  # and its repair
     stage_a_run(channel=world.general, trigger=DreamingRun.QUIET)
     first = model_stub.chat_requests()[0]
     assert all(f"#{i} " in model_stub.prompt(first) for i in ids)
@@ -637,7 +646,7 @@ def test_after_a_failure_the_retry_reads_a_smaller_batch(world, model_stub, sett
     model_stub.reply_json({"episodes": [], "noise": ids[half:]})
     StageACursor.objects.filter(pk=world.general.pk).update(retry_at=None)
     run = stage_a_run(channel=world.general, trigger=DreamingRun.RETRY)
-    _, second, third = model_stub.chat_requests()
+    _, _, second, third = model_stub.chat_requests()
     assert [i for i in ids if f"#{i} " in model_stub.prompt(second)] == ids[:half] != ids
     # Once a batch is written the channel moves again: the rest is read at full size.
     assert [i for i in ids if f"#{i} " in model_stub.prompt(third)] == ids[half:]

@@ -543,9 +543,14 @@ def test_restore_this_run_undoes_it_as_one_batch(taking_part, model_stub, client
     )
     client.force_login(world.admin)
     response = client.post("/knowledge/dreaming/run", {"agent": "copilot"})
+    assert response.status_code == 302 and response["Location"].startswith("/models/jobs/")
+    assert not DreamingRun.objects.filter(stage=DreamingRun.STAGE_B).exists()  # queued only
+    factory.run_queued_jobs()
     run = DreamingRun.objects.get(stage=DreamingRun.STAGE_B)
-    assert response.status_code == 302 and response["Location"].endswith(f"run={run.pk}")
-    page = client.get(response["Location"]).content.decode()
+    job_page = client.get(response["Location"]).content.decode()
+    link = f"/knowledge/dreaming/?agent=copilot&amp;run={run.pk}"
+    assert link in job_page
+    page = client.get(link.replace("&amp;", "&")).content.decode()
     assert 'Knowledge operations: <strong class="result-operations">3</strong>' in page
     assert f"?dreaming_run={run.pk}" in page and "Restore this run" in page
     audit = client.get(f"/knowledge/audit/?dreaming_run={run.pk}").content.decode()
@@ -628,9 +633,10 @@ def test_the_api_runs_stage_b_for_admins_only(taking_part, model_stub):
         .status_code
         == 404
     )
-    response = world.client("admin").post("/api/dreaming/stage-b/run", {"agent": "copilot"}, format="json")
-    assert response.status_code == 201
-    body = response.json()
+    job = factory.queued_run(world.client("admin"), "/api/dreaming/stage-b/run", {"agent": "copilot"})
+    assert job["state"] == "done", job
+    body = world.client("reviewer").get("/api/dreaming/runs?stage=b").json()[0]
+    assert body["id"] == job["result"]["run"]
     assert (body["stage"], body["agent"], body["state"], body["reason"]) == (
         "b",
         "copilot",

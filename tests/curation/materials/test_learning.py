@@ -92,13 +92,17 @@ def test_a_good_reply_writes_focused_entries_citing_sections_and_only_stated_rel
     assert "Refunds are paid within 30 days." in model_stub.prompt(model_stub.chat_requests()[-1])
 
 
-def test_an_invalid_reply_fails_the_material_and_writes_nothing(world, model_stub):
+def test_an_invalid_reply_is_repaired_once_then_the_material_is_learned_plainly(world, model_stub):
     material_id = _upload(world, "notes.md")
-    model_stub.reply_json({"operations": [{"op": "rewrite_memo", "text": "x"}]})  # not a learning operation
-    assert material_learn(material_id).startswith("failed")
+    bad = {"operations": [{"op": "rewrite_memo", "text": "x"}]}  # not a learning operation
+    model_stub.reply_json(bad)
+    model_stub.reply_json(bad)  # the repair, with the schema error quoted back, is refused too
+    assert material_learn(material_id) == "learned with a model"
+    assert "That reply was refused" in model_stub.prompt(model_stub.chat_requests()[1])
     material = Material.objects.get(pk=material_id)
-    assert material.state == Material.FAILED and "nothing written" in material.reason
-    assert not Entry.objects.exists()
+    assert material.state == Material.LEARNED and material.learned_with == "plain/1"
+    assert material.reason.startswith("learned without a model (the model failed: invalid model output")
+    assert list(Entry.objects.values_list("type", flat=True)) == ["document"]  # no model-made entry
 
 
 def test_a_reply_that_passes_no_rule_fails_and_writes_nothing(world, model_stub):
@@ -109,22 +113,39 @@ def test_a_reply_that_passes_no_rule_fails_and_writes_nothing(world, model_stub)
     assert not Entry.objects.exists()
 
 
-def test_a_failing_model_fails_with_its_reason_and_retry_learns_from_the_stored_original(world, model_stub):
+def test_a_failing_model_falls_back_to_plain_learning_and_says_so(world, model_stub):
     material_id = _upload(world, "policy.pdf")
     for _ in range(5):
         model_stub.reply_error(500)
-    assert material_learn(material_id).startswith("failed")
+    material_learn(material_id)
     material = Material.objects.get(pk=material_id)
-    assert material.state == Material.FAILED and "model call failed" in material.reason
-    assert not Entry.objects.exists()
+    assert material.state == Material.LEARNED and material.learned_with == "plain/1"
+    assert "the model failed: failing: HTTP 500" in material.reason
+    assert Entry.objects.get().type == "document"
     model_stub.reset()
     assert (
-        world.client("admin").post(f"/api/materials/{material_id}/retry", {}, format="json").status_code
+        world.client("admin")
+        .post(f"/api/materials/{material_id}/retry", {"again": True}, format="json")
+        .status_code
         == 200
     )
     model_stub.reply_json({"operations": GOOD[:2]})
     assert material_learn(material_id) == "learned with a model"
-    assert Entry.objects.count() == 1
+    assert Material.objects.get(pk=material_id).learned_with == "material-learn/1"
+
+
+def test_a_long_material_is_fitted_to_the_context(world, model_stub):
+    from knowledge.llm import model_profile_save
+    from tests.factory import SYSTEM
+
+    model_profile_save(actor=SYSTEM, name="light", context_tokens=2500)
+    model_stub.context_tokens = 2500
+    material_id = _upload(world, "notes.md")
+    model_stub.reply_json({"operations": GOOD[:2]})
+    assert material_learn(material_id) == "learned with a model"
+    sent = model_stub.chat_requests()
+    assert len(sent) == 1 and sent[0]["max_tokens"] == 1250  # half the context, not 6,000
+    assert model_stub.schema_sent(sent[0]) is not None
 
 
 def test_learning_again_with_the_model_reuses_its_entries_and_replaces_their_blocks(world, model_stub):

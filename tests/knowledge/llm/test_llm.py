@@ -49,7 +49,8 @@ def test_a_structured_reply_is_validated_and_its_usage_recorded(world, model_stu
     sent = model_stub.chat_requests()
     assert len(sent) == 1
     assert sent[0]["model"] == "stub-light"
-    assert sent[0]["response_format"] == {"type": "json_object"}
+    assert sent[0]["response_format"]["type"] == "json_schema"
+    assert model_stub.schema_sent(sent[0])["required"] == ["text"]
     assert model_stub.requests[0]["headers"]["Authorization"] == "Bearer sk-stub-secret"
     usage = ModelUsage.objects.get()
     assert (usage.outcome, usage.profile, usage.purpose, usage.agent, usage.actor) == (

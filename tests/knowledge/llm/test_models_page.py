@@ -1,6 +1,7 @@
 """The models page: configuration without secrets, budget use, recent calls and their errors."""
 
 from knowledge.models import AuditEvent, Memory, ModelProfile
+from tests import factory
 from tests.memory.consolidation.test_consolidation import remember
 
 
@@ -8,9 +9,11 @@ def test_malformed_model_output_writes_nothing_and_shows_on_the_models_page(clie
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
     model_stub.reply_text('{"text": ')  # cut off mid-JSON
+    model_stub.reply_text('{"text": ')  # and again when asked to repair it
     count = Memory.objects.count()
     client.force_login(world.reviewer)
     client.post("/consolidation/run")
+    factory.run_queued_jobs()  # the worker's part
     assert Memory.objects.count() == count
 
     page = client.get("/models/")
@@ -20,7 +23,7 @@ def test_malformed_model_output_writes_nothing_and_shows_on_the_models_page(clie
     assert "invalid" in body and "output is not JSON" in body
     assert "sk-stub-secret" not in body  # never the key
     assert model_stub.url in body and "stub-light" in body
-    assert "1 failed today" in body
+    assert "2 failed today" in body  # the reply and its one repair
     failed = client.get(
         "/models/?show=failed", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="calls"
     ).content.decode()

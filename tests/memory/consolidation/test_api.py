@@ -5,10 +5,17 @@ import threading
 import pytest
 from django.db import close_old_connections, connection
 
-from knowledge.models import AuditEvent, Memory, MemorySource
+from knowledge.models import AuditEvent, Memory, MemorySource, ModelJob
 from memory.models import ConsolidationPlan
 from tests import factory
 from tests.memory.consolidation.test_consolidation import FACT, active_ids, full_state, remember, ten_copies
+
+
+def run_plan(client, data=None):
+    """POST a run (202 with its job), let the worker run it, and read the plan it wrote."""
+    job = factory.queued_run(client, "/api/memory-consolidations/run", data)
+    assert job["state"] == "done", job
+    return client.get(f"/api/memory-consolidations/{job['result']['plan']}").json()
 
 
 def test_reviewers_run_list_read_apply_and_revert_plans(world):
@@ -16,9 +23,7 @@ def test_reviewers_run_list_read_apply_and_revert_plans(world):
     api = world.client("reviewer")
     before = full_state([c.pk for c in copies])
 
-    response = api.post("/api/memory-consolidations/run", {}, format="json")
-    assert response.status_code == 201, response.json()
-    plan = response.json()
+    plan = run_plan(api)
     assert plan["state"] == "proposed" and plan["mode"] == "propose"
     (group,) = plan["groups"]
     assert group["kind"] == "duplicate" and group["target"] == copies[-1].pk
@@ -73,10 +78,7 @@ def test_a_run_can_be_limited_to_one_owner_and_store(world):
     ten_copies(world.copilot)
     ten_copies(world.scribe)
     ten_copies(world.copilot, store="self")
-    response = world.client("reviewer").post(
-        "/api/memory-consolidations/run", {"owner": "copilot", "scope": "shared"}, format="json"
-    )
-    plan = response.json()
+    plan = run_plan(world.client("reviewer"), {"owner": "copilot", "scope": "shared"})
     assert (plan["owner"], plan["store"]) == ("copilot", "shared")
     assert [(g["owner"], g["store"]) for g in plan["groups"]] == [("copilot", "shared")]
 
@@ -91,7 +93,7 @@ def test_off_mode_refuses_a_run_with_409(world, settings):
 def test_apply_mode_runs_apply_their_own_plan(world, settings):
     settings.BRAIN_MEMORY_CONSOLIDATION = "apply"
     copies = ten_copies(world.copilot)
-    plan = world.client("admin").post("/api/memory-consolidations/run", {}, format="json").json()
+    plan = run_plan(world.client("admin"))
     assert plan["state"] == "applied"
     assert active_ids() == {copies[-1].pk}
 
@@ -119,7 +121,9 @@ def test_the_schema_describes_the_consolidation_api(world):
 @pytest.mark.django_db(transaction=True)
 def test_two_reviewers_applying_at_once_apply_it_exactly_once(world):
     copies = ten_copies(world.copilot)
-    plan = world.client("reviewer").post("/api/memory-consolidations/run", {}, format="json").json()
+    world.client("reviewer").post("/api/memory-consolidations/run", {}, format="json")
+    factory.run_queued_jobs()  # (a transactional test runs it at commit already)
+    plan = {"id": ConsolidationPlan.objects.get().pk}
     barrier, results = threading.Barrier(2), []
 
     def apply(who):
@@ -153,8 +157,14 @@ def test_the_plan_page_shows_before_and_after_and_applies(client, world, model_s
     model_stub.reply_json({"text": "Alice wants e-mail, not <b>phone</b> calls, except for outages"})
     client.force_login(world.reviewer)
     response = client.post("/consolidation/run")
+    assert model_stub.chat_requests() == [] and not ConsolidationPlan.objects.exists()  # queued only
+    job = ModelJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/models/jobs/{job.pk}"
+    assert "every 2s" in client.get(response["Location"]).content.decode()  # polled while queued
+    factory.run_queued_jobs()
     plan = ConsolidationPlan.objects.get()
-    assert response.status_code == 302 and response["Location"] == f"/consolidation/{plan.pk}/"
+    panel = client.get(f"/models/jobs/{job.pk}", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in panel and "every 2s" not in panel and f"/consolidation/{plan.pk}/" in panel
     page = client.get(f"/consolidation/{plan.pk}/").content.decode()
     assert "near-duplicate" in page and "duplicate" in page
     assert "Alice wants e-mail, not &lt;b&gt;phone&lt;/b&gt; calls" in page  # the model's text, escaped
@@ -177,6 +187,7 @@ def test_the_plan_list_filters_by_state(client, world):
     ten_copies(world.copilot)
     client.force_login(world.admin)
     client.post("/consolidation/run")
+    factory.run_queued_jobs()
     page = client.get("/consolidation/?state=proposed")
     assert page.status_code == 200 and len(page.context["plans"]) == 1
     assert len(client.get("/consolidation/?state=applied").context["plans"]) == 0

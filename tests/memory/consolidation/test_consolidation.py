@@ -201,13 +201,14 @@ def test_malformed_model_output_writes_nothing(world, model_stub):
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
     model_stub.reply_text("Sure! Here is the merged memory: Alice prefers e-mail.")
+    model_stub.reply_text("Here it is again: Alice prefers e-mail.")  # the one repair
     count = Memory.objects.count()
     plan = consolidation_run(actor=SYSTEM, mode="propose")
     assert Memory.objects.count() == count
     assert plan.state == ConsolidationPlan.EMPTY
     assert "invalid model output" in plan.model_note
-    usage = ModelUsage.objects.get()
-    assert usage.outcome == "invalid" and "not JSON" in usage.error
+    first, repair = ModelUsage.objects.order_by("pk")
+    assert first.outcome == repair.outcome == "invalid" and "not JSON" in first.error
 
 
 def test_apply_then_revert_restores_every_memory_exactly(world, model_stub):
@@ -331,7 +332,9 @@ def test_an_open_plan_keeps_its_memories_out_of_the_next_run(world):
 def test_discarding_rejects_the_merged_memories(world, model_stub):
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
-    model_stub.reply_json({"text": "merged"})
+    model_stub.reply_json(
+        {"text": "Alice prefers e-mail over phone calls for ticket updates, except for outages"}
+    )
     plan = consolidation_run(actor=SYSTEM, mode="propose")
     merged_id = plan.groups.get().target_id
     plan_discard(actor=SYSTEM, plan_id=plan.pk, reason="not the same thing")
@@ -416,7 +419,9 @@ def test_a_crowded_store_gets_its_oldest_summarised(world, model_stub, settings)
         )
         for n, t in enumerate(topics)
     ]
-    model_stub.reply_json({"text": "Printer, VPN, badge and parking policies changed in weeks 0-3"})
+    model_stub.reply_json(
+        {"text": "The printer, VPN, badge and parking policies changed in weeks 0, 1, 2 and 3"}
+    )
     plan = consolidation_run(actor=SYSTEM, mode="propose")
     group = plan.groups.get()
     assert group.kind == ConsolidationGroup.SUMMARY

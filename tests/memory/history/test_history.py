@@ -144,20 +144,43 @@ def test_a_channel_preview_has_no_history(world):
     assert history["turns"] == [] and history["note"] and not ConversationSummary.objects.exists()
 
 
-def test_the_model_summarises_when_available(world, model_stub):
+def _fold_in_background(sections, conversation):
+    """What the worker does with the fold the compilation queued."""
+    from memory.history.tasks import summary_fold
+
+    return summary_fold(conversation.pk, sections["history"]["turns"][0]["id"])
+
+
+def test_the_request_never_calls_the_model_it_queues_the_fold(world, model_stub):
+    conversation = factory.make_conversation(world.copilot, world.general)
+    _post(world.general, 6)
+    model_stub.reply_delay(30, '{"summary": "too late"}')  # a model that would hold the request
+    _, sections = _context(world, conversation)
+    assert model_stub.chat_requests() == []  # the request did not wait on the model
+    summary = sections["history"]["summary"]
+    assert summary["method"] == "extractive" and "in the background" in summary["note"]
+    assert summary["text"].startswith("ana: Turn 0") and "copilot: Turn 1" in summary["text"]
+    assert not ConversationSummary.objects.exists()  # the extractive view is not stored
+
+
+def test_the_model_summarises_in_the_background(world, model_stub):
     conversation = factory.make_conversation(world.copilot, world.general)
     _post(world.general, 6)
     model_stub.reply_json({"summary": "ana and copilot went over billing export numbers 0 and 1."})
+    _, sections = _context(world, conversation)
+    assert _fold_in_background(sections, conversation) == "folded: model"
     _, sections = _context(world, conversation)
     summary = sections["history"]["summary"]
     assert summary["method"] == "model" and summary["note"] == ""
     assert summary["text"] == "ana and copilot went over billing export numbers 0 and 1."
     prompt = model_stub.requests[-1]["json"]["messages"][-1]["content"]
     assert "Turn 0 is about" in prompt and "Turn 1 is about" in prompt and "Turn 2" not in prompt
+    assert model_stub.schema_sent(model_stub.chat_requests()[-1])["required"] == ["summary"]
 
     _post(world.general, 1, start=6)
     model_stub.reply_json({"summary": "ana and copilot covered billing export numbers 0 to 2."})
-    _context(world, conversation)
+    _, sections = _context(world, conversation)
+    _fold_in_background(sections, conversation)
     prompt = model_stub.requests[-1]["json"]["messages"][-1]["content"]
     assert "went over billing export numbers 0 and 1" in prompt  # the stored summary is folded on
     assert "Turn 2 is about" in prompt and "Turn 0 is about" not in prompt
@@ -168,6 +191,9 @@ def test_an_invalid_or_failing_reply_falls_back_to_the_extractive_fold_and_says_
     conversation = factory.make_conversation(world.copilot, world.general)
     _post(world.general, 6)
     model_stub.reply_json({"summary": "Someone talked about billing."})  # names neither speaker
+    model_stub.reply_json({"summary": "Someone talked about billing."})  # nor does the repair
+    _, sections = _context(world, conversation)
+    _fold_in_background(sections, conversation)
     _, sections = _context(world, conversation)
     summary = sections["history"]["summary"]
     assert summary["method"] == "extractive" and "leaves out who spoke" in summary["note"]
@@ -175,18 +201,34 @@ def test_an_invalid_or_failing_reply_falls_back_to_the_extractive_fold_and_says_
 
     _post(world.general, 1, start=6)
     model_stub.reply_json({"not_summary": "x"})
+    model_stub.reply_json({"not_summary": "x"})
+    _, sections = _context(world, conversation)
+    _fold_in_background(sections, conversation)
     _, sections = _context(world, conversation)
     assert sections["history"]["summary"]["method"] == "extractive"
-    assert (
-        "refused" in sections["history"]["summary"]["note"]
-        or "failed" in sections["history"]["summary"]["note"]
-    )
+    assert "refused" in sections["history"]["summary"]["note"]
 
     _post(world.general, 1, start=7)
-    model_stub.reply_error(500)
+    for _ in range(3):
+        model_stub.reply_error(500)
+    _, sections = _context(world, conversation)
+    _fold_in_background(sections, conversation)
     _, sections = _context(world, conversation)
     summary = sections["history"]["summary"]
     assert summary["method"] == "extractive" and "failed" in summary["note"] and summary["turns"] == 4
+
+
+def test_a_summary_naming_someone_no_turn_names_is_refused(world, model_stub):
+    conversation = factory.make_conversation(world.copilot, world.general)
+    _post(world.general, 6)
+    wrong = {"summary": "ana and copilot agreed with Marcus on 2024-03-09 to ship billing export number 0."}
+    model_stub.reply_json(wrong)
+    model_stub.reply_json(wrong)
+    _, sections = _context(world, conversation)
+    _fold_in_background(sections, conversation)
+    stored = ConversationSummary.objects.get(conversation=conversation)
+    assert stored.method == "extractive"
+    assert "names what no original says" in stored.note and "marcus" in stored.note
 
 
 def test_the_extractive_fold_rolls_keeping_the_opening_line():

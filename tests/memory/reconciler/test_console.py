@@ -7,6 +7,7 @@ import numpy as np
 from knowledge.models import Memory
 from memory.models import ConsolidationPlan
 from memory.reconciler.models import MemoryLink, ReconcilerRun
+from tests import factory
 from tests.memory.consolidation.test_consolidation import remember
 from tests.memory.reconciler.test_reconciler import set_vector, unit
 
@@ -22,16 +23,17 @@ def two_duplicates(agent):
 def test_reviewers_reconcile_an_agent_through_the_api(world, settings):
     settings.BRAIN_MEMORY_CONSOLIDATION = "apply"
     a, b = two_duplicates(world.copilot)
-    response = world.client("reviewer").post("/api/agents/copilot/reconcile")
-    assert response.status_code == 201, response.content
-    body = response.json()
-    assert (body["agent"], body["trigger"], body["state"], body["plan_state"]) == (
+    job = factory.queued_run(world.client("reviewer"), "/api/agents/copilot/reconcile")
+    assert job["state"] == "done" and job["kind"] == "reconciler.run"
+    run = ReconcilerRun.objects.get(pk=job["result"]["reconciler_run"])
+    body = {"plan": run.plan_id}
+    assert (run.agent.name, run.trigger, run.state, run.plan.state) == (
         "copilot",
         "manual",
         "done",
         "applied",
     )
-    assert body["counts"]["vector_duplicates_folded"] == 1
+    assert run.counts["vector_duplicates_folded"] == 1
     b.refresh_from_db()
     assert (b.status, b.superseded_by_id) == (Memory.SUPERSEDED, a.pk)
     plan = world.client("reviewer").get(f"/api/memory-consolidations/{body['plan']}").json()
@@ -58,7 +60,8 @@ def test_reconcile_now_on_the_agent_page_and_the_last_run_on_status(client, worl
     page = client.get("/agents/copilot/").content.decode()
     assert 'hx-get="/agents/copilot/reconcile"' in page and "Reconcile now" in page
     response = client.post("/agents/copilot/reconcile")
-    assert response.status_code == 302
+    assert response.status_code == 302 and response["Location"].startswith("/models/jobs/")
+    factory.run_queued_jobs()
     run = ReconcilerRun.objects.get()
     assert run.plan.state == ConsolidationPlan.PROPOSED
     panel = client.get("/agents/copilot/reconcile", HTTP_HX_REQUEST="true").content.decode()
@@ -70,6 +73,8 @@ def test_reconcile_now_on_the_agent_page_and_the_last_run_on_status(client, worl
     api = world.client("reviewer").get("/api/status").json()
     copilot = next(a for a in api["reconciler"]["agents"] if a["agent"] == "copilot")
     assert copilot["last_run"]["plan"] == run.plan_id
+    queued = client.post("/agents/copilot/reconcile", HTTP_HX_REQUEST="true").content.decode()
+    assert "every 2s" in queued and "<html" not in queued  # the panel polls the job
 
 
 def test_the_memory_page_lists_links(client, world, settings):
@@ -78,7 +83,7 @@ def test_the_memory_page_lists_links(client, world, settings):
     b = remember(world.copilot, "VPN clients connect through gateway vpn-gw-2.")
     set_vector(a, unit(1))
     set_vector(b, unit(0.7, 0.714))
-    world.client("reviewer").post("/api/agents/copilot/reconcile")
+    factory.queued_run(world.client("reviewer"), "/api/agents/copilot/reconcile")
     assert MemoryLink.objects.count() == 2
     client.force_login(world.reviewer)
     page = client.get(f"/memories/{a.pk}/").content.decode()

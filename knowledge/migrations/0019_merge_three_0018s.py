@@ -8,6 +8,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('knowledge', '0018_connector_grants_secrefs'),
         ('knowledge', '0018_memory_norm_text_correct'),
+        ('knowledge', '0018_model_endpoint_state_models'),
     ]
 
     operations = [

@@ -1,0 +1,63 @@
+"""The Status tab's "Models" section (kept small): whether each configured profile's endpoint
+answered the background check (knowledge.llm.reach), and the distiller's failed conversations
+with their reasons. Registered from curation/apps.py; also in GET /api/status as `models`."""
+
+from curation.models import DistillerRun
+from knowledge.llm.profiles import endpoint_state, profile_names, profile_resolve
+
+
+def models_status() -> dict:
+    profiles = []
+    for name in profile_names():
+        profile = profile_resolve(name)
+        if profile.missing:
+            continue
+        state = endpoint_state(name, profile.base_url)
+        reach = (
+            "unchecked"
+            if state is None or state.reachable is None
+            else ("reachable" if state.reachable else "unreachable")
+        )
+        profiles.append(
+            {
+                "name": name,
+                "model": profile.model,
+                "endpoint": reach,
+                "error": state.reach_error if state else "",
+                "checked_at": state.checked_at.isoformat() if state and state.checked_at else None,
+                "context_tokens": profile.context_tokens,
+                "structured_output": profile.structured_output,
+            }
+        )
+    failed = DistillerRun.objects.filter(state=DistillerRun.FAILED).order_by("-finished_at", "-id")
+    return {
+        "profiles": profiles,
+        "distiller_failed": failed.count(),
+        "distiller_failures": [
+            {
+                "conversation": r.conversation_id,
+                "attempts": r.attempts,
+                "final": r.attempts >= DistillerRun.MAX_ATTEMPTS,
+                "reason": r.reason[:300],
+                "at": r.finished_at.isoformat() if r.finished_at else None,
+            }
+            for r in failed[:5]
+        ],
+    }
+
+
+def models_alerts(report: dict) -> list[dict]:
+    alerts = [
+        {"level": "error", "text": f"Model profile {p['name']} is unreachable: {p['error']}"}
+        for p in report["profiles"]
+        if p["endpoint"] == "unreachable"
+    ]
+    if report["distiller_failed"]:
+        alerts.append(
+            {
+                "level": "warning",
+                "text": f"The distiller failed on {report['distiller_failed']} conversation(s); "
+                f"the last: {report['distiller_failures'][0]['reason']}",
+            }
+        )
+    return alerts

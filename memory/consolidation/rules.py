@@ -1,0 +1,93 @@
+"""Code rules a model's merge or summary must pass before it may replace what it reads (version
+"consolidation-rules/1"; the near-duplicate merge, the summary over a full category, the
+reconciler's session digest and the history fold use them). A model that fails them is not
+trusted with the originals: the group is left alone and the run's notes say why.
+
+- **Not the prompt's example**: a reply that is a placeholder of the prompt ("The merged
+  statement") says nothing.
+- **Nothing new**: every number, date or identifier with a digit, and every name (a capitalised
+  word; one opening a sentence too, unless it is a common sentence opener), must appear in the
+  originals (case folded). A merge reading
+  "2023-17-07 7:59:48.643+CALCARRE_SANTAYADORA…" or a summary naming a person no source names
+  is refused.
+- **A merge keeps each original** (`merge_breach` only): with vectors, cosine ≥ MERGE_COSINE to
+  every original, or at least MERGE_TERMS of each original's key terms in the merge. The floor
+  was measured on bench/data/dedup_pairs.json: its 56 paraphrase pairs (one fact told two ways)
+  have cosines from 0.693 (5th percentile 0.718, median 0.869) with the local embedder, while
+  unrelated statements stayed at or below 0.51; 0.6 keeps every paraphrase and refuses the
+  unrelated. Key-term containment of paraphrases is low (median 0.57, minimum 0.11), so terms
+  alone only confirm, never refuse, where vectors exist."""
+
+import re
+
+from knowledge.llm import echoes_example
+from memory.consolidation.terms import key_terms
+
+VERSION = "consolidation-rules/1"
+MERGE_COSINE = 0.6
+MERGE_TERMS = 0.5
+
+_DIGITS = re.compile(r"[\w.:/+\-]*\d[\w.:/+\-]*")
+_WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’\-]*")
+# Capitalised words that are no names (and may open a clause after a comma).
+_COMMON = frozenset(
+    "i a an the this that these those it its he she they we you my our their his her if when then so but and or on in at by for from to of with as is are was were be been monday tuesday wednesday thursday friday saturday sunday january february march april may june july august september october november december utc there every each all both no yes also however after before since during while until now today yesterday tomorrow please note summary merged memory memories someone everyone nobody nothing".split()  # noqa: SIM905
+)
+
+
+def _digit_tokens(text: str) -> set[str]:
+    return {t.strip(".:/+-").lower() for t in _DIGITS.findall(text) if t.strip(".:/+-")}
+
+
+def _names(text: str) -> set[str]:
+    names = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if not word[0].isupper() or word.lower() in _COMMON:
+            continue
+        names.add(re.sub(r"['’]s?$", "", word.lower()))  # Ana's → ana
+    return names
+
+
+def new_specifics(text: str, sources: list[str]) -> list[str]:
+    """Numbers, dates, identifiers and names in `text` that no source contains."""
+    pool = " ".join(sources).lower()
+    pool_digits = set().union(*(_digit_tokens(s) for s in sources)) if sources else set()
+    new = sorted(t for t in _digit_tokens(text) if t not in pool_digits and t not in pool)
+    new += sorted(n for n in _names(text) if n not in pool)
+    return new
+
+
+def summary_breach(text: str, sources: list[str], *, examples=()) -> str:
+    """Why a summary of `sources` may not be used ("" when it may)."""
+    if not text.strip():
+        return "it is blank"
+    if echoes_example(text, examples):
+        return f"it is the prompt's example ({text.strip()[:80]!r}), not a summary"
+    new = new_specifics(text, sources)
+    if new:
+        return f"it names what no original says: {', '.join(new[:5])}"
+    return ""
+
+
+def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) -> str:
+    """Why a merge may not replace `originals` ("" when it may). `vectors` embeds a list of
+    texts (None: no vectors, key terms decide)."""
+    why = summary_breach(text, originals, examples=examples)
+    if why:
+        return why.replace("a summary", "a merge")
+    merged_terms = key_terms(text)
+    cosines = None
+    if vectors is not None:
+        embedded = vectors([text, *originals])
+        cosines = [float(embedded[0] @ v) for v in embedded[1:]]
+    for n, original in enumerate(originals):
+        terms = key_terms(original)
+        kept = len(terms & merged_terms) / len(terms) if terms else 1.0
+        if kept >= MERGE_TERMS:
+            continue
+        if cosines is not None and cosines[n] >= MERGE_COSINE:
+            continue
+        detail = f"cosine {cosines[n]:.2f}, " if cosines is not None else ""
+        return f"it does not keep memory {n + 1} ({detail}{kept:.0%} of its key terms)"
+    return ""

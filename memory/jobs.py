@@ -1,0 +1,62 @@
+"""The memory layer's model-backed runs as background jobs (knowledge.llm.jobs): a consolidation
+run and a reconciler pass. Registered from MemoryConfig.ready()."""
+
+from django.urls import reverse
+
+from knowledge.errors import Conflict
+from knowledge.llm.jobs import actor_from, job_kind_register
+from knowledge.models import Agent
+
+
+def consolidation_job(*, actor: dict, owner: int | None = None, store: str = "") -> dict:
+    from memory.consolidation import PlanConflict, consolidation_run
+
+    try:
+        plan = consolidation_run(
+            actor=actor_from(actor),
+            owner=Agent.objects.get(pk=owner) if owner else None,
+            store=store,
+        )
+    except PlanConflict as exc:
+        raise Conflict(exc.message) from None
+    groups = plan.counts.get("groups", 0)
+    return {
+        "plan": plan.pk,
+        "state": plan.state,
+        "summary": f"Plan #{plan.pk} is {plan.state} ({groups} changes).",
+    }
+
+
+def reconcile_job(*, actor: dict, agent: int) -> dict:
+    from memory.consolidation import PlanConflict
+    from memory.reconciler.models import ReconcilerRun
+    from memory.reconciler.services import reconciler_run
+
+    owner = Agent.objects.get(pk=agent)
+    try:
+        run = reconciler_run(actor=actor_from(actor), agent=owner, trigger=ReconcilerRun.MANUAL)
+    except PlanConflict as exc:
+        raise Conflict(exc.message) from None
+    plan = run.plan
+    groups = plan.counts.get("groups", 0) if plan else 0
+    return {
+        "reconciler_run": run.pk,
+        "plan": run.plan_id,
+        "agent": owner.name,
+        "summary": f"Reconciled {owner.name}: plan #{run.plan_id} is {plan.state if plan else '—'} ({groups} changes).",
+    }
+
+
+def register() -> None:
+    job_kind_register(
+        "consolidation.run",
+        consolidation_job,
+        title="Consolidation run",
+        link=lambda r: reverse("consolidation-detail", args=[r["plan"]]) if r.get("plan") else "",
+    )
+    job_kind_register(
+        "reconciler.run",
+        reconcile_job,
+        title="Reconcile now",
+        link=lambda r: reverse("consolidation-detail", args=[r["plan"]]) if r.get("plan") else "",
+    )

@@ -1,0 +1,89 @@
+"""No request waits on a model: every endpoint that starts a model-backed run queues a job and
+answers at once (202), with a model that would take 30 s to answer; the worker runs the job."""
+
+import pytest
+
+from knowledge.models import ModelJob
+from tests import factory
+from tests.memory.consolidation.test_consolidation import remember
+
+
+@pytest.fixture
+def slow_model(model_stub):
+    model_stub.respond_with(lambda body: {"content": "{}", "delay": 30})
+    return model_stub
+
+
+def _queued(response, stub):
+    assert response.status_code == 202, response.content
+    assert stub.chat_requests() == []  # the request never reached the model
+    job = response.json()
+    assert job["state"] == "queued" and job["url"] == f"/api/model-jobs/{job['id']}"
+    return job
+
+
+ENDPOINTS = [
+    ("/api/dreaming/stage-a/run", {"channel": "general"}, "dreaming.stage_a"),
+    ("/api/dreaming/stage-b/run", {"agent": "copilot"}, "dreaming.stage_b"),
+    ("/api/memory-consolidations/run", {}, "consolidation.run"),
+    ("/api/agents/copilot/reconcile", None, "reconciler.run"),
+]
+
+
+@pytest.mark.parametrize("path,data,kind", ENDPOINTS)
+def test_a_run_request_answers_at_once_with_a_queued_job(world, slow_model, path, data, kind):
+    factory.post_messages(world.general, [{"speaker": "ana", "text": "The VPN is down again."}])
+    remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
+    remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
+    client = world.client("admin")
+    response = client.post(path, data, format="json") if data is not None else client.post(path)
+    job = _queued(response, slow_model)
+    assert job["kind"] == kind and job["requested_by"] == "person:adam"
+    assert client.get(job["url"]).json()["state"] == "queued"
+
+
+def test_the_console_run_buttons_queue_and_show_progress(world, slow_model, client):
+    client.force_login(world.admin)
+    for path in ("/knowledge/status/stage-a/general/run", "/consolidation/run", "/agents/copilot/reconcile"):
+        response = client.post(path)
+        assert response.status_code == 302 and response["Location"].startswith("/models/jobs/"), path
+    response = client.post("/knowledge/dreaming/run", {"agent": "copilot"})
+    assert response["Location"].startswith("/models/jobs/")
+    assert slow_model.chat_requests() == []
+    assert ModelJob.objects.filter(state=ModelJob.QUEUED).count() == 4
+    page = client.get(response["Location"]).content.decode()
+    assert "queued" in page and 'hx-trigger="every 2s"' in page
+
+
+def test_a_job_that_is_refused_fails_with_the_reason(world, model_stub):
+    from django.utils import timezone
+
+    from curation.models import StageBCursor
+    from knowledge.llm.jobs import job_enqueue, job_run
+
+    job = job_enqueue(
+        kind="dreaming.stage_b", args={"agent": world.copilot.pk, "started_by": "x"}, actor="person:adam"
+    )
+    StageBCursor.objects.update_or_create(agent=world.copilot, defaults={"claimed_at": timezone.now()})
+    assert job_run(job.pk) == "failed"
+    job.refresh_from_db()
+    assert job.state == ModelJob.FAILED and "another stage B run" in job.error
+    assert job_run(job.pk).startswith("not claimed")  # a job runs once
+    shown = world.client("reviewer").get(f"/api/model-jobs/{job.pk}").json()
+    assert shown["state"] == "failed" and "another stage B run" in shown["error"]
+    assert world.client("copilot").get(f"/api/model-jobs/{job.pk}").status_code == 403
+    assert world.client("reviewer").get("/api/model-jobs/999999").status_code == 404
+
+
+def test_the_context_request_never_waits_on_the_history_fold(world, slow_model):
+    conversation = factory.make_conversation(world.copilot, world.general)
+    factory.post_messages(
+        world.general, [{"speaker": "ana", "text": f"Turn {i} about billing."} for i in range(8)]
+    )
+    response = world.client("copilot").post(
+        "/api/agents/copilot/context", {"conversation": conversation.pk, "q": "billing"}, format="json"
+    )
+    assert response.status_code == 200
+    assert slow_model.chat_requests() == []
+    history = next(s for s in response.json()["sections"] if s["name"] == "history")
+    assert "in the background" in history["summary"]["note"]
