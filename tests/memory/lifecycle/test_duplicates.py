@@ -30,6 +30,18 @@ def test_the_same_key_and_value_is_an_exact_duplicate(world):
     assert again.status_code == 200 and again.json()["duplicate_of"] == first.json()["id"]
 
 
+def test_the_same_text_under_another_key_is_another_fact(world):
+    """A store of key -> value items may hold one value under many keys: same text, different
+    keys is two memories; same text with no key on either side is still a duplicate."""
+    body = {"scope": "agent", "text": '{"v": 1}', "value": {"v": 1}}
+    first = world.client("copilot").post("/api/memory", {**body, "key": "ns.a.k"}, format="json")
+    other = world.client("copilot").post("/api/memory", {**body, "key": "ns.b.k"}, format="json")
+    assert first.status_code == 201 and other.status_code == 201
+    assert other.json()["id"] != first.json()["id"] and "duplicate_of" not in other.json()
+    plain = world.client("copilot").post("/api/memory", {"scope": "agent", "text": '{"v": 1}'}, format="json")
+    assert plain.status_code == 200 and plain.json()["duplicate_of"] == first.json()["id"]
+
+
 def test_a_duplicate_in_another_store_is_stored(world):
     world.client("copilot").post("/api/memory", {"scope": "shared", "text": "Same words"}, format="json")
     other = world.client("copilot").post(
