@@ -139,14 +139,20 @@ def _gap(messages, stored, boundary):
     return new, skipped
 
 
+def _stored_and_gap(conversation, messages, boundary: Message | None):
+    """The stored summary and the turns not folded into it yet (none without a boundary)."""
+    stored = ConversationSummary.objects.filter(conversation=conversation).first()
+    if boundary is None:
+        return stored, [], 0
+    new, skipped = _gap(messages, stored, boundary)
+    return stored, new, skipped
+
+
 def summary_pending(scope, messages, *, boundary: Message | None) -> ConversationSummary | None:
     """What a compilation shows while the model folds in the background: the stored summary
     with one extractive line per newer turn (not stored), and the fold queued."""
     conversation = scope.conversation
-    stored = ConversationSummary.objects.filter(conversation=conversation).first()
-    if boundary is None:
-        return stored
-    new, skipped = _gap(messages, stored, boundary)
+    stored, new, skipped = _stored_and_gap(conversation, messages, boundary)
     if not new:
         return stored
     from memory.history.tasks import summary_fold_enqueue
@@ -179,10 +185,7 @@ def summary_advance(
     none and nothing to fold). The model is called outside any transaction; the write locks the
     row and keeps a fold another compilation stored meanwhile."""
     conversation = scope.conversation
-    stored = ConversationSummary.objects.filter(conversation=conversation).first()
-    if boundary is None:
-        return stored
-    new, skipped = _gap(messages, stored, boundary)
+    stored, new, skipped = _stored_and_gap(conversation, messages, boundary)
     if not new:
         return stored
     previous = stored.text if stored is not None else ""
