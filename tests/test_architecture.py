@@ -1,0 +1,245 @@
+"""The structural promises of docs/ARCHITECTURE.md, checked by walking the source with `ast`.
+
+Each check names the offending module and line, so a failure says what to move.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("knowledge", "memory", "curation")
+MAX_LINES = 600
+
+# Where a memory row may be created or its status set: the one writer, and the two undo paths
+# that put back exactly what was (audit restore, consolidation plan revert) or an admin's
+# import of an export (rows come back in their exported state).
+MEMORY_WRITERS = (
+    "knowledge/memories/",
+    "knowledge/restore/",
+    "knowledge/portability/",
+)
+
+
+def _modules():
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if "/migrations/" in rel:
+                continue
+            yield rel, path
+
+
+def _module_name(rel):
+    parts = rel[: -len(".py")].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {_module_name(rel): (rel, path) for rel, path in _modules()}
+
+
+def _tree(path):
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def _is_type_checking(node):
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name, rel, tree):
+    """Every module of the three apps this module imports, at any depth (function bodies too)."""
+    package = name if rel.endswith("__init__.py") else name.rpartition(".")[0]
+    found = set()
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            skip.update(id(n) for n in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in MODULES else target)
+    return {m for m in found if m in MODULES and m != name}
+
+
+def _cycles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles_between_modules():
+    graph = {}
+    for name, (rel, path) in MODULES.items():
+        imported = _imports(name, rel, _tree(path))
+        # A package's __init__ importing its own children is how a package re-exports; a child
+        # importing its package's __init__ for a name is then a cycle only if __init__ does.
+        graph[name] = imported
+    cycles = _cycles(graph)
+    assert cycles == [], "import cycles:\n" + "\n".join(" ⇄ ".join(c) for c in cycles)
+
+
+def _principal_kind(node):
+    """`principal.kind`, `request.principal.kind`, `self.principal.kind`…"""
+    if not (isinstance(node, ast.Attribute) and node.attr == "kind"):
+        return False
+    value = node.value
+    if isinstance(value, ast.Name):
+        return "principal" in value.id
+    return isinstance(value, ast.Attribute) and "principal" in value.attr
+
+
+def test_only_access_compares_principal_kind():
+    found = []
+    for rel, path in _modules():
+        if rel == "knowledge/access.py":
+            continue
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Compare) and any(
+                _principal_kind(n) for n in [node.left, *node.comparators]
+            ):
+                found.append(f"{rel}:{node.lineno}")
+    assert found == [], "principal.kind compared outside knowledge/access.py:\n" + "\n".join(found)
+
+
+def _is_service(rel):
+    return rel == "knowledge/access.py" or rel.endswith("/services.py") or "/services/" in rel
+
+
+def _raised_name(exc):
+    if isinstance(exc, ast.Call):
+        exc = exc.func
+    if isinstance(exc, ast.Name):
+        return exc.id
+    if isinstance(exc, ast.Attribute):
+        return exc.attr
+    return ""
+
+
+def test_services_and_access_raise_the_domain_not_found():
+    found = []
+    for rel, path in _modules():
+        if not _is_service(rel):
+            continue
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                if _raised_name(node.exc) in ("Http404", "DoesNotExist"):
+                    found.append(f"{rel}:{node.lineno} raises {_raised_name(node.exc)}")
+            if isinstance(node, ast.Call) and _raised_name(node.func) == "get_object_or_404":
+                found.append(f"{rel}:{node.lineno} get_object_or_404")
+    assert found == [], "raise knowledge.errors.NotFound instead:\n" + "\n".join(found)
+
+
+MEMORY_NAMES = ("memory", "memories", "block", "lesson", "old", "mem")
+
+
+def _memory_receiver(node):
+    if isinstance(node, ast.Name):
+        return any(n in node.id.lower() for n in MEMORY_NAMES)
+    if isinstance(node, ast.Attribute):
+        return any(n in node.attr.lower() for n in MEMORY_NAMES)
+    return False
+
+
+def _memory_row_writes(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            # Memory(...), Memory.objects.create(...), Memory.objects.bulk_create(...)
+            if isinstance(func, ast.Name) and func.id == "Memory":
+                yield node.lineno, "Memory(...)"
+            if isinstance(func, ast.Attribute) and func.attr in ("create", "bulk_create", "update"):
+                chain = func.value
+                while isinstance(chain, (ast.Attribute, ast.Call)):
+                    chain = chain.func if isinstance(chain, ast.Call) else chain.value
+                on_memory = isinstance(chain, ast.Name) and chain.id == "Memory"
+                if on_memory and func.attr != "update":
+                    yield node.lineno, f"Memory.objects.{func.attr}"
+                if on_memory and func.attr == "update" and any(k.arg == "status" for k in node.keywords):
+                    yield node.lineno, "Memory….update(status=…)"
+            # memory.save(update_fields=[..."status"...])
+            if isinstance(func, ast.Attribute) and func.attr == "save" and _memory_receiver(func.value):
+                for k in node.keywords:
+                    if k.arg == "update_fields" and isinstance(k.value, (ast.List, ast.Tuple)):
+                        if any(isinstance(e, ast.Constant) and e.value == "status" for e in k.value.elts):
+                            yield node.lineno, "save(update_fields=[…'status'…])"
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and target.attr == "status" and _memory_receiver(target.value):
+                    yield node.lineno, f"{ast.unparse(target)} = …"
+
+
+def test_memory_rows_are_written_by_the_one_writer():
+    found = []
+    for rel, path in _modules():
+        if rel.startswith(MEMORY_WRITERS) or rel == "knowledge/models/memories.py":
+            continue
+        if "/demo/" in rel or "/management/commands/seed_demo" in rel:
+            continue
+        for line, what in _memory_row_writes(_tree(path)):
+            found.append(f"{rel}:{line} {what}")
+    assert found == [], "memory rows written outside knowledge/memories/:\n" + "\n".join(found)
+
+
+def test_every_package_with_an_api_has_serializers():
+    missing = []
+    for rel, path in _modules():
+        if path.name == "api.py" and not (path.parent / "serializers.py").exists():
+            missing.append(rel)
+    assert missing == [], "api.py without serializers.py beside it:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_no_module_over_the_size_limit(app):
+    long = []
+    for rel, path in _modules():
+        if not rel.startswith(app + "/") or "/demo/" in rel:
+            continue
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_LINES:
+            long.append(f"{rel}: {lines} lines")
+    assert long == [], f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
