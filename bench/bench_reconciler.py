@@ -172,7 +172,7 @@ def reconciler_pass(report) -> None:
     from knowledge.principals.principal import Principal
     from memory.consolidation import plan_revert
     from memory.reconciler.find import LINK_BATCH
-    from memory.reconciler.models import ReconcilerRun
+    from memory.models import ReconcilerRun
     from memory.reconciler.services import reconciler_run
 
     actor = Principal.system("bench")

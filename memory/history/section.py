@@ -24,7 +24,7 @@ from knowledge.models import Message
 from knowledge.principals.principal import Principal
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.history import summary as job
-from memory.history.models import ConversationSummary
+from memory.models import ConversationSummary
 
 DEFAULT_TURNS = 4
 MAX_TURNS = 50

@@ -11,7 +11,7 @@ from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
 from memory.consolidation import PlanConflict
 from memory.consolidation.api import ConflictSerializer, _conflict
-from memory.reconciler.models import ReconcilerRun
+from memory.models import ReconcilerRun
 
 
 class ReconcilerRunSerializer(serializers.ModelSerializer):

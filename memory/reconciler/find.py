@@ -37,11 +37,10 @@ from memory.consolidation.find import (
     find_conflicts,
     find_conflicts_across_owners,
 )
-from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
+from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan, MemoryLink
 from memory.reconciler import arbiter as arbiter_prompt
 from memory.reconciler import digest_prompt
 from memory.reconciler.dedup import close_pairs, is_same, unit_rows
-from memory.reconciler.models import MemoryLink
 
 PROMOTE_TURNS = 3
 LINK_BATCH = 2000  # new memories one pass links at most (the rest wait for the next pass)

@@ -10,8 +10,8 @@ from knowledge.models import Agent
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.consolidation import ConsolidationBusy, ConsolidationOff, consolidation_run
+from memory.models import ReconcilerRun
 from memory.reconciler.find import JOBS, reconcile_find
-from memory.reconciler.models import ReconcilerRun
 
 CREATED_BY = "system:reconciler"
 
