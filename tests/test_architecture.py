@@ -209,7 +209,11 @@ def _memory_row_writes(tree):
                             yield node.lineno, "save(update_fields=[…'status'…])"
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and target.attr == "status" and _memory_receiver(target.value):
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == "status"
+                    and _memory_receiver(target.value)
+                ):
                     yield node.lineno, f"{ast.unparse(target)} = …"
 
 

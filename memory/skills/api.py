@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from knowledge import access
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
-from memory.skills import selectors, services
+from memory.skills import outcomes, selectors, services
 from memory.skills.serializers import (
     EnableIn,
     ExperienceIn,
@@ -274,7 +274,7 @@ def outcome_collection(request):
 def outcome_report(principal, data: dict) -> tuple[dict, bool]:
     """Record a task outcome from validated `OutcomeIn` data (`services.outcome_record_request`).
     Returns the outcome and whether it was new."""
-    outcome, created = services.outcome_record_request(
+    outcome, created = outcomes.outcome_record_request(
         actor=principal,
         agent=data.get("agent"),
         skill=data["skill"],

@@ -1,6 +1,6 @@
 from django.db import transaction
 
-from knowledge.memories import memory_row_create, memory_row_revise
+from knowledge.memories.rows import memory_row_create, memory_row_revise
 from knowledge.models import Memory
 
 
