@@ -129,7 +129,7 @@ PlanListSerializer = inline_serializer(
 )
 
 
-def _conflict(exc: PlanConflict) -> Response:
+def plan_conflict_response(exc: PlanConflict) -> Response:
     return Response({"error": exc.message, **exc.extra}, status=status.HTTP_409_CONFLICT)
 
 
@@ -158,7 +158,7 @@ def consolidation_run_view(request):
             store=data.validated_data.get("scope", ""),
         )
     except PlanConflict as exc:
-        return _conflict(exc)
+        return plan_conflict_response(exc)
     return job_response(job)
 
 
@@ -235,7 +235,7 @@ def _act(request, plan_id, action, **kwargs):
     try:
         plan = action(actor=request.user, plan_id=plan_id, **kwargs)
     except PlanConflict as exc:
-        return _conflict(exc)
+        return plan_conflict_response(exc)
     return Response(PlanDetailSerializer(plan).data)
 
 
