@@ -8,6 +8,7 @@ from django.utils import timezone
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
 from memory.lifecycle import common, expiry, operate, review
+from memory.lifecycle.write import memory_write
 
 MARKER = "demo:"
 
@@ -24,7 +25,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
 
     def mem(who, owner, text, **fields):
         n[0] += 1
-        return write.memory_write(actor=who, owner=owner, text=text, event_id=f"{MARKER}{n[0]}", **fields)
+        return memory_write(actor=who, owner=owner, text=text, event_id=f"{MARKER}{n[0]}", **fields)
 
     # Active long-term memories, some with sources, one pinned.
     vpn_old = mem(
@@ -124,7 +125,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         confidence=0.8,
         category="preference",
     )
-    write.memory_write(
+    memory_write(
         actor=Principal.system("distiller"),
         owner=copilot,
         store="shared",
