@@ -286,7 +286,8 @@ def memory_write(
                     raise
                 # anti-drift refuses before activation writes anything: store the row as it is
                 reason = f"contradicts active memories {exc.conflicts_with}"
-                memory_row_insert(memory_row_state(memory, save=False, status_reason=reason), sources=sources)
+                memory_row_state(memory, save=False, status_reason=reason)
+                memory_row_insert(memory, sources=sources, reason=version_reason)
             status = memory.status
             memory_written_audit(
                 actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
