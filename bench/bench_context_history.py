@@ -23,7 +23,7 @@ from bench.textgen import TextGen, question
 from knowledge.conversations import services as messages
 from knowledge.embeddings.backlog import run_backlog
 from knowledge.principals import services
-from memory.history.models import ConversationSummary
+from memory.models import ConversationSummary
 
 MEMORIES = 2_000
 START_TURNS = 300

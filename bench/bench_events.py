@@ -15,7 +15,7 @@ from knowledge.events.services import webhook_create, webhooks_fanout
 from knowledge.models import WebhookDelivery
 from knowledge.principals import services
 from knowledge.principals.principal import Principal
-from memory.lifecycle.services import memory_write
+from memory.lifecycle.write import memory_write
 
 WRITES = 3_000
 PAGE = 100

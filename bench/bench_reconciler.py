@@ -171,8 +171,8 @@ def reconciler_pass(report) -> None:
     from knowledge.principals import services
     from knowledge.principals.principal import Principal
     from memory.consolidation import plan_revert
+    from memory.models import ReconcilerRun
     from memory.reconciler.find import LINK_BATCH
-    from memory.reconciler.models import ReconcilerRun
     from memory.reconciler.services import reconciler_run
 
     actor = Principal.system("bench")

@@ -22,7 +22,7 @@ def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
 def seed() -> None:
     from django.db import transaction
 
-    from knowledge.memories import memory_row_new
+    from knowledge.memories.rows import memory_row_new
     from knowledge.models import Memory
     from knowledge.principals import services
     from knowledge.principals.principal import Principal

@@ -15,11 +15,13 @@ from django.utils import timezone
 from curation.models import DistillerRun
 from knowledge.audit.services import audit_record
 from knowledge.llm import LIGHT, ModelError, echoes_example, fits, model_ask, reply_budget
-from knowledge.memories import memory_row_create
+from knowledge.memories.rows import memory_row_state
 from knowledge.models import Conversation, Memory, Message
 from knowledge.principals.principal import Principal
+from memory.lifecycle.activation import memory_activate
 from memory.lifecycle.activation_hooks import DISTILLER
-from memory.lifecycle.services import MemoryConflict, memory_activate, memory_written_audit
+from memory.lifecycle.conflicts import MemoryConflict
+from memory.lifecycle.write import memory_write
 
 ACTOR = Principal.system("distiller")
 STUCK_AFTER = timedelta(minutes=30)
@@ -89,16 +91,15 @@ def conversation_transcript(conversation: Conversation) -> list[dict]:
 
 
 def distilled_activate(memory: Memory) -> str:
-    """A distilled memory starts queued and passes the one activation function (route
-    distiller): it stays queued for review, or goes into force when distiller auto-activation
-    (BRAIN_DISTILLER_AUTO_ACTIVATE) is on and the gate lets it. A memory that strict anti-drift
-    refuses stays queued with the reason."""
+    """Pass a stored, queued distilled memory through the one activation function again (route
+    distiller), as `memory_write` does for a new one: it stays queued for review, or goes into
+    force when distiller auto-activation (BRAIN_DISTILLER_AUTO_ACTIVATE) is on and the gate lets
+    it. A memory that strict anti-drift refuses stays queued with the reason."""
     try:
         with transaction.atomic():
             return memory_activate(actor=ACTOR, memory=memory, route=DISTILLER)
     except MemoryConflict as exc:
-        memory.status_reason = f"contradicts active memories {exc.conflicts_with}"
-        memory.save(update_fields=["status_reason", "updated_at"])
+        memory_row_state(memory, status_reason=f"contradicts active memories {exc.conflicts_with}")
         return Memory.QUEUED
 
 
@@ -220,36 +221,32 @@ def _write(run, conversation, proposals: list[dict], *, usage_id, note: str = ""
         seen, created = set(), []
         for proposal in proposals:
             text = " ".join(proposal["text"].split())
-            if text.casefold() in seen:
+            if not text or text.casefold() in seen:
                 continue
             seen.add(text.casefold())
             tier, _ = CATEGORIES[proposal["category"]]
-            memory = memory_row_create(
+            # the write service, route distiller: queued for review, or in force where distiller
+            # auto-activation is on and the activation checks let it; one that strict anti-drift
+            # refuses stays queued with the reason
+            memory = memory_write(
+                actor=ACTOR,
                 owner=conversation.agent,
                 store=conversation.write_store,
                 text=text,
-                author_kind="distiller",
-                author_name="distiller",
-                status=Memory.QUEUED,
-                queue_reason="new",
                 sources=source,
                 tier=tier,
                 category=proposal["category"],
                 key=proposal.get("key", ""),
                 confidence=proposal.get("confidence", 0.8),
                 conversation=conversation,
-                reason=f"distilled from conversation {conversation.pk}",
-            )
-            distilled_activate(memory)
-            created.append(memory)
-            memory_written_audit(
-                actor=ACTOR,
-                memory=memory,
-                status=memory.status,
                 route=DISTILLER,
-                sources=len(source),
-                data={"conversation": conversation.pk, "author": "distiller"},
+                author_kind="distiller",
+                author_name="distiller",
+                audit_data={"conversation": conversation.pk, "author": "distiller"},
+                version_reason=f"distilled from conversation {conversation.pk}",
+                refused_stays_queued=True,
             )
+            created.append(memory)
         audit_record(
             "conversation.distilled",
             actor=ACTOR,

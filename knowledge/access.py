@@ -12,7 +12,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from knowledge.errors import Invalid, Refused
-from knowledge.fingerprints import EXTERNAL_KINDS
+from knowledge.memories.fingerprints import EXTERNAL_KINDS
 from knowledge.models import (
     Agent,
     Channel,

@@ -6,8 +6,8 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self):
-        from knowledge.memories import activation_register
-        from memory.lifecycle.services import memory_activate
+        from knowledge.memories.activation import activation_register
+        from memory.lifecycle.activation import memory_activate
         from memory.skills.restore import register
 
         register()

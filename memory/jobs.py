@@ -29,7 +29,7 @@ def consolidation_job(*, actor: dict, owner: int | None = None, store: str = "")
 
 def reconcile_job(*, actor: dict, agent: int) -> dict:
     from memory.consolidation import PlanConflict
-    from memory.reconciler.models import ReconcilerRun
+    from memory.models import ReconcilerRun
     from memory.reconciler.services import reconciler_run
 
     owner = Agent.objects.get(pk=agent)

@@ -1,6 +1,6 @@
 """django-q2 entry points for the memory app."""
 
-from memory.lifecycle.services import memory_expire_due
+from memory.lifecycle.expiry import memory_expire_due
 from memory.provenance import services as provenance
 
 

@@ -49,7 +49,7 @@ def make_conversation(agent, channel, thread=""):
 def make_memory(owner, text=None, *, store="self", actor=None, route="api_write", **fields):
     """A memory written through the real write service. By default the system actor writes it,
     so it is active at once; pass actor=Principal.for_agent(agent) for the agent's own route."""
-    from memory.lifecycle.services import memory_write
+    from memory.lifecycle.write import memory_write
 
     return memory_write(
         actor=actor or SYSTEM,
@@ -64,7 +64,7 @@ def make_memory(owner, text=None, *, store="self", actor=None, route="api_write"
 def make_queued_memory(owner, text=None, *, store="self", **fields):
     """A memory waiting for review: an untrusted agent's own write, or for a trusted agent a
     distiller proposal (auto-activation is off by default)."""
-    from memory.lifecycle.services import memory_write
+    from memory.lifecycle.write import memory_write
 
     actor, route = (SYSTEM, "distiller") if owner.trusted else (Principal.for_agent(owner), "api_write")
     return memory_write(
@@ -111,7 +111,7 @@ def make_memory_row(owner, text, *, store="shared", status="active", **fields):
     """A memory row written the way every writer writes one (knowledge.memories)."""
     from django.db import transaction
 
-    from knowledge.memories import memory_row_create
+    from knowledge.memories.rows import memory_row_create
 
     with transaction.atomic():
         return memory_row_create(

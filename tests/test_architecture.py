@@ -166,9 +166,9 @@ def test_services_and_access_raise_the_domain_not_found():
         if not _is_service(rel):
             continue
         for node in ast.walk(_tree(path)):
-            if isinstance(node, ast.Raise) and node.exc is not None:
-                if _raised_name(node.exc) in ("Http404", "DoesNotExist"):
-                    found.append(f"{rel}:{node.lineno} raises {_raised_name(node.exc)}")
+            raised = _raised_name(node.exc) if isinstance(node, ast.Raise) and node.exc else ""
+            if raised in ("Http404", "DoesNotExist"):
+                found.append(f"{rel}:{node.lineno} raises {raised}")
             if isinstance(node, ast.Call) and _raised_name(node.func) == "get_object_or_404":
                 found.append(f"{rel}:{node.lineno} get_object_or_404")
     assert found == [], "raise knowledge.errors.NotFound instead:\n" + "\n".join(found)
@@ -204,12 +204,18 @@ def _memory_row_writes(tree):
             # memory.save(update_fields=[..."status"...])
             if isinstance(func, ast.Attribute) and func.attr == "save" and _memory_receiver(func.value):
                 for k in node.keywords:
-                    if k.arg == "update_fields" and isinstance(k.value, (ast.List, ast.Tuple)):
-                        if any(isinstance(e, ast.Constant) and e.value == "status" for e in k.value.elts):
-                            yield node.lineno, "save(update_fields=[…'status'…])"
+                    fields = k.value.elts if isinstance(k.value, (ast.List, ast.Tuple)) else []
+                    if k.arg == "update_fields" and any(
+                        isinstance(e, ast.Constant) and e.value == "status" for e in fields
+                    ):
+                        yield node.lineno, "save(update_fields=[…'status'…])"
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and target.attr == "status" and _memory_receiver(target.value):
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == "status"
+                    and _memory_receiver(target.value)
+                ):
                     yield node.lineno, f"{ast.unparse(target)} = …"
 
 

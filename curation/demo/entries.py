@@ -3,6 +3,7 @@ relations, curation guides, one entry whose blocks were corrected with reasons a
 entry. Idempotent: entries that exist (deleted or not) are left alone."""
 
 from knowledge.entries import services as entries
+from knowledge.entries.guides import guide_update
 from knowledge.models import CurationGuide, Entry
 from knowledge.principals.principal import Principal
 
@@ -415,7 +416,7 @@ def seed_entries(*, agents) -> int:
         if name in created:
             entries.entry_delete(actor=person, entry_id=created[name].pk, reason=reason)
     if created and not CurationGuide.objects.filter(owner=agents["copilot"]).exists():
-        entries.guide_update(
+        guide_update(
             actor=person,
             owner=agents["copilot"],
             domain_types=["person", "organization", "project", "policy", "system", "procedure", "lesson"],

@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
-from memory.lifecycle import services
+from memory.lifecycle import common, expiry, operate, review
+from memory.lifecycle.write import memory_write
 
 MARKER = "demo:"
 
@@ -24,7 +25,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
 
     def mem(who, owner, text, **fields):
         n[0] += 1
-        return services.memory_write(actor=who, owner=owner, text=text, event_id=f"{MARKER}{n[0]}", **fields)
+        return memory_write(actor=who, owner=owner, text=text, event_id=f"{MARKER}{n[0]}", **fields)
 
     # Active long-term memories, some with sources, one pinned.
     vpn_old = mem(
@@ -44,7 +45,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         category="procedure",
         sources=[{"kind": "memory", "ref": str(vpn_old.pk)}],
     )
-    services.memory_pin(
+    operate.memory_pin(
         actor=rita,
         memory_id=mem(
             scribe_actor,
@@ -124,7 +125,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         confidence=0.8,
         category="preference",
     )
-    services.memory_write(
+    memory_write(
         actor=Principal.system("distiller"),
         owner=copilot,
         store="shared",
@@ -142,7 +143,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         store="shared",
         sources=[{"kind": "ticket", "ref": "INC-12"}],
     )
-    services.memory_requeue(
+    review.memory_requeue(
         actor=Principal.system("provenance check"),
         memory_id=requeued.pk,
         reason="re-check: its source ticket:INC-12 changed",
@@ -154,10 +155,10 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         store="shared",
         category="fact about a person",
     )
-    services.memory_requeue(
+    review.memory_requeue(
         actor=Principal.system("consolidation"),
         memory_id=merged.pk,
-        queue_reason=services.QUEUE_MERGE,
+        queue_reason=common.QUEUE_MERGE,
         reason="merged from 3 near-duplicate memories",
     )
     gated = mem(
@@ -168,18 +169,18 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         tier="procedural",
         category="procedure",
     )
-    services.memory_requeue(
+    review.memory_requeue(
         actor=Principal.system("eval gate"),
         memory_id=gated.pk,
-        queue_reason=services.QUEUE_GATE,
+        queue_reason=common.QUEUE_GATE,
         reason="eval gate: case vpn-sleep-fix regressed",
     )
 
     # Decided ones: rejected, revoked, expired, cleared.
     wrong = mem(copilot_actor, copilot, "The office Wi-Fi password is on the fridge.", store="self")
-    services.memory_reject(actor=rita, memory_id=wrong.pk, reason="not something to remember")
+    review.memory_reject(actor=rita, memory_id=wrong.pk, reason="not something to remember")
     revoked = mem(scribe_actor, scribe, "Support hours end at 16:00.", store="shared", confidence=0.6)
-    services.memory_revoke(actor=rita, memory_id=revoked.pk, reason="support hours end at 18:00 now")
+    operate.memory_revoke(actor=rita, memory_id=revoked.pk, reason="support hours end at 18:00 now")
     mem(
         scribe_actor,
         scribe,
@@ -188,7 +189,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         tier="episodic",
         now=now - datetime.timedelta(hours=80),
     )
-    services.memory_expire_due(now=now)
+    expiry.memory_expire_due(now=now)
     mem(
         copilot_actor,
         copilot,
@@ -197,7 +198,7 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
         tier="working",
         run_id="run-87",
     )
-    services.memory_clear_working(actor=copilot_actor, run_id="run-87", owner=copilot)
+    expiry.memory_clear_working(actor=copilot_actor, run_id="run-87", owner=copilot)
     # Short-term memory still alive.
     mem(
         copilot_actor,

@@ -3,7 +3,7 @@ scribe's experience with it (two task outcomes and the lessons they taught)."""
 
 from knowledge.models import Skill
 from knowledge.principals.principal import Principal
-from memory.skills import services
+from memory.skills import outcomes, services
 
 ADMIN = Principal(kind="person", name="demo-admin", role="admin")  # skills are written by people
 INSTRUCTIONS = """Write meeting notes people can act on.
@@ -38,7 +38,7 @@ def seed(*, agents) -> bool:
         ),
     ]
     for result, task, correction, lesson in lessons:
-        outcome, _ = services.outcome_record(
+        outcome, _ = outcomes.outcome_record(
             actor=as_scribe,
             agent=scribe,
             skill=skill,

@@ -24,7 +24,7 @@ from knowledge.errors import DomainError, Invalid
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Agent, Entry, Memory, Skill
 from memory.lifecycle.activation_hooks import DREAMING
-from memory.lifecycle.services import memory_write
+from memory.lifecycle.write import memory_write
 from memory.recall.memo import memo_budget_tokens, memo_update
 from memory.skills.services import lesson_add
 

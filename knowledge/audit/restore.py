@@ -28,7 +28,7 @@ from knowledge.entries.services import (
     relation_snapshot,
 )
 from knowledge.errors import Invalid, NotFound, Refused
-from knowledge.memories import memory_row_revise
+from knowledge.memories.rows import memory_row_revise
 from knowledge.models import (
     AuditEvent,
     CurationGuide,

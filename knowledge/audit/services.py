@@ -24,7 +24,8 @@ current_dreaming_run: contextvars.ContextVar[int | None] = contextvars.ContextVa
 )
 
 
-def _json_value(value):
+def json_value(value):
+    """A value as a snapshot holds it (JSON-safe; vectors left out)."""
     if isinstance(value, datetime.datetime | datetime.date):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
@@ -43,7 +44,7 @@ def snapshot(obj: models.Model, exclude: tuple[str, ...] = ("embedding",)) -> di
     for field in obj._meta.concrete_fields:
         if field.name in exclude or field.generated:
             continue
-        data[field.attname] = _json_value(getattr(obj, field.attname))
+        data[field.attname] = json_value(getattr(obj, field.attname))
     return data
 
 
@@ -123,6 +124,15 @@ def audit_revisions_sql(rows: str) -> str:
     REVISION_COLUMNS in that order (before and after as jsonb)."""
     columns = ", ".join(REVISION_COLUMNS)
     return f"INSERT INTO {Revision._meta.db_table} ({columns}) SELECT * FROM ({rows}) AS revision_rows"
+
+
+def audit_revisions_add(revisions) -> None:
+    """Add revisions to events already written (the set-wise writer's rows that are not a query):
+    `revisions` is an iterable of (event_id, object_type, object_id, before, after). One INSERT."""
+    Revision.objects.bulk_create(
+        Revision(event_id=event_id, object_type=otype, object_id=str(oid), before=before, after=after)
+        for event_id, otype, oid, before, after in revisions
+    )
 
 
 def audit_event_id_sql() -> str:

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.entries import services as entries
+from knowledge.entries.guides import guide_update
 from knowledge.entries.projection import entry_markdown
 from knowledge.entries.selectors import (
     entry_body,
@@ -309,5 +310,5 @@ def guide_detail(request, agent_name):
         raise PermissionDenied("Only admins edit curation guides; agents and Dreaming only read them.")
     data = dict(_valid(GuideInSerializer, request.data))
     expected = data.pop("version", None)
-    guide = entries.guide_update(actor=principal, owner=owner, expected_version=expected, **data)
+    guide = guide_update(actor=principal, owner=owner, expected_version=expected, **data)
     return Response(guide_out(guide))

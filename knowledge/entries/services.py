@@ -15,22 +15,32 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.conversations.services import request_embedding_run
-from knowledge.errors import Conflict, Invalid, NotFound, Refused
-from knowledge.memories import (
+
+# Callers read the limits as `services.MAX_TEXT` (serializers, material learning).
+from knowledge.entries.cleaning import MAX_BLOCKS_PER_WRITE as MAX_BLOCKS_PER_WRITE
+from knowledge.entries.cleaning import MAX_TEXT as MAX_TEXT
+from knowledge.entries.cleaning import (
+    clean_aliases,
+    clean_blocks,
+    clean_date,
+    clean_properties,
+    clean_sources,
+    clean_text,
+    clean_type,
+)
+from knowledge.errors import Conflict, Invalid, NotFound
+from knowledge.memories.activation import (
     ENTRY_BLOCK,
     entry_block_goes_active,
     memory_row_activate,
     memory_row_activate_stored,
-    memory_row_new,
-    memory_row_revise,
 )
-from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory, MemorySource
+from knowledge.memories.rows import memory_row_new, memory_row_state, memory_text_revise
+from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory
 from knowledge.principals.principal import Principal
 
 BODY_STATUSES = (Memory.ACTIVE, Memory.QUEUED)
 REMOVED_STATUS = Memory.INVALIDATED
-MAX_BLOCKS_PER_WRITE = 200
-MAX_TEXT = 20_000
 
 
 # --- snapshots (what restore puts back) ---------------------------------------------------------
@@ -52,80 +62,6 @@ def relation_snapshot(relation: EntryRelation) -> dict:
 
 def guide_snapshot(guide: CurationGuide) -> dict:
     return snapshot(guide)
-
-
-# --- input cleaning (shared by API serializers and console forms) -----------------------------
-
-
-def clean_text(value, field: str, *, max_length: int = MAX_TEXT, required: bool = True) -> str:
-    value = (value or "").strip() if isinstance(value, str | type(None)) else None
-    if value is None:
-        raise Invalid({field: ["Must be a string."]})
-    if required and not value:
-        raise Invalid({field: ["This field may not be blank."]})
-    if len(value) > max_length:
-        raise Invalid({field: [f"At most {max_length} characters."]})
-    return value
-
-
-def clean_aliases(value, field: str = "aliases") -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    if not isinstance(value, list | tuple):
-        raise Invalid({field: ["A list of names."]})
-    out = []
-    for alias in value:
-        if not isinstance(alias, str):
-            raise Invalid({field: ["Every alias must be a string."]})
-        alias = " ".join(alias.split())
-        if len(alias) > 300:
-            raise Invalid({field: ["An alias has at most 300 characters."]})
-        if alias and alias.lower() not in {a.lower() for a in out}:
-            out.append(alias)
-    if len(out) > 50:
-        raise Invalid({field: ["At most 50 aliases."]})
-    return out
-
-
-def clean_properties(value, field: str = "properties") -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise Invalid({field: ["A JSON object."]})
-    return value
-
-
-def clean_sources(value, field: str = "sources", *, required: bool = False) -> list[dict]:
-    """A list of {"kind", "ref"}; `"kind:ref"` strings are accepted too (console forms)."""
-    if value is None:
-        value = []
-    if not isinstance(value, list | tuple):
-        raise Invalid({field: ["A list of {kind, ref} sources."]})
-    out, seen = [], set()
-    for item in value:
-        if isinstance(item, str):
-            kind, _, ref = item.strip().partition(":")
-            item = {"kind": kind.strip(), "ref": ref.strip()}
-        if not isinstance(item, dict):
-            raise Invalid({field: ["Each source is {kind, ref}."]})
-        kind, ref = str(item.get("kind", "")).strip(), str(item.get("ref", "")).strip()
-        if kind not in MemorySource.KINDS:
-            raise Invalid({field: [f"Source kind must be one of {', '.join(MemorySource.KINDS)}."]})
-        if not ref or len(ref) > 300:
-            raise Invalid({field: ["Each source needs a ref of at most 300 characters."]})
-        if (kind, ref) not in seen:
-            seen.add((kind, ref))
-            out.append({"kind": kind, "ref": ref})
-    if required and not out:
-        raise Invalid({field: ["At least one evidence source is required."]})
-    return out
-
-
-def _clean_type(value) -> str:
-    value = clean_text(value, "type", max_length=64, required=False)
-    return value.lower()
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -208,33 +144,6 @@ def _new_block(actor, entry, *, text, sources, position) -> Memory:
     return memory_row_activate(actor=actor, memory=block, route=ENTRY_BLOCK, sources=sources)
 
 
-def _clean_blocks(blocks) -> list[dict]:
-    if blocks is None:
-        return []
-    if not isinstance(blocks, list | tuple):
-        raise Invalid({"blocks": ["A list of {text, sources}."]})
-    if len(blocks) > MAX_BLOCKS_PER_WRITE:
-        raise Invalid({"blocks": [f"At most {MAX_BLOCKS_PER_WRITE} blocks at once."]})
-    out = []
-    for i, block in enumerate(blocks):
-        if isinstance(block, str):
-            block = {"text": block}
-        if not isinstance(block, dict):
-            raise Invalid({"blocks": [f"Block {i}: expected {{text, sources}}."]})
-        try:
-            out.append(
-                {
-                    "text": clean_text(block.get("text"), "text"),
-                    "sources": clean_sources(block.get("sources")),
-                }
-            )
-        except Invalid as exc:
-            raise Invalid(
-                {"blocks": [f"Block {i}: {field}: {msgs[0]}" for field, msgs in exc.detail.items()]}
-            )
-    return out
-
-
 # --- entries ---------------------------------------------------------------------------------------
 
 
@@ -253,12 +162,12 @@ def entry_create(
     """Create an entry with its body blocks (in the given order) in one audited transaction."""
     fields = {
         "name": clean_text(name, "name", max_length=300),
-        "type": _clean_type(type),
+        "type": clean_type(type),
         "aliases": clean_aliases(list(aliases or [])),
         "summary": clean_text(summary, "summary", required=False),
         "properties": clean_properties(properties),
     }
-    blocks = _clean_blocks(list(blocks or []))
+    blocks = clean_blocks(list(blocks or []))
     access.check_write(actor, owner=owner, store=store)
     access.check_sources(actor, [s for b in blocks for s in b["sources"]], field="blocks")
     with transaction.atomic():
@@ -294,7 +203,7 @@ def entry_update(*, actor: Principal, entry_id: int, expected_version: int | Non
         raise Invalid({f: ["Unknown field."] for f in sorted(unknown)})
     cleaners = {
         "name": lambda v: clean_text(v, "name", max_length=300),
-        "type": _clean_type,
+        "type": clean_type,
         "aliases": clean_aliases,
         "summary": lambda v: clean_text(v, "summary", required=False),
         "properties": clean_properties,
@@ -340,8 +249,7 @@ def entry_delete(*, actor: Principal, entry_id: int, reason: str = "") -> Entry:
         block_revisions = []
         for block in blocks:
             block_before = block_snapshot(block)
-            block.status, block.status_reason = REMOVED_STATUS, "entry deleted"
-            block.save(update_fields=["status", "status_reason", "updated_at"])
+            memory_row_state(block, status=REMOVED_STATUS, status_reason="entry deleted")
             block_revisions.append(("memory", block.pk, block_before, block_snapshot(block)))
         entry.deleted_at = timezone.now()
         entry.author_kind, entry.author_name = actor.kind, actor.name
@@ -433,20 +341,18 @@ def block_correct(
                 f"(version {block.version}, you had {expected_version}). Reload and try again."
             )
         before = block_snapshot(block)
-        source_pairs = None if new_sources is None else sorted([s["kind"], s["ref"]] for s in new_sources)
-        if text == block.text and (source_pairs is None or source_pairs == before["sources"]):
-            raise Invalid({"text": ["Nothing changed: the text and sources are the same."]})
-        memory_row_revise(memory=block, text=text, reason=reason, **_author(actor))
-        if source_pairs is not None and source_pairs != before["sources"]:
-            _replace_sources(block, new_sources)
+        memory_text_revise(actor=actor, memory=block, text=text, reason=reason, sources=new_sources)
         if entry_block_goes_active(actor):
             if block.status == Memory.QUEUED:
                 # a queued block goes into force only through the one activation function
                 memory_row_activate_stored(actor=actor, memory=block, route=ENTRY_BLOCK)
         elif block.status != Memory.QUEUED:
-            block.status, block.queue_reason = Memory.QUEUED, "requeued"
-            block.status_reason = f"corrected by {actor.kind} {actor.name}; awaiting review"
-            block.save(update_fields=["status", "queue_reason", "status_reason", "updated_at"])
+            memory_row_state(
+                block,
+                status=Memory.QUEUED,
+                queue_reason="requeued",
+                status_reason=f"corrected by {actor.kind} {actor.name}; awaiting review",
+            )
         block = Memory.objects.prefetch_related("sources").get(pk=block.pk)
         _touch(entry, actor)
         event = _audit(
@@ -459,15 +365,6 @@ def block_correct(
         )
     block.audit_event = event
     return block
-
-
-def _replace_sources(memory: Memory, sources: list[dict]) -> None:
-    wanted = {(s["kind"], s["ref"]) for s in sources}
-    have = {(s.kind, s.ref): s.pk for s in MemorySource.objects.filter(memory=memory)}
-    MemorySource.objects.filter(pk__in=[pk for pair, pk in have.items() if pair not in wanted]).delete()
-    MemorySource.objects.bulk_create(
-        [MemorySource(memory=memory, kind=k, ref=r) for k, r in sorted(wanted - set(have))]
-    )
 
 
 def block_move(*, actor: Principal, entry_id: int, block_id: int, position: int) -> Memory:
@@ -512,11 +409,12 @@ def block_remove(*, actor: Principal, entry_id: int, block_id: int, reason: str 
         entry = _lock_entry(actor, entry_id)
         block = _lock_block(entry, block_id)
         before = block_snapshot(block)
-        block.status = REMOVED_STATUS
-        block.status_reason = f"removed from entry {entry.pk} by {actor.kind} {actor.name}" + (
-            f": {reason}" if reason else ""
+        memory_row_state(
+            block,
+            status=REMOVED_STATUS,
+            status_reason=f"removed from entry {entry.pk} by {actor.kind} {actor.name}"
+            + (f": {reason}" if reason else ""),
         )
-        block.save(update_fields=["status", "status_reason", "updated_at"])
         _touch(entry, actor)
         event = _audit(
             "block.removed",
@@ -573,17 +471,6 @@ def relation_target_allowed(source: Entry, target: Entry) -> bool:
     return target.owner_id == source.owner_id or not target.store.startswith(access.OWNER_ONLY_PREFIXES)
 
 
-def _clean_date(value, field):
-    if value in (None, ""):
-        return None
-    if isinstance(value, datetime.date):
-        return value
-    try:
-        return datetime.date.fromisoformat(str(value))
-    except ValueError:
-        raise Invalid({field: ["A date as YYYY-MM-DD."]})
-
-
 def relation_add(
     *,
     actor: Principal,
@@ -599,7 +486,7 @@ def relation_add(
     predicate = " ".join(clean_text(predicate, "predicate", max_length=100).split()).lower()
     sources = clean_sources(sources, required=True)
     access.check_sources(actor, sources)
-    valid_from, valid_to = _clean_date(valid_from, "valid_from"), _clean_date(valid_to, "valid_to")
+    valid_from, valid_to = clean_date(valid_from, "valid_from"), clean_date(valid_to, "valid_to")
     if valid_from and valid_to and valid_to < valid_from:
         raise Invalid({"valid_to": ["Must not be before valid_from."]})
     try:
@@ -663,74 +550,3 @@ def relation_remove(*, actor: Principal, entry_id: int, relation_id: int, reason
             data={"relation": relation_id, "target": before["target_id"]},
         )
     return event
-
-
-# --- curation guides -------------------------------------------------------------------------------
-
-
-def guide_update(
-    *,
-    actor: Principal,
-    owner: Agent,
-    domain_types=None,
-    taxonomy: str | None = None,
-    page_thresholds=None,
-    update_rules: str | None = None,
-    expected_version: int | None = None,
-) -> CurationGuide:
-    """Create or edit a principal's curation guide. Only people with the admin role may: never an
-    agent, never Dreaming. Each edit is a new version with an audited before/after."""
-    if not (actor.kind == "person" and actor.is_admin):
-        raise Refused("Only admins edit curation guides.")
-    changes = {}
-    if domain_types is not None:
-        types = clean_aliases(domain_types, "domain_types")
-        changes["domain_types"] = [t.lower() for t in types]
-    if taxonomy is not None:
-        changes["taxonomy"] = clean_text(taxonomy, "taxonomy", required=False)
-    if page_thresholds is not None:
-        if not isinstance(page_thresholds, dict) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in page_thresholds.values()
-        ):
-            raise Invalid({"page_thresholds": ["A JSON object of numbers."]})
-        changes["page_thresholds"] = page_thresholds
-    if update_rules is not None:
-        changes["update_rules"] = clean_text(update_rules, "update_rules", required=False)
-    with transaction.atomic():
-        guide = CurationGuide.objects.select_for_update().filter(owner=owner).first()
-        if guide is None:
-            guide = CurationGuide(
-                owner=owner,
-                domain_types=list(CurationGuide.DEFAULT_DOMAIN_TYPES),
-                page_thresholds=dict(CurationGuide.DEFAULT_PAGE_THRESHOLDS),
-                update_rules=CurationGuide.DEFAULT_UPDATE_RULES,
-                version=0,
-            )
-            before = None
-        else:
-            before = guide_snapshot(guide)
-        current = guide.version if before is not None else 0
-        if expected_version is not None and expected_version != current:
-            raise Conflict(
-                f"The curation guide of {owner.name} was edited by {guide.updated_by} since you opened it "
-                f"(version {current}, you had {expected_version}). Reload and try again."
-            )
-        changed = [f for f, v in changes.items() if getattr(guide, f) != v]
-        if before is not None and not changed:
-            return guide
-        for field, value in changes.items():
-            setattr(guide, field, value)
-        guide.version = current + 1
-        guide.updated_by = actor.name
-        guide.save()
-        guide.audit_event = audit_record(
-            "guide.updated" if before else "guide.created",
-            actor=actor,
-            store=CurationGuide.STORE,
-            owner=owner.name,
-            object_type="guide",
-            object_ids=[guide.pk],
-            data={"version": guide.version, "fields": changed},
-            revisions=[("guide", guide.pk, before, guide_snapshot(guide))],
-        )
-    return guide

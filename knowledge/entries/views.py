@@ -20,6 +20,7 @@ from knowledge.entries.forms import (
     GuideForm,
     RelationForm,
 )
+from knowledge.entries.guides import guide_update
 from knowledge.entries.projection import entry_markdown, render_markdown, source_url
 from knowledge.entries.selectors import (
     entry_body,
@@ -147,7 +148,7 @@ def guide_edit(request, agent_name):
             expected = data.pop("version")
             result = _call(
                 form,
-                entries.guide_update,
+                guide_update,
                 actor=request.principal,
                 owner=owner,
                 expected_version=expected,

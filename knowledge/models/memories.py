@@ -23,6 +23,7 @@ class Memory(models.Model):
         "expired",
     )
     STATUSES = [(s, s) for s in (QUEUED, ACTIVE, SUPERSEDED, REJECTED, INVALIDATED, EXPIRED)]
+    LIVE = (QUEUED, ACTIVE)  # the states a memory can still leave
     WORKING, EPISODIC, SEMANTIC, PROCEDURAL = "working", "episodic", "semantic", "procedural"
     TIERS = [(t, t) for t in (WORKING, EPISODIC, SEMANTIC, PROCEDURAL)]
     SHORT_TERM_TIERS = (WORKING, EPISODIC)
@@ -161,7 +162,7 @@ class MemoryVersion(models.Model):
 
 class MemorySource(models.Model):
     """What a memory rests on: a source reference, its fingerprint when the memory was written,
-    and its state at the last provenance check (see knowledge.fingerprints, memory.provenance)."""
+    and its state at the last provenance check (see knowledge.memories.fingerprints, memory.provenance)."""
 
     KINDS = [
         "ticket",

@@ -11,9 +11,10 @@ from memory.consolidation.common import (
     memory_state,
     merged_memories_activate,
 )
-from memory.consolidation.find import find_changes, key_terms, near_duplicate_groups, overlap
+from memory.consolidation.find import find_changes, near_duplicate_groups
 from memory.consolidation.plans import consolidation_run
 from memory.consolidation.selectors import plan_detail, plan_list
+from memory.consolidation.terms import key_terms, overlap
 
 __all__ = [
     "ConsolidationBusy",

@@ -31,7 +31,7 @@ from memory.consolidation.serializers import (
 from memory.models import ConsolidationPlan
 
 
-def _conflict(exc: PlanConflict) -> Response:
+def plan_conflict_response(exc: PlanConflict) -> Response:
     return Response({"error": exc.message, **exc.extra}, status=status.HTTP_409_CONFLICT)
 
 
@@ -60,7 +60,7 @@ def consolidation_run_view(request):
             store=data.validated_data.get("scope", ""),
         )
     except PlanConflict as exc:
-        return _conflict(exc)
+        return plan_conflict_response(exc)
     return job_response(job)
 
 
@@ -137,7 +137,7 @@ def _act(request, plan_id, action, **kwargs):
     try:
         plan = action(actor=request.user, plan_id=plan_id, **kwargs)
     except PlanConflict as exc:
-        return _conflict(exc)
+        return plan_conflict_response(exc)
     return Response(PlanDetailSerializer(plan).data)
 
 

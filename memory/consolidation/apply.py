@@ -7,8 +7,8 @@ import json
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.audit.services import audit_record, audit_revisions_sql, snapshot
-from knowledge.models import Agent, Memory, Revision
+from knowledge.audit.services import audit_record, audit_revisions_add, audit_revisions_sql, snapshot
+from knowledge.models import Agent, Memory
 from memory.consolidation.common import (
     T_GROUP,
     T_ITEM,
@@ -160,14 +160,8 @@ def _audit_by_store(action: str, *, actor, plan, stamp: str, revert: bool, merge
             "events": [events[k] for k in keys],
         },
     )
-    Revision.objects.bulk_create(
-        Revision(
-            event_id=events[(item.group.owner_id, item.group.store)],
-            object_type="memory",
-            object_id=str(item.memory_id),
-            before=before_state,
-            after=after_state,
-        )
+    audit_revisions_add(
+        (events[(item.group.owner_id, item.group.store)], "memory", item.memory_id, before_state, after_state)
         for item, before_state, after_state in merged
     )
 

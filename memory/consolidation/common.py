@@ -3,7 +3,8 @@ memories, table names, and the activation step of merged memories."""
 
 from django.db import connection
 
-from knowledge.audit.services import _json_value, snapshot
+from knowledge.audit.services import json_value, snapshot
+from knowledge.memories.rows import memory_row_state, memory_rows_state
 from knowledge.models import Memory, MemorySource, Revision
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
@@ -58,7 +59,7 @@ def _locked_snapshots(ids) -> dict[int, dict]:
     """Lock the memories and return each one's snapshot, exactly as knowledge.audit.services.snapshot
     would make it from the row (built from values(), which is much cheaper for many rows)."""
     rows = Memory.objects.select_for_update().filter(pk__in=ids).order_by("pk").values(*SNAPSHOT_FIELDS)
-    return {row["id"]: {k: _json_value(v) for k, v in row.items()} for row in rows}
+    return {row["id"]: {k: json_value(v) for k, v in row.items()} for row in rows}
 
 
 def _source_row(row: dict) -> dict:
@@ -85,8 +86,9 @@ def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, 
     review: applying a plan is a reviewer's decision, or the apply mode's), so the eval gate and
     strict anti-drift see them like any other memory. If one is held or refused, the whole apply
     fails and writes nothing — the originals must not be folded away behind a held memory."""
+    from memory.lifecycle.activation import memory_activate
     from memory.lifecycle.activation_hooks import REVIEW
-    from memory.lifecycle.services import ConflictDecisionNeeded, MemoryConflict, memory_activate
+    from memory.lifecycle.conflicts import ConflictDecisionNeeded, MemoryConflict
 
     for memory in (
         Memory.objects.select_for_update().filter(pk__in=memory_ids, status=Memory.QUEUED).order_by("pk")
@@ -105,17 +107,14 @@ def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, 
             )
         if status != Memory.ACTIVE:
             raise PlanConflict(f"merged memory #{memory.pk} was held: {memory.status_reason}")
-        memory.status_reason = f"consolidation plan #{plan.pk} applied"
-        memory.save(update_fields=["status_reason", "updated_at"])
+        memory_row_state(memory, status_reason=f"consolidation plan #{plan.pk} applied")
 
 
 def merged_memories_retire(
     *, memory_ids: list[int], plan: ConsolidationPlan, status: str, reason: str, now
 ) -> None:
     """Take a plan's merged memories out of use for good (the rows stay, for lineage)."""
-    Memory.objects.filter(pk__in=memory_ids).update(
-        status=status, queue_reason="", status_reason=reason, updated_at=now
-    )
+    memory_rows_state(memory_ids, now=now, status=status, queue_reason="", status_reason=reason)
 
 
 def _sql(sql: str, params=None, *, fetch: bool = False):

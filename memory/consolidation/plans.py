@@ -14,8 +14,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
-from knowledge.fingerprints import NEVER_CHANGES
-from knowledge.memories import memory_row_create
+from knowledge.memories.fingerprints import NEVER_CHANGES
+from knowledge.memories.rows import memory_row_create
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.settings_store import setting_get
 from memory.consolidation.apply import plan_apply
@@ -157,7 +157,7 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
                 ref=str(i),
                 fingerprint=hashlib.md5(
                     b"live"
-                ).hexdigest(),  # as knowledge.fingerprints fingerprints a live memory
+                ).hexdigest(),  # as knowledge.memories.fingerprints fingerprints a live memory
                 snapshot={"status": "live"},
             )
             for i in change.folds

@@ -8,7 +8,7 @@ from knowledge.errors import Conflict
 from knowledge.models import Conversation
 from knowledge.principals.principal import Principal
 from knowledge.signals import conversation_finished
-from memory.lifecycle.services import memory_clear_working
+from memory.lifecycle.expiry import memory_clear_working
 
 
 class AlreadyFinished(Conflict):

@@ -13,12 +13,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
+from knowledge.llm import ModelError, model_call
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import CACHE_SECONDS, setting_get
 from memory.models import EvalDataset, GateCheck
+from memory.recall.context import context_compile, context_text
+from memory.recall.scope import store_scope
 
 MAX_CASES = 20
+GATE_BUDGET_TOKENS = 2000
 SHADOW, ENFORCE, OFF = "shadow", "enforce", "off"
 
 
@@ -84,13 +88,24 @@ def gate_dataset_for(agent) -> EvalDataset | None:
 # --- the two calls per case -------------------------------------------------------------------
 
 
+def gate_context(*, agent, q: str, candidate, with_candidate: bool) -> dict:
+    """The context the agent gets for a gate case's turn in the candidate's store: the candidate
+    left out of recall (even when it is already active), or placed first in recalled memory
+    exactly as recall places a memory."""
+    return context_compile(
+        store_scope(agent, candidate.store),
+        q=q,
+        budget_tokens=GATE_BUDGET_TOKENS,
+        exclude_memory_ids=[candidate.pk],
+        include_memories=[candidate] if with_candidate else [],
+    )
+
+
 def gate_prompt(*, agent, memory: Memory, case: dict, with_memory: bool) -> list[dict]:
     """The chat messages for one case: the context compiled for the case's turn (the candidate
     left out of recall, or forced in exactly as recall places it), the earlier turns, the turn."""
-    from memory.gate.wiring import compile_context_text
-
-    system = compile_context_text(
-        agent=agent, q=case["input"]["turn"], candidate=memory, with_candidate=with_memory
+    system = context_text(
+        gate_context(agent=agent, q=case["input"]["turn"], candidate=memory, with_candidate=with_memory)
     )
     return [
         {"role": "system", "content": system},
@@ -100,9 +115,14 @@ def gate_prompt(*, agent, memory: Memory, case: dict, with_memory: bool) -> list
 
 
 def _ask(agent, messages: list[dict]) -> str:
-    from memory.gate.wiring import ask_agent
-
-    return ask_agent(agent=agent, messages=messages, purpose="gate")
+    """One governed call of the agent's own model profile; any failure means the check could
+    not run."""
+    try:
+        return model_call(
+            purpose="gate", messages=messages, agent=agent, actor=Principal.system("eval-gate")
+        ).text
+    except ModelError as exc:
+        raise GateUnavailable(exc.reason)
 
 
 # --- a check --------------------------------------------------------------------------------

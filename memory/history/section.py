@@ -16,6 +16,7 @@ instructions, memo and skills. The verbatim turns come first, newest first, each
 of that; the summary gets what is left, at most BRAIN_HISTORY_SUMMARY_TOKENS."""
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 
@@ -24,7 +25,7 @@ from knowledge.models import Message
 from knowledge.principals.principal import Principal
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.history import summary as job
-from memory.history.models import ConversationSummary
+from memory.models import ConversationSummary
 
 DEFAULT_TURNS = 4
 MAX_TURNS = 50
@@ -148,6 +149,22 @@ def _stored_and_gap(conversation, messages, boundary: Message | None):
     return stored, new, skipped
 
 
+QUEUED_KEY = "history-fold:{}"
+QUEUED_SECONDS = 300  # one queued fold per conversation at a time (a fold is idempotent anyway)
+
+
+def summary_fold_enqueue(conversation_id: int, boundary_id: int) -> None:
+    """Queue the background fold (memory.history.tasks.summary_fold) once the current
+    transaction commits, unless one is already queued."""
+    if not cache.add(QUEUED_KEY.format(conversation_id), boundary_id, QUEUED_SECONDS):
+        return
+    from django_q.tasks import async_task
+
+    transaction.on_commit(
+        lambda: async_task("memory.history.tasks.summary_fold", conversation_id, boundary_id)
+    )
+
+
 def summary_pending(scope, messages, *, boundary: Message | None) -> ConversationSummary | None:
     """What a compilation shows while the model folds in the background: the stored summary
     with one extractive line per newer turn (not stored), and the fold queued."""
@@ -155,8 +172,6 @@ def summary_pending(scope, messages, *, boundary: Message | None) -> Conversatio
     stored, new, skipped = _stored_and_gap(conversation, messages, boundary)
     if not new:
         return stored
-    from memory.history.tasks import summary_fold_enqueue
-
     summary_fold_enqueue(conversation.pk, boundary.pk)
     previous = stored.text if stored is not None else ""
     shown = ConversationSummary(

@@ -2,33 +2,17 @@
 the background (a compilation never waits for it)."""
 
 from django.core.cache import cache
-from django.db import transaction
 
 from knowledge import access
 from knowledge.models import Conversation, Message
 from knowledge.principals.principal import Principal
-
-QUEUED_KEY = "history-fold:{}"
-QUEUED_SECONDS = 300  # one queued fold per conversation at a time (a fold is idempotent anyway)
-
-
-def summary_fold_enqueue(conversation_id: int, boundary_id: int) -> None:
-    """Queue the fold once the current transaction commits, unless one is already queued."""
-    if not cache.add(QUEUED_KEY.format(conversation_id), boundary_id, QUEUED_SECONDS):
-        return
-    from django_q.tasks import async_task
-
-    transaction.on_commit(
-        lambda: async_task("memory.history.tasks.summary_fold", conversation_id, boundary_id)
-    )
+from memory.history.section import QUEUED_KEY, summary_advance
+from memory.recall.scope import RecallScope
 
 
 def summary_fold(conversation_id: int, boundary_id: int) -> str:
     """Fold the turns before `boundary_id` (the oldest verbatim turn when it was queued) into
     the conversation's summary with the light model (extractively when it fails)."""
-    from memory.history.section import summary_advance
-    from memory.recall.scope import RecallScope
-
     cache.delete(QUEUED_KEY.format(conversation_id))
     conversation = Conversation.objects.select_related("agent", "channel").filter(pk=conversation_id).first()
     boundary = Message.objects.filter(pk=boundary_id).first()

@@ -25,7 +25,7 @@ from knowledge.errors import DomainError, Invalid
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.principals.principal import Principal
 from knowledge.web import error_text
-from memory.lifecycle import services
+from memory.lifecycle import write
 
 SOURCE_PREFIX = "mem0:"
 CATEGORY = "mem0"
@@ -172,7 +172,7 @@ def _import_one(
         result.skipped += 1
         return
     try:
-        row = services.memory_write_request(
+        row = write.memory_write_request(
             actor=actor,
             scope=scope,
             text=memory.text,

@@ -1,4 +1,4 @@
-"""The pluggable decisions inside the one activation function (`memory.lifecycle.services.memory_activate`).
+"""The pluggable decisions inside the one activation function (`memory.lifecycle.activation.memory_activate`).
 
 Each hook is a small function so a later capability can replace its body without touching the
 activation function itself:
@@ -12,7 +12,7 @@ activation function itself:
 
 from dataclasses import dataclass
 
-from knowledge.memories import ENTRY_BLOCK, entry_block_goes_active
+from knowledge.memories.activation import ENTRY_BLOCK, entry_block_goes_active
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get

@@ -16,7 +16,7 @@ from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
 from knowledge.replica import safe_only
 from knowledge.schema import error_response
 from knowledge.web import no_body
-from memory.lifecycle import selectors, services
+from memory.lifecycle import expiry, operate, review, selectors, write
 from memory.lifecycle.serializers import (
     ApproveSerializer,
     KeepSerializer,
@@ -129,7 +129,7 @@ def memory_collection(request):
     principal = request.user
     if request.method == "POST":
         data = _valid(MemoryWriteSerializer, request.data, principal=principal)
-        memory = services.memory_write_request(actor=principal, **data)
+        memory = write.memory_write_request(actor=principal, **data)
         created = not getattr(memory, "duplicate_of", None)
         return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -181,7 +181,7 @@ def memory_approve(request, memory_id: int):
     if "supersedes" in data:
         supersedes = get_object_or_404(Memory, pk=data["supersedes"])
     memory = _act(
-        services.memory_approve,
+        review.memory_approve,
         actor=request.user,
         memory_id=memory_id,
         text=data.get("text"),
@@ -208,7 +208,7 @@ def memory_keep(request, memory_id: int):
     data = _valid(KeepSerializer, request.data)
     access.memory_get_for(request.user, memory_id)
     memory = _act(
-        services.memory_conflict_resolve,
+        review.memory_conflict_resolve,
         actor=request.user,
         memory_id=memory_id,
         decision=data["decision"],
@@ -228,7 +228,7 @@ def memory_keep(request, memory_id: int):
 @permission_classes([IsReviewer])
 def memory_reject(request, memory_id: int):
     data = _valid(ReasonSerializer, request.data)
-    memory = _act(services.memory_reject, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    memory = _act(review.memory_reject, actor=request.user, memory_id=memory_id, reason=data["reason"])
     return Response(_reloaded(memory))
 
 
@@ -242,7 +242,7 @@ def memory_reject(request, memory_id: int):
 @permission_classes([IsReviewer])
 @no_body
 def memory_pin(request, memory_id: int):
-    return Response(_reloaded(_act(services.memory_pin, actor=request.user, memory_id=memory_id)))
+    return Response(_reloaded(_act(operate.memory_pin, actor=request.user, memory_id=memory_id)))
 
 
 @extend_schema(
@@ -255,7 +255,7 @@ def memory_pin(request, memory_id: int):
 @permission_classes([IsReviewer])
 @no_body
 def memory_unpin(request, memory_id: int):
-    return Response(_reloaded(_act(services.memory_unpin, actor=request.user, memory_id=memory_id)))
+    return Response(_reloaded(_act(operate.memory_unpin, actor=request.user, memory_id=memory_id)))
 
 
 @extend_schema(
@@ -270,7 +270,7 @@ def memory_unpin(request, memory_id: int):
 @permission_classes([IsReviewer])
 def memory_revoke(request, memory_id: int):
     data = _valid(ReasonSerializer, request.data)
-    memory = _act(services.memory_revoke, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    memory = _act(operate.memory_revoke, actor=request.user, memory_id=memory_id, reason=data["reason"])
     return Response(_reloaded(memory))
 
 
@@ -285,7 +285,7 @@ def memory_revoke(request, memory_id: int):
 @permission_classes([IsReviewer])
 def memory_revise(request, memory_id: int):
     data = _valid(ReviseSerializer, request.data)
-    memory = _act(services.memory_revise, actor=request.user, memory_id=memory_id, **data)
+    memory = _act(operate.memory_revise, actor=request.user, memory_id=memory_id, **data)
     return Response(_reloaded(memory))
 
 
@@ -301,7 +301,7 @@ def memory_revise(request, memory_id: int):
 @permission_classes([IsReviewer])
 def memory_promote(request, memory_id: int):
     data = _valid(PromoteSerializer, request.data)
-    memory = _act(services.memory_promote, actor=request.user, memory_id=memory_id, **data)
+    memory = _act(operate.memory_promote, actor=request.user, memory_id=memory_id, **data)
     return Response(_reloaded(memory))
 
 
@@ -326,5 +326,5 @@ def run_finish(request, run_id: str):
             raise PermissionDenied("An agent may finish only its own runs.")
     elif "agent" in data:
         owner = get_object_or_404(Agent, name=data["agent"])
-    ids = services.memory_clear_working(actor=principal, run_id=run_id, owner=owner)
+    ids = expiry.memory_clear_working(actor=principal, run_id=run_id, owner=owner)
     return Response({"run_id": run_id, "cleared": len(ids), "memory_ids": ids})

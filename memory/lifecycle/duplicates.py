@@ -148,7 +148,7 @@ def same_facts(a: str, b: str) -> bool:
 
 
 def key_terms(text: str) -> frozenset[str]:
-    from memory.consolidation.find import key_terms as terms
+    from memory.consolidation.terms import key_terms as terms
 
     return terms(text)
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from knowledge import access
 from knowledge.models import Memory, MemorySource
 from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
-from memory.lifecycle.services import MAX_TEXT
+from memory.lifecycle.write import MAX_TEXT
 
 MAX_SOURCES = 50
 

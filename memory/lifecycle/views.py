@@ -16,7 +16,7 @@ from knowledge.models import Memory
 from knowledge.principals.permissions import console_principal, reviewer_required
 from knowledge.principals.views import safe_next
 from knowledge.web import error_text
-from memory.lifecycle import selectors, services
+from memory.lifecycle import common, operate, review, selectors
 from memory.lifecycle.forms import (
     ApproveForm,
     BulkReviewForm,
@@ -147,7 +147,7 @@ def review_approve(request, memory_id: int):
     return _review(
         request,
         memory_id,
-        services.memory_approve,
+        review.memory_approve,
         _approved,
         supersedes=supersedes,
         decision=data["decision"] or None,
@@ -167,7 +167,7 @@ def review_conflict_keep(request, memory_id: int):
     else:
         access.memory_get_for(request.principal, memory_id)
         try:
-            memory = services.memory_conflict_resolve(
+            memory = review.memory_conflict_resolve(
                 actor=request.principal,
                 memory_id=memory_id,
                 decision=form.cleaned_data["decision"],
@@ -196,7 +196,7 @@ def review_duplicate(request, memory_id: int):
     return _review(
         request,
         memory_id,
-        services.memory_reject_duplicate,
+        review.memory_reject_duplicate,
         f"Memory {memory_id} rejected as a duplicate of #{of}.",
         of=int(of),
     )
@@ -211,7 +211,7 @@ def review_reject(request, memory_id: int):
     return _review(
         request,
         memory_id,
-        services.memory_reject,
+        review.memory_reject,
         f"Memory {memory_id} rejected.",
         reason=form.cleaned_data["reason"],
     )
@@ -226,7 +226,7 @@ def review_edit(request, memory_id: int):
     return _review(
         request,
         memory_id,
-        services.memory_edit_and_approve,
+        review.memory_edit_and_approve,
         lambda memory: _approved(memory, edited=True),
         text=form.cleaned_data["text"],
         reason=form.cleaned_data["reason"],
@@ -242,7 +242,7 @@ def review_bulk(request):
         notice, kind = first_error(form), "error"
     else:
         data = form.cleaned_data
-        result = services.memory_review_bulk(
+        result = review.memory_review_bulk(
             actor=request.principal, memory_ids=data["ids"], action=data["action"], reason=data["reason"]
         )
         verb = "Approved" if data["action"] == "approve" else "Rejected"
@@ -346,7 +346,7 @@ def _operate(request, memory_id: int, service, done: str, **kwargs):
         service(actor=request.principal, memory_id=memory_id, **kwargs)
     except Memory.DoesNotExist:
         raise Http404(f"There is no memory {memory_id}.")
-    except (services.MemoryStateConflict, Invalid) as exc:
+    except (common.MemoryStateConflict, Invalid) as exc:
         notice, kind = error_text(exc), "error"
     return _operate_response(request, memory_id, notice, kind)
 
@@ -363,8 +363,8 @@ def _operate_response(request, memory_id: int, notice: str, kind: str):
 @require_POST
 def memory_pin(request, memory_id: int):
     if request.POST.get("action") == "unpin":
-        return _operate(request, memory_id, services.memory_unpin, "Unpinned.")
-    return _operate(request, memory_id, services.memory_pin, "Pinned.")
+        return _operate(request, memory_id, operate.memory_unpin, "Unpinned.")
+    return _operate(request, memory_id, operate.memory_pin, "Pinned.")
 
 
 @reviewer_required
@@ -373,9 +373,7 @@ def memory_revoke(request, memory_id: int):
     form = RevokeForm(request.POST)
     if not form.is_valid():
         return _operate_response(request, memory_id, first_error(form), "error")
-    return _operate(
-        request, memory_id, services.memory_revoke, "Revoked.", reason=form.cleaned_data["reason"]
-    )
+    return _operate(request, memory_id, operate.memory_revoke, "Revoked.", reason=form.cleaned_data["reason"])
 
 
 @reviewer_required
@@ -387,7 +385,7 @@ def memory_promote(request, memory_id: int):
     return _operate(
         request,
         memory_id,
-        services.memory_promote,
+        operate.memory_promote,
         "Promoted.",
         tier=form.cleaned_data["tier"] or None,
         confidence=form.cleaned_data["confidence"],
@@ -403,7 +401,7 @@ def memory_revise(request, memory_id: int):
     return _operate(
         request,
         memory_id,
-        services.memory_revise,
+        operate.memory_revise,
         "Saved as a new version.",
         text=form.cleaned_data["text"],
         reason=form.cleaned_data["reason"],

@@ -28,7 +28,7 @@ from knowledge.web import StrictCharField, StrictSerializer, api_exception_handl
 from memory.conversations.api import conversation_open, messages_post
 from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out
 from memory.conversations.services import conversation_finish
-from memory.lifecycle import services
+from memory.lifecycle import write
 from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out
 from memory.recall.api import browse_open, context_for, search_for
 from memory.recall.memo import memo_for, memo_out
@@ -112,7 +112,7 @@ def memory_search_tool(principal: Principal, args: dict) -> dict:
 
 def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = _valid(MemoryWriteSerializer, args, principal=principal)
-    return memory_out(services.memory_write_request(actor=principal, **data))
+    return memory_out(write.memory_write_request(actor=principal, **data))
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:

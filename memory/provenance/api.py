@@ -10,7 +10,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.fingerprints import EXTERNAL_KINDS, STATE_FIELDS, validate_ref
+from knowledge.memories.fingerprints import EXTERNAL_KINDS, STATE_FIELDS, validate_ref
 from knowledge.models import Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin, IsReviewer
 from knowledge.schema import error_response

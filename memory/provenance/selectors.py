@@ -1,7 +1,7 @@
 """Reads for provenance: one memory's sources with their state, and the stale list."""
 
 from knowledge import access
-from knowledge.fingerprints import EXTERNAL_KINDS, fingerprint_fields, internal_states
+from knowledge.memories.fingerprints import EXTERNAL_KINDS, fingerprint_fields, internal_states
 from knowledge.models import Memory, SourceState
 from knowledge.principals.principal import Principal
 

@@ -25,7 +25,7 @@ from knowledge.audit.services import (
     audit_record,
     audit_revisions_sql,
 )
-from knowledge.fingerprints import (
+from knowledge.memories.fingerprints import (
     EXTERNAL_KINDS,
     INTERNAL_SQL,
     MAX_STATE_BYTES,

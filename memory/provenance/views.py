@@ -12,7 +12,7 @@ from knowledge.models import Memory
 from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
 from knowledge.web import error_text
-from memory.lifecycle import services
+from memory.lifecycle import common, operate
 from memory.provenance import services as provenance
 from memory.provenance.selectors import stale_memories
 
@@ -55,13 +55,13 @@ def stale_action(request, memory_id: int):
             provenance.memory_confirm_sources(actor=request.principal, memory_id=memory.pk, reason=reason)
             done = "confirmed: its sources are re-baselined"
         elif action == "retire":
-            services.memory_revoke(actor=request.principal, memory_id=memory.pk, reason=reason)
+            operate.memory_revoke(actor=request.principal, memory_id=memory.pk, reason=reason)
             done = "retired"
         else:
             raise Http404("Unknown action.")
     except Invalid as exc:
         error = error_text(exc)
-    except services.MemoryStateConflict as exc:
+    except common.MemoryStateConflict as exc:
         error = str(exc)
     memory = Memory.objects.select_related("owner").get(pk=memory.pk)
     if request.htmx:
@@ -91,7 +91,7 @@ def source_state(request, kind: str, ref: str):
     """The stored state of an external source (ticket, KB article, record) as its owning system
     last pushed it, and the memories that cite it that the reader may see. A source never
     pushed is shown as untracked: no change of it can be seen."""
-    from knowledge.fingerprints import EXTERNAL_KINDS
+    from knowledge.memories.fingerprints import EXTERNAL_KINDS
     from knowledge.models import SourceState
 
     if kind not in EXTERNAL_KINDS:

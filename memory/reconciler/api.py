@@ -10,7 +10,7 @@ from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
 from memory.consolidation import PlanConflict
-from memory.consolidation.api import _conflict
+from memory.consolidation.api import plan_conflict_response
 from memory.consolidation.serializers import ConflictSerializer
 
 
@@ -36,7 +36,7 @@ def reconcile_view(request, agent: str):
     try:
         job = reconcile_enqueue(actor=request.user, agent=owner)
     except PlanConflict as exc:
-        return _conflict(exc)
+        return plan_conflict_response(exc)
     return job_response(job)
 
 

@@ -30,18 +30,12 @@ from django.utils import timezone
 
 from knowledge.models import Conversation, Memory, MessageVector
 from knowledge.tokens import count_tokens
-from memory.consolidation.find import (
-    Change,
-    Findings,
-    ModelGate,
-    find_conflicts,
-    find_conflicts_across_owners,
-)
-from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
+from memory.consolidation.find import Change, Findings, find_conflicts, find_conflicts_across_owners
+from memory.consolidation.model import ModelGate
+from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan, MemoryLink
 from memory.reconciler import arbiter as arbiter_prompt
 from memory.reconciler import digest_prompt
 from memory.reconciler.dedup import close_pairs, is_same, unit_rows
-from memory.reconciler.models import MemoryLink
 
 PROMOTE_TURNS = 3
 LINK_BATCH = 2000  # new memories one pass links at most (the rest wait for the next pass)
@@ -174,7 +168,7 @@ def find_vector_duplicates(findings: Findings, *, owner_id: int, theta: float, s
 
 
 def _md5(text: str) -> str:
-    """The fingerprint knowledge.fingerprints computes for a message text or a memory's state."""
+    """The fingerprint knowledge.memories.fingerprints computes for a message text or a memory's state."""
     return hashlib.md5(text.encode()).hexdigest()
 
 
@@ -184,7 +178,7 @@ def _turn_of(memory_row) -> tuple:
 
 
 def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> None:
-    from memory.lifecycle.services import anti_drift_conflicts
+    from memory.lifecycle.conflicts import anti_drift_conflicts
 
     used = findings.used()
     candidates = [

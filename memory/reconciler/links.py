@@ -5,7 +5,7 @@ transaction."""
 
 from django.db import connection
 
-from memory.reconciler.models import MemoryLink
+from memory.models import MemoryLink
 
 T_LINK = MemoryLink._meta.db_table
 

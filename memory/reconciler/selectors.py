@@ -7,7 +7,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from knowledge.models import Agent, Memory, Message
-from memory.reconciler.models import MemoryLink, ReconcilerRun
+from memory.models import MemoryLink, ReconcilerRun
 
 
 def last_run(agent: Agent) -> ReconcilerRun | None:

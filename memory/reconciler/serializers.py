@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from memory.reconciler.models import ReconcilerRun
+from memory.models import ReconcilerRun
 
 
 class ReconcilerRunSerializer(serializers.ModelSerializer):

@@ -10,8 +10,8 @@ from knowledge.models import Agent
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.consolidation import ConsolidationBusy, ConsolidationOff, consolidation_run
+from memory.models import ReconcilerRun
 from memory.reconciler.find import JOBS, reconcile_find
-from memory.reconciler.models import ReconcilerRun
 
 CREATED_BY = "system:reconciler"
 
@@ -82,7 +82,7 @@ def reconciler_decay_due(*, actor: Principal | None = None, now=None) -> int:
     conversation past their expiry, so they are summarised rather than dropped. With
     consolidation off (or another plan running) they simply expire. Returns the runs made."""
     from knowledge.models import Memory
-    from memory.lifecycle.services import _in_open_plans
+    from memory.lifecycle.expiry import memories_in_open_plans as _in_open_plans
 
     actor = actor or Principal.system("reconciler")
     now = now or timezone.now()

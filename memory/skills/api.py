@@ -12,6 +12,7 @@ from knowledge import access
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from memory.skills import selectors, services
+from memory.skills.outcomes import outcome_record_request
 from memory.skills.serializers import (
     EnableIn,
     ExperienceIn,
@@ -272,9 +273,9 @@ def outcome_collection(request):
 
 
 def outcome_report(principal, data: dict) -> tuple[dict, bool]:
-    """Record a task outcome from validated `OutcomeIn` data (`services.outcome_record_request`).
+    """Record a task outcome from validated `OutcomeIn` data (`outcomes.outcome_record_request`).
     Returns the outcome and whether it was new."""
-    outcome, created = services.outcome_record_request(
+    outcome, created = outcome_record_request(
         actor=principal,
         agent=data.get("agent"),
         skill=data["skill"],

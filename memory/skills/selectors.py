@@ -2,16 +2,28 @@
 followed by its overlay, within the overlay budget), the skills section of compiled context,
 the Skill experience summary, task outcomes, overlays over budget."""
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q
 
 from knowledge.errors import NotFound
 from knowledge.models import Agent, AgentSkill, Memory, Skill, TaskOutcome
 from knowledge.tokens import count_tokens, truncate_to_tokens
-from memory.lifecycle.services import LIVE
-from memory.skills.services import lesson_line, lesson_tokens, overlay_budget_tokens
 
 EXPERIENCE_HEADER = "Experience:"
+
+
+def overlay_budget_tokens() -> int:
+    return int(settings.BRAIN_OVERLAY_BUDGET_TOKENS)
+
+
+def lesson_line(text: str) -> str:
+    """How a lesson is rendered in the overlay (and counted against its budget)."""
+    return f"- {text}"
+
+
+def lesson_tokens(text: str) -> int:
+    return count_tokens(lesson_line(text))
 
 
 def skill_list():
@@ -237,7 +249,7 @@ def outcome_list(*, agent: Agent | None = None, skill: Skill | None = None):
 def overlay_sizes(*, owner: Agent | None = None) -> dict[tuple[int, int], dict]:
     """{(agent id, skill id): {"active", "queued", "tokens"}} over live lessons, in one query
     (tokens of the active lessons, as context counts them)."""
-    qs = Memory.objects.filter(skill__isnull=False, status__in=LIVE)
+    qs = Memory.objects.filter(skill__isnull=False, status__in=Memory.LIVE)
     if owner is not None:
         qs = qs.filter(owner=owner)
     sizes: dict[tuple[int, int], dict] = {}

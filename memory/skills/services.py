@@ -2,7 +2,7 @@
 
 A lesson is a `procedural` memory (category `lesson`) owned by the agent, in its `self` store,
 attached to one skill (`Memory.skill`, ordered by `position`). New lessons — and revisions,
-which supersede the lesson they revise — are written by `memory.lifecycle.services.memory_write`, so they
+which supersede the lesson they revise — are written by `memory.lifecycle.write.memory_write`, so they
 pass the one activation function (review for untrusted agents, the eval gate, supersession) and
 get their provenance recorded like any memory. People's edits and removals are audited with
 before/after revisions, so the Audit tab restores them.
@@ -14,7 +14,6 @@ duplicate slips past the near-duplicate check, no two new lessons take one posit
 import re
 
 import numpy as np
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -22,12 +21,12 @@ from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.entries.services import block_snapshot
 from knowledge.errors import Conflict, Invalid, NotFound, Refused
-from knowledge.memories import memory_row_revise
+from knowledge.memories.rows import memory_row_state, memory_text_revise
 from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, Skill, TaskOutcome
 from knowledge.principals.principal import Principal
-from knowledge.tokens import count_tokens
 from memory.lifecycle.activation_hooks import API_WRITE
-from memory.lifecycle.services import LIVE, memory_write
+from memory.lifecycle.write import memory_write
+from memory.skills.selectors import lesson_tokens, overlay_budget_tokens
 
 LESSON_CATEGORY = "lesson"
 LESSON_STORE = access.SELF
@@ -55,19 +54,6 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 NEAR_COSINE = 0.75
 NEAR_OVERLAP = 0.52
 SAME_COSINE = 0.92
-
-
-def overlay_budget_tokens() -> int:
-    return int(settings.BRAIN_OVERLAY_BUDGET_TOKENS)
-
-
-def lesson_line(text: str) -> str:
-    """How a lesson is rendered in the overlay (and counted against its budget)."""
-    return f"- {text}"
-
-
-def lesson_tokens(text: str) -> int:
-    return count_tokens(lesson_line(text))
 
 
 # --- input cleaning ----------------------------------------------------------------------------
@@ -205,130 +191,6 @@ def skill_enable(*, actor: Principal, agent: Agent, skill: Skill, enabled: bool)
     return link
 
 
-# --- task outcomes -------------------------------------------------------------------------------
-
-
-def _clean_steps(steps) -> list[str]:
-    if steps is None:
-        return []
-    if not isinstance(steps, list | tuple):
-        raise Invalid({"steps": "A list of short texts."})
-    if len(steps) > MAX_STEPS:
-        raise Invalid({"steps": f"At most {MAX_STEPS} steps."})
-    out = []
-    for step in steps:
-        if not isinstance(step, str) or not step.strip():
-            raise Invalid({"steps": "Every step is a non-empty string."})
-        if len(step) > MAX_STEP:
-            raise Invalid({"steps": f"A step has at most {MAX_STEP} characters."})
-        out.append(step.strip())
-    return out
-
-
-def _clean_correction(correction) -> dict | None:
-    if correction in (None, {}):
-        return None
-    if not isinstance(correction, dict) or set(correction) - {"text", "by"}:
-        raise Invalid({"correction": "An object {text, by}: what a person corrected, and who."})
-    return {
-        "text": clean_text(correction.get("text"), "correction", max_length=MAX_CORRECTION),
-        "by": clean_text(correction.get("by"), "correction", max_length=150, required=False),
-    }
-
-
-def outcome_record_request(
-    *,
-    actor: Principal,
-    skill: str,
-    agent: str | None = None,
-    conversation: int | None = None,
-    **fields,
-) -> tuple[TaskOutcome, bool]:
-    """outcome_record for a caller that names things (the API, MCP): the agent by name (an agent
-    token reports for itself by default), the skill by name, the conversation by id (one of the
-    agent's). Every unknown name is reported at once (Invalid)."""
-    from memory.skills.selectors import skill_list
-
-    errors = {}
-    agent_row = None
-    if agent is None:
-        if actor.kind == "agent":
-            agent_row = actor.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    else:
-        agent_row = Agent.objects.filter(name=agent).first()
-        if agent_row is None:
-            errors["agent"] = [f"There is no agent named {agent}."]
-    skill_row = skill_list().filter(name=skill).first()
-    if skill_row is None:
-        errors["skill"] = [f"There is no skill named {skill}."]
-    conversation_row = None
-    if conversation is not None:
-        conversation_row = Conversation.objects.filter(pk=conversation).first()
-        if conversation_row is None or (agent_row is not None and conversation_row.agent_id != agent_row.pk):
-            errors["conversation"] = [f"No conversation {conversation} of this agent."]
-    if errors:
-        raise Invalid(errors)
-    return outcome_record(
-        actor=actor, agent=agent_row, skill=skill_row, conversation=conversation_row, **fields
-    )
-
-
-def outcome_record(
-    *,
-    actor: Principal,
-    agent: Agent,
-    skill: Skill,
-    task: str,
-    result: str,
-    conversation: Conversation | None = None,
-    steps=None,
-    correction=None,
-    external_id: str = "",
-) -> tuple[TaskOutcome, bool]:
-    """Record how a task went (evidence of the task, never of whether an answer was right).
-    Idempotent by `external_id` per agent: sending it again returns the stored outcome and
-    writes nothing. Returns (outcome, created)."""
-    access.check_write(actor, owner=agent, store=LESSON_STORE)
-    task = clean_text(task, "task", max_length=MAX_TASK)
-    if result not in dict(TaskOutcome.RESULTS):
-        raise Invalid({"result": "One of success, failure, recovered, corrected."})
-    steps = _clean_steps(steps)
-    correction = _clean_correction(correction)
-    external_id = clean_text(external_id, "external_id", max_length=MAX_EXTERNAL_ID, required=False)
-    if conversation is not None and conversation.agent_id != agent.pk:
-        raise Invalid({"conversation": f"Conversation {conversation.pk} is not {agent.name}'s."})
-    if external_id:
-        found = TaskOutcome.objects.filter(agent=agent, external_id=external_id).first()
-        if found is not None:
-            return found, False
-    try:
-        with transaction.atomic():
-            outcome = TaskOutcome.objects.create(
-                agent=agent,
-                skill=skill,
-                conversation=conversation,
-                task=task,
-                result=result,
-                steps=steps,
-                correction=correction,
-                external_id=external_id,
-            )
-            audit_record(
-                "task_outcome.recorded",
-                actor=actor,
-                store=LESSON_STORE,
-                owner=agent.name,
-                object_type="task_outcome",
-                object_ids=[outcome.pk],
-                data={"skill": skill.name, "result": result, "external_id": external_id},
-            )
-    except IntegrityError:  # the same external_id arrived twice at once: the other one won
-        return TaskOutcome.objects.get(agent=agent, external_id=external_id), False
-    return outcome, True
-
-
 # --- lessons ---------------------------------------------------------------------------------------
 
 
@@ -342,7 +204,7 @@ def _touch(link: AgentSkill, actor: Principal, change: str, *, by: str = "") -> 
     link.save(update_fields=["overlay_change", "overlay_changed_at", "overlay_changed_by", "updated_at"])
 
 
-def overlay_lessons(agent: Agent, skill: Skill, *, statuses=LIVE, lock: bool = False) -> list[Memory]:
+def overlay_lessons(agent: Agent, skill: Skill, *, statuses=Memory.LIVE, lock: bool = False) -> list[Memory]:
     qs = Memory.objects.filter(owner=agent, skill=skill, status__in=statuses).order_by("position", "id")
     if lock:
         qs = qs.select_for_update(of=("self",))
@@ -356,7 +218,7 @@ def _clean_sources(sources, *, agent: Agent) -> list[dict]:
         raise Invalid({"sources": "At least one source: a task outcome, message or conversation."})
     if len(sources) > MAX_SOURCES:
         raise Invalid({"sources": f"At most {MAX_SOURCES} sources."})
-    from knowledge.fingerprints import validate_ref
+    from knowledge.memories.fingerprints import validate_ref
 
     out, seen = [], set()
     for item in sources:
@@ -404,7 +266,7 @@ def near_duplicate(text: str, lessons: list[Memory]) -> tuple[Memory | None, obj
     """The first lesson of `lessons` that `text` nearly repeats (see NEAR_COSINE), and the
     vector of `text` (None when embeddings are off), so the new lesson is stored with it."""
     from knowledge.embeddings import embedder as embeddings
-    from memory.consolidation.find import key_terms, overlap
+    from memory.consolidation.terms import key_terms, overlap
 
     terms = key_terms(text)
     for lesson in lessons:
@@ -532,7 +394,7 @@ def _lock_lesson(lesson_id: int) -> Memory:
         Memory.objects.select_for_update(of=("self",))
         .select_related("owner", "skill")
         .prefetch_related("sources")
-        .filter(pk=lesson_id, skill__isnull=False, status__in=LIVE)
+        .filter(pk=lesson_id, skill__isnull=False, status__in=Memory.LIVE)
         .first()
     )
     if lesson is None:
@@ -568,8 +430,6 @@ def lesson_edit(*, actor: Principal, lesson_id: int, text: str, reason: str) -> 
             raise NotFound(f"There is no live lesson {lesson_id}.", lesson=lesson_id)
         link = _lock_link(probe.owner, probe.skill)
         lesson = _lock_lesson(lesson_id)
-        if text == lesson.text:
-            raise Invalid({"text": "Nothing changed: the text is the same."})
         others = [m for m in overlay_lessons(lesson.owner, lesson.skill) if m.pk != lesson.pk]
         used = sum(lesson_tokens(m.text) for m in others) + lesson_tokens(text)
         if used > overlay_budget_tokens():
@@ -579,10 +439,7 @@ def lesson_edit(*, actor: Principal, lesson_id: int, text: str, reason: str) -> 
                 }
             )
         before = block_snapshot(lesson)
-        from_version = lesson.version
-        memory_row_revise(
-            memory=lesson, text=text, author_kind=actor.kind, author_name=actor.name, reason=reason
-        )
+        from_version = memory_text_revise(actor=actor, memory=lesson, text=text, reason=reason)
         _lesson_audit(
             "lesson.edited",
             actor=actor,
@@ -615,11 +472,13 @@ def lesson_remove(*, actor: Principal, lesson_id: int, reason: str) -> Memory:
         link = _lock_link(probe.owner, probe.skill)
         lesson = _lock_lesson(lesson_id)
         before = block_snapshot(lesson)
-        lesson.status, lesson.queue_reason = Memory.INVALIDATED, ""
-        lesson.status_reason = f"removed from the overlay by {_author(actor)}: {reason}"
-        if lesson.valid_to is None:
-            lesson.valid_to = timezone.now()
-        lesson.save(update_fields=["status", "queue_reason", "status_reason", "valid_to", "updated_at"])
+        memory_row_state(
+            lesson,
+            status=Memory.INVALIDATED,
+            queue_reason="",
+            status_reason=f"removed from the overlay by {_author(actor)}: {reason}",
+            valid_to=lesson.valid_to or timezone.now(),
+        )
         _lesson_audit("lesson.removed", actor=actor, lesson=lesson, before=before, reason=reason)
         if link is not None:
             _touch(link, actor, "lesson removed")
@@ -667,7 +526,7 @@ def lesson_reorder(*, actor: Principal, agent: Agent, skill: Skill, order) -> li
 def lesson_move(*, actor: Principal, lesson_id: int, offset: int) -> list[Memory]:
     """Move one lesson up (offset -1) or down (+1) in its overlay (the console's buttons)."""
     lesson = (
-        Memory.objects.filter(pk=lesson_id, skill__isnull=False, status__in=LIVE)
+        Memory.objects.filter(pk=lesson_id, skill__isnull=False, status__in=Memory.LIVE)
         .select_related("owner", "skill")
         .first()
     )

@@ -11,7 +11,6 @@ from knowledge.errors import DomainError
 from knowledge.models import Agent, AgentSkill, Memory
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.web import error_text
-from memory.lifecycle.services import LIVE
 from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm
 
@@ -91,7 +90,7 @@ def agent_skills(request, name):
         }
         for skill in selectors.skill_list()
     ]
-    context = {"agent": agent, "rows": rows, "budget": services.overlay_budget_tokens()}
+    context = {"agent": agent, "rows": rows, "budget": selectors.overlay_budget_tokens()}
     return render(request, "memory/skills/agent_skills.html", context)
 
 
@@ -107,15 +106,15 @@ def skill_toggle(request, name, skill):
 
 
 def _overlay_context(agent, skill, **extra) -> dict:
-    lessons = selectors.overlay(agent, skill, statuses=LIVE)
+    lessons = selectors.overlay(agent, skill, statuses=Memory.LIVE)
     link = AgentSkill.objects.filter(agent=agent, skill=skill).first()
     return {
         "agent": agent,
         "skill": skill,
         "link": link,
         "lessons": lessons,
-        "active_tokens": sum(services.lesson_tokens(m.text) for m in lessons if m.status == Memory.ACTIVE),
-        "budget": services.overlay_budget_tokens(),
+        "active_tokens": sum(selectors.lesson_tokens(m.text) for m in lessons if m.status == Memory.ACTIVE),
+        "budget": selectors.overlay_budget_tokens(),
         "outcomes": selectors.outcome_list(agent=agent, skill=skill)[:20],
         **extra,
     }

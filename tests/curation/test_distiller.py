@@ -150,3 +150,31 @@ def test_finishing_a_conversation_starts_the_distiller(
         conversation_finished.send(sender=Conversation, conversation=finished)
     assert DistillerRun.objects.get(conversation=finished).state == DistillerRun.DONE
     assert Memory.objects.filter(conversation=finished).count() == 2
+
+
+def test_a_distilled_memory_strict_anti_drift_refuses_stays_queued_with_the_reason(
+    world, finished, model_stub, settings
+):
+    """The distiller writes through memory_write (route distiller); a proposal that contradicts
+    a confident semantic memory is kept in the queue, not lost, and nothing else is retired."""
+    settings.BRAIN_DISTILLER_AUTO_ACTIVATE = True
+    settings.BRAIN_STRICT_ANTI_DRIFT = True
+    fact = factory.make_memory(
+        world.copilot,
+        "Alice prefers phone calls",
+        store=finished.write_store,
+        key="alice.contact",
+        value="phone",
+        confidence=0.95,
+    )
+    model_stub.reply_json(
+        {"memories": [{"text": "Alice prefers e-mail", "category": "preference", "key": "alice.contact"}]}
+    )
+    distill_conversation(finished.pk)
+    memory = Memory.objects.get(conversation=finished)
+    assert (memory.status, memory.queue_reason) == (Memory.QUEUED, "new")
+    assert memory.status_reason == f"contradicts active memories [{fact.pk}]"
+    assert memory.versions.get().reason == f"distilled from conversation {finished.pk}"
+    assert Memory.objects.get(pk=fact.pk).status == Memory.ACTIVE
+    written = AuditEvent.objects.get(action="memory.written", object_ids=[str(memory.pk)])
+    assert (written.data["route"], written.data["status"]) == ("distiller", "queued")

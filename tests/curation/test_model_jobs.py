@@ -17,7 +17,7 @@ from curation.models import DistillerRun, DreamingRun, StageBCursor
 from knowledge.llm import model_profile_save
 from knowledge.llm.wire import portable, portable_problems
 from knowledge.models import Conversation, Entry, Memory, ModelUsage
-from memory.consolidation import find as consolidation_find
+from memory.consolidation import model as consolidation_model
 from memory.consolidation.rules import merge_breach, summary_breach
 from memory.history import summary as history_summary
 from memory.reconciler import arbiter, digest_prompt
@@ -30,7 +30,7 @@ JOB_SCHEMAS = {
     "stage B scan": stage_b.SCAN_SCHEMA,
     "stage B propose": stage_b.PROPOSE_SCHEMA,
     "materials": material_learn.SCHEMA,
-    "consolidation merge/summary": consolidation_find.TEXT_SCHEMA,
+    "consolidation merge/summary": consolidation_model.TEXT_SCHEMA,
     "reconciler arbiter": arbiter.schema([3, 5]),
     "reconciler digest": digest_prompt.SCHEMA,
     "history summary": history_summary.SCHEMA,
@@ -48,7 +48,7 @@ def test_every_jobs_wire_schema_is_in_the_portable_subset(job):
 
 def test_the_consolidation_arbiters_schema_is_portable_too():
     members = [3, 5]
-    model = consolidation_find.ModelGate.__new__(consolidation_find.ModelGate)
+    model = consolidation_model.ModelGate.__new__(consolidation_model.ModelGate)
     captured = {}
 
     def ask(**kwargs):
@@ -220,7 +220,7 @@ def test_a_merge_of_garbage_is_refused():
 
 def test_a_merge_that_is_the_prompts_placeholder_is_refused():
     assert "the prompt's example" in merge_breach(
-        "The merged statement", ORIGINALS, examples=consolidation_find.EXAMPLES
+        "The merged statement", ORIGINALS, examples=consolidation_model.EXAMPLES
     )
 
 

@@ -17,6 +17,7 @@ from knowledge.models import Entry, EntryRelation, Memory, MemorySource
 from knowledge.principals.principal import Principal
 from memory.mcp import tools
 from memory.provenance.services import provenance_check
+from memory.skills import outcomes
 from memory.skills import services as skills
 from tests import factory
 
@@ -38,7 +39,7 @@ def private(world):
     skill = skills.skill_create(actor=ADMIN, name="triage", title="Triage", instructions="Ask first.")
     skills.skill_enable(actor=ADMIN, agent=world.copilot, skill=skill, enabled=True)
     skills.skill_enable(actor=ADMIN, agent=world.scribe, skill=skill, enabled=True)
-    outcome, _ = skills.outcome_record(
+    outcome, _ = outcomes.outcome_record(
         actor=ADMIN, agent=world.copilot, skill=skill, task="reset the PIN", result="success"
     )
     memory = factory.make_memory(world.copilot, "copilot's own note", store="self")
@@ -219,7 +220,7 @@ def test_the_console_block_form_of_a_reviewer_cites_anything_and_shows_its_prove
 
 @pytest.mark.parametrize("kind", ["memory", "material", "entry"])
 def test_a_lesson_cites_beside_its_evidence_only_readable_sources(world, private, kind):
-    own_outcome, _ = skills.outcome_record(
+    own_outcome, _ = outcomes.outcome_record(
         actor=ADMIN, agent=world.scribe, skill=private["skill"], task="sort tickets", result="success"
     )
     sources = [{"kind": "task_outcome", "ref": str(own_outcome.pk)}, {"kind": kind, "ref": private[kind]}]
@@ -239,7 +240,7 @@ def test_a_lesson_revises_only_a_lesson_of_the_writers_own_overlay(world, privat
         text="Ask for the ticket number first.",
         sources=[{"kind": "task_outcome", "ref": private["task_outcome"]}],
     )
-    own_outcome, _ = skills.outcome_record(
+    own_outcome, _ = outcomes.outcome_record(
         actor=ADMIN, agent=world.scribe, skill=private["skill"], task="sort tickets", result="success"
     )
     body = {

@@ -150,8 +150,8 @@ def test_consolidation_merge(world, real_model, summary):
 
 
 def test_history_summary(world, real_model, summary):
-    from memory.history.models import ConversationSummary
     from memory.history.tasks import summary_fold
+    from memory.models import ConversationSummary
 
     conversation = factory.make_conversation(world.copilot, world.general)
     factory.post_messages(

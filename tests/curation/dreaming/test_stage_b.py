@@ -347,7 +347,8 @@ def test_a_revision_may_not_move_validity_and_the_guide_is_not_an_operation(open
 
 @pytest.fixture
 def skilled(world):
-    from memory.skills.services import outcome_record, skill_create, skill_enable
+    from memory.skills.outcomes import outcome_record
+    from memory.skills.services import skill_create, skill_enable
 
     skill = skill_create(actor=PERSON, name="triage", title="Ticket triage")
     skill_enable(actor=PERSON, agent=world.copilot, skill=skill, enabled=True)
@@ -389,7 +390,7 @@ def test_lessons_come_from_corrections_not_plain_successes_and_revise_their_twin
     (first,) = Memory.objects.filter(skill=world.skill, status=Memory.ACTIVE)
     assert (first.author_kind, first.tier) == ("dreaming", Memory.PROCEDURAL)
     # A later run proposing nearly the same lesson revises it instead of appending.
-    from memory.skills.services import outcome_record
+    from memory.skills.outcomes import outcome_record
 
     again, _ = outcome_record(
         actor=PERSON,

@@ -5,6 +5,7 @@ import pytest
 
 from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.entries import services as entries
+from knowledge.entries.guides import guide_update
 from knowledge.errors import Refused as PermissionDenied
 from knowledge.models import AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Setting
 from knowledge.principals.principal import Principal
@@ -266,8 +267,8 @@ def test_settings_and_guides_restore_through_the_same_mechanism(world):
     assert setting_get("BRAIN_MEMORY_INVALIDATION") == "flag"
     assert Setting.objects.get(name="BRAIN_MEMORY_INVALIDATION").value == "flag"
 
-    guide = entries.guide_update(actor=ADMIN, owner=world.copilot, taxonomy="people; systems")
-    guide = entries.guide_update(actor=ADMIN, owner=world.copilot, taxonomy="people; systems; policies")
+    guide = guide_update(actor=ADMIN, owner=world.copilot, taxonomy="people; systems")
+    guide = guide_update(actor=ADMIN, owner=world.copilot, taxonomy="people; systems; policies")
     audit_restore(actor=ADMIN, event_ids=[guide.audit_event.pk])
     guide = CurationGuide.objects.get(owner=world.copilot)
     assert guide.taxonomy == "people; systems" and guide.version == 3

@@ -12,7 +12,7 @@ from django.test import override_settings
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import backlog_counts, coverage, run_backlog
 from knowledge.embeddings.tasks import embedding_backlog_run
-from knowledge.memories import memory_row_revise
+from knowledge.memories.rows import memory_row_revise
 from knowledge.models import Memory, Message, MessageVector
 from tests import factory
 

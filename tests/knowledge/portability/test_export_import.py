@@ -8,7 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from knowledge.entries.services import guide_update, relation_add
+from knowledge.entries.guides import guide_update
+from knowledge.entries.services import relation_add
 from knowledge.errors import Invalid
 from knowledge.models import (
     Agent,
@@ -25,7 +26,7 @@ from knowledge.models import (
 )
 from knowledge.portability.services import agent_export, agent_import
 from knowledge.principals.principal import Principal
-from memory.lifecycle.services import memory_revise
+from memory.lifecycle.operate import memory_revise
 from memory.recall.memo import memo_update
 from memory.skills import services as skills
 from tests import factory

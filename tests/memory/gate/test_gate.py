@@ -5,7 +5,7 @@ import pytest
 from knowledge.models import AuditEvent, Memory, ModelUsage
 from knowledge.principals import services
 from memory.gate.datasets import dataset_create
-from memory.gate.wiring import gate_context
+from memory.gate.services import gate_context
 from memory.models import GateCheck
 from memory.recall.context import context_text
 from memory.tasks import gate_run_pending

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory.history.models import ConversationSummary
 from memory.history.summary import extractive_fold
+from memory.models import ConversationSummary
 from tests import factory
 
 pytestmark = pytest.mark.django_db

@@ -377,3 +377,12 @@ def test_a_reviewer_revises_an_active_memory_and_the_history_keeps_both(world):
     assert (body["status"], body["version"]) == ("active", 2)
     versions = world.client("reviewer").get(f"/api/memory/{memory.pk}").json()["versions"]
     assert [v["text"] for v in versions] == ["Support hours end at 18:00.", "Support hours end at 16:00."]
+
+
+def test_revising_a_memory_to_the_text_it_has_is_refused_as_nothing_changed(world):
+    memory = factory.make_memory(world.copilot, "Support hours end at 16:00.")
+    url = f"/api/memory/{memory.pk}/revise"
+    response = post(world, "reviewer", url, {"text": "Support hours end at 16:00.", "reason": "check"})
+    assert response.status_code == 400 and "Nothing changed" in response.json()["fields"]["text"][0]
+    assert Memory.objects.get(pk=memory.pk).version == 1
+    assert not AuditEvent.objects.filter(action="memory.revised").exists()

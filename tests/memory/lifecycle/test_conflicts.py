@@ -14,7 +14,8 @@ from knowledge.principals.principal import Principal
 from knowledge.principals.services import setting_set
 from memory.consolidation.common import PlanConflict, merged_memories_activate
 from memory.consolidation.find import Findings, find_conflicts_across_owners
-from memory.lifecycle import selectors, services
+from memory.lifecycle import selectors
+from memory.lifecycle.write import memory_write
 from tests import factory
 
 KEY = "customer.acme.contact"
@@ -188,7 +189,7 @@ def test_the_distiller_queues_a_conflicting_memory_even_with_auto_activation(wor
 
 def test_dreaming_stage_b_writes_that_conflict_wait_for_a_reviewer(world):
     slack(world)
-    memory = services.memory_write(
+    memory = memory_write(
         actor=Principal.system("dreaming"),
         owner=world.scribe,
         store="shared",

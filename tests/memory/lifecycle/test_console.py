@@ -5,7 +5,7 @@ import re
 import pytest
 
 from knowledge.models import AuditEvent, Memory
-from memory.lifecycle import services
+from memory.lifecycle import review
 from tests import factory
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -270,7 +270,7 @@ def test_the_detail_page_shows_text_versions_sources_chain_and_history(rita, wor
         world.copilot, "Alice likes barbecue", sources=[{"kind": "conversation", "ref": "7"}]
     )
     v2 = factory.make_queued_memory(world.copilot, "Alice is vegetarian", supersedes=v1)
-    services.memory_edit_and_approve(
+    review.memory_edit_and_approve(
         actor=factory.SYSTEM, memory_id=v2.pk, text="Alice is vegetarian since 2026-10"
     )
     body = rita.get(f"/memories/{v2.pk}/").content.decode()

@@ -4,6 +4,7 @@ person or agent who made the change."""
 
 from knowledge.models import Entry, Memory
 from knowledge.principals.principal import Principal
+from memory.skills import outcomes
 from memory.skills import services as skills
 from tests import factory
 
@@ -31,7 +32,7 @@ def test_superseding_another_agents_block_names_the_entry_and_credits_the_review
 def test_a_lesson_card_names_its_skill_and_agent(client, world):
     skill = skills.skill_create(actor=ADMIN, name="triage", title="Ticket triage")
     skills.skill_enable(actor=ADMIN, agent=world.copilot, skill=skill, enabled=True)
-    outcome, _ = skills.outcome_record(
+    outcome, _ = outcomes.outcome_record(
         actor=Principal.for_agent(world.copilot), agent=world.copilot, skill=skill, task="t", result="success"
     )
     lesson = skills.lesson_add(

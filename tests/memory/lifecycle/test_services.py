@@ -11,7 +11,16 @@ from django.utils import timezone
 from knowledge.models import AuditEvent, Memory
 from knowledge.principals.principal import Principal
 from knowledge.principals.services import setting_set
-from memory.lifecycle import activation_hooks, services
+from memory.lifecycle import (
+    activation,
+    activation_hooks,
+    common,
+    expiry,
+    operate,
+    review,
+    supersession,
+    write,
+)
 from memory.tasks import expire_short_term_memory
 from tests import factory
 
@@ -23,19 +32,19 @@ HOUR = datetime.timedelta(hours=1)
 
 def test_distiller_memories_wait_for_review_unless_auto_activation_is_on(world):
     distiller = Principal.system("distiller")
-    queued = services.memory_write(
+    queued = write.memory_write(
         actor=distiller, owner=world.copilot, store="shared", text="a", route="distiller"
     )
     assert (queued.status, queued.queue_reason) == (Memory.QUEUED, "new")
     setting_set(actor=factory.SYSTEM, name="BRAIN_DISTILLER_AUTO_ACTIVATE", value=True)
-    active = services.memory_write(
+    active = write.memory_write(
         actor=distiller, owner=world.copilot, store="shared", text="b", route="distiller"
     )
     assert active.status == Memory.ACTIVE
 
 
 def test_dreaming_writes_go_active_at_once(world):
-    memory = services.memory_write(
+    memory = write.memory_write(
         actor=Principal.system("dreaming"), owner=world.copilot, store="self", text="x", route="dreaming"
     )
     assert memory.status == Memory.ACTIVE
@@ -48,7 +57,7 @@ def test_the_gate_hook_can_hold_a_memory_in_the_queue(world, monkeypatch):
         calls.append((memory, route))
         return activation_hooks.GateDecision(allow=False, reason="regressed case vpn-1", verdict="regressed")
 
-    monkeypatch.setattr(services, "gate_before_activation", hold)
+    monkeypatch.setattr(activation, "gate_before_activation", hold)
     memory = factory.make_memory(world.scribe, "VPN fixed by 5.1.0")
     assert (memory.status, memory.queue_reason, memory.status_reason) == (
         Memory.QUEUED,
@@ -60,22 +69,22 @@ def test_the_gate_hook_can_hold_a_memory_in_the_queue(world, monkeypatch):
     factory.make_queued_memory(world.copilot)
     assert len(calls) == 1
     # A reviewer's approval passes the gate again — and is held again.
-    held = services.memory_approve(actor=factory.SYSTEM, memory_id=memory.pk)
+    held = review.memory_approve(actor=factory.SYSTEM, memory_id=memory.pk)
     assert held.status == Memory.QUEUED
     assert AuditEvent.objects.filter(action="memory.held", object_ids=[str(memory.pk)]).exists()
 
 
 def test_activation_refuses_a_memory_that_is_not_queued(world):
     memory = factory.make_memory(world.scribe, "active already")
-    with transaction.atomic(), pytest.raises(services.MemoryStateConflict):
-        services.memory_activate(actor=factory.SYSTEM, memory=memory, route="review")
+    with transaction.atomic(), pytest.raises(common.MemoryStateConflict):
+        activation.memory_activate(actor=factory.SYSTEM, memory=memory, route="review")
 
 
 def test_marking_dependants_stale_twice_writes_one_event(world):
     source = factory.make_memory(world.copilot, "source")
     factory.make_memory(world.copilot, "derived", sources=[{"kind": "memory", "ref": str(source.pk)}])
-    first = services.memory_mark_dependants_stale(actor=factory.SYSTEM, memory=source, reason="changed")
-    second = services.memory_mark_dependants_stale(actor=factory.SYSTEM, memory=source, reason="changed")
+    first = supersession.memory_mark_dependants_stale(actor=factory.SYSTEM, memory=source, reason="changed")
+    second = supersession.memory_mark_dependants_stale(actor=factory.SYSTEM, memory=source, reason="changed")
     assert len(first) == 1 and second == []
     assert AuditEvent.objects.filter(action="memory.stale").count() == 1
 
@@ -86,7 +95,7 @@ def test_a_memory_superseded_twice_keeps_its_first_successor(world):
     # A second successor that was written while the old one was still live (e.g. queued).
     second = factory.make_queued_memory(world.scribe, "v2 again")
     Memory.objects.filter(pk=second.pk).update(supersedes=old)
-    services.memory_approve(actor=factory.SYSTEM, memory_id=second.pk)
+    review.memory_approve(actor=factory.SYSTEM, memory_id=second.pk)
     old.refresh_from_db()
     assert old.superseded_by_id == first.pk
     assert AuditEvent.objects.filter(action="memory.superseded").count() == 1
@@ -103,8 +112,8 @@ def test_short_term_memories_expire_after_their_ttl(world, settings):
     semantic = factory.make_memory(world.copilot, "fact", now=t0)
     assert working.expires_at == t0 + 72 * HOUR
 
-    assert services.memory_expire_due(now=t0 + 71 * HOUR) == 0
-    assert services.memory_expire_due(now=t0 + 73 * HOUR) == 2
+    assert expiry.memory_expire_due(now=t0 + 71 * HOUR) == 0
+    assert expiry.memory_expire_due(now=t0 + 73 * HOUR) == 2
     for memory in (working, episodic, semantic):
         memory.refresh_from_db()
     assert (working.status, episodic.status, semantic.status) == (
@@ -118,7 +127,7 @@ def test_short_term_memories_expire_after_their_ttl(world, settings):
     assert event.counts == {"memories": 2}
     assert event.revisions.count() == 2
     # Idempotent: a second run finds nothing.
-    assert services.memory_expire_due(now=t0 + 74 * HOUR) == 0
+    assert expiry.memory_expire_due(now=t0 + 74 * HOUR) == 0
     assert AuditEvent.objects.filter(action="memory.expired").count() == 1
 
 
@@ -135,15 +144,15 @@ def test_expiry_runs_in_batches(world):
     t0 = timezone.now()
     for i in range(7):
         factory.make_memory(world.copilot, f"scratch {i}", tier="working", now=t0)
-    assert services.memory_expire_due(now=t0 + 100 * HOUR, batch=3) == 7
+    assert expiry.memory_expire_due(now=t0 + 100 * HOUR, batch=3) == 7
     assert AuditEvent.objects.filter(action="memory.expired").count() == 3
 
 
 def test_a_promoted_memory_no_longer_expires(world):
     t0 = timezone.now()
     memory = factory.make_memory(world.copilot, "keeps", tier="episodic", now=t0)
-    services.memory_promote(actor=factory.SYSTEM, memory_id=memory.pk)
-    assert services.memory_expire_due(now=t0 + 100 * HOUR) == 0
+    operate.memory_promote(actor=factory.SYSTEM, memory_id=memory.pk)
+    assert expiry.memory_expire_due(now=t0 + 100 * HOUR) == 0
 
 
 def test_the_expiry_schedule_is_in_the_table():
@@ -196,7 +205,7 @@ def test_finishing_a_conversation_clears_its_working_memory(world):
     scratch = factory.make_memory(world.copilot, "scratch", tier="working", conversation=conversation)
     fact = factory.make_memory(world.copilot, "fact", conversation=conversation)
     elsewhere = factory.make_memory(world.copilot, "other scratch", tier="working")
-    cleared = services.memory_clear_working(actor=factory.SYSTEM, conversation=conversation)
+    cleared = expiry.memory_clear_working(actor=factory.SYSTEM, conversation=conversation)
     assert cleared == [scratch.pk]
     assert Memory.objects.get(pk=fact.pk).status == Memory.ACTIVE
     assert Memory.objects.get(pk=elsewhere.pk).status == Memory.ACTIVE
@@ -217,7 +226,7 @@ def _race(*actions) -> list[str]:
             barrier.wait()
             action()
             outcomes[i] = "won"
-        except services.MemoryStateConflict as exc:
+        except common.MemoryStateConflict as exc:
             outcomes[i] = str(exc.detail["detail"])
         finally:
             connection.close()
@@ -239,8 +248,8 @@ def test_two_reviewers_acting_at_once_exactly_one_wins():
     for n in range(5):
         memory = factory.make_queued_memory(agent, f"contested {n}")
         outcomes = _race(
-            lambda m=memory: services.memory_approve(actor=rita, memory_id=m.pk),
-            lambda m=memory: services.memory_reject(actor=adam, memory_id=m.pk, reason="no"),
+            lambda m=memory: review.memory_approve(actor=rita, memory_id=m.pk),
+            lambda m=memory: review.memory_reject(actor=adam, memory_id=m.pk, reason="no"),
         )
         assert sorted(o == "won" for o in outcomes) == [False, True], outcomes
         loser = next(o for o in outcomes if o != "won")
@@ -258,8 +267,8 @@ def test_two_reviewers_acting_at_once_exactly_one_wins():
 
 def test_bulk_review_skips_what_another_reviewer_took(world):
     a, b, c = (factory.make_queued_memory(world.copilot, t) for t in "abc")
-    services.memory_reject(actor=factory.SYSTEM, memory_id=b.pk, reason="taken")
-    result = services.memory_review_bulk(
+    review.memory_reject(actor=factory.SYSTEM, memory_id=b.pk, reason="taken")
+    result = review.memory_review_bulk(
         actor=factory.SYSTEM, memory_ids=[a.pk, b.pk, c.pk, 999999], action="approve"
     )
     assert result["done"] == [a.pk, c.pk]
@@ -267,12 +276,12 @@ def test_bulk_review_skips_what_another_reviewer_took(world):
     batches = set(AuditEvent.objects.filter(action="memory.approved").values_list("batch_id", flat=True))
     assert len(batches) == 1  # one batch id: restorable together
     with pytest.raises(Exception, match="reason"):
-        services.memory_review_bulk(actor=factory.SYSTEM, memory_ids=[a.pk], action="reject", reason="")
+        review.memory_review_bulk(actor=factory.SYSTEM, memory_ids=[a.pk], action="reject", reason="")
 
 
 def test_requeue_sends_a_live_memory_back_with_its_reason(world):
     memory = factory.make_memory(world.copilot, "INC-12 was caused by an expired certificate")
-    services.memory_requeue(
+    review.memory_requeue(
         actor=factory.SYSTEM, memory_id=memory.pk, reason="re-check: its source ticket:INC-12 changed"
     )
     memory.refresh_from_db()
@@ -281,10 +290,10 @@ def test_requeue_sends_a_live_memory_back_with_its_reason(world):
     event = AuditEvent.objects.get(action="memory.requeued")
     assert event.data == {"queue_reason": "requeued", "from_status": "active"}
     # Approved again, it is active again; a retired memory cannot be requeued.
-    services.memory_approve(actor=factory.SYSTEM, memory_id=memory.pk)
-    services.memory_revoke(actor=factory.SYSTEM, memory_id=memory.pk, reason="wrong")
-    with pytest.raises(services.MemoryStateConflict):
-        services.memory_requeue(actor=factory.SYSTEM, memory_id=memory.pk, reason="again")
+    review.memory_approve(actor=factory.SYSTEM, memory_id=memory.pk)
+    operate.memory_revoke(actor=factory.SYSTEM, memory_id=memory.pk, reason="wrong")
+    with pytest.raises(common.MemoryStateConflict):
+        review.memory_requeue(actor=factory.SYSTEM, memory_id=memory.pk, reason="again")
 
 
 def test_write_serializers_do_not_share_field_objects(world):

@@ -3,7 +3,7 @@
 import pytest
 from django.db import transaction
 
-from knowledge.memories import memory_row_create
+from knowledge.memories.rows import memory_row_create
 from knowledge.models import AuditEvent, Entry, Memory, MemorySource
 from knowledge.settings_store import setting_get
 from memory.provenance.services import provenance_check
@@ -198,7 +198,7 @@ def test_editing_a_cited_entry_makes_dependants_stale(world):
         )
     memory = write(world, sources=[{"kind": "entry", "ref": str(entry.pk)}])
     assert check(world)["stale"] == 0
-    from knowledge.memories import memory_row_revise
+    from knowledge.memories.rows import memory_row_revise
 
     with transaction.atomic():
         memory_row_revise(memory=block, text="Use client 5.2.2", author_kind="person", author_name="adam")

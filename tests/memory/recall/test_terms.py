@@ -53,7 +53,7 @@ def test_keyword_statistics_stay_exact_through_inserts_revisions_renames_and_del
     from django.db import transaction
 
     from knowledge.entries.services import entry_update
-    from knowledge.memories import memory_row_revise
+    from knowledge.memories.rows import memory_row_revise
     from knowledge.models import Memory, Message
     from knowledge.termstats import term_stats_compact
 

@@ -5,8 +5,7 @@ the memory page."""
 import numpy as np
 
 from knowledge.models import Memory
-from memory.models import ConsolidationPlan
-from memory.reconciler.models import MemoryLink, ReconcilerRun
+from memory.models import ConsolidationPlan, MemoryLink, ReconcilerRun
 from tests import factory
 from tests.memory.consolidation.test_consolidation import remember
 from tests.memory.reconciler.test_reconciler import set_vector, unit

@@ -1,7 +1,7 @@
 """Skills, task outcomes and experience through the API."""
 
 from knowledge.models import AgentSkill, AuditEvent, Memory, Skill, TaskOutcome
-from memory.skills.services import overlay_budget_tokens
+from memory.skills.selectors import overlay_budget_tokens
 from tests.memory.skills.conftest import BASE, context, experience, outcome, section
 
 LESSON = "Ask for the affected user's ticket number before searching the knowledge base."

@@ -1,0 +1,165 @@
+"""Memory row operations shared by every writer of memories — the memory write service, entry
+blocks, skill lessons, consolidation, Dreaming, the distiller (through the write service). They
+keep the version history and the content hash right, and they are the only code that builds a
+memory row or assigns its `status` (tests/test_architecture.py checks it); callers decide the
+state (activation decides whether a new row goes into force) and write the audit event in the
+same transaction."""
+
+import datetime
+
+from django.db import connection
+
+from knowledge.errors import Invalid
+from knowledge.memories.fingerprints import source_rows
+from knowledge.models import Memory, MemorySource, MemoryVersion
+from knowledge.rowsql import insert_with_children, update_fields
+
+
+def memory_row_new(
+    *,
+    owner,
+    store: str,
+    text: str,
+    author_kind: str,
+    author_name: str,
+    status: str = Memory.QUEUED,
+    **fields,
+) -> Memory:
+    """An unsaved memory at version 1 with its content hash; `memory_row_insert` stores it."""
+    key, value = fields.get("key", ""), fields.get("value")
+    return Memory(
+        owner=owner,
+        store=store,
+        text=text,
+        status=status,
+        author_kind=author_kind,
+        author_name=author_name,
+        content_hash=Memory.hash_content(text, key, value),
+        version=1,
+        **fields,
+    )
+
+
+def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory:
+    """Insert a new (unsaved) memory with its first MemoryVersion and its source rows, in one
+    statement (every writer of memories passes here). `sources` is an iterable of {"kind",
+    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.memories.fingerprints)."""
+    assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
+    version = MemoryVersion(
+        memory=memory,
+        version=1,
+        text=memory.text,
+        key=memory.key,
+        value=memory.value,
+        content_hash=memory.content_hash,
+        author_kind=memory.author_kind,
+        author_name=memory.author_name,
+        reason=reason,
+    )
+    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
+    return memory
+
+
+def memory_row_create(*, sources=(), reason: str = "", **fields) -> Memory:
+    """Build and insert a memory (memory_row_new + memory_row_insert)."""
+    return memory_row_insert(memory_row_new(**fields), sources=sources, reason=reason)
+
+
+def memory_row_revise(
+    *, memory: Memory, text: str, author_kind: str, author_name: str, reason: str = "", key=None, value=...
+) -> Memory:
+    """Give a (row-locked) memory a new text: version + 1, new content hash, a new
+    MemoryVersion. The old text stays in the history. Returns the memory, saved."""
+    assert connection.in_atomic_block, "memory_row_revise must run inside transaction.atomic()"
+    if key is not None:
+        memory.key = key
+    if value is not ...:
+        memory.value = value
+    memory.text = text
+    memory.version += 1
+    memory.content_hash = Memory.hash_content(text, memory.key, memory.value)
+    memory.author_kind, memory.author_name = author_kind, author_name
+    # A new text needs a new vector; the embedding backlog picks it up.
+    memory.embedding, memory.embedding_model = None, ""
+    memory.save(
+        update_fields=[
+            "text",
+            "key",
+            "value",
+            "version",
+            "content_hash",
+            "author_kind",
+            "author_name",
+            "embedding",
+            "embedding_model",
+            "updated_at",
+        ]
+    )
+    MemoryVersion.objects.create(
+        memory=memory,
+        version=memory.version,
+        text=text,
+        key=memory.key,
+        value=memory.value,
+        content_hash=memory.content_hash,
+        author_kind=author_kind,
+        author_name=author_name,
+        reason=reason,
+    )
+    return memory
+
+
+def memory_text_revise(
+    *, actor, memory: Memory, text: str, reason: str, sources: list[dict] | None = None
+) -> int:
+    """THE revision of a memory's text, for every route that revises one (a person's
+    `memory_revise`, an admin's `lesson_edit`, an entry's `block_correct`): a new version with
+    `actor` as its author (memory_row_revise) and, given `sources`, its sources replaced. One
+    "nothing changed" rule: a revision that leaves the text (and the sources, when given) as they
+    are is refused (Invalid) and writes nothing. The caller has locked the row, checked its state
+    and writes its audit event. Returns the version the memory had before."""
+    wanted = None if sources is None else sorted([s["kind"], s["ref"]] for s in sources)
+    have = None if sources is None else sorted([s.kind, s.ref] for s in memory.sources.all())
+    if text == memory.text and wanted == have:
+        what = "the text is" if sources is None else "the text and sources are"
+        raise Invalid({"text": [f"Nothing changed: {what} the same."]})
+    from_version = memory.version
+    memory_row_revise(memory=memory, text=text, author_kind=actor.kind, author_name=actor.name, reason=reason)
+    if wanted != have:
+        _sources_replace(memory, sources)
+    return from_version
+
+
+def _sources_replace(memory: Memory, sources: list[dict]) -> None:
+    wanted = {(s["kind"], s["ref"]) for s in sources}
+    have = {(s.kind, s.ref): s.pk for s in MemorySource.objects.filter(memory=memory)}
+    MemorySource.objects.filter(pk__in=[pk for pair, pk in have.items() if pair not in wanted]).delete()
+    MemorySource.objects.bulk_create(
+        [MemorySource(memory=memory, kind=k, ref=r) for k, r in sorted(wanted - set(have))]
+    )
+
+
+# --- state ---------------------------------------------------------------------------------
+
+
+def memory_row_state(memory: Memory, *, save: bool = True, **fields) -> Memory:
+    """Set a memory row's state — `status` and the fields that move with it (`queue_reason`,
+    `status_reason`, `superseded_by`, validity, expiry, `stale`…) — and save exactly those
+    fields (and `updated_at`) in one UPDATE. With `save=False` the fields are only set: the row
+    is inserted afterwards (activation of a new row) or saved in a batch (`memory_rows_save`)."""
+    for name, value in fields.items():
+        setattr(memory, name, value)
+    if save:
+        update_fields(memory, *fields, "updated_at")
+    return memory
+
+
+def memory_rows_save(memories: list[Memory], *fields: str) -> None:
+    """Save the named fields (and `updated_at`) of many rows whose state `memory_row_state(save=False)`
+    set, in batched UPDATEs."""
+    Memory.objects.bulk_update(memories, [*fields, "updated_at"], batch_size=500)
+
+
+def memory_rows_state(ids, *, now: datetime.datetime, **fields) -> int:
+    """The set-wise form of memory_row_state: one UPDATE of the rows `ids`. Returns the count."""
+    return Memory.objects.filter(pk__in=ids).update(**fields, updated_at=now)

@@ -1,0 +1,187 @@
+"""The conflict rule and strict anti-drift, which activation and review apply: which active
+memories a memory would contradict, the decisions a conflict needs (replace, keep both as of
+different times), and the errors that say so."""
+
+import datetime
+import json
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge import access
+from knowledge.audit.services import audit_record
+from knowledge.errors import Conflict, Invalid
+from knowledge.models import Agent, Memory
+from knowledge.principals.principal import Principal
+from knowledge.settings_store import setting_get
+from memory.lifecycle.activation_hooks import REVIEW
+from memory.lifecycle.selectors import contradicts, windows_overlap
+
+ANTI_DRIFT_CONFIDENCE = 0.9
+# The decisions a conflict (same store, same key, another value, overlapping validity) needs
+# before a memory may go into force: retire every memory it conflicts with, or keep both with
+# validity windows that meet at a boundary the reviewer gives. Rejecting is memory_reject.
+REPLACE, KEEP_BOTH = "replace", "keep_both"
+
+
+CONFLICT_DECISIONS = (REPLACE, KEEP_BOTH)
+
+
+class MemoryConflict(Conflict):
+    """Strict anti-drift refused a memory that contradicts confident semantic memories without
+    naming them in `supersedes`. The API turns it into 409 with `policy_violation`."""
+
+    code = "memory_conflict"
+
+    def __init__(self, conflicts_with: list[int]):
+        self.conflicts_with = conflicts_with
+        message = (
+            "Strict anti-drift: this contradicts confident semantic "
+            f"memor{'y' if len(conflicts_with) == 1 else 'ies'} {', '.join(map(str, conflicts_with))}. "
+            "Name it in 'supersedes' to replace it."
+        )
+        super().__init__(message, policy_violation="memory_conflict", conflicts_with=conflicts_with)
+
+
+def value_label(memory: Memory) -> str:
+    """What a keyed memory says, in a few words, for a conflict message or note."""
+    if memory.value is not None:
+        shown = (
+            memory.value if isinstance(memory.value, str) else json.dumps(memory.value, ensure_ascii=False)
+        )
+    else:
+        shown = " ".join(memory.text.split())
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+class ConflictDecisionNeeded(Conflict):
+    """Activating the memory would leave two active memories with one key, different values and
+    overlapping validity. Nothing was changed: the reviewer decides (replace, keep both as of
+    different times with a boundary, or reject). The API turns it into 409."""
+
+    code = "conflict_decision_needed"
+
+    def __init__(self, memory: Memory, conflicts: list[Memory]):
+        self.conflicts_with = [c.pk for c in conflicts]
+        named = ", ".join(f"#{c.pk} ({value_label(c)})" for c in conflicts)
+        who = f"Memory {memory.pk}" if memory.pk else "This memory"
+        message = (
+            f"{who} has key {memory.key} and would conflict with active {named}. "
+            "Decide: replace (retire all of them), keep_both with a boundary time, or reject."
+        )
+        super().__init__(
+            message,
+            conflicts_with=self.conflicts_with,
+            decisions=[REPLACE, KEEP_BOTH, "reject"],
+        )
+
+
+def same_key_active(memory: Memory):
+    """Active memories with the same key in the same store (and, in an owner-only store, the
+    same owner) as `memory` — the ones it could contradict. Empty for memories without a key."""
+    if not memory.key:
+        return Memory.objects.none()
+    qs = Memory.objects.filter(key=memory.key, store=memory.store, status=Memory.ACTIVE).exclude(pk=memory.pk)
+    if memory.store.startswith(access.OWNER_ONLY_PREFIXES):
+        qs = qs.filter(owner_id=memory.owner_id)
+    return qs
+
+
+def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) -> list[Memory]:
+    """THE conflict rule: the active memories in `memory`'s store (across owners; in an
+    owner-only store, the owner's) with its key, a different value and a validity window that
+    overlaps the one `memory` would have once active (from `valid_from`, else `now`). Oldest
+    first. Empty for a memory without a key, so keyless writes (most of them) pay no query."""
+    if not memory.key:
+        return []
+    starts = memory.valid_from or now or timezone.now()
+    return [
+        other
+        for other in same_key_active(memory).select_related("owner").order_by("created_at", "id")
+        if contradicts(memory, other)
+        and windows_overlap(starts, memory.valid_to, other.valid_from, other.valid_to)
+    ]
+
+
+def anti_drift_conflicts(memory: Memory) -> list[int]:
+    """Strict anti-drift: the ids of active semantic memories of confidence ≥ 0.9
+    with the same key whose content `memory` contradicts, other than the one it supersedes.
+    Empty when BRAIN_STRICT_ANTI_DRIFT is off."""
+    if not memory.key or not setting_get("BRAIN_STRICT_ANTI_DRIFT"):
+        return []
+    candidates = same_key_active(memory).filter(tier=Memory.SEMANTIC, confidence__gte=ANTI_DRIFT_CONFIDENCE)
+    if memory.supersedes_id:
+        candidates = candidates.exclude(pk=memory.supersedes_id)
+    return sorted(other.pk for other in candidates.only("pk", "text", "value") if contradicts(memory, other))
+
+
+def policy_violation_record(
+    *, actor: Principal, owner: Agent, store: str, memory_id, content_hash, route, conflicts
+):
+    with transaction.atomic():
+        audit_record(
+            "memory.policy_violation",
+            actor=actor,
+            store=store,
+            owner=owner.name,
+            object_type="memory",
+            object_ids=[*([memory_id] if memory_id else []), *conflicts],
+            reason="memory_conflict",
+            data={
+                "policy_violation": "memory_conflict",
+                "conflicts_with": conflicts,
+                "memory": memory_id,
+                "content_hash": content_hash,
+                "route": route,
+            },
+        )
+
+
+def conflict_decision(
+    *,
+    actor: Principal,
+    memory: Memory,
+    route: str,
+    conflicts: list[Memory],
+    decision: str | None,
+    boundary: datetime.datetime | None,
+) -> str | None:
+    """Check the decision a conflicting activation carries; returns the decision to carry out,
+    or None when the memory must wait in the queue (queue_reason conflict) for a person. A
+    reviewer's approval without a decision is refused (ConflictDecisionNeeded): no default may
+    leave two values in force. A writer that names what it supersedes has decided to replace."""
+    if decision is None and memory.supersedes_id:
+        decision = REPLACE
+    if decision is None:
+        if route == REVIEW:
+            raise ConflictDecisionNeeded(memory, conflicts)
+        return None
+    if decision not in CONFLICT_DECISIONS:
+        raise Invalid({"decision": [f"Use one of {', '.join(CONFLICT_DECISIONS)} (or reject the memory)."]})
+    if decision == REPLACE:
+        person = route == REVIEW or (actor.is_person and actor.is_reviewer)
+        if not person and any(other.owner_id != memory.owner_id for other in conflicts):
+            return None  # retiring what another agent knows needs a person
+        return REPLACE
+    if boundary is None:
+        raise Invalid({"boundary": ["Give the time at which the new value starts to hold."]})
+    late = [c.pk for c in conflicts if (c.valid_from or c.created_at) >= boundary]
+    if late:
+        raise Invalid(
+            {
+                "boundary": [
+                    f"Memor{'y' if len(late) == 1 else 'ies'} #{', #'.join(map(str, late))} "
+                    "began after that time; give a boundary after it began."
+                ]
+            }
+        )
+    if memory.valid_to is not None and memory.valid_to <= boundary:
+        raise Invalid({"boundary": ["The boundary must be before the memory's own valid_to."]})
+    return KEEP_BOTH
+
+
+def conflict_reason(conflicts: list[Memory]) -> str:
+    named = ", ".join(f"#{c.pk} ({value_label(c)})" for c in conflicts)
+    return (
+        f"Same key as active {named} over the same time: a reviewer decides (replace, keep both, or reject)."
+    )

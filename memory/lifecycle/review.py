@@ -1,0 +1,279 @@
+"""Review: a reviewer's approval (through the one activation function, route review), rejection,
+bulk decisions, sending a memory back to the queue, and settling a conflict already in force.
+Of two reviewers acting at once exactly one wins; the other gets MemoryStateConflict."""
+
+import datetime
+import uuid
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge import access
+from knowledge.audit.services import current_batch_id, snapshot
+from knowledge.errors import Conflict, Invalid, NotFound
+from knowledge.memories.rows import memory_row_revise, memory_row_state
+from knowledge.models import Memory
+from knowledge.principals.principal import Principal
+from memory.lifecycle.activation import memory_activate
+from memory.lifecycle.activation_hooks import REVIEW
+from memory.lifecycle.common import (
+    QUEUE_REASONS,
+    QUEUE_REQUEUED,
+    MemoryStateConflict,
+    entry_touched,
+    memory_audit,
+    memory_lock_in,
+    memory_save,
+    overlay_touched,
+)
+from memory.lifecycle.conflicts import (
+    CONFLICT_DECISIONS,
+    KEEP_BOTH,
+    REPLACE,
+    ConflictDecisionNeeded,
+    MemoryConflict,
+    conflict_decision,
+    conflicting_active,
+    policy_violation_record,
+)
+from memory.lifecycle.supersession import memory_close, memory_mark_dependants_stale, memory_supersede
+from memory.provenance.services import provenance_rebaseline
+
+
+def memory_approve(
+    *,
+    actor: Principal,
+    memory_id: int,
+    text: str | None = None,
+    reason: str = "",
+    supersedes: Memory | None = None,
+    decision: str | None = None,
+    boundary: datetime.datetime | None = None,
+) -> Memory:
+    """A reviewer's approval: the queued memory goes through memory_activate (route review).
+    With `text`, the reviewer's edit becomes a new version first (edit-then-approve). With
+    `supersedes`, the reviewer also retires that memory. A memory that conflicts with active
+    ones (same key, another value, same time) needs `decision`: REPLACE retires every one of
+    them, KEEP_BOTH closes them at `boundary` where this one starts; without it
+    ConflictDecisionNeeded and nothing changes. Of two reviewers acting at once exactly one
+    wins; the other gets MemoryStateConflict."""
+    try:
+        with transaction.atomic():
+            memory = memory_lock_in(memory_id, [Memory.QUEUED], "approved")
+            before = snapshot(memory)
+            edited = text is not None and text.strip() != "" and text != memory.text
+            from_version = memory.version
+            if edited:
+                memory_row_revise(
+                    memory=memory,
+                    text=text,
+                    author_kind=actor.kind,
+                    author_name=actor.name,
+                    reason=reason or "edited in review",
+                )
+            if supersedes is not None and supersedes.pk != memory.supersedes_id:
+                if supersedes.pk == memory.pk or supersedes.status not in Memory.LIVE:
+                    raise Invalid({"supersedes": [f"Memory {supersedes.pk} cannot be superseded."]})
+                memory.supersedes = supersedes
+                memory_save(memory, "supersedes")
+            queue_reason = memory.queue_reason
+            status = memory_activate(
+                actor=actor, memory=memory, route=REVIEW, decision=decision, boundary=boundary
+            )
+            if status == Memory.ACTIVE and memory.stale:
+                # Approving a memory that went stale confirms it still holds: its sources are
+                # re-baselined to their current state.
+                provenance_rebaseline(memory)
+                memory.stale, memory.stale_reason = False, ""
+                memory_save(memory, "stale", "stale_reason")
+            data = {"queue_reason": queue_reason, "status": status, "version": memory.version}
+            if edited:
+                data.update(edited=True, from_version=from_version, content_hash=memory.content_hash)
+            if memory.supersedes_id:
+                data["supersedes"] = memory.supersedes_id
+            outcome = getattr(memory, "conflict_outcome", None)
+            if outcome:
+                data.update(outcome)
+            overlay_touched(memory, "lesson approved" if status == Memory.ACTIVE else "lesson held", actor)
+            entry_touched(memory, actor)
+            memory_audit(
+                "memory.approved" if status == Memory.ACTIVE else "memory.held",
+                actor=actor,
+                memory=memory,
+                before=before,
+                reason=reason if status == Memory.ACTIVE else memory.status_reason,
+                data=data,
+            )
+    except MemoryConflict as exc:
+        memory = Memory.objects.select_related("owner").get(pk=memory_id)
+        policy_violation_record(
+            actor=actor,
+            owner=memory.owner,
+            store=memory.store,
+            memory_id=memory.pk,
+            content_hash=memory.content_hash,
+            route=REVIEW,
+            conflicts=exc.conflicts_with,
+        )
+        raise
+    return memory
+
+
+def memory_edit_and_approve(*, actor: Principal, memory_id: int, text: str, reason: str = "") -> Memory:
+    """Edit-then-approve: the reviewer's text becomes a new version, then the memory is approved."""
+    if not (text or "").strip():
+        raise Invalid({"text": ["The edited text may not be empty."]})
+    return memory_approve(actor=actor, memory_id=memory_id, text=text, reason=reason)
+
+
+def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
+    """A reviewer's rejection of a queued memory, with a required reason. Memories that cite it
+    become stale. Of two reviewers acting at once exactly one wins."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid({"reason": ["Say why the memory is rejected."]})
+    return _reject(actor=actor, memory_id=memory_id, reason=reason)
+
+
+def memory_reject_duplicate(*, actor: Principal, memory_id: int, of: int) -> Memory:
+    """Reject a queued memory as a duplicate of live memory `of` (one click in the queue): the
+    reason is filled in and the audit event names the original (`duplicate_of`)."""
+    original = Memory.objects.filter(pk=of, status__in=Memory.LIVE).filter(access.readable_q(actor)).first()
+    if original is None or original.pk == memory_id:
+        raise Invalid({"of": [f"There is no live memory {of} you can see."]})
+    return _reject(actor=actor, memory_id=memory_id, reason=f"duplicate of #{of}", data={"duplicate_of": of})
+
+
+def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None = None) -> Memory:
+    with transaction.atomic():
+        memory = memory_lock_in(memory_id, [Memory.QUEUED], "rejected")
+        before = snapshot(memory)
+        queue_reason = memory.queue_reason
+        memory_row_state(memory, status=Memory.REJECTED, status_reason=reason)
+        overlay_touched(memory, "lesson rejected", actor)
+        entry_touched(memory, actor)
+        memory_audit(
+            "memory.rejected",
+            actor=actor,
+            memory=memory,
+            before=before,
+            reason=reason,
+            data={"queue_reason": queue_reason, **(data or {})},
+        )
+        memory_mark_dependants_stale(
+            actor=actor, memory=memory, reason=f"its source memory:{memory.pk} was rejected"
+        )
+    return memory
+
+
+def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: str, reason: str = "") -> dict:
+    """Approve or reject many queued memories. Each memory is decided in its own transaction
+    (one audit event each, sharing one batch id), so a memory another reviewer took first, or one
+    strict anti-drift refuses, does not stop the rest. Returns {"done": [ids], "failed": {id: message}}."""
+    if action not in ("approve", "reject"):
+        raise Invalid({"action": ["Use approve or reject."]})
+    if action == "reject" and not (reason or "").strip():
+        raise Invalid({"reason": ["Say why the memories are rejected."]})
+    done, failed = [], {}
+    token = current_batch_id.set(current_batch_id.get() or uuid.uuid4())
+    try:
+        for memory_id in dict.fromkeys(memory_ids):
+            try:
+                if action == "approve":
+                    memory_approve(actor=actor, memory_id=memory_id, reason=reason)
+                else:
+                    memory_reject(actor=actor, memory_id=memory_id, reason=reason)
+                done.append(memory_id)
+            except (MemoryConflict, MemoryStateConflict, ConflictDecisionNeeded) as exc:
+                failed[memory_id] = str(exc.detail["detail"])
+            except NotFound:
+                failed[memory_id] = f"Memory {memory_id} does not exist."
+    finally:
+        current_batch_id.reset(token)
+    return {"done": done, "failed": failed}
+
+
+def memory_requeue(
+    *, actor: Principal, memory_id: int, reason: str, queue_reason: str = QUEUE_REQUEUED
+) -> Memory:
+    """Send a live memory (back) to the review queue with a reason a reviewer can act on, e.g.
+    "re-check: its source ticket:INC-12 changed" (provenance), a consolidation merge or a gate
+    regression. A queued memory is not recalled until it is approved again."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid({"reason": ["Say why the memory goes back to the queue."]})
+    if queue_reason not in QUEUE_REASONS:
+        raise Invalid({"queue_reason": ["Use new, requeued, merge, gate, supersedes or conflict."]})
+    with transaction.atomic():
+        memory = memory_lock_in(memory_id, Memory.LIVE, "requeued")
+        before = snapshot(memory)
+        memory_row_state(memory, status=Memory.QUEUED, queue_reason=queue_reason, status_reason=reason)
+        memory_audit(
+            "memory.requeued",
+            actor=actor,
+            memory=memory,
+            before=before,
+            reason=reason,
+            data={"queue_reason": queue_reason, "from_status": before["status"]},
+        )
+    return memory
+
+
+def memory_conflict_resolve(
+    *,
+    actor: Principal,
+    memory_id: int,
+    decision: str,
+    boundary: datetime.datetime | None = None,
+    reason: str = "",
+) -> Memory:
+    """A reviewer settles a conflict already in force (data from before the conflict rule) in
+    favour of active memory `memory_id`: REPLACE supersedes every active memory it conflicts
+    with (closed now); KEEP_BOTH keeps them as of different times — the others end at
+    `boundary`, where this one starts. One transaction, audited as memory.conflict_resolved
+    naming every memory it touched. Returns the memory kept."""
+    if decision not in CONFLICT_DECISIONS:
+        raise Invalid({"decision": [f"Use one of {', '.join(CONFLICT_DECISIONS)}."]})
+    now = timezone.now()
+    with transaction.atomic():
+        memory = memory_lock_in(memory_id, [Memory.ACTIVE], "kept")
+        # the window it has in force, so the rule sees what it sees at activation
+        conflicts = conflicting_active(memory, now=memory.valid_from or memory.created_at)
+        if not conflicts:
+            raise Conflict(f"Memory {memory.pk} conflicts with no active memory now. Nothing was changed.")
+        before = snapshot(memory)
+        if decision == KEEP_BOTH:
+            conflict_decision(
+                actor=actor,
+                memory=memory,
+                route=REVIEW,
+                conflicts=conflicts,
+                decision=KEEP_BOTH,
+                boundary=boundary,
+            )
+            memory.valid_from = boundary
+            memory_save(memory, "valid_from")
+        for other in conflicts:
+            if decision == REPLACE:
+                memory_supersede(actor=actor, memory_id=other.pk, successor=memory, now=now, closes=now)
+            else:
+                memory_close(
+                    actor=actor,
+                    memory_id=other.pk,
+                    valid_to=boundary,
+                    reason=f"kept as of different times: memory {memory.pk} holds from then on",
+                )
+        data = {"decision": decision, "retired": [c.pk for c in conflicts], "key": memory.key}
+        if boundary is not None and decision == KEEP_BOTH:
+            data["boundary"] = boundary.isoformat()
+        memory.conflict_outcome = data
+        memory_audit(
+            "memory.conflict_resolved",
+            actor=actor,
+            memory=memory,
+            before=before,
+            reason=(reason or "").strip() or f"conflict on {memory.key} settled: {decision}",
+            data=data,
+        )
+    return memory

@@ -1,0 +1,342 @@
+"""The write service behind POST /api/memory, MCP and every other route that writes a new
+memory: the field rules every writer shares, `memory_write` (through the one create path,
+knowledge.memories.activation.memory_row_activate) and its `memory.written` event."""
+
+import datetime
+import json
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge import access
+from knowledge.audit.services import audit_record, snapshot
+from knowledge.errors import Invalid, Refused
+from knowledge.memories.activation import memory_row_activate
+from knowledge.memories.rows import memory_row_insert, memory_row_new, memory_row_state
+from knowledge.models import Agent, Channel, Conversation, Memory, Person
+from knowledge.principals.principal import Principal
+from memory.lifecycle.activation_hooks import API_WRITE
+from memory.lifecycle.common import QUEUE_NEW
+from memory.lifecycle.conflicts import MemoryConflict, policy_violation_record
+from memory.lifecycle.duplicates import exact_duplicate_for_write
+
+MAX_TEXT = 20_000
+
+
+def _short_term_ttl() -> datetime.timedelta:
+    return datetime.timedelta(hours=settings.BRAIN_SHORT_TERM_TTL_HOURS)
+
+
+def _author_of(actor: Principal) -> tuple[str, str]:
+    return actor.kind, actor.name
+
+
+def _write_rules(
+    *,
+    owner: Agent | None,
+    text: str,
+    key: str,
+    value,
+    tier: str,
+    valid_from,
+    valid_to,
+    expires_at,
+    conversation: Conversation | None,
+    owner_label: str = "",
+) -> tuple[str, dict]:
+    """The rules on a memory's fields that hold for every writer: the text (or, without one, the
+    text derived from key and value), validity order, expiry of short-term tiers only, and the
+    conversation being one of the owner's. Returns the text and the field errors."""
+    errors = {}
+    if not (text or "").strip():
+        if key and value is not None:
+            rendered = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            text = f"{key} = {rendered}"[:MAX_TEXT]
+        else:
+            errors["text"] = ["Give the memory's text (or both key and value)."]
+    if valid_from and valid_to and valid_to <= valid_from:
+        errors["valid_to"] = ["valid_to must be after valid_from."]
+    if expires_at is not None:
+        if tier not in Memory.SHORT_TERM_TIERS:
+            errors["expires_at"] = ["Only working and episodic memories expire."]
+        elif expires_at <= timezone.now():
+            errors["expires_at"] = ["expires_at is in the past."]
+    if conversation is not None and owner is not None and conversation.agent_id != owner.pk:
+        errors["conversation"] = [f"Agent {owner_label or owner} has no conversation {conversation.pk}."]
+    return text, errors
+
+
+def memory_written_audit(
+    *, actor: Principal, memory: Memory, status: str, route: str, sources: int, data: dict | None = None
+) -> None:
+    """The `memory.written` event of a new memory, in one shape for every writer (the write
+    service, the distiller, Dreaming): its hash, version, status, route, tier, run and turn,
+    what it supersedes, how many sources, plus the writer's `data`."""
+    audit_record(
+        "memory.written",
+        actor=actor,
+        store=memory.store,
+        owner=memory.owner.name,
+        object_type="memory",
+        object_ids=[memory.pk],
+        data={
+            "content_hash": memory.content_hash,
+            "version": memory.version,
+            "status": status,
+            "route": route,
+            "tier": memory.tier,
+            "run_id": memory.run_id,
+            "turn": memory.turn,
+            "event_id": memory.event_id,
+            "supersedes": memory.supersedes_id,
+            "sources": sources,
+            **(data or {}),
+        },
+        revisions=[("memory", memory.pk, None, snapshot(memory))],
+    )
+
+
+def memory_write_request(
+    *,
+    actor: Principal,
+    scope: str,
+    agent: str | None = None,
+    text: str = "",
+    key: str = "",
+    value=None,
+    tier: str = Memory.SEMANTIC,
+    supersedes: int | None = None,
+    conversation: int | None = None,
+    valid_from: datetime.datetime | None = None,
+    valid_to: datetime.datetime | None = None,
+    expires_at: datetime.datetime | None = None,
+    **fields,
+) -> Memory:
+    """memory_write for a caller that names things (the API, MCP, a command): the owner agent by
+    name (an agent token names only itself, and is the default owner), the scope (`agent`,
+    `shared`, `private:<person>`, `channel:<channel>`), the superseded memory and the
+    conversation by id. Every bad field is reported at once (Invalid); then memory_write."""
+    errors = {}
+    store = ""
+    try:
+        store = access.parse_scope(scope)
+    except Invalid as exc:
+        errors.update(exc.detail)
+    if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no person named {store[8:]}."]
+    if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no channel named {store[8:]}."]
+
+    owner = None
+    if agent is None:
+        if actor.kind == "agent":
+            owner = actor.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    elif actor.kind == "agent" and agent == actor.agent.name:
+        owner = actor.agent
+    else:
+        owner = Agent.objects.filter(name=agent).first()
+        if owner is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+
+    target = None
+    if supersedes is not None:
+        target = Memory.objects.select_related("owner").filter(pk=supersedes).first()
+        if target is None:
+            errors["supersedes"] = [f"There is no memory {supersedes} you can see."]
+    conversation_row = None
+    if conversation is not None:
+        conversation_row = Conversation.objects.filter(pk=conversation).first()
+        if conversation_row is None or owner is None:
+            errors["conversation"] = [f"Agent {agent or owner} has no conversation {conversation}."]
+    text, rule_errors = _write_rules(
+        owner=owner,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        conversation=conversation_row,
+        owner_label=agent or "",
+    )
+    errors.update(rule_errors)
+    if errors:
+        raise Invalid(errors)
+    return memory_write(
+        actor=actor,
+        owner=owner,
+        store=store,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        supersedes=target,
+        conversation=conversation_row,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        **fields,
+    )
+
+
+def memory_write(
+    *,
+    actor: Principal,
+    owner: Agent,
+    store: str,
+    text: str,
+    sources: Iterable[dict] = (),
+    tier: str = Memory.SEMANTIC,
+    category: str = "",
+    key: str = "",
+    value=None,
+    confidence: float = 1.0,
+    supersedes: Memory | None = None,
+    valid_from: datetime.datetime | None = None,
+    valid_to: datetime.datetime | None = None,
+    expires_at: datetime.datetime | None = None,
+    run_id: str = "",
+    turn: int | None = None,
+    event_id: str = "",
+    conversation: Conversation | None = None,
+    route: str = API_WRITE,
+    author_kind: str = "",
+    author_name: str = "",
+    now: datetime.datetime | None = None,
+    attach: dict | None = None,
+    audit_data: dict | None = None,
+    version_reason: str = "",
+    refused_stays_queued: bool = False,
+) -> Memory:
+    """Write a memory owned by `owner` into `store` and pass it through memory_activate: it comes
+    back `queued` (awaiting review) or `active`. Short-term tiers get `expires_at` (default TTL
+    BRAIN_SHORT_TERM_TTL hours). Raises Refused when `actor` may not write there and
+    MemoryConflict (after auditing memory.policy_violation) when strict anti-drift refuses it;
+    then nothing is written. `attach` sets the fields that attach the memory to something
+    (a skill overlay's `skill` and `position`, a precomputed `embedding`); `audit_data` is added
+    to the memory.written event and `version_reason` is the first version's reason. With
+    `refused_stays_queued` (the distiller: a proposal is never lost) a memory strict anti-drift
+    refuses is stored queued, its status reason naming what it contradicts, instead of refused."""
+    access.check_write(actor, owner=owner, store=store)
+    text, errors = _write_rules(
+        owner=owner,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        conversation=conversation,
+    )
+    if errors:
+        raise Invalid(errors)
+    sources = list(sources)
+    _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=sources)
+    if actor.kind == "agent" and supersedes is None and not attach:
+        # An agent repeating what a live memory already says gets that memory back: never
+        # stored twice (the answer carries `duplicate_of`).
+        existing = exact_duplicate_for_write(
+            owner=owner, store=store, tier=tier, text=text, key=key, value=value
+        )
+        if existing is not None:
+            existing.duplicate_of = existing.pk
+            return existing
+    now = now or timezone.now()
+    if tier in Memory.SHORT_TERM_TIERS and expires_at is None:
+        expires_at = now + _short_term_ttl()
+    kind, name = _author_of(actor)
+    try:
+        with transaction.atomic():
+            memory = memory_row_new(
+                owner=owner,
+                store=store,
+                text=text,
+                author_kind=author_kind or kind,
+                author_name=author_name or name,
+                status=Memory.QUEUED,
+                queue_reason=QUEUE_NEW,
+                tier=tier,
+                category=category,
+                key=key,
+                value=value,
+                confidence=confidence,
+                supersedes=supersedes,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                expires_at=expires_at,
+                run_id=run_id,
+                turn=turn,
+                event_id=event_id,
+                conversation=conversation,
+                **(attach or {}),
+            )
+            try:
+                # the one create path: stored with the decision activation makes for this route
+                memory_row_activate(
+                    actor=actor, memory=memory, route=route, sources=sources, now=now, reason=version_reason
+                )
+            except MemoryConflict as exc:
+                if not refused_stays_queued:
+                    raise
+                # anti-drift refuses before activation writes anything: store the row as it is
+                reason = f"contradicts active memories {exc.conflicts_with}"
+                memory_row_state(memory, save=False, status_reason=reason)
+                memory_row_insert(memory, sources=sources, reason=version_reason)
+            status = memory.status
+            memory_written_audit(
+                actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
+            )
+    except MemoryConflict as exc:
+        policy_violation_record(
+            actor=actor,
+            owner=owner,
+            store=store,
+            memory_id=None,
+            content_hash=Memory.hash_content(text, key, value),
+            route=route,
+            conflicts=exc.conflicts_with,
+        )
+        raise
+    memory.source_list = [{"kind": s["kind"], "ref": s["ref"]} for s in _unique_sources(sources)]
+    return memory
+
+
+def _check_references(*, actor: Principal, owner: Agent, supersedes: Memory | None, sources: list[dict]):
+    """A writer may supersede only a live memory it can read, in a store it may write into, and
+    cite only sources it can read (`access.check_sources`, every kind). Unknown and invisible ids
+    get the same answer (400)."""
+    errors = {}
+    if supersedes is not None:
+        visible = access.can_read_store(actor, owner=supersedes.owner, store=supersedes.store)
+        if not visible:
+            errors["supersedes"] = [f"There is no memory {supersedes.pk} you can see."]
+        elif supersedes.status not in Memory.LIVE:
+            errors["supersedes"] = [
+                f"Memory {supersedes.pk} is {supersedes.status}; it cannot be superseded."
+            ]
+        else:
+            try:
+                access.check_write(actor, owner=owner, store=supersedes.store)
+            except Refused:
+                errors["supersedes"] = [f"You may not write into the store of memory {supersedes.pk}."]
+    try:
+        access.check_sources(actor, sources)
+    except Invalid as exc:
+        errors.update(exc.fields)
+    if errors:
+        raise Invalid(errors)
+
+
+def _unique_sources(sources):
+    seen = set()
+    for source in sources:
+        pair = (source["kind"], source["ref"])
+        if pair not in seen:
+            seen.add(pair)
+            yield source

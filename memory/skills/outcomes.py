@@ -1,0 +1,139 @@
+"""Task outcomes: what an agent reports about a task it did (result, steps, a person's
+correction), the evidence skill lessons cite. Recorded once per external id."""
+
+from django.db import IntegrityError, transaction
+
+from knowledge import access
+from knowledge.audit.services import audit_record
+from knowledge.errors import Invalid
+from knowledge.models import Agent, Conversation, Skill, TaskOutcome
+from knowledge.principals.principal import Principal
+from memory.skills.selectors import skill_list
+from memory.skills.services import (
+    LESSON_STORE,
+    MAX_CORRECTION,
+    MAX_EXTERNAL_ID,
+    MAX_STEP,
+    MAX_STEPS,
+    MAX_TASK,
+    clean_text,
+)
+
+
+def _clean_steps(steps) -> list[str]:
+    if steps is None:
+        return []
+    if not isinstance(steps, list | tuple):
+        raise Invalid({"steps": "A list of short texts."})
+    if len(steps) > MAX_STEPS:
+        raise Invalid({"steps": f"At most {MAX_STEPS} steps."})
+    out = []
+    for step in steps:
+        if not isinstance(step, str) or not step.strip():
+            raise Invalid({"steps": "Every step is a non-empty string."})
+        if len(step) > MAX_STEP:
+            raise Invalid({"steps": f"A step has at most {MAX_STEP} characters."})
+        out.append(step.strip())
+    return out
+
+
+def _clean_correction(correction) -> dict | None:
+    if correction in (None, {}):
+        return None
+    if not isinstance(correction, dict) or set(correction) - {"text", "by"}:
+        raise Invalid({"correction": "An object {text, by}: what a person corrected, and who."})
+    return {
+        "text": clean_text(correction.get("text"), "correction", max_length=MAX_CORRECTION),
+        "by": clean_text(correction.get("by"), "correction", max_length=150, required=False),
+    }
+
+
+def outcome_record_request(
+    *,
+    actor: Principal,
+    skill: str,
+    agent: str | None = None,
+    conversation: int | None = None,
+    **fields,
+) -> tuple[TaskOutcome, bool]:
+    """outcome_record for a caller that names things (the API, MCP): the agent by name (an agent
+    token reports for itself by default), the skill by name, the conversation by id (one of the
+    agent's). Every unknown name is reported at once (Invalid)."""
+    errors = {}
+    agent_row = None
+    if agent is None:
+        if actor.kind == "agent":
+            agent_row = actor.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    else:
+        agent_row = Agent.objects.filter(name=agent).first()
+        if agent_row is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+    skill_row = skill_list().filter(name=skill).first()
+    if skill_row is None:
+        errors["skill"] = [f"There is no skill named {skill}."]
+    conversation_row = None
+    if conversation is not None:
+        conversation_row = Conversation.objects.filter(pk=conversation).first()
+        if conversation_row is None or (agent_row is not None and conversation_row.agent_id != agent_row.pk):
+            errors["conversation"] = [f"No conversation {conversation} of this agent."]
+    if errors:
+        raise Invalid(errors)
+    return outcome_record(
+        actor=actor, agent=agent_row, skill=skill_row, conversation=conversation_row, **fields
+    )
+
+
+def outcome_record(
+    *,
+    actor: Principal,
+    agent: Agent,
+    skill: Skill,
+    task: str,
+    result: str,
+    conversation: Conversation | None = None,
+    steps=None,
+    correction=None,
+    external_id: str = "",
+) -> tuple[TaskOutcome, bool]:
+    """Record how a task went (evidence of the task, never of whether an answer was right).
+    Idempotent by `external_id` per agent: sending it again returns the stored outcome and
+    writes nothing. Returns (outcome, created)."""
+    access.check_write(actor, owner=agent, store=LESSON_STORE)
+    task = clean_text(task, "task", max_length=MAX_TASK)
+    if result not in dict(TaskOutcome.RESULTS):
+        raise Invalid({"result": "One of success, failure, recovered, corrected."})
+    steps = _clean_steps(steps)
+    correction = _clean_correction(correction)
+    external_id = clean_text(external_id, "external_id", max_length=MAX_EXTERNAL_ID, required=False)
+    if conversation is not None and conversation.agent_id != agent.pk:
+        raise Invalid({"conversation": f"Conversation {conversation.pk} is not {agent.name}'s."})
+    if external_id:
+        found = TaskOutcome.objects.filter(agent=agent, external_id=external_id).first()
+        if found is not None:
+            return found, False
+    try:
+        with transaction.atomic():
+            outcome = TaskOutcome.objects.create(
+                agent=agent,
+                skill=skill,
+                conversation=conversation,
+                task=task,
+                result=result,
+                steps=steps,
+                correction=correction,
+                external_id=external_id,
+            )
+            audit_record(
+                "task_outcome.recorded",
+                actor=actor,
+                store=LESSON_STORE,
+                owner=agent.name,
+                object_type="task_outcome",
+                object_ids=[outcome.pk],
+                data={"skill": skill.name, "result": result, "external_id": external_id},
+            )
+    except IntegrityError:  # the same external_id arrived twice at once: the other one won
+        return TaskOutcome.objects.get(agent=agent, external_id=external_id), False
+    return outcome, True
