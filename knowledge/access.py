@@ -6,12 +6,13 @@ A store is a string: `shared` (the whole workspace), `self` (the owner agent alo
 channel only). Every item also has an owner agent; `self` and `private:*` items are visible
 only to their owner agent, `shared` and `channel:*` items to every agent that reads them."""
 
+from typing import NamedTuple
+
 from django.db import connection
 from django.db.models import Q
-from django.http import Http404
-from django.shortcuts import get_object_or_404
 
-from knowledge.errors import Invalid, Refused
+from knowledge.entries.guides import guide_for
+from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.fingerprints import EXTERNAL_KINDS
 from knowledge.models import (
     Agent,
@@ -29,6 +30,58 @@ from knowledge.principals.principal import Principal
 SHARED, SELF = "shared", "self"
 SCOPE_ALIASES = {"agent": SELF, "self": SELF, "shared": SHARED, "workspace": SHARED}
 OWNER_ONLY_PREFIXES = (SELF, "private:")
+
+
+# --- who is asking --------------------------------------------------------------------------
+# The kind of a principal is compared here only: every other module asks these predicates (or
+# the checks below), so a new kind of principal changes one file.
+
+
+def is_agent(principal: Principal) -> bool:
+    """An agent's token: it reads and writes as that agent only."""
+    return principal.kind == "agent"
+
+
+def is_integration(principal: Principal) -> bool:
+    """An integration's token: it posts evidence to the channels it takes part in."""
+    return principal.kind == "integration"
+
+
+def is_admin_person(principal: Principal) -> bool:
+    """A person with the admin role (not a background job acting as admin)."""
+    return principal.kind == "person" and principal.is_admin
+
+
+def is_agent_or_reviewer(principal: Principal) -> bool:
+    return is_agent(principal) or principal.is_reviewer
+
+
+def is_agent_or_admin(principal: Principal) -> bool:
+    return is_agent(principal) or principal.is_admin
+
+
+def is_agent_integration_or_admin(principal: Principal) -> bool:
+    return principal.kind in ("agent", "integration") or principal.is_admin
+
+
+def is_integration_or_admin(principal: Principal) -> bool:
+    return is_integration(principal) or principal.is_admin
+
+
+def is_agent_other_than(principal: Principal, agent_id: int | None) -> bool:
+    """An agent's token asking about another agent's object (an agent's own, or anyone else's
+    principal, is False)."""
+    return is_agent(principal) and principal.agent.pk != agent_id
+
+
+def own_agent(principal: Principal) -> Agent | None:
+    """The agent of an agent's token; None for anyone else."""
+    return principal.agent if is_agent(principal) else None
+
+
+def another_agents(what: str) -> Refused:
+    """The one refusal for an object an agent asks about that is another agent's."""
+    return Refused(f"{what} belongs to another agent.")
 
 
 def private_store(person_name: str) -> str:
@@ -108,7 +161,7 @@ def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
     """Raise Refused unless `principal` may open a conversation for `agent` in
     `channel`: agents only for themselves, admins for any agent; in a direct message only for
     the agent it belongs to."""
-    if principal.kind == "agent":
+    if is_agent(principal):
         if principal.agent.pk != agent.pk:
             raise Refused("An agent may open conversations only for itself.")
     elif not principal.is_admin:
@@ -116,7 +169,7 @@ def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
     if channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk:
         if channel.agent_id is None:
             raise Refused(f"The direct message {channel.name} belongs to no agent yet.")
-        raise Refused(f"The direct message {channel.name} belongs to another agent.")
+        raise another_agents(f"The direct message {channel.name}")
 
 
 def takes_part(agent: Agent, channel: Channel) -> bool:
@@ -481,15 +534,21 @@ def check_sources(principal: Principal, sources, *, field: str = "sources") -> N
 
 
 # --- one object, if the principal may see it -------------------------------------------------
+# Every `*_get_for(principal, …)` lives here and raises the domain's NotFound / Refused, which the
+# API's exception handler and the console's (knowledge.web) turn into 404 / 403 alike.
 
 
-def memory_get_for(principal: Principal, memory_id: int) -> Memory:
+def memory_get_for(principal: Principal, memory_id: int, *, hidden: bool = False) -> Memory:
     """The memory with this id if `principal` may read it: 404 when there is none, 403 when it
-    lies in a store the principal may not read. The one access helper for a single memory."""
+    lies in a store the principal may not read — or, with `hidden`, 404 then too, for a read
+    that must not tell an unreadable memory from a missing one (its provenance). The one access
+    helper for a single memory."""
     memory = Memory.objects.select_related("owner").filter(pk=memory_id).first()
     if memory is None:
-        raise Http404(f"There is no memory {memory_id}.")
+        raise NotFound(f"There is no memory {memory_id}.")
     if not can_read_store(principal, owner=memory.owner, store=memory.store):
+        if hidden:
+            raise NotFound("No such memory.")
         raise Refused("This memory lies in a store you may not read.")
     return memory
 
@@ -501,28 +560,50 @@ def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = Fal
     try:
         entry_id = int(entry_id)
     except (TypeError, ValueError):
-        raise Http404("No such entry.")
+        raise NotFound("No such entry.") from None
     entry = manager.filter(readable_q(principal), pk=entry_id).select_related("owner").first()
     if entry is None:
-        raise Http404("No such entry.")
+        raise NotFound("No such entry.")
     return entry
+
+
+def material_get_for(principal: Principal, material_id) -> Material:
+    """One material `principal` may see; a NotFound otherwise (unknown and invisible look alike)."""
+    try:
+        material_id = int(material_id)
+    except (TypeError, ValueError):
+        raise NotFound("No such material.") from None
+    material = (
+        Material.objects.filter(readable_q(principal), pk=material_id)
+        .select_related("owner", "version")
+        .first()
+    )
+    if material is None:
+        raise NotFound(f"There is no material {material_id} you can see.")
+    return material
 
 
 def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
     """Readable by people with a role and by the owner agent itself (it is in its self store)."""
     if not can_read_store(principal, owner=owner, store=CurationGuide.STORE):
-        raise Http404("No such curation guide.")
-    from knowledge.entries.selectors import guide_for
-
+        raise NotFound("No such curation guide.")
     return guide_for(owner)
+
+
+def check_own_conversation(principal: Principal, conversation: Conversation) -> None:
+    """Raise Refused when an agent asks about a conversation of another agent (people with a role
+    and background jobs may see any)."""
+    if is_agent_other_than(principal, conversation.agent_id):
+        raise another_agents("That conversation")
 
 
 def conversation_get_for(principal: Principal, pk: int) -> Conversation:
     """The conversation (404 if unknown); agents only their own (403), reviewers any."""
-    conversation = get_object_or_404(Conversation.objects.select_related("agent", "channel"), pk=pk)
-    if principal.kind == "agent" and conversation.agent_id != principal.agent.pk:
-        raise Refused("That conversation belongs to another agent.")
-    if principal.kind not in ("agent",) and not principal.is_reviewer:
+    conversation = Conversation.objects.select_related("agent", "channel").filter(pk=pk).first()
+    if conversation is None:
+        raise NotFound("No Conversation matches the given query.")
+    check_own_conversation(principal, conversation)
+    if not is_agent_or_reviewer(principal):
         raise Refused("This token may not read conversations.")
     return conversation
 
@@ -530,7 +611,56 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
 def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
     """The agent named (404 if none); an agent token may name only itself (`refusal` says what
     it may not do otherwise)."""
-    agent = get_object_or_404(Agent, name=name)
-    if principal.kind == "agent" and principal.agent.pk != agent.pk:
+    agent = Agent.objects.filter(name=name).first()
+    if agent is None:
+        raise NotFound("No Agent matches the given query.")
+    if is_agent_other_than(principal, agent.pk):
         raise Refused(refusal)
     return agent
+
+
+# --- the rows a request names -----------------------------------------------------------------
+
+
+class Named(NamedTuple):
+    """The agent, conversation and channel a request names (None where it names none)."""
+
+    agent: Agent | None
+    conversation: Conversation | None
+    channel: Channel | None
+
+
+def scope_for(
+    principal: Principal,
+    *,
+    agent: str | None = None,
+    conversation: int | None = None,
+    channel: str | None = None,
+) -> Named:
+    """Resolve the agent name, conversation id and channel name a request gives into rows: an
+    unknown agent or channel name is Invalid naming its field (both at once), an unknown
+    conversation NotFound. Who may act on them is the caller's check (`check_join`,
+    `check_write`, recall's scope). An agent naming itself gets the agent of its token (no
+    query); a conversation of the named agent carries that agent."""
+    errors = {}
+    agent_row = None
+    if agent is not None:
+        own = own_agent(principal)
+        agent_row = own if own is not None and own.name == agent else Agent.objects.filter(name=agent).first()
+        if agent_row is None:
+            errors["agent"] = [f"Unknown agent {agent}."]
+    conversation_row = None
+    if conversation and not errors:
+        conversation_row = Conversation.objects.select_related("channel").filter(pk=conversation).first()
+        if conversation_row is None:
+            raise NotFound("No Conversation matches the given query.")
+        if agent_row is not None and conversation_row.agent_id == agent_row.pk:
+            conversation_row.agent = agent_row
+    channel_row = None
+    if channel:
+        channel_row = Channel.objects.filter(name=channel).select_related("person").first()
+        if channel_row is None:
+            errors["channel"] = [f"Unknown channel {channel}."]
+    if errors:
+        raise Invalid(errors)
+    return Named(agent_row, conversation_row, channel_row)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
-from knowledge.conversations.services import request_embedding_run
+from knowledge.embeddings.kick import request_embedding_run
 from knowledge.errors import Conflict, Invalid, NotFound, Refused
 from knowledge.memories import (
     ENTRY_BLOCK,

@@ -14,9 +14,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from knowledge import access
+from knowledge.access import material_get_for
 from knowledge.errors import Gone
 from knowledge.materials import grants, services, signals_routing
-from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
+from knowledge.materials.selectors import citing_entries, materials_for
 from knowledge.materials.storage import original_open
 from knowledge.models import Agent, Material, SignalRule
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer, IsIntegrationOrAdmin

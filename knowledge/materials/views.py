@@ -5,30 +5,21 @@ routing rules. Thin views over the same services and selectors as the API."""
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from knowledge import access
-from knowledge.errors import DomainError, Gone
+from knowledge.access import material_get_for
+from knowledge.errors import DomainError, NotFound
 from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.api import original_response
-from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
+from knowledge.materials.selectors import citing_entries, materials_for
 from knowledge.models import Agent, Integration, Material, SignalRule
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.web import error_text
 
 FINAL = (Material.LEARNED, Material.FAILED)
-
-
-def _get(request, pk):
-    try:
-        return material_get_for(request.principal, pk)
-    except DomainError:
-        from django.http import Http404
-
-        raise Http404("No such material.") from None
 
 
 @reviewer_required
@@ -93,7 +84,7 @@ def material_new(request):
 
 @reviewer_required
 def material_page(request, pk):
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     return render(
         request,
         "knowledge/materials/page.html",
@@ -110,7 +101,7 @@ def material_page(request, pk):
 @reviewer_required
 def material_state(request, pk):
     """The state fragment the page polls while the material is queued or learning."""
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     return render(
         request,
         "knowledge/materials/page.html#state",
@@ -124,24 +115,19 @@ def material_state(request, pk):
 
 @reviewer_required
 def material_download(request, pk):
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     version = None
     if number := request.GET.get("version", ""):
         version = material.versions.filter(number=number).first() if number.isdigit() else None
         if version is None:
-            from django.http import Http404
-
-            raise Http404("No such version.")
-    try:
-        return original_response(material, version)
-    except Gone as exc:
-        return HttpResponse(exc.message, status=410, content_type="text/plain; charset=utf-8")
+            raise NotFound("No such version.")
+    return original_response(material, version)  # a missing original: Gone, the console's 410
 
 
 @reviewer_required
 @require_POST
 def material_retry(request, pk):
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     again = request.POST.get("again") == "1"
     try:
         services.material_retry(actor=request.principal, material=material, again=again)

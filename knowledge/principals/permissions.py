@@ -6,6 +6,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
+from knowledge import access
 from knowledge.principals.principal import Principal
 
 
@@ -28,7 +29,7 @@ class IsAgentOrReviewer(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.kind == "agent" or p.is_reviewer)
+        return isinstance(p, Principal) and access.is_agent_or_reviewer(p)
 
 
 class IsIntegrationOrAdmin(BasePermission):
@@ -36,7 +37,7 @@ class IsIntegrationOrAdmin(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.kind == "integration" or p.is_admin)
+        return isinstance(p, Principal) and access.is_integration_or_admin(p)
 
 
 def console_principal(request) -> Principal:

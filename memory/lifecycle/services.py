@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
-from knowledge.errors import Conflict, Invalid, Refused
+from knowledge.errors import Conflict, Invalid, NotFound, Refused
 from knowledge.memories import ENTRY_BLOCK, memory_row_insert, memory_row_new, memory_row_revise
 from knowledge.models import Agent, AgentSkill, AuditEvent, Channel, Conversation, Entry, Memory, Person
 from knowledge.principals.principal import Principal
@@ -133,7 +133,7 @@ def _lock(memory_id: int) -> Memory:
         Memory.objects.select_for_update(of=("self",)).select_related("owner").filter(pk=memory_id).first()
     )
     if memory is None:
-        raise Memory.DoesNotExist(f"memory {memory_id} does not exist")
+        raise NotFound(f"There is no memory {memory_id}.")
     return memory
 
 
@@ -1003,7 +1003,7 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
                 done.append(memory_id)
             except (MemoryConflict, MemoryStateConflict, ConflictDecisionNeeded) as exc:
                 failed[memory_id] = str(exc.detail["detail"])
-            except Memory.DoesNotExist:
+            except NotFound:
                 failed[memory_id] = f"Memory {memory_id} does not exist."
     finally:
         current_batch_id.reset(token)

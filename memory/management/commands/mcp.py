@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 from rest_framework import exceptions
 
+from knowledge import access
 from knowledge.principals.auth import token_authenticate
 from knowledge.web import error_text
 from memory.mcp.http import TOKEN_PROBLEM_SENTENCE
@@ -34,7 +35,7 @@ def _agent_of(token: str, error: type[Exception]):
         principal, _ = token_authenticate(token, SimpleNamespace(META={"REMOTE_ADDR": "127.0.0.1"}))
     except exceptions.APIException as exc:
         raise error(error_text(exc))
-    if principal.kind != "agent":
+    if not access.is_agent(principal):
         raise error("The MCP server serves agent tokens only.")
     return principal
 
@@ -59,7 +60,7 @@ class Command(BaseCommand):
             # Looked up for every call (one indexed query), so revoking the token stops it at once.
             return _agent_of(token, exceptions.AuthenticationFailed)
 
-        assert principal.kind == "agent"
+        assert access.is_agent(principal)
         server = build_server(principal_for)
 
         async def serve():
