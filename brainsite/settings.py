@@ -258,7 +258,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "knowledge.models.MemorySource.KINDS",
         "SourceStateEnum": "knowledge.models.MemorySource.STATES",
-        "RecallKindEnum": "memory.recall.api.RESULT_KINDS",
+        "RecallKindEnum": "memory.recall.serializers.RESULT_KINDS",
         "PlanStateEnum": "memory.models.ConsolidationPlan.STATES",
         "MemoryEventTypeEnum": "knowledge.events.feed.EVENT_TYPES",
     },

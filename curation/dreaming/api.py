@@ -3,64 +3,24 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from curation.dreaming.selectors import run_list
+from curation.dreaming.serializers import (
+    DreamingRunSerializer,
+    StageARunInput,
+    StageBRunInput,
+)
 from curation.models import DreamingRun
 from knowledge.errors import Conflict
-from knowledge.llm.api import ModelJobSerializer, job_response
+from knowledge.llm.api import job_response
 from knowledge.llm.jobs import job_enqueue
+from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Agent, Channel
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
-from knowledge.web import StrictSerializer
-
-
-class StageBRunInput(StrictSerializer):
-    agent = serializers.SlugField(help_text="The agent's name.")
-
-
-class StageARunInput(StrictSerializer):
-    channel = serializers.SlugField(help_text="The channel's name.")
-
-
-class DreamingRunSerializer(serializers.ModelSerializer):
-    channel = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
-    agent = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
-    # Plain strings in the schema: as enums they would collide with other components' `state`
-    # enums and rename those (drf-spectacular names colliding enums by hash).
-    stage = serializers.CharField(read_only=True, help_text="a | b")
-    trigger = serializers.CharField(read_only=True, help_text="quiet | threshold | manual | retry")
-    state = serializers.CharField(read_only=True, help_text="running | done | failed | skipped")
-
-    class Meta:
-        model = DreamingRun
-        fields = [
-            "id",
-            "stage",
-            "channel",
-            "agent",
-            "trigger",
-            "state",
-            "reason",
-            "batches",
-            "model_calls",
-            "messages",
-            "noise",
-            "episodes",
-            "left",
-            "materials",
-            "operations",
-            "skill_updates",
-            "dropped",
-            "usage_ids",
-            "started_by",
-            "started_at",
-            "finished_at",
-        ]
 
 
 def _busy(cursor_model, pk: int) -> bool:

@@ -7,62 +7,19 @@ from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from knowledge.events.feed import CURSOR_HELP, CURSOR_RE, EVENT_TYPES, MAX_LIMIT, START, feed_read
+from knowledge.events.feed import MAX_LIMIT, feed_read
+from knowledge.events.serializers import (
+    EventOut,
+    FeedParams,
+    WebhookIn,
+    WebhookSerializer,
+    webhook_out,
+)
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from knowledge.schema import error_response
-from knowledge.web import StrictSerializer, no_body
-
-
-class FeedParams(StrictSerializer):
-    after = serializers.CharField(required=False, allow_blank=True, max_length=64, default="0-0")
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=100)
-    types = serializers.CharField(required=False, allow_blank=True, max_length=1000, default="")
-
-    def validate_after(self, value):
-        if value and not CURSOR_RE.match(value):
-            raise serializers.ValidationError(CURSOR_HELP)
-        return value or START
-
-    def validate_types(self, value):
-        types = [t.strip() for t in value.split(",") if t.strip()]
-        unknown = sorted(set(types) - set(EVENT_TYPES))
-        if unknown:
-            raise serializers.ValidationError(f"Unknown event types: {', '.join(unknown)}.")
-        return types
-
-
-EventOut = inline_serializer(
-    "MemoryEvent",
-    {
-        "cursor": serializers.CharField(help_text="This event's position; pass it as `after` to resume."),
-        "type": serializers.ChoiceField(choices=EVENT_TYPES),
-        "action": serializers.CharField(help_text="The audit action that made the change."),
-        "memory": serializers.IntegerField(),
-        "content_hash": serializers.CharField(),
-        "version": serializers.IntegerField(allow_null=True),
-        "status": serializers.CharField(),
-        "previous_status": serializers.CharField(allow_null=True),
-        "store": serializers.CharField(),
-        "owner": serializers.CharField(),
-        "tier": serializers.CharField(),
-        "provenance": inline_serializer(
-            "MemoryEventProvenance",
-            {
-                "run_id": serializers.CharField(),
-                "turn": serializers.IntegerField(allow_null=True),
-                "event_id": serializers.CharField(),
-            },
-        ),
-        "audit_event": serializers.IntegerField(),
-        "actor": inline_serializer(
-            "MemoryEventActor", {"kind": serializers.CharField(), "name": serializers.CharField()}
-        ),
-        "reason": serializers.CharField(),
-        "at": serializers.DateTimeField(),
-    },
-)
+from knowledge.web import no_body
 
 
 @extend_schema(
@@ -102,39 +59,6 @@ def event_feed(request):
     return Response({"events": page.events, "next_cursor": page.next_cursor, "has_more": page.has_more})
 
 
-class WebhookIn(StrictSerializer):
-    url = serializers.URLField(max_length=500, help_text="http or https.")
-    events = serializers.ListField(
-        child=serializers.ChoiceField(choices=EVENT_TYPES), min_length=1, max_length=len(EVENT_TYPES)
-    )
-    secret = serializers.CharField(
-        min_length=16, max_length=200, help_text="Signs each body; never shown again."
-    )
-
-    def validate_url(self, value):
-        if not value.lower().startswith(("http://", "https://")):
-            raise serializers.ValidationError("Use an http or https URL.")
-        return value
-
-
-class WebhookSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    url = serializers.CharField()
-    events = serializers.ListField(child=serializers.CharField())
-    active = serializers.BooleanField()
-    cursor = serializers.CharField(help_text="The feed position up to which deliveries are queued.")
-    created_by = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    deliveries = inline_serializer(
-        "WebhookDeliveryCounts",
-        {
-            "pending": serializers.IntegerField(),
-            "delivered": serializers.IntegerField(),
-            "failed": serializers.IntegerField(),
-        },
-    )
-
-
 def webhooks_with_counts():
     return Webhook.objects.annotate(
         n_pending=Count(
@@ -143,23 +67,6 @@ def webhooks_with_counts():
         n_delivered=Count("deliveries", filter=Q(deliveries__state=WebhookDelivery.DELIVERED)),
         n_failed=Count("deliveries", filter=Q(deliveries__state=WebhookDelivery.FAILED)),
     ).order_by("id")
-
-
-def webhook_out(w: Webhook) -> dict:
-    return {
-        "id": w.pk,
-        "url": w.url,
-        "events": w.events,
-        "active": w.active,
-        "cursor": w.cursor,
-        "created_by": w.created_by,
-        "created_at": w.created_at,
-        "deliveries": {
-            "pending": getattr(w, "n_pending", 0),
-            "delivered": getattr(w, "n_delivered", 0),
-            "failed": getattr(w, "n_failed", 0),
-        },
-    }
 
 
 @extend_schema(methods=["GET"], responses={200: WebhookSerializer(many=True)}, summary="The webhooks")

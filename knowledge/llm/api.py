@@ -2,29 +2,16 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from knowledge.llm.jobs import job_public
+from knowledge.llm.serializers import (
+    ModelJobSerializer,
+)
 from knowledge.models import ModelJob
 from knowledge.principals.permissions import IsReviewer
 from knowledge.schema import error_response
-
-
-class ModelJobSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    kind = serializers.CharField()
-    title = serializers.CharField()
-    state = serializers.ChoiceField(choices=[s for s, _ in ModelJob.STATES])
-    args = serializers.JSONField()
-    result = serializers.JSONField(help_text="What the run made, once done (run, plan or reconciler run id).")
-    error = serializers.CharField()
-    requested_by = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-    url = serializers.CharField()
 
 
 def job_response(job: ModelJob, status: int = 202) -> Response:

@@ -1,17 +1,11 @@
 """API views for principals: who am I."""
 
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-MeSerializer = inline_serializer(
-    "Me",
-    {
-        "kind": serializers.ChoiceField(choices=["agent", "person", "integration"]),
-        "name": serializers.CharField(),
-        "role": serializers.CharField(allow_null=True),
-    },
+from knowledge.principals.serializers import (
+    MeSerializer,
 )
 
 

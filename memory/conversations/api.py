@@ -1,7 +1,7 @@
 """API: channels, message ingestion and conversations (the evidence recall searches)."""
 
-from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import BasePermission
@@ -14,11 +14,20 @@ from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
-from knowledge.web import StrictCharField, StrictSerializer, no_body
+from knowledge.web import no_body
+from memory.conversations.serializers import (
+    ChannelIn,
+    ChannelOut,
+    ConversationIn,
+    ConversationOut,
+    MessageBatchIn,
+    MessageIn,
+    MessagesIn,
+    MessagesOut,
+    channel_out,
+    conversation_out,
+)
 from memory.conversations.services import conversation_finish
-
-SLUG = r"^[-a-zA-Z0-9_]+$"
-SPEAKER = r"^((person|agent):)?[-a-zA-Z0-9_]{1,64}$"
 
 
 class IsAgentIntegrationOrAdmin(BasePermission):
@@ -40,51 +49,6 @@ class IsAgentOrAdmin(BasePermission):
 # --- channels ---------------------------------------------------------------------------------
 
 
-class ChannelIn(StrictSerializer):
-    name = serializers.RegexField(
-        SLUG, max_length=100, error_messages={"invalid": "Use letters, digits, - and _ only."}
-    )
-    kind = serializers.ChoiceField(
-        choices=[Channel.KIND_SHARED, Channel.KIND_DM], default=Channel.KIND_SHARED
-    )
-    person = serializers.RegexField(SLUG, max_length=64, required=False)
-    agent = serializers.RegexField(SLUG, max_length=64, required=False)
-    memory_scope = serializers.ChoiceField(
-        choices=[Channel.SCOPE_SHARED, Channel.SCOPE_CHANNEL], default=Channel.SCOPE_SHARED
-    )
-    integrations = serializers.ListField(
-        child=serializers.RegexField(SLUG, max_length=64), required=False, default=list
-    )
-
-
-def channel_dict(channel: Channel) -> dict:
-    return {
-        "id": channel.pk,
-        "name": channel.name,
-        "kind": channel.kind,
-        "person": channel.person.name if channel.person_id else None,
-        "agent": channel.agent.name if channel.agent_id else None,
-        "memory_scope": channel.memory_scope,
-        "integrations": sorted(channel.integrations.values_list("integration__name", flat=True)),
-        "created_at": channel.created_at,
-    }
-
-
-ChannelOut = inline_serializer(
-    "Channel",
-    {
-        "id": serializers.IntegerField(),
-        "name": serializers.CharField(),
-        "kind": serializers.CharField(),
-        "person": serializers.CharField(allow_null=True),
-        "agent": serializers.CharField(allow_null=True),
-        "memory_scope": serializers.CharField(),
-        "integrations": serializers.ListField(child=serializers.CharField()),
-        "created_at": serializers.DateTimeField(),
-    },
-)
-
-
 @extend_schema(
     request=ChannelIn,
     responses={201: ChannelOut},
@@ -101,60 +65,10 @@ def channel_create(request):
     data = ChannelIn(data=request.data)
     data.is_valid(raise_exception=True)
     channel = evidence.channel_open_request(actor=request.user, **data.validated_data)
-    return Response(channel_dict(channel), status=status.HTTP_201_CREATED)
+    return Response(channel_out(channel), status=status.HTTP_201_CREATED)
 
 
 # --- messages ---------------------------------------------------------------------------------
-
-
-class MessageIn(StrictSerializer):
-    channel = serializers.RegexField(SLUG, max_length=100)
-    thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    speaker = serializers.RegexField(
-        SPEAKER,
-        max_length=71,
-        error_messages={
-            "invalid": "A speaker is a person or agent name (letters, digits, - and _), "
-            "optionally prefixed with person: or agent:."
-        },
-    )
-    text = StrictCharField(max_length=100_000, trim_whitespace=False)
-    ts = serializers.DateTimeField(required=False)
-    external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-
-
-class MessageBatchIn(StrictSerializer):
-    messages = MessageIn(many=True, allow_empty=False, max_length=evidence.MAX_BATCH)
-
-
-class MessageStoredSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    channel = serializers.CharField()
-    external_id = serializers.CharField(allow_null=True)
-    duplicate = serializers.BooleanField()
-
-
-BatchOut = inline_serializer(
-    "MessagesStored",
-    {
-        "received": serializers.IntegerField(),
-        "stored": serializers.IntegerField(),
-        "duplicates": serializers.IntegerField(),
-        "messages": MessageStoredSerializer(many=True),
-    },
-)
-
-
-MessagesIn = PolymorphicProxySerializer(
-    "MessagesIn",
-    serializers=[MessageIn, MessageBatchIn],
-    resource_type_field_name=None,
-)
-MessagesOut = PolymorphicProxySerializer(
-    "MessagesOut",
-    serializers=[MessageStoredSerializer, BatchOut],
-    resource_type_field_name=None,
-)
 
 
 def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], evidence.IngestResult]:
@@ -241,42 +155,6 @@ def message_post(request):
 # --- conversations ----------------------------------------------------------------------------
 
 
-class ConversationIn(StrictSerializer):
-    agent = serializers.RegexField(SLUG, max_length=64)
-    channel = serializers.RegexField(SLUG, max_length=100)
-    thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-
-
-ConversationOut = inline_serializer(
-    "Conversation",
-    {
-        "id": serializers.IntegerField(),
-        "agent": serializers.CharField(),
-        "channel": serializers.CharField(),
-        "thread": serializers.CharField(),
-        "status": serializers.CharField(),
-        "read_stores": serializers.ListField(child=serializers.CharField()),
-        "write_store": serializers.CharField(),
-        "started_at": serializers.DateTimeField(),
-        "finished_at": serializers.DateTimeField(allow_null=True),
-    },
-)
-
-
-def conversation_dict(c: Conversation) -> dict:
-    return {
-        "id": c.pk,
-        "agent": c.agent.name,
-        "channel": c.channel.name,
-        "thread": c.thread,
-        "status": c.status,
-        "read_stores": c.read_stores,
-        "write_store": c.write_store,
-        "started_at": c.started_at,
-        "finished_at": c.finished_at,
-    }
-
-
 def conversation_open(principal: Principal, v: dict) -> Conversation:
     """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
     join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
@@ -306,14 +184,14 @@ def conversation_create(request):
     data = ConversationIn(data=request.data)
     data.is_valid(raise_exception=True)
     conversation = conversation_open(request.user, data.validated_data)
-    return Response(conversation_dict(conversation), status=status.HTTP_201_CREATED)
+    return Response(conversation_out(conversation), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(responses={200: ConversationOut}, summary="A conversation and its fixed scope")
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def conversation_detail(request, pk: int):
-    return Response(conversation_dict(access.conversation_get_for(request.user, pk)))
+    return Response(conversation_out(access.conversation_get_for(request.user, pk)))
 
 
 @extend_schema(
@@ -328,4 +206,4 @@ def conversation_detail(request, pk: int):
 def conversation_finish_view(request, pk: int):
     conversation = access.conversation_get_for(request.user, pk)
     conversation = conversation_finish(actor=request.user, conversation_id=conversation.pk)
-    return Response(conversation_dict(conversation))
+    return Response(conversation_out(conversation))

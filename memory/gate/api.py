@@ -2,7 +2,7 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
@@ -10,90 +10,19 @@ from rest_framework.response import Response
 
 from knowledge.models import Memory
 from knowledge.principals.permissions import IsAdmin, IsReviewer
-from knowledge.web import StrictCharField, StrictSerializer, no_body
+from knowledge.web import no_body
 from memory.gate import datasets as eval_datasets
+from memory.gate.serializers import (
+    EvalDatasetIn,
+    EvalDatasetReplaceIn,
+    EvalDatasetSerializer,
+    GateCheckPage,
+    GateCheckSerializer,
+    check_out,
+    dataset_out,
+)
 from memory.gate.services import gate_check_run
 from memory.models import EvalDataset, GateCheck
-
-
-class EvalDatasetIn(StrictSerializer):
-    """A new eval dataset; each case is checked by memory.gate.datasets."""
-
-    name = StrictCharField()
-    kind = StrictCharField(default=EvalDataset.KIND_AGENT_TURN)
-    cases = serializers.ListField(child=serializers.DictField())
-
-
-class EvalDatasetReplaceIn(StrictSerializer):
-    """A dataset's new cases (`version`, when given, refuses a concurrent edit)."""
-
-    name = StrictCharField(required=False, help_text="If given, the dataset's own name.")
-    kind = StrictCharField(required=False, help_text="Default: the dataset's kind.")
-    cases = serializers.ListField(child=serializers.DictField())
-    version = serializers.IntegerField(required=False, help_text="Expected current version.")
-
-
-class EvalDatasetSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    kind = serializers.CharField()
-    version = serializers.IntegerField()
-    cases = serializers.ListField(child=serializers.DictField())
-    updated_at = serializers.DateTimeField()
-
-
-class GateCheckSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    memory = serializers.IntegerField()
-    memory_version = serializers.IntegerField()
-    verdict = serializers.ChoiceField(choices=GateCheck.VERDICTS)
-    trigger = serializers.CharField(help_text="manual, shadow or enforce.")
-    dataset = serializers.CharField()
-    regressed_cases = serializers.ListField(child=serializers.CharField())
-    reason = serializers.CharField()
-    calls = serializers.IntegerField()
-    results = serializers.ListField(
-        child=serializers.DictField(), help_text="Per case: answers and failures."
-    )
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
-
-
-GateCheckPage = inline_serializer(
-    "GateCheckPage",
-    {
-        "count": serializers.IntegerField(),
-        "next": serializers.URLField(allow_null=True),
-        "previous": serializers.URLField(allow_null=True),
-        "results": GateCheckSerializer(many=True),
-    },
-)
-
-
-def dataset_json(dataset: EvalDataset) -> dict:
-    return {
-        "name": dataset.name,
-        "kind": dataset.kind,
-        "version": dataset.version,
-        "cases": dataset.cases,
-        "updated_at": dataset.updated_at,
-    }
-
-
-def check_json(check: GateCheck) -> dict:
-    return {
-        "id": check.pk,
-        "memory": check.memory_id,
-        "memory_version": check.memory_version,
-        "verdict": check.verdict,
-        "trigger": check.trigger,
-        "dataset": check.dataset,
-        "regressed_cases": check.regressed_cases,
-        "reason": check.reason,
-        "calls": check.calls,
-        "results": check.results,
-        "created_at": check.created_at,
-        "finished_at": check.finished_at,
-    }
 
 
 @extend_schema(
@@ -112,11 +41,11 @@ def check_json(check: GateCheck) -> dict:
 @permission_classes([IsAdmin])
 def datasets(request):
     if request.method == "GET":
-        return Response({"results": [dataset_json(d) for d in EvalDataset.objects.all()]})
+        return Response({"results": [dataset_out(d) for d in EvalDataset.objects.all()]})
     body = EvalDatasetIn(data=request.data)
     body.is_valid(raise_exception=True)
     dataset = eval_datasets.dataset_create(actor=request.user, **body.validated_data)
-    return Response(dataset_json(dataset), status=status.HTTP_201_CREATED)
+    return Response(dataset_out(dataset), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(
@@ -132,7 +61,7 @@ def datasets(request):
 def dataset_detail(request, name):
     dataset = get_object_or_404(EvalDataset, name=name)
     if request.method == "GET":
-        return Response(dataset_json(dataset))
+        return Response(dataset_out(dataset))
     if request.method == "DELETE":
         eval_datasets.dataset_delete(actor=request.user, dataset=dataset)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -148,7 +77,7 @@ def dataset_detail(request, name):
         cases=v["cases"],
         expected_version=v.get("version"),
     )
-    return Response(dataset_json(dataset))
+    return Response(dataset_out(dataset))
 
 
 @extend_schema(
@@ -162,7 +91,7 @@ def dataset_detail(request, name):
 def gate_check(request, memory_id):
     memory = get_object_or_404(Memory.objects.select_related("owner"), pk=memory_id)
     check = gate_check_run(actor=request.user, memory=memory, trigger="manual")
-    return Response(check_json(check), status=status.HTTP_201_CREATED)
+    return Response(check_out(check), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(
@@ -191,4 +120,4 @@ def gate_checks(request):
         checks = checks.filter(memory_id=int(memory))
     paginator = LimitOffsetPagination()
     page = paginator.paginate_queryset(checks, request)
-    return paginator.get_paginated_response([check_json(c) for c in page])
+    return paginator.get_paginated_response([check_out(c) for c in page])

@@ -21,22 +21,19 @@ from knowledge import access
 from knowledge.access import material_get_for
 from knowledge.errors import DomainError
 from knowledge.materials import services as material_services
-from knowledge.materials.api import material_out, owner_for, version_out
+from knowledge.materials.api import owner_for
 from knowledge.materials.selectors import citing_entries
+from knowledge.materials.serializers import material_out, version_out
 from knowledge.principals.principal import Principal
 from knowledge.web import StrictCharField, StrictSerializer, api_exception_handler, validated
-from memory.conversations.api import (
-    ConversationIn,
-    MessageBatchIn,
-    conversation_dict,
-    conversation_open,
-    messages_post,
-)
+from memory.conversations.api import conversation_open, messages_post
+from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out
 from memory.conversations.services import conversation_finish
 from memory.lifecycle import services
 from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out
-from memory.recall.api import BrowseIn, ContextIn, SearchIn, browse_open, context_for, search_for
-from memory.recall.memo import memo_as_dict, memo_for
+from memory.recall.api import browse_open, context_for, search_for
+from memory.recall.memo import memo_for, memo_out
+from memory.recall.serializers import BrowseIn, ContextIn, SearchIn
 from memory.skills import selectors as skill_selectors
 from memory.skills.api import experience_add_for, outcome_report
 from memory.skills.serializers import ExperienceIn, OutcomeIn
@@ -139,7 +136,7 @@ def task_outcome_report_tool(principal: Principal, args: dict) -> dict:
 
 def conversation_open_tool(principal: Principal, args: dict) -> dict:
     v = validated(ConversationIn, {**args, "agent": principal.agent.name})
-    return conversation_dict(conversation_open(principal, v))
+    return conversation_out(conversation_open(principal, v))
 
 
 class FinishIn(StrictSerializer):
@@ -149,7 +146,7 @@ class FinishIn(StrictSerializer):
 def conversation_finish_tool(principal: Principal, args: dict) -> dict:
     v = validated(FinishIn, args)
     conversation = access.conversation_get_for(principal, v["conversation"])
-    return conversation_dict(conversation_finish(actor=principal, conversation_id=conversation.pk))
+    return conversation_out(conversation_finish(actor=principal, conversation_id=conversation.pk))
 
 
 def messages_post_tool(principal: Principal, args: dict) -> dict:
@@ -305,7 +302,7 @@ TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 
 
 def memo_resource(principal: Principal) -> dict:
-    return memo_as_dict(memo_for(principal.agent))
+    return memo_out(memo_for(principal.agent))
 
 
 def skills_resource(principal: Principal) -> dict:

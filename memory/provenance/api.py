@@ -11,12 +11,17 @@ from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.fingerprints import EXTERNAL_KINDS, STATE_FIELDS, validate_ref
-from knowledge.models import Memory, MemorySource
+from knowledge.models import Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin, IsReviewer
 from knowledge.schema import error_response
 from knowledge.web import no_body
 from memory.provenance import services as provenance
 from memory.provenance.selectors import memory_provenance, stale_memories
+from memory.provenance.serializers import (
+    CheckCounts,
+    ProvenanceSourceOut,
+    StaleMemoryOut,
+)
 
 BAD_SOURCE = error_response("Not a kind of source that is pushed, or not a valid reference for its kind.")
 
@@ -85,25 +90,6 @@ def source_detail(request, kind, ref):
     )
 
 
-CheckCounts = inline_serializer(
-    "ProvenanceCheck",
-    {
-        name: serializers.IntegerField()
-        for name in (
-            "checked",
-            "unchanged",
-            "changed",
-            "deleted",
-            "untracked",
-            "stale",
-            "requeued",
-            "invalidated",
-        )
-    }
-    | {"mode": serializers.CharField()},
-)
-
-
 @extend_schema(summary="Check every tracked source now", request=None, responses=CheckCounts)
 @api_view(["POST"])
 @permission_classes([IsReviewer])
@@ -117,46 +103,6 @@ def _readable_memory(request, memory_id) -> Memory:
     if not access.can_read_store(request.user, owner=memory.owner, store=memory.store):
         raise NotFound("No such memory.")
     return memory
-
-
-ProvenanceChangeOut = inline_serializer(
-    "ProvenanceChange",
-    {
-        "field": serializers.CharField(),
-        "before": serializers.JSONField(allow_null=True),
-        "after": serializers.JSONField(allow_null=True),
-    },
-)
-ProvenanceSourceOut = inline_serializer(
-    "ProvenanceSource",
-    {
-        "kind": serializers.CharField(),
-        "ref": serializers.CharField(),
-        "fingerprint": serializers.CharField(),
-        "state": serializers.ChoiceField(choices=MemorySource.STATES),
-        "checked_at": serializers.DateTimeField(allow_null=True),
-        "readable": serializers.BooleanField(
-            help_text="False for a source you may not read: its fingerprint is blank and its changes "
-            "are left out."
-        ),
-        "changes": serializers.ListField(
-            child=ProvenanceChangeOut, help_text="For a changed source: each field that changed."
-        ),
-    },
-)
-StaleMemoryOut = inline_serializer(
-    "StaleMemory",
-    {
-        "id": serializers.IntegerField(),
-        "agent": serializers.CharField(),
-        "store": serializers.CharField(),
-        "status": serializers.CharField(),
-        "tier": serializers.CharField(),
-        "category": serializers.CharField(),
-        "stale_reason": serializers.CharField(),
-        "updated_at": serializers.DateTimeField(),
-    },
-)
 
 
 @extend_schema(

@@ -14,7 +14,7 @@ CONTEXT_MESSAGES = 10
 MAX_MESSAGES = 500
 
 
-def message_dict(m: Message, channels: dict | None = None) -> dict:
+def message_out(m: Message, channels: dict | None = None) -> dict:
     return {
         "id": m.pk,
         "external_id": m.external_id,
@@ -28,7 +28,7 @@ def message_dict(m: Message, channels: dict | None = None) -> dict:
 
 def _messages(qs) -> list[dict]:
     rows = list(qs.select_related("channel").defer("search")[:MAX_MESSAGES])
-    return [message_dict(m) for m in rows]
+    return [message_out(m) for m in rows]
 
 
 class Browser:
@@ -63,7 +63,7 @@ class Browser:
     def _message(self, pk: int) -> dict:
         """A message with its thread, or (a lone message) its neighbours in the channel."""
         m = self._get(Message, pk, self.message_q)
-        out = {"kind": "message", "message": message_dict(m)}
+        out = {"kind": "message", "message": message_out(m)}
         if m.thread:
             out["thread"] = _messages(
                 self._visible_messages().filter(channel_id=m.channel_id, thread=m.thread).order_by("ts", "id")
@@ -81,9 +81,9 @@ class Browser:
                 .select_related("channel")[:CONTEXT_MESSAGES]
             )
             out["context"] = (
-                [message_dict(x) for x in reversed(before)]
-                + [message_dict(m)]
-                + [message_dict(x) for x in after]
+                [message_out(x) for x in reversed(before)]
+                + [message_out(m)]
+                + [message_out(x) for x in after]
             )
         if m.episode_id:
             out["episode"] = m.episode_id

@@ -23,7 +23,7 @@ def memo_for(agent: Agent) -> PinnedMemo:
     return PinnedMemo.objects.filter(agent=agent).first() or PinnedMemo(agent=agent, text="", version=0)
 
 
-def memo_as_dict(memo: PinnedMemo) -> dict:
+def memo_out(memo: PinnedMemo) -> dict:
     return {
         "agent": memo.agent.name,
         "text": memo.text,

@@ -8,7 +8,7 @@ def _routes(cand) -> dict:
     return {name: dict(v) for name, v in cand.routes.items()}
 
 
-def result_dict(item, channels: dict[int, str]) -> dict:
+def result_out(item, channels: dict[int, str]) -> dict:
     cand = item.candidate
     obj = cand.obj
     out = {
@@ -48,7 +48,7 @@ def result_dict(item, channels: dict[int, str]) -> dict:
     return out
 
 
-def outcome_dict(outcome: SearchOutcome) -> dict:
+def outcome_out(outcome: SearchOutcome) -> dict:
     channel_ids = [
         i.candidate.obj.channel_id for i in outcome.items if i.candidate.kind in (MESSAGE, EPISODE)
     ]
@@ -63,5 +63,5 @@ def outcome_dict(outcome: SearchOutcome) -> dict:
         "routes": outcome.ranking.routes,
         "reranker": outcome.ranking.reranker,
         "embedding_ms": outcome.ranking.embed_ms,
-        "results": [result_dict(i, channels) for i in outcome.items],
+        "results": [result_out(i, channels) for i in outcome.items],
     }

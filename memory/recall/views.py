@@ -16,8 +16,8 @@ from knowledge.principals.permissions import reviewer_required
 from knowledge.tokens import count_tokens
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import KINDS, Browser
-from memory.recall.memo import MemoChanged, memo_as_dict, memo_budget_tokens, memo_for, memo_update
-from memory.recall.present import outcome_dict
+from memory.recall.memo import MemoChanged, memo_budget_tokens, memo_for, memo_out, memo_update
+from memory.recall.present import outcome_out
 from memory.recall.search import MAX_BUDGET, MAX_K
 
 
@@ -89,7 +89,7 @@ def playground(request):
             outcome = memory_search(
                 scope, q=form["q"], k=form["k"], budget_tokens=form["budget_tokens"], now=now
             )
-            context["outcome"] = outcome_dict(outcome)
+            context["outcome"] = outcome_out(outcome)
             _attach_sources(context["outcome"]["results"])
             context["conversation_id"] = conversation.pk if conversation else ""
             share = outcome.used_tokens * 100 // max(outcome.budget_tokens, 1)
@@ -182,7 +182,7 @@ def memo_edit(request, name):
             messages.error(request, _errors(exc))
         except MemoChanged as exc:
             messages.error(request, str(exc.detail))
-    info = memo_as_dict(memo)
+    info = memo_out(memo)
     context = {
         "agent": agent,
         "memo": info,

@@ -2,40 +2,16 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 
-from knowledge.llm.api import ModelJobSerializer, job_response
+from knowledge.llm.api import job_response
+from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
 from memory.consolidation import PlanConflict
-from memory.consolidation.api import ConflictSerializer, _conflict
-from memory.reconciler.models import ReconcilerRun
-
-
-class ReconcilerRunSerializer(serializers.ModelSerializer):
-    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    plan_state = serializers.SerializerMethodField(help_text="The state of the run's plan (its change set).")
-
-    class Meta:
-        model = ReconcilerRun
-        fields = [
-            "id",
-            "agent",
-            "trigger",
-            "state",
-            "plan",
-            "plan_state",
-            "counts",
-            "note",
-            "turns",
-            "started_at",
-            "finished_at",
-        ]
-
-    def get_plan_state(self, run) -> str | None:
-        return run.plan.state if run.plan_id else None
+from memory.consolidation.api import _conflict
+from memory.consolidation.serializers import ConflictSerializer
 
 
 @extend_schema(

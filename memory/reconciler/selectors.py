@@ -97,7 +97,7 @@ def memory_links(memory: Memory, *, principal=None, visible_q=None) -> list[dict
     ]
 
 
-def _run_dict(run: ReconcilerRun | None) -> dict | None:
+def _run_out(run: ReconcilerRun | None) -> dict | None:
     if run is None:
         return None
     return {
@@ -118,7 +118,7 @@ def reconciler_status() -> dict:
     return {
         "every_turns": settings.BRAIN_RECONCILER_EVERY_TURNS,
         "idle_minutes": settings.BRAIN_RECONCILER_IDLE_MINUTES,
-        "agents": [{"agent": row["agent"].name, "last_run": _run_dict(row["run"])} for row in last_runs()],
+        "agents": [{"agent": row["agent"].name, "last_run": _run_out(row["run"])} for row in last_runs()],
     }
 
 
