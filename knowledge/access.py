@@ -1,10 +1,10 @@
-"""The one access layer: which stores a principal (in a conversation, or browsing) may read,
-and where it may write. Console views, API views, search and exports all go through here.
+"""The one access module: which stores a principal (in a conversation, or browsing) may read,
+where it may write, every `*_get_for`, and who is asking. Console views, API views, MCP, search
+and exports all go through here; no other module compares `principal.kind`.
 
-A store is a string: `shared` (the whole workspace), `self` (the owner agent alone),
-`private:<person>` (one agent's direct conversation with one person), `channel:<channel>` (one
-channel only). Every item also has an owner agent; `self` and `private:*` items are visible
-only to their owner agent, `shared` and `channel:*` items to every agent that reads them."""
+Stores are named in `knowledge.stores`. Every item also has an owner agent; `self` and
+`private:*` items are visible only to their owner agent, `shared` and `channel:*` items to every
+agent that reads them."""
 
 from typing import NamedTuple
 
@@ -17,6 +17,7 @@ from knowledge.fingerprints import EXTERNAL_KINDS
 from knowledge.models import (
     Agent,
     Channel,
+    ConnectorGrant,
     Conversation,
     CurationGuide,
     Entry,
@@ -26,96 +27,37 @@ from knowledge.models import (
     TaskOutcome,
 )
 from knowledge.principals.principal import Principal
-
-SHARED, SELF = "shared", "self"
-SCOPE_ALIASES = {"agent": SELF, "self": SELF, "shared": SHARED, "workspace": SHARED}
-OWNER_ONLY_PREFIXES = (SELF, "private:")
-
+from knowledge.stores import (  # noqa: F401  (the store vocabulary, read through access everywhere)
+    OWNER_ONLY_PREFIXES,
+    SCOPE_ALIASES,
+    SELF,
+    SHARED,
+    channel_store,
+    conversation_scope,
+    message_store,
+    parse_scope,
+    private_store,
+)
 
 # --- who is asking --------------------------------------------------------------------------
-# The kind of a principal is compared here only: every other module asks these predicates (or
-# the checks below), so a new kind of principal changes one file.
-
-
-def is_agent(principal: Principal) -> bool:
-    """An agent's token: it reads and writes as that agent only."""
-    return principal.kind == "agent"
-
-
-def is_integration(principal: Principal) -> bool:
-    """An integration's token: it posts evidence to the channels it takes part in."""
-    return principal.kind == "integration"
-
-
-def is_admin_person(principal: Principal) -> bool:
-    """A person with the admin role (not a background job acting as admin)."""
-    return principal.kind == "person" and principal.is_admin
-
-
-def is_agent_or_reviewer(principal: Principal) -> bool:
-    return is_agent(principal) or principal.is_reviewer
-
-
-def is_agent_or_admin(principal: Principal) -> bool:
-    return is_agent(principal) or principal.is_admin
-
-
-def is_agent_integration_or_admin(principal: Principal) -> bool:
-    return principal.kind in ("agent", "integration") or principal.is_admin
-
-
-def is_integration_or_admin(principal: Principal) -> bool:
-    return is_integration(principal) or principal.is_admin
+# Outside this module and the Principal type's own predicates (`is_agent`, `is_integration`,
+# `is_person`, `is_reviewer`, `is_admin`), no module compares a principal's kind.
 
 
 def is_agent_other_than(principal: Principal, agent_id: int | None) -> bool:
     """An agent's token asking about another agent's object (an agent's own, or anyone else's
     principal, is False)."""
-    return is_agent(principal) and principal.agent.pk != agent_id
+    return principal.is_agent and principal.agent.pk != agent_id
 
 
 def own_agent(principal: Principal) -> Agent | None:
     """The agent of an agent's token; None for anyone else."""
-    return principal.agent if is_agent(principal) else None
+    return principal.agent if principal.is_agent else None
 
 
 def another_agents(what: str) -> Refused:
     """The one refusal for an object an agent asks about that is another agent's."""
     return Refused(f"{what} belongs to another agent.")
-
-
-def private_store(person_name: str) -> str:
-    return f"private:{person_name}"
-
-
-def channel_store(channel_name: str) -> str:
-    return f"channel:{channel_name}"
-
-
-def conversation_scope(channel: Channel) -> tuple[list[str], str]:
-    """(stores read, store written by default) for a new conversation in `channel`: a shared
-    channel reads shared + self and writes shared; a channel-only channel reads its channel
-    store + self and writes the channel store; a direct message with person P reads shared +
-    self + private:P and writes private:P. Fixed on the Conversation when it starts."""
-    if channel.kind == Channel.KIND_DM:
-        private = private_store(channel.person.name)
-        return [SHARED, SELF, private], private
-    if channel.memory_scope == Channel.SCOPE_CHANNEL:
-        own = channel_store(channel.name)
-        return [own, SELF], own
-    return [SHARED, SELF], SHARED
-
-
-def parse_scope(value: str) -> str:
-    """Turn an API `scope` (agent, shared, workspace, private:<person>, channel:<channel>) into a
-    store string, or raise Invalid."""
-    value = (value or "").strip()
-    if value in SCOPE_ALIASES:
-        return SCOPE_ALIASES[value]
-    for prefix in ("private:", "channel:"):
-        if value.startswith(prefix) and len(value) > len(prefix):
-            return value
-    raise Invalid({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
 
 
 def _store_q(store: str, agent: Agent, prefix: str) -> Q:
@@ -161,7 +103,7 @@ def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
     """Raise Refused unless `principal` may open a conversation for `agent` in
     `channel`: agents only for themselves, admins for any agent; in a direct message only for
     the agent it belongs to."""
-    if is_agent(principal):
+    if principal.is_agent:
         if principal.agent.pk != agent.pk:
             raise Refused("An agent may open conversations only for itself.")
     elif not principal.is_admin:
@@ -261,11 +203,6 @@ def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
 # messages in any conversation that reads `shared`. Episodes follow the same rule.
 
 
-def message_store(channel: Channel) -> str:
-    """The store a message said in `channel` now belongs to: the channel's default write store."""
-    return conversation_scope(channel)[1]
-
-
 def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str | None]]:
     """(id, kind, name, person name) of every channel `agent` takes part in (a conversation in
     another agent's direct message does not count). Plain SQL: it runs in
@@ -359,16 +296,12 @@ def check_connector_write(
             f"{document.source_ref} is mirrored by another integration; only it (or an admin) changes or "
             "withdraws it."
         )
-    if owner is not None:
-        from knowledge.models import ConnectorGrant
-
-        if not ConnectorGrant.objects.filter(
-            integration=principal.integration, agent=owner, store=store
-        ).exists():
-            raise Refused(
-                f"Integration {principal.name} has no grant to mirror documents into the store {store} of "
-                f"agent {owner.name}; an admin grants it (connector grants)."
-            )
+    granted = ConnectorGrant.objects.filter(integration=principal.integration, agent=owner, store=store)
+    if owner is not None and not granted.exists():
+        raise Refused(
+            f"Integration {principal.name} has no grant to mirror documents into the store {store} of "
+            f"agent {owner.name}; an admin grants it (connector grants)."
+        )
 
 
 def report_item_visible(
@@ -603,7 +536,7 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
     if conversation is None:
         raise NotFound("No Conversation matches the given query.")
     check_own_conversation(principal, conversation)
-    if not is_agent_or_reviewer(principal):
+    if not (principal.is_agent or principal.is_reviewer):
         raise Refused("This token may not read conversations.")
     return conversation
 
@@ -636,27 +569,26 @@ def scope_for(
     agent: str | None = None,
     conversation: int | None = None,
     channel: str | None = None,
+    agent_field: str = "agent",
 ) -> Named:
     """Resolve the agent name, conversation id and channel name a request gives into rows: an
     unknown agent or channel name is Invalid naming its field (both at once), an unknown
     conversation NotFound. Who may act on them is the caller's check (`check_join`,
     `check_write`, recall's scope). An agent naming itself gets the agent of its token (no
-    query); a conversation of the named agent carries that agent."""
-    errors = {}
-    agent_row = None
+    query); a conversation of the named agent carries that agent. `agent_field` names the
+    request's field for the agent where it is not `agent` (a consolidation's `owner`)."""
+    errors, agent_row, conversation_row, channel_row = {}, None, None, None
     if agent is not None:
         own = own_agent(principal)
         agent_row = own if own is not None and own.name == agent else Agent.objects.filter(name=agent).first()
         if agent_row is None:
-            errors["agent"] = [f"Unknown agent {agent}."]
-    conversation_row = None
+            errors[agent_field] = [f"Unknown agent {agent}."]
     if conversation and not errors:
         conversation_row = Conversation.objects.select_related("channel").filter(pk=conversation).first()
         if conversation_row is None:
             raise NotFound("No Conversation matches the given query.")
         if agent_row is not None and conversation_row.agent_id == agent_row.pk:
             conversation_row.agent = agent_row
-    channel_row = None
     if channel:
         channel_row = Channel.objects.filter(name=channel).select_related("person").first()
         if channel_row is None:

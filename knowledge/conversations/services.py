@@ -102,11 +102,7 @@ def channel_open_request(
         raise Invalid({"person": ["Only a direct-message channel has a person."]})
     if kind == Channel.KIND_SHARED and agent:
         raise Invalid({"agent": ["Only a direct-message channel belongs to an agent."]})
-    agent_row = None
-    if agent:
-        agent_row = Agent.objects.filter(name=agent).first()
-        if agent_row is None:
-            raise Invalid({"agent": [f"Unknown agent {agent}."]})
+    agent_row = access.scope_for(actor, agent=agent).agent if agent else None
     if kind == Channel.KIND_DM and memory_scope != Channel.SCOPE_SHARED:
         raise Invalid({"memory_scope": ["A direct message always uses the person's private store."]})
     if Channel.objects.filter(name=name).exists():
@@ -147,7 +143,7 @@ def channel_open(
             actor=actor, name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope
         )
         members = list(integrations)
-        if access.is_integration(actor) and actor.integration not in members:
+        if actor.is_integration and actor.integration not in members:
             members.append(actor.integration)
         for integration in members:
             channel_integration_add(actor=actor, channel=channel, integration=integration)

@@ -302,7 +302,7 @@ def connector_document_put(
                 store=store,
                 state=Material.QUEUED,
                 asked_by=who(actor),
-                integration=actor.integration if access.is_integration(actor) else None,
+                integration=actor.integration if actor.is_integration else None,
             )
             v = _new_version(
                 material, actor=actor, data=data, filename=filename, media_type=media_type, label=version

@@ -6,7 +6,6 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
-from knowledge import access
 from knowledge.principals.principal import Principal
 
 
@@ -29,7 +28,7 @@ class IsAgentOrReviewer(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and access.is_agent_or_reviewer(p)
+        return isinstance(p, Principal) and (p.is_agent or p.is_reviewer)
 
 
 class IsIntegrationOrAdmin(BasePermission):
@@ -37,7 +36,7 @@ class IsIntegrationOrAdmin(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and access.is_integration_or_admin(p)
+        return isinstance(p, Principal) and (p.is_integration or p.is_admin)
 
 
 def console_principal(request) -> Principal:

@@ -22,7 +22,6 @@ from mcp import types
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
 
-from knowledge import access
 from knowledge.principals.auth import token_authenticate
 from knowledge.web import api_exception_handler
 from memory.mcp.server import build_server
@@ -163,7 +162,7 @@ class BearerAuth:
                 body["error"] = f"{TOKEN_PROBLEM_SENTENCE}: {body['error']}"
                 extra["WWW-Authenticate"] = _challenge(scope, invalid=True)
             return await _answer(send, response.status_code, body, extra)
-        if not access.is_agent(principal):
+        if not principal.is_agent:
             return await _answer(
                 send,
                 403,

@@ -35,7 +35,7 @@ class Browser:
     """Browsing as `principal`, optionally inside one of its conversations."""
 
     def __init__(self, principal: Principal, conversation: Conversation | None = None):
-        if not access.is_agent_or_reviewer(principal):
+        if not (principal.is_agent or principal.is_reviewer):
             raise Refused("This token may not browse memory.")
         if conversation is not None:
             access.check_own_conversation(principal, conversation)

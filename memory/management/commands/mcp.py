@@ -16,7 +16,6 @@ from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 from rest_framework import exceptions
 
-from knowledge import access
 from knowledge.principals.auth import token_authenticate
 from knowledge.web import error_text
 from memory.mcp.http import TOKEN_PROBLEM_SENTENCE
@@ -35,7 +34,7 @@ def _agent_of(token: str, error: type[Exception]):
         principal, _ = token_authenticate(token, SimpleNamespace(META={"REMOTE_ADDR": "127.0.0.1"}))
     except exceptions.APIException as exc:
         raise error(error_text(exc))
-    if not access.is_agent(principal):
+    if not principal.is_agent:
         raise error("The MCP server serves agent tokens only.")
     return principal
 
@@ -60,7 +59,7 @@ class Command(BaseCommand):
             # Looked up for every call (one indexed query), so revoking the token stops it at once.
             return _agent_of(token, exceptions.AuthenticationFailed)
 
-        assert access.is_agent(principal)
+        assert principal.is_agent
         server = build_server(principal_for)
 
         async def serve():
