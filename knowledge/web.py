@@ -8,8 +8,10 @@ is a 400 — never a RecursionError — as is a NUL character in any text."""
 
 import functools
 import json
+from contextlib import contextmanager
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.handlers.exception import response_for_exception
 from django.http import Http404, HttpResponse, JsonResponse
@@ -261,6 +263,31 @@ def console_error(request, exc: DomainError) -> HttpResponse:
     return HttpResponse(
         error_text(exc, fields=True), status=status_code, content_type="text/plain; charset=utf-8"
     )
+
+
+class ConsoleWrite:
+    """What `console_write` yields: set `done` after the write to say what it did."""
+
+    def __init__(self, done: str):
+        self.done = done
+        self.ok = False
+
+
+@contextmanager
+def console_write(request, done: str = "", *, fields: bool = True):
+    """A console form's write whose page redirects either way: a domain error becomes that
+    page's error message (`error_text`; `fields`: Invalid messages name their field) — the write
+    was refused and wrote nothing — and success the `done` message (set on the yielded object
+    when it depends on what was written)."""
+    write = ConsoleWrite(done)
+    try:
+        yield write
+    except DomainError as exc:
+        messages.error(request, error_text(exc, fields=fields))
+    else:
+        write.ok = True
+        if write.done:
+            messages.success(request, write.done)
 
 
 class ConsoleErrorMiddleware:
