@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "brainsite.ops.metrics.MetricsMiddleware",  # requests by route and status (GET /metrics)
     "django.middleware.security.SecurityMiddleware",
     "knowledge.web.BodySizeMiddleware",
+    "knowledge.web.ConsoleErrorMiddleware",  # domain errors of console views: 404 / 403 / 400 pages
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -1,21 +1,23 @@
-"""The one access layer: which stores a principal (in a conversation, or browsing) may read,
-and where it may write. Console views, API views, search and exports all go through here.
+"""The one access module: which stores a principal (in a conversation, or browsing) may read,
+where it may write, every `*_get_for`, and who is asking. Console views, API views, MCP, search
+and exports all go through here; no other module compares `principal.kind`.
 
-A store is a string: `shared` (the whole workspace), `self` (the owner agent alone),
-`private:<person>` (one agent's direct conversation with one person), `channel:<channel>` (one
-channel only). Every item also has an owner agent; `self` and `private:*` items are visible
-only to their owner agent, `shared` and `channel:*` items to every agent that reads them."""
+Stores are named in `knowledge.stores`. Every item also has an owner agent; `self` and
+`private:*` items are visible only to their owner agent, `shared` and `channel:*` items to every
+agent that reads them."""
+
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import Q
-from django.http import Http404
-from django.shortcuts import get_object_or_404
 
-from knowledge.errors import Invalid, Refused
+from knowledge.entries.guides import guide_for
+from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.memories.fingerprints import EXTERNAL_KINDS
 from knowledge.models import (
     Agent,
     Channel,
+    ConnectorGrant,
     Conversation,
     CurationGuide,
     Entry,
@@ -25,44 +27,37 @@ from knowledge.models import (
     TaskOutcome,
 )
 from knowledge.principals.principal import Principal
+from knowledge.stores import (  # noqa: F401  (the store vocabulary, read through access everywhere)
+    OWNER_ONLY_PREFIXES,
+    SCOPE_ALIASES,
+    SELF,
+    SHARED,
+    channel_store,
+    conversation_scope,
+    message_store,
+    parse_scope,
+    private_store,
+)
 
-SHARED, SELF = "shared", "self"
-SCOPE_ALIASES = {"agent": SELF, "self": SELF, "shared": SHARED, "workspace": SHARED}
-OWNER_ONLY_PREFIXES = (SELF, "private:")
-
-
-def private_store(person_name: str) -> str:
-    return f"private:{person_name}"
-
-
-def channel_store(channel_name: str) -> str:
-    return f"channel:{channel_name}"
-
-
-def conversation_scope(channel: Channel) -> tuple[list[str], str]:
-    """(stores read, store written by default) for a new conversation in `channel`: a shared
-    channel reads shared + self and writes shared; a channel-only channel reads its channel
-    store + self and writes the channel store; a direct message with person P reads shared +
-    self + private:P and writes private:P. Fixed on the Conversation when it starts."""
-    if channel.kind == Channel.KIND_DM:
-        private = private_store(channel.person.name)
-        return [SHARED, SELF, private], private
-    if channel.memory_scope == Channel.SCOPE_CHANNEL:
-        own = channel_store(channel.name)
-        return [own, SELF], own
-    return [SHARED, SELF], SHARED
+# --- who is asking --------------------------------------------------------------------------
+# Outside this module and the Principal type's own predicates (`is_agent`, `is_integration`,
+# `is_person`, `is_reviewer`, `is_admin`), no module compares a principal's kind.
 
 
-def parse_scope(value: str) -> str:
-    """Turn an API `scope` (agent, shared, workspace, private:<person>, channel:<channel>) into a
-    store string, or raise Invalid."""
-    value = (value or "").strip()
-    if value in SCOPE_ALIASES:
-        return SCOPE_ALIASES[value]
-    for prefix in ("private:", "channel:"):
-        if value.startswith(prefix) and len(value) > len(prefix):
-            return value
-    raise Invalid({"scope": ["Use agent, shared, workspace, private:<person> or channel:<channel>."]})
+def is_agent_other_than(principal: Principal, agent_id: int | None) -> bool:
+    """An agent's token asking about another agent's object (an agent's own, or anyone else's
+    principal, is False)."""
+    return principal.is_agent and principal.agent.pk != agent_id
+
+
+def own_agent(principal: Principal) -> Agent | None:
+    """The agent of an agent's token; None for anyone else."""
+    return principal.agent if principal.is_agent else None
+
+
+def another_agents(what: str) -> Refused:
+    """The one refusal for an object an agent asks about that is another agent's."""
+    return Refused(f"{what} belongs to another agent.")
 
 
 def _store_q(store: str, agent: Agent, prefix: str) -> Q:
@@ -108,7 +103,7 @@ def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
     """Raise Refused unless `principal` may open a conversation for `agent` in
     `channel`: agents only for themselves, admins for any agent; in a direct message only for
     the agent it belongs to."""
-    if principal.kind == "agent":
+    if principal.is_agent:
         if principal.agent.pk != agent.pk:
             raise Refused("An agent may open conversations only for itself.")
     elif not principal.is_admin:
@@ -116,7 +111,7 @@ def check_join(principal: Principal, *, agent: Agent, channel: Channel) -> None:
     if channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk:
         if channel.agent_id is None:
             raise Refused(f"The direct message {channel.name} belongs to no agent yet.")
-        raise Refused(f"The direct message {channel.name} belongs to another agent.")
+        raise another_agents(f"The direct message {channel.name}")
 
 
 def takes_part(agent: Agent, channel: Channel) -> bool:
@@ -206,11 +201,6 @@ def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
 # store is one the conversation reads. So a DM's messages are read only in that DM (or another DM
 # with the same person), a channel-only channel's only in that channel, and shared channels'
 # messages in any conversation that reads `shared`. Episodes follow the same rule.
-
-
-def message_store(channel: Channel) -> str:
-    """The store a message said in `channel` now belongs to: the channel's default write store."""
-    return conversation_scope(channel)[1]
 
 
 def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str | None]]:
@@ -306,16 +296,12 @@ def check_connector_write(
             f"{document.source_ref} is mirrored by another integration; only it (or an admin) changes or "
             "withdraws it."
         )
-    if owner is not None:
-        from knowledge.models import ConnectorGrant
-
-        if not ConnectorGrant.objects.filter(
-            integration=principal.integration, agent=owner, store=store
-        ).exists():
-            raise Refused(
-                f"Integration {principal.name} has no grant to mirror documents into the store {store} of "
-                f"agent {owner.name}; an admin grants it (connector grants)."
-            )
+    granted = ConnectorGrant.objects.filter(integration=principal.integration, agent=owner, store=store)
+    if owner is not None and not granted.exists():
+        raise Refused(
+            f"Integration {principal.name} has no grant to mirror documents into the store {store} of "
+            f"agent {owner.name}; an admin grants it (connector grants)."
+        )
 
 
 def report_item_visible(
@@ -481,15 +467,21 @@ def check_sources(principal: Principal, sources, *, field: str = "sources") -> N
 
 
 # --- one object, if the principal may see it -------------------------------------------------
+# Every `*_get_for(principal, …)` lives here and raises the domain's NotFound / Refused, which the
+# API's exception handler and the console's (knowledge.web) turn into 404 / 403 alike.
 
 
-def memory_get_for(principal: Principal, memory_id: int) -> Memory:
+def memory_get_for(principal: Principal, memory_id: int, *, hidden: bool = False) -> Memory:
     """The memory with this id if `principal` may read it: 404 when there is none, 403 when it
-    lies in a store the principal may not read. The one access helper for a single memory."""
+    lies in a store the principal may not read — or, with `hidden`, 404 then too, for a read
+    that must not tell an unreadable memory from a missing one (its provenance). The one access
+    helper for a single memory."""
     memory = Memory.objects.select_related("owner").filter(pk=memory_id).first()
     if memory is None:
-        raise Http404(f"There is no memory {memory_id}.")
+        raise NotFound(f"There is no memory {memory_id}.")
     if not can_read_store(principal, owner=memory.owner, store=memory.store):
+        if hidden:
+            raise NotFound("No such memory.")
         raise Refused("This memory lies in a store you may not read.")
     return memory
 
@@ -501,28 +493,50 @@ def entry_get_for(principal: Principal, entry_id, *, include_deleted: bool = Fal
     try:
         entry_id = int(entry_id)
     except (TypeError, ValueError):
-        raise Http404("No such entry.")
+        raise NotFound("No such entry.") from None
     entry = manager.filter(readable_q(principal), pk=entry_id).select_related("owner").first()
     if entry is None:
-        raise Http404("No such entry.")
+        raise NotFound("No such entry.")
     return entry
+
+
+def material_get_for(principal: Principal, material_id) -> Material:
+    """One material `principal` may see; a NotFound otherwise (unknown and invisible look alike)."""
+    try:
+        material_id = int(material_id)
+    except (TypeError, ValueError):
+        raise NotFound("No such material.") from None
+    material = (
+        Material.objects.filter(readable_q(principal), pk=material_id)
+        .select_related("owner", "version")
+        .first()
+    )
+    if material is None:
+        raise NotFound(f"There is no material {material_id} you can see.")
+    return material
 
 
 def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
     """Readable by people with a role and by the owner agent itself (it is in its self store)."""
     if not can_read_store(principal, owner=owner, store=CurationGuide.STORE):
-        raise Http404("No such curation guide.")
-    from knowledge.entries.selectors import guide_for
-
+        raise NotFound("No such curation guide.")
     return guide_for(owner)
+
+
+def check_own_conversation(principal: Principal, conversation: Conversation) -> None:
+    """Raise Refused when an agent asks about a conversation of another agent (people with a role
+    and background jobs may see any)."""
+    if is_agent_other_than(principal, conversation.agent_id):
+        raise another_agents("That conversation")
 
 
 def conversation_get_for(principal: Principal, pk: int) -> Conversation:
     """The conversation (404 if unknown); agents only their own (403), reviewers any."""
-    conversation = get_object_or_404(Conversation.objects.select_related("agent", "channel"), pk=pk)
-    if principal.kind == "agent" and conversation.agent_id != principal.agent.pk:
-        raise Refused("That conversation belongs to another agent.")
-    if principal.kind not in ("agent",) and not principal.is_reviewer:
+    conversation = Conversation.objects.select_related("agent", "channel").filter(pk=pk).first()
+    if conversation is None:
+        raise NotFound("No Conversation matches the given query.")
+    check_own_conversation(principal, conversation)
+    if not (principal.is_agent or principal.is_reviewer):
         raise Refused("This token may not read conversations.")
     return conversation
 
@@ -530,7 +544,55 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
 def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
     """The agent named (404 if none); an agent token may name only itself (`refusal` says what
     it may not do otherwise)."""
-    agent = get_object_or_404(Agent, name=name)
-    if principal.kind == "agent" and principal.agent.pk != agent.pk:
+    agent = Agent.objects.filter(name=name).first()
+    if agent is None:
+        raise NotFound("No Agent matches the given query.")
+    if is_agent_other_than(principal, agent.pk):
         raise Refused(refusal)
     return agent
+
+
+# --- the rows a request names -----------------------------------------------------------------
+
+
+class Named(NamedTuple):
+    """The agent, conversation and channel a request names (None where it names none)."""
+
+    agent: Agent | None
+    conversation: Conversation | None
+    channel: Channel | None
+
+
+def scope_for(
+    principal: Principal,
+    *,
+    agent: str | None = None,
+    conversation: int | None = None,
+    channel: str | None = None,
+    agent_field: str = "agent",
+) -> Named:
+    """Resolve the agent name, conversation id and channel name a request gives into rows: an
+    unknown agent or channel name is Invalid naming its field (both at once), an unknown
+    conversation NotFound. Who may act on them is the caller's check (`check_join`,
+    `check_write`, recall's scope). An agent naming itself gets the agent of its token (no
+    query); a conversation of the named agent carries that agent. `agent_field` names the
+    request's field for the agent where it is not `agent` (a consolidation's `owner`)."""
+    errors, agent_row, conversation_row, channel_row = {}, None, None, None
+    if agent is not None:
+        own = own_agent(principal)
+        agent_row = own if own is not None and own.name == agent else Agent.objects.filter(name=agent).first()
+        if agent_row is None:
+            errors[agent_field] = [f"Unknown agent {agent}."]
+    if conversation and not errors:
+        conversation_row = Conversation.objects.select_related("channel").filter(pk=conversation).first()
+        if conversation_row is None:
+            raise NotFound("No Conversation matches the given query.")
+        if agent_row is not None and conversation_row.agent_id == agent_row.pk:
+            conversation_row.agent = agent_row
+    if channel:
+        channel_row = Channel.objects.filter(name=channel).select_related("person").first()
+        if channel_row is None:
+            errors["channel"] = [f"Unknown channel {channel}."]
+    if errors:
+        raise Invalid(errors)
+    return Named(agent_row, conversation_row, channel_row)

@@ -8,9 +8,12 @@ is a 400 — never a RecursionError — as is a NUL character in any text."""
 
 import functools
 import json
+from contextlib import contextmanager
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.handlers.exception import response_for_exception
 from django.http import Http404, HttpResponse, JsonResponse
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
@@ -19,8 +22,8 @@ from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from knowledge.errors import DomainError, Invalid
-from knowledge.limits import MAX_JSON_DEPTH, MAX_PAGE, json_scan, json_size_error
+from knowledge.errors import Conflict, DomainError, Gone, Invalid, NotFound, Refused
+from knowledge.limits import MAX_JSON_DEPTH, MAX_OFFSET, MAX_PAGE, json_scan, json_size_error
 
 # A refused body is still read (and thrown away) up to this size, so the client, which sends
 # its whole body before reading the answer, gets the 413 instead of a broken connection.
@@ -135,6 +138,15 @@ def no_body(view):
     return wrapped
 
 
+def validated(serializer_class, data, *, partial: bool = False, **context) -> dict:
+    """`data` checked by `serializer_class` (with `context`, `partial` for a PATCH): its
+    validated data, or the serializer's ValidationError (the API's 400). The one helper every
+    API view and MCP tool parses its input with."""
+    serializer = serializer_class(data=data, partial=partial, context=context)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 # --- serializer fields shared by the APIs ---
 
 
@@ -234,6 +246,67 @@ def error_text(exc: Exception, *, fields: bool = False) -> str:
     return str(detail or exc)
 
 
+# --- the console's answer to a domain error ---
+
+
+def console_error(request, exc: DomainError) -> HttpResponse:
+    """The one mapping of a domain error to a console response: NotFound is the 404 page and
+    Refused the 403 page (through the project's handlers, exactly as if the view had raised
+    Http404 / PermissionDenied), Gone a 410, and Invalid or Conflict that no form of the view
+    showed a 400 / 409 naming what was wrong. Views that show an error beside a form catch it
+    themselves and put `error_text(exc)` there."""
+    if isinstance(exc, NotFound):
+        return response_for_exception(request, Http404(exc.message))
+    if isinstance(exc, Refused):
+        return response_for_exception(request, PermissionDenied(exc.message))
+    status_code = exc.status_code if isinstance(exc, (Gone, Conflict, Invalid)) else 400
+    return HttpResponse(
+        error_text(exc, fields=True), status=status_code, content_type="text/plain; charset=utf-8"
+    )
+
+
+class ConsoleWrite:
+    """What `console_write` yields: set `done` after the write to say what it did."""
+
+    def __init__(self, done: str):
+        self.done = done
+        self.ok = False
+
+
+@contextmanager
+def console_write(request, done: str = "", *, fields: bool = True):
+    """A console form's write whose page redirects either way: a domain error becomes that
+    page's error message (`error_text`; `fields`: Invalid messages name their field) — the write
+    was refused and wrote nothing — and success the `done` message (set on the yielded object
+    when it depends on what was written)."""
+    write = ConsoleWrite(done)
+    try:
+        yield write
+    except DomainError as exc:
+        messages.error(request, error_text(exc, fields=fields))
+    else:
+        write.ok = True
+        if write.done:
+            messages.success(request, write.done)
+
+
+class ConsoleErrorMiddleware:
+    """Every console view's domain errors answered by `console_error`, so no view re-maps
+    NotFound or Refused by hand. API views answer through `api_exception_handler` (DRF catches
+    their errors before any middleware sees them)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, DomainError) and not request.path.startswith("/api/"):
+            return console_error(request, exception)
+        return None
+
+
 def not_found(request, exception):
     """404 for a URL no view answers: JSON under /api/ (a malformed id, a misspelt path), the
     console's page elsewhere."""
@@ -252,6 +325,9 @@ def bad_request(request, exception):
 
 
 # --- paging of list APIs ---
+# Two parameter pairs, parsed here only: `page` / `page_size` (entries, audit) and `limit` /
+# `offset` (consolidation plans; DRF's LimitOffsetPagination reads the same pair where a list
+# answers with next/previous links). Both refuse values PostgreSQL could not take.
 
 
 def page_params(params) -> tuple[int, int]:
@@ -265,3 +341,16 @@ def page_params(params) -> tuple[int, int]:
     if not 1 <= page <= MAX_PAGE or not 1 <= size <= 100:
         raise Invalid({"page": [f"1 ≤ page ≤ {MAX_PAGE:,} and 1 ≤ page_size ≤ 100."]})
     return page, size
+
+
+def limit_offset(params, *, default: int = 50, most: int = 200) -> tuple[int, int]:
+    """limit and offset from query parameters: limit `default` when absent and clamped to
+    1…`most`, offset from 0; a non-number or an offset over MAX_OFFSET is Invalid."""
+    try:
+        limit = min(most, max(1, int(params.get("limit", default))))
+        offset = max(0, int(params.get("offset", 0)))
+    except ValueError:
+        raise Invalid({"limit": ["limit and offset must be integers."]}) from None
+    if offset > MAX_OFFSET:
+        raise Invalid({"offset": [f"At most {MAX_OFFSET:,}."]})
+    return limit, offset

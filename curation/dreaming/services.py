@@ -16,7 +16,7 @@ from curation.dreaming import stage_a
 from curation.dreaming.selectors import STUCK_AFTER, Batch, batch_next
 from curation.models import DreamingRun, StageACursor
 from knowledge.audit.services import audit_record
-from knowledge.conversations.services import request_embedding_run
+from knowledge.embeddings.kick import request_embedding_run
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Channel, Episode, Message
 from knowledge.principals.principal import Principal

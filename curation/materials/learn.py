@@ -29,15 +29,8 @@ from curation.dreaming.selectors_b import guide_types
 from curation.dreaming.services_b import REFUSALS, _refusal_text
 from knowledge.entries import services as entry_services
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
-from knowledge.materials.learning import (
-    ACTOR,
-    PLAIN_JOB,
-    Learner,
-    LearnFailed,
-    learn_plain,
-    learning_commit,
-    section_ref,
-)
+from knowledge.materials.learning import PLAIN_JOB, Learner, LearnFailed, learning_commit
+from knowledge.materials.plain import ACTOR, learn_plain, section_ref
 from knowledge.models import Entry, Material, Memory
 
 VERSION = "material-learn/1"

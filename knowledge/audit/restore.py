@@ -20,11 +20,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
+from knowledge.entries.guides import guide_snapshot
 from knowledge.entries.services import (
     block_snapshot,
     entry_blocks_reembed,
     entry_snapshot,
-    guide_snapshot,
     relation_snapshot,
 )
 from knowledge.errors import Invalid, NotFound, Refused

@@ -5,20 +5,17 @@ external_id)."""
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record
+from knowledge.embeddings.kick import request_embedding_run
 from knowledge.errors import Invalid, Refused
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
 from knowledge.principals.principal import Principal
 
 MAX_BATCH = 1000
-# At most one embedding-backlog job is queued per web process per this many seconds; the job
-# drains everything that lacks a vector, so more would only find nothing to do.
-KICK_SECONDS = 5
 
 
 def channel_create(
@@ -105,11 +102,7 @@ def channel_open_request(
         raise Invalid({"person": ["Only a direct-message channel has a person."]})
     if kind == Channel.KIND_SHARED and agent:
         raise Invalid({"agent": ["Only a direct-message channel belongs to an agent."]})
-    agent_row = None
-    if agent:
-        agent_row = Agent.objects.filter(name=agent).first()
-        if agent_row is None:
-            raise Invalid({"agent": [f"Unknown agent {agent}."]})
+    agent_row = access.scope_for(actor, agent=agent).agent if agent else None
     if kind == Channel.KIND_DM and memory_scope != Channel.SCOPE_SHARED:
         raise Invalid({"memory_scope": ["A direct message always uses the person's private store."]})
     if Channel.objects.filter(name=name).exists():
@@ -150,7 +143,7 @@ def channel_open(
             actor=actor, name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope
         )
         members = list(integrations)
-        if actor.kind == "integration" and actor.integration not in members:
+        if actor.is_integration and actor.integration not in members:
             members.append(actor.integration)
         for integration in members:
             channel_integration_add(actor=actor, channel=channel, integration=integration)
@@ -324,31 +317,3 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
         if result.stored:
             transaction.on_commit(request_embedding_run)
     return result
-
-
-def request_embedding_run() -> None:
-    """Queue the embedding backlog job (knowledge.embeddings.tasks.embedding_backlog_run), at most once per
-    KICK_SECONDS per process. Call it after commit; the every-minute schedule catches anything
-    a skipped kick leaves behind. Never embeds in the caller's process unless the cluster runs
-    tasks synchronously (tests)."""
-    from django.conf import settings
-
-    if not getattr(settings, "BRAIN_EMBEDDING_KICK", True):
-        return
-    from knowledge.embeddings import embedder as embeddings
-
-    if not embeddings.enabled():
-        return
-    if not cache.add("brain:embedding-kick", 1, timeout=KICK_SECONDS):
-        return
-    from django_q.tasks import async_task
-
-    # While further kicks from this process are held back, the kicked run waits for the rows
-    # still arriving (a bulk ingest posts batch after batch), so they start at once instead of
-    # waiting for the next kick or the every-minute run. Not when tasks run inline (tests).
-    linger = 0 if settings.Q_CLUSTER.get("sync") else KICK_SECONDS + 1
-    async_task(
-        "knowledge.embeddings.tasks.embedding_backlog_run",
-        linger_seconds=linger,
-        task_name="embedding backlog (kick)",
-    )

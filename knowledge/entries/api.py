@@ -40,17 +40,11 @@ from knowledge.entries.serializers import (
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.schema import error_response
-from knowledge.web import page_params
+from knowledge.web import page_params, validated
 
 STALE_VERSION = error_response("`version` is not the current one: someone changed it meanwhile.")
 
 # --- serializers -----------------------------------------------------------------------------------
-
-
-def _valid(serializer_class, data, **kwargs):
-    serializer = serializer_class(data=data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -107,7 +101,7 @@ def entry_collection(request):
                 "results": [entry_list_item_out(e) for e in result.entries],
             }
         )
-    data = _valid(EntryCreateSerializer, request.data)
+    data = validated(EntryCreateSerializer, request.data)
     owner = access.owner_for_write(principal, data.get("owner"))
     store = access.parse_scope(data["scope"])
     entry = entries.entry_create(
@@ -157,7 +151,7 @@ def entry_detail(request, entry_id):
         return Response(entry_out(principal, entry))
     entry = access.entry_get_for(principal, entry_id)
     if request.method == "PATCH":
-        data = dict(_valid(EntryPatchSerializer, request.data, partial=True))
+        data = dict(validated(EntryPatchSerializer, request.data, partial=True))
         expected = data.pop("version", None)
         entry = entries.entry_update(actor=principal, entry_id=entry.pk, expected_version=expected, **data)
         return Response(entry_out(principal, entry, audit_event=getattr(entry, "audit_event", None)))
@@ -188,7 +182,7 @@ def entry_projection(request, entry_id):
 @permission_classes([IsAgentOrReviewer])
 def block_collection(request, entry_id):
     entry = access.entry_get_for(request.user, entry_id)
-    data = _valid(BlockAddSerializer, request.data)
+    data = validated(BlockAddSerializer, request.data)
     block = entries.block_add(
         actor=request.user,
         entry_id=entry.pk,
@@ -225,7 +219,7 @@ def block_detail(request, entry_id, block_id):
         event = block.audit_event
         block = Memory.objects.prefetch_related("sources").get(pk=block.pk)
         return Response({**block_out(block), "audit_event": event.pk})
-    data = _valid(BlockPatchSerializer, request.data)
+    data = validated(BlockPatchSerializer, request.data)
     event = None
     if "text" in data or "sources" in data:
         current = Memory.objects.get(pk=block_id)
@@ -257,7 +251,7 @@ def block_detail(request, entry_id, block_id):
 @permission_classes([IsAgentOrReviewer])
 def relation_collection(request, entry_id):
     entry = access.entry_get_for(request.user, entry_id)
-    data = _valid(RelationInSerializer, request.data)
+    data = validated(RelationInSerializer, request.data)
     relation = entries.relation_add(
         actor=request.user,
         entry_id=entry.pk,
@@ -306,9 +300,9 @@ def guide_detail(request, agent_name):
     principal = request.user
     if request.method == "GET":
         return Response(guide_out(access.guide_get_for(principal, owner)))
-    if not (principal.kind == "person" and principal.is_admin):
+    if not (principal.is_person and principal.is_admin):
         raise PermissionDenied("Only admins edit curation guides; agents and Dreaming only read them.")
-    data = dict(_valid(GuideInSerializer, request.data))
+    data = dict(validated(GuideInSerializer, request.data))
     expected = data.pop("version", None)
     guide = guide_update(actor=principal, owner=owner, expected_version=expected, **data)
     return Response(guide_out(guide))

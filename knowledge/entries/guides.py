@@ -1,14 +1,33 @@
 """Curation guides: one per principal, edited only by people with the admin role (never by an
-agent, never by Dreaming); Dreaming reads them."""
+agent, never by Dreaming); Dreaming reads them. This module imports the models and the audit
+writer only, so the access layer (`knowledge.access.guide_get_for`) and the entries package both
+use it without importing each other."""
 
 from django.db import transaction
 
-from knowledge.audit.services import audit_record
+from knowledge.audit.services import audit_record, snapshot
 from knowledge.entries.cleaning import clean_aliases, clean_text
-from knowledge.entries.services import guide_snapshot
 from knowledge.errors import Conflict, Invalid, Refused
 from knowledge.models import Agent, CurationGuide
 from knowledge.principals.principal import Principal
+
+
+def guide_for(owner: Agent) -> CurationGuide:
+    """The principal's curation guide, or an unsaved one with the defaults (version 0)."""
+    guide = CurationGuide.objects.filter(owner=owner).first()
+    if guide is None:
+        guide = CurationGuide(
+            owner=owner,
+            domain_types=list(CurationGuide.DEFAULT_DOMAIN_TYPES),
+            page_thresholds=dict(CurationGuide.DEFAULT_PAGE_THRESHOLDS),
+            update_rules=CurationGuide.DEFAULT_UPDATE_RULES,
+            version=0,
+        )
+    return guide
+
+
+def guide_snapshot(guide: CurationGuide) -> dict:
+    return snapshot(guide)
 
 
 def guide_update(

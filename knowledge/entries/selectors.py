@@ -67,20 +67,6 @@ def entry_history(entry: Entry, *, limit: int = 500):
     )
 
 
-def guide_for(owner: Agent) -> CurationGuide:
-    """The principal's curation guide, or an unsaved one with the defaults (version 0)."""
-    guide = CurationGuide.objects.filter(owner=owner).first()
-    if guide is None:
-        guide = CurationGuide(
-            owner=owner,
-            domain_types=list(CurationGuide.DEFAULT_DOMAIN_TYPES),
-            page_thresholds=dict(CurationGuide.DEFAULT_PAGE_THRESHOLDS),
-            update_rules=CurationGuide.DEFAULT_UPDATE_RULES,
-            version=0,
-        )
-    return guide
-
-
 def entry_types(owner: Agent | None = None) -> list[str]:
     """Types to offer in forms: the guide's domain types (or the defaults) and the types in use."""
     types = list(CurationGuide.DEFAULT_DOMAIN_TYPES)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
-from knowledge.conversations.services import request_embedding_run
+from knowledge.embeddings.kick import request_embedding_run
 
 # Callers read the limits as `services.MAX_TEXT` (serializers, material learning).
 from knowledge.entries.cleaning import MAX_BLOCKS_PER_WRITE as MAX_BLOCKS_PER_WRITE
@@ -36,7 +36,7 @@ from knowledge.memories.activation import (
     memory_row_activate_stored,
 )
 from knowledge.memories.rows import memory_row_new, memory_row_state, memory_text_revise
-from knowledge.models import Agent, CurationGuide, Entry, EntryRelation, Memory
+from knowledge.models import Agent, Entry, EntryRelation, Memory
 from knowledge.principals.principal import Principal
 
 BODY_STATUSES = (Memory.ACTIVE, Memory.QUEUED)
@@ -58,10 +58,6 @@ def block_snapshot(memory: Memory) -> dict:
 
 def relation_snapshot(relation: EntryRelation) -> dict:
     return snapshot(relation)
-
-
-def guide_snapshot(guide: CurationGuide) -> dict:
-    return snapshot(guide)
 
 
 # --- helpers -----------------------------------------------------------------------------------

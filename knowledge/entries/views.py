@@ -20,7 +20,7 @@ from knowledge.entries.forms import (
     GuideForm,
     RelationForm,
 )
-from knowledge.entries.guides import guide_update
+from knowledge.entries.guides import guide_for, guide_update
 from knowledge.entries.projection import entry_markdown, render_markdown, source_url
 from knowledge.entries.selectors import (
     entry_body,
@@ -29,9 +29,8 @@ from knowledge.entries.selectors import (
     entry_relations,
     entry_search,
     entry_types,
-    guide_for,
 )
-from knowledge.errors import Conflict, DomainError, Invalid, NotFound, Refused
+from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.limits import console_page
 from knowledge.models import Agent, AuditEvent, Entry, Memory, MemoryVersion
 from knowledge.principals.permissions import reviewer_required
@@ -61,13 +60,12 @@ def _form_errors(form, exc: DomainError) -> None:
 
 
 def _call(form, service, **kwargs):
-    """Run a write service for a console form; a refusal becomes form errors (None returned)."""
+    """Run a write service for a console form; bad input becomes form errors (None returned).
+    A refusal is the console's 403 (knowledge.web.console_error)."""
     try:
         return service(**kwargs)
     except (Invalid, Conflict, NotFound) as exc:
         _form_errors(form, exc)
-    except Refused as exc:
-        raise DjangoPermissionDenied(str(exc.detail))
     return None
 
 
@@ -341,12 +339,9 @@ def entry_meta(request, pk):
 @require_POST
 def entry_delete(request, pk):
     entry = _live_entry(request, pk)
-    try:
-        deleted = entries.entry_delete(
-            actor=request.principal, entry_id=entry.pk, reason=request.POST.get("reason", "")
-        )
-    except Refused as exc:
-        raise DjangoPermissionDenied(str(exc.detail))
+    deleted = entries.entry_delete(
+        actor=request.principal, entry_id=entry.pk, reason=request.POST.get("reason", "")
+    )
     messages.success(
         request,
         f"Entry “{deleted.name}” deleted. An admin can restore it from its delete record "
@@ -448,12 +443,7 @@ def block_move(request, pk, block_id):
     if position is None:
         messages.error(request, "Give the new position.")
     else:
-        try:
-            entries.block_move(
-                actor=request.principal, entry_id=entry.pk, block_id=block_id, position=position
-            )
-        except Refused as exc:
-            raise DjangoPermissionDenied(str(exc.detail))
+        entries.block_move(actor=request.principal, entry_id=entry.pk, block_id=block_id, position=position)
     if not request.htmx:
         return redirect(reverse("entry-edit", args=[entry.pk]) + f"#block-{block_id}")
     return _fragment(request, entry, "blocks")
@@ -463,15 +453,12 @@ def block_move(request, pk, block_id):
 @require_POST
 def block_remove(request, pk, block_id):
     entry = _live_entry(request, pk)
-    try:
-        entries.block_remove(
-            actor=request.principal,
-            entry_id=entry.pk,
-            block_id=block_id,
-            reason=request.POST.get("reason", ""),
-        )
-    except Refused as exc:
-        raise DjangoPermissionDenied(str(exc.detail))
+    entries.block_remove(
+        actor=request.principal,
+        entry_id=entry.pk,
+        block_id=block_id,
+        reason=request.POST.get("reason", ""),
+    )
     if not request.htmx:
         messages.success(request, "Block removed; its history is kept and the removal can be restored.")
         return redirect("entry-edit", pk=entry.pk)
@@ -519,17 +506,12 @@ def relation_add(request, pk):
 @require_POST
 def relation_remove(request, pk, relation_id):
     entry = _live_entry(request, pk)
-    try:
-        entries.relation_remove(
-            actor=request.principal,
-            entry_id=entry.pk,
-            relation_id=relation_id,
-            reason=request.POST.get("reason", ""),
-        )
-    except NotFound:
-        raise Http404("No such relation.")
-    except Refused as exc:
-        raise DjangoPermissionDenied(str(exc.detail))
+    entries.relation_remove(  # an unknown relation: NotFound, the console's 404
+        actor=request.principal,
+        entry_id=entry.pk,
+        relation_id=relation_id,
+        reason=request.POST.get("reason", ""),
+    )
     if not request.htmx:
         messages.success(request, "Relation removed.")
         return redirect(reverse("entry-edit", args=[entry.pk]) + "#relations")

@@ -101,7 +101,7 @@ def _visibility(principal: Principal) -> tuple[str, list]:
     for browsing (no conversation)."""
     if principal.is_reviewer:
         return "TRUE", []
-    if principal.kind != "agent":
+    if not principal.is_agent:
         return "FALSE", []
     agent = principal.agent
     stores = access.agent_stores(agent)

@@ -11,7 +11,7 @@ from knowledge.events.serializers import WebhookIn
 from knowledge.events.services import webhook_create, webhook_delete
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import admin_required
-from knowledge.web import error_text
+from knowledge.web import console_write, error_text
 
 LOG_SIZE = 100
 
@@ -24,14 +24,12 @@ def webhook_page(request):
         data = WebhookIn(data={**form, "secret": request.POST.get("secret", "")})
         if data.is_valid():
             v = data.validated_data
-            try:
+            with console_write(request, fields=False) as write:
                 webhook = webhook_create(
                     actor=request.principal, url=v["url"], events=v["events"], secret=v["secret"]
                 )
-            except Invalid as exc:
-                messages.error(request, error_text(exc))
-            else:
-                messages.success(request, f"Webhook {webhook.pk} registered for {', '.join(webhook.events)}.")
+                write.done = f"Webhook {webhook.pk} registered for {', '.join(webhook.events)}."
+            if write.ok:
                 return redirect("webhooks")
         else:
             messages.error(request, error_text(Invalid(data.errors)))

@@ -6,12 +6,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge.errors import Invalid
 from knowledge.llm import agent_model_set, model_profile_save, profile_resolve, profile_status
 from knowledge.llm.forms import AgentModelForm, ModelProfileForm
 from knowledge.llm.profiles import agents_usage_today, day_start, profile_names, recent_usage
 from knowledge.models import Agent, ModelUsage
 from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.web import console_write
 
 FAILED = [ModelUsage.INVALID, ModelUsage.CUT, ModelUsage.ERROR, ModelUsage.TIMEOUT, ModelUsage.REFUSED]
 
@@ -47,12 +47,9 @@ def model_list(request):
 def model_profile_edit(request):
     form = ModelProfileForm(request.POST)
     if form.is_valid():
-        try:
+        with console_write(request, f"Profile {form.cleaned_data['name']} saved.") as write:
             model_profile_save(actor=request.principal, **form.service_kwargs())
-        except Invalid as exc:
-            messages.error(request, "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in exc.detail.items()))
-        else:
-            messages.success(request, f"Profile {form.cleaned_data['name']} saved.")
+        if write.ok:
             return redirect("model-list")
     else:
         messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))

@@ -14,9 +14,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from knowledge import access
+from knowledge.access import material_get_for
 from knowledge.errors import Gone
 from knowledge.materials import grants, services, signals_routing
-from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
+from knowledge.materials.selectors import citing_entries, materials_for
 from knowledge.materials.serializers import (
     ConnectorDocumentIn,
     ConnectorGrantIn,
@@ -41,18 +42,12 @@ from knowledge.materials.storage import original_open
 from knowledge.models import Agent, Material, SignalRule
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.schema import error_response
-from knowledge.web import JSONParser, no_body
+from knowledge.web import JSONParser, no_body, validated
 
 TOO_LARGE = error_response("The original is larger than BRAIN_MATERIAL_MAX_MB; nothing was stored.")
 CONFLICT = error_response("The material's state does not allow this.")
 
 # --- serializers -----------------------------------------------------------------------------
-
-
-def _valid(serializer_class, data):
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 def owner_for(principal, name) -> Agent:
@@ -111,7 +106,7 @@ def material_collection(request):
             raise ValidationError({"state": [f"One of {', '.join(dict(Material.STATES))}."]})
         return Response({"results": [material_out(m) for m in qs[:500]]})
     if request.content_type.startswith("multipart/"):
-        data = _valid(MaterialFileIn, request.data)
+        data = validated(MaterialFileIn, request.data)
         owner = owner_for(principal, data.get("agent"))
         upload = data["file"]
         material = services.material_upload(
@@ -124,7 +119,7 @@ def material_collection(request):
         )
         material.refresh_from_db()
         return Response({"material": material_out(material), "entry": None}, status=status.HTTP_201_CREATED)
-    data = _valid(MaterialPasteIn, request.data)
+    data = validated(MaterialPasteIn, request.data)
     owner = owner_for(principal, data.get("agent"))
     material = services.material_paste(
         actor=principal,
@@ -222,7 +217,7 @@ def material_original(request, material_id):
 @api_view(["POST"])
 @permission_classes([IsAgentOrReviewer])
 def material_retry(request, material_id):
-    data = _valid(RetryIn, request.data or {})
+    data = validated(RetryIn, request.data or {})
     material = material_get_for(request.user, material_id)
     access.check_write(request.user, owner=material.owner, store=material.store)
     material = services.material_retry(actor=request.user, material=material, again=data["again"])
@@ -258,7 +253,7 @@ def connector_document(request, connector, ref):
         no_body(lambda r: None)(request)
         material = services.connector_document_withdraw(actor=request.user, connector=connector, ref=ref)
         return Response({"material": material_out(material), "outcome": "withdrawn"})
-    data = _valid(ConnectorDocumentIn, request.data)
+    data = validated(ConnectorDocumentIn, request.data)
     if data["access"] == "lost":
         material = services.connector_document_withdraw(actor=request.user, connector=connector, ref=ref)
         return Response({"material": material_out(material), "outcome": "withdrawn"})
@@ -300,7 +295,7 @@ def _check_connector(connector: str, ref: str) -> None:
 @api_view(["POST"])
 @permission_classes([IsIntegrationOrAdmin])
 def signal_post(request):
-    data = _valid(SignalIn, request.data)
+    data = validated(SignalIn, request.data)
     signal, duplicate = signals_routing.signal_receive(actor=request.user, **data)
     out = {
         "id": signal.pk,
@@ -330,7 +325,7 @@ def signal_post(request):
 def signal_rule_collection(request):
     if request.method == "GET":
         return Response([rule_out(r) for r in SignalRule.objects.all()])
-    data = _valid(SignalRuleIn, request.data)
+    data = validated(SignalRuleIn, request.data)
     rule = signals_routing.signal_rule_save(actor=request.user, rule_id=None, **data)
     return Response(rule_out(rule), status=status.HTTP_201_CREATED)
 
@@ -351,7 +346,7 @@ def signal_rule_detail(request, rule_id):
         no_body(lambda r: None)(request)
         signals_routing.signal_rule_delete(actor=request.user, rule_id=rule_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
-    data = _valid(SignalRuleIn, request.data)
+    data = validated(SignalRuleIn, request.data)
     rule = signals_routing.signal_rule_save(actor=request.user, rule_id=rule_id, **data)
     return Response(rule_out(rule))
 
@@ -372,7 +367,7 @@ def signal_rule_detail(request, rule_id):
 def connector_grant_collection(request):
     if request.method == "GET":
         return Response([grant_out(g) for g in grants.connector_grants()])
-    data = _valid(ConnectorGrantIn, request.data)
+    data = validated(ConnectorGrantIn, request.data)
     grant = grants.connector_grant_add(actor=request.user, **data)
     return Response(grant_out(grant), status=status.HTTP_201_CREATED)
 

@@ -19,16 +19,13 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from knowledge.entries import services as entry_services
 from knowledge.materials import extract
+from knowledge.materials.plain import learn_plain
 from knowledge.materials.services import _learned, extract_limits, learning_claim, learning_fail
 from knowledge.materials.storage import original_read
-from knowledge.models import Entry, Material, MaterialVersion, Memory
-from knowledge.principals.principal import Principal
+from knowledge.models import Material
 
-ACTOR = Principal.system("materials")
 PLAIN_JOB = "plain/1"
-ENTRY_TYPE = "document"
 
 
 class LearnFailed(Exception):
@@ -131,61 +128,3 @@ def material_learn(material_id: int) -> str:
     except DatabaseError as exc:
         learning_fail(material_id, attempt, f"database error, nothing written: {exc}")
         return "failed: database error"
-
-
-def section_ref(material: Material, number: int) -> str:
-    return f"{material.source_ref}#{number}"
-
-
-def learn_plain(material: Material, version: MaterialVersion, extracted: extract.Extracted) -> Entry:
-    """Without a model: one entry for the material (its title, type `document`), whose blocks
-    are the sections in order, each citing its section. Learning the material again (Learn
-    again, a new connector version) replaces that entry's blocks, keeping the entry."""
-    blocks = [
-        {
-            "text": (f"{s.title}: {s.text}" if s.title else s.text)[: entry_services.MAX_TEXT],
-            "sources": [{"kind": "material", "ref": section_ref(material, i)}],
-        }
-        for i, s in enumerate(extracted.sections, 1)
-    ]
-    first = extracted.sections[0].text
-    summary = (first[:300] + " …") if len(first) > 300 else first
-    ref = material.source_ref
-    entry = (
-        Entry.objects.filter(owner=material.owner, store=material.store, properties__material=ref)
-        .order_by("pk")
-        .first()
-    )
-    limit = entry_services.MAX_BLOCKS_PER_WRITE
-    if entry is None:
-        entry = entry_services.entry_create(
-            actor=ACTOR,
-            owner=material.owner,
-            store=material.store,
-            name=material.title,
-            type=ENTRY_TYPE,
-            summary=summary,
-            properties={"material": ref},
-            blocks=blocks[:limit],
-        )
-        rest = blocks[limit:]
-        removed = 0
-    else:
-        live = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).order_by(
-            "position"
-        )
-        removed = 0
-        for block in list(live):
-            entry_services.block_remove(
-                actor=ACTOR,
-                entry_id=entry.pk,
-                block_id=block.pk,
-                reason=f"learned again from version {version.number} of material {ref}",
-            )
-            removed += 1
-        entry_services.entry_update(actor=ACTOR, entry_id=entry.pk, summary=summary)
-        rest = blocks
-    for block in rest:
-        entry_services.block_add(actor=ACTOR, entry_id=entry.pk, text=block["text"], sources=block["sources"])
-    entry.counts = {"entries": 1, "blocks": len(blocks), "removed_blocks": removed}
-    return entry

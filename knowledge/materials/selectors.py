@@ -1,12 +1,11 @@
-"""Reads of materials: what a principal may see (store rules from knowledge.access), one
-material for a principal (404 otherwise), the entries citing a material, and the Status
+"""Reads of materials: what a principal may see (store rules from knowledge.access; one
+material is `knowledge.access.material_get_for`), the entries citing a material, and the Status
 section's figures."""
 
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from knowledge import access
-from knowledge.errors import NotFound
 from knowledge.models import Entry, Material, MaterialVersion, Memory, MemorySource
 from knowledge.principals.principal import Principal
 
@@ -20,18 +19,6 @@ def materials_for(principal: Principal, *, listed_only: bool = False, state: str
     if state:
         qs = qs.filter(state=state)
     return qs
-
-
-def material_get_for(principal: Principal, material_id) -> Material:
-    """One material `principal` may see; a NotFound otherwise (unknown and invisible look alike)."""
-    try:
-        material_id = int(material_id)
-    except (TypeError, ValueError):
-        raise NotFound("No such material.") from None
-    material = materials_for(principal).filter(pk=material_id).first()
-    if material is None:
-        raise NotFound(f"There is no material {material_id} you can see.")
-    return material
 
 
 def citing_entries(principal: Principal, material: Material):

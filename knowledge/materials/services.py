@@ -15,6 +15,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.materials import extract
+from knowledge.materials.plain import learn_plain
 from knowledge.materials.storage import original_save
 from knowledge.models import Agent, Material, MaterialVersion
 from knowledge.principals.principal import Principal
@@ -150,8 +151,6 @@ def material_paste(
     """Pasted text or web content (HTML) becomes a knowledge entry at once, in this transaction:
     the paste is kept as a material (so the entry can cite it) and learned without a model, one
     entry whose blocks are its sections. Returns the material with `entry` set."""
-    from knowledge.materials.learning import learn_plain
-
     if bool(text) == bool(html):
         raise Invalid({"text": "Send either text or html."})
     access.check_write(actor, owner=owner, store=store)
@@ -303,7 +302,7 @@ def connector_document_put(
                 store=store,
                 state=Material.QUEUED,
                 asked_by=who(actor),
-                integration=actor.integration if actor.kind == "integration" else None,
+                integration=actor.integration if actor.is_integration else None,
             )
             v = _new_version(
                 material, actor=actor, data=data, filename=filename, media_type=media_type, label=version

@@ -5,30 +5,21 @@ routing rules. Thin views over the same services and selectors as the API."""
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from knowledge import access
-from knowledge.errors import DomainError, Gone
+from knowledge.access import material_get_for
+from knowledge.errors import DomainError, NotFound
 from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.api import original_response
-from knowledge.materials.selectors import citing_entries, material_get_for, materials_for
+from knowledge.materials.selectors import citing_entries, materials_for
 from knowledge.models import Agent, Integration, Material, SignalRule
 from knowledge.principals.permissions import admin_required, reviewer_required
-from knowledge.web import error_text
+from knowledge.web import console_write, error_text
 
 FINAL = (Material.LEARNED, Material.FAILED)
-
-
-def _get(request, pk):
-    try:
-        return material_get_for(request.principal, pk)
-    except DomainError:
-        from django.http import Http404
-
-        raise Http404("No such material.") from None
 
 
 @reviewer_required
@@ -93,7 +84,7 @@ def material_new(request):
 
 @reviewer_required
 def material_page(request, pk):
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     return render(
         request,
         "knowledge/materials/page.html",
@@ -110,7 +101,7 @@ def material_page(request, pk):
 @reviewer_required
 def material_state(request, pk):
     """The state fragment the page polls while the material is queued or learning."""
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     return render(
         request,
         "knowledge/materials/page.html#state",
@@ -124,31 +115,22 @@ def material_state(request, pk):
 
 @reviewer_required
 def material_download(request, pk):
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     version = None
     if number := request.GET.get("version", ""):
         version = material.versions.filter(number=number).first() if number.isdigit() else None
         if version is None:
-            from django.http import Http404
-
-            raise Http404("No such version.")
-    try:
-        return original_response(material, version)
-    except Gone as exc:
-        return HttpResponse(exc.message, status=410, content_type="text/plain; charset=utf-8")
+            raise NotFound("No such version.")
+    return original_response(material, version)  # a missing original: Gone, the console's 410
 
 
 @reviewer_required
 @require_POST
 def material_retry(request, pk):
-    material = _get(request, pk)
+    material = material_get_for(request.principal, pk)
     again = request.POST.get("again") == "1"
-    try:
+    with console_write(request, "Learning again." if again else "Retrying."):
         services.material_retry(actor=request.principal, material=material, again=again)
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Learning again." if again else "Retrying.")
     return redirect(reverse("material-page", args=[material.pk]))
 
 
@@ -156,7 +138,7 @@ def material_retry(request, pk):
 def signal_rules(request):
     if request.method == "POST":
         rule_id = request.POST.get("rule") or None
-        try:
+        with console_write(request, "Rule saved; it applies to the next signals and conversations."):
             signals_routing.signal_rule_save(
                 actor=request.principal,
                 rule_id=int(rule_id) if rule_id and rule_id.isdigit() else None,
@@ -166,10 +148,6 @@ def signal_rules(request):
                 memory_scope="channel" if request.POST.get("memory_scope") == "channel" else "shared",
                 learn=request.POST.get("learn") == "1",
             )
-        except DomainError as exc:
-            messages.error(request, exc.message)
-        else:
-            messages.success(request, "Rule saved; it applies to the next signals and conversations.")
         return redirect("signal-rules")
     return render(
         request,
@@ -190,12 +168,8 @@ def _slug(value: str, field: str) -> str:
 @admin_required
 @require_POST
 def signal_rule_delete(request, rule_id):
-    try:
+    with console_write(request, "Rule removed."):
         signals_routing.signal_rule_delete(actor=request.principal, rule_id=rule_id)
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Rule removed.")
     return redirect("signal-rules")
 
 
@@ -203,19 +177,15 @@ def signal_rule_delete(request, rule_id):
 def connector_grants(request):
     """Which stores each integration may mirror connector documents into (admins only)."""
     if request.method == "POST":
-        try:
+        with console_write(request, fields=False) as write:
             grant = grants.connector_grant_add(
                 actor=request.principal,
                 integration=request.POST.get("integration", ""),
                 agent=request.POST.get("agent", ""),
                 scope=request.POST.get("scope", "").strip() or "shared",
             )
-        except DomainError as exc:
-            messages.error(request, error_text(exc))
-        else:
-            messages.success(
-                request,
-                f"{grant.integration.name} may mirror documents into {grant.agent.name}'s {grant.store}.",
+            write.done = (
+                f"{grant.integration.name} may mirror documents into {grant.agent.name}'s {grant.store}."
             )
         return redirect("connector-grants")
     return render(
@@ -233,10 +203,6 @@ def connector_grants(request):
 @admin_required
 @require_POST
 def connector_grant_delete(request, grant_id):
-    try:
+    with console_write(request, "Grant taken back."):
         grants.connector_grant_delete(actor=request.principal, grant_id=grant_id)
-    except DomainError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Grant taken back.")
     return redirect("connector-grants")

@@ -28,7 +28,7 @@ class IsAgentOrReviewer(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.kind == "agent" or p.is_reviewer)
+        return isinstance(p, Principal) and (p.is_agent or p.is_reviewer)
 
 
 class IsIntegrationOrAdmin(BasePermission):
@@ -36,7 +36,7 @@ class IsIntegrationOrAdmin(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.kind == "integration" or p.is_admin)
+        return isinstance(p, Principal) and (p.is_integration or p.is_admin)
 
 
 def console_principal(request) -> Principal:

@@ -67,5 +67,15 @@ class Principal:
     def is_person(self) -> bool:
         return self.kind == "person"
 
+    @property
+    def is_agent(self) -> bool:
+        """An agent's token: it reads and writes as that agent only (knowledge.access)."""
+        return self.kind == "agent"
+
+    @property
+    def is_integration(self) -> bool:
+        """An integration's token: it posts evidence to the channels it takes part in."""
+        return self.kind == "integration"
+
     def as_dict(self) -> dict:
         return {"kind": self.kind, "name": self.name, "role": self.role}

@@ -17,13 +17,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import health
-from knowledge.errors import DomainError, Invalid
+from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Heartbeat, Integration
 from knowledge.principals import selectors, services
 from knowledge.principals.forms import AgentEditForm, AgentForm, PersonCreateForm, RoleForm, TokenCreateForm
 from knowledge.principals.permissions import admin_required, console_principal, reviewer_required
 from knowledge.settings_store import MODES, setting_get
-from knowledge.web import error_text
+from knowledge.web import console_write, error_text
 
 
 @never_cache
@@ -165,11 +165,8 @@ def settings_page(request):
         name = request.POST.get("name", "")
         raw = request.POST.get("value", "")
         value = {"true": True, "false": False}.get(raw, raw)
-        try:
+        with console_write(request, f"{name} is now {raw}.", fields=False):
             services.setting_set(actor=request.principal, name=name, value=value)
-            messages.success(request, f"{name} is now {raw}.")
-        except Invalid as exc:
-            messages.error(request, error_text(exc))
         return redirect("settings")
     modes = [
         {"name": name, "value": setting_get(name), "default": getattr(settings, name), **spec}
@@ -225,7 +222,7 @@ def people_page(request):
 def person_change(request, user_id: int):
     """One change to one person: a new role, or deactivate / activate."""
     action = request.POST.get("action", "")
-    try:
+    with console_write(request, fields=False):
         if action == "role":
             form = RoleForm(request.POST)
             if not form.is_valid():
@@ -241,8 +238,6 @@ def person_change(request, user_id: int):
             messages.success(request, f"{user.username} {action}d.")
         else:
             raise Invalid({"action": ["Unknown change."]})
-    except DomainError as exc:
-        messages.error(request, error_text(exc))
     return redirect("people")
 
 

@@ -7,12 +7,12 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge.limits import MAX_OFFSET
+from knowledge import access
+from knowledge.errors import Invalid
 from knowledge.llm.api import job_response
 from knowledge.llm.serializers import ModelJobSerializer
-from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
-from knowledge.web import no_body
+from knowledge.web import limit_offset, no_body, validated
 from memory.consolidation import (
     PlanConflict,
     plan_apply,
@@ -51,14 +51,14 @@ def plan_conflict_response(exc: PlanConflict) -> Response:
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def consolidation_run_view(request):
-    data = RunInputSerializer(data=request.data)
-    data.is_valid(raise_exception=True)
+    data = validated(RunInputSerializer, request.data)
+    owner = (
+        access.scope_for(request.user, agent=data["owner"], agent_field="owner").agent
+        if "owner" in data
+        else None
+    )
     try:
-        job = consolidation_enqueue(
-            actor=request.user,
-            owner=data.validated_data.get("owner"),
-            store=data.validated_data.get("scope", ""),
-        )
+        job = consolidation_enqueue(actor=request.user, owner=owner, store=data.get("scope", ""))
     except PlanConflict as exc:
         return plan_conflict_response(exc)
     return job_response(job)
@@ -103,17 +103,16 @@ def consolidation_list_view(request):
         errors["state"] = [f"Use one of {', '.join(dict(ConsolidationPlan.STATES))}."]
     owner = None
     if request.query_params.get("owner"):
-        owner = Agent.objects.filter(name=request.query_params["owner"]).first()
-        if owner is None:
-            errors["owner"] = ["No such agent."]
+        try:
+            owner = access.scope_for(
+                request.user, agent=request.query_params["owner"], agent_field="owner"
+            ).agent
+        except Invalid as exc:
+            errors.update(exc.fields)
     try:
-        limit = min(200, max(1, int(request.query_params.get("limit", 50))))
-        offset = max(0, int(request.query_params.get("offset", 0)))
-    except ValueError:
-        errors["limit"] = ["limit and offset must be integers."]
-    else:
-        if offset > MAX_OFFSET:
-            errors["offset"] = [f"At most {MAX_OFFSET:,}."]
+        limit, offset = limit_offset(request.query_params, default=50, most=200)
+    except Invalid as exc:
+        errors.update(exc.fields)
     if errors:
         raise ValidationError(errors)
     plans = plan_list(state=state, owner=owner)

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record, audit_revisions_add, audit_revisions_sql, snapshot
+from knowledge.errors import NotFound
 from knowledge.models import Agent, Memory
 from memory.consolidation.common import (
     T_GROUP,
@@ -72,7 +73,7 @@ _ORIGINALS = f"""
 def _lock_plan(plan_id: int) -> ConsolidationPlan:
     plan = ConsolidationPlan.objects.select_for_update().filter(pk=plan_id).first()
     if plan is None:
-        raise ConsolidationPlan.DoesNotExist(f"No consolidation plan {plan_id}.")
+        raise NotFound(f"No consolidation plan {plan_id}.")
     return plan
 
 

@@ -5,7 +5,6 @@ from rest_framework import serializers
 
 from knowledge.access import parse_scope
 from knowledge.errors import Invalid
-from knowledge.models import Agent
 from knowledge.web import StrictSerializer
 from memory.consolidation import (
     plan_detail,
@@ -86,12 +85,6 @@ class RunInputSerializer(StrictSerializer):
         required=False,
         help_text="Only this store: agent, shared, workspace, private:<person>, channel:<channel>.",
     )
-
-    def validate_owner(self, value):
-        agent = Agent.objects.filter(name=value).first()
-        if agent is None:
-            raise serializers.ValidationError(f"No agent named {value}.")
-        return agent
 
     def validate_scope(self, value):
         try:

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from knowledge import access
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
-from knowledge.models import Agent, Channel, Conversation
+from knowledge.models import Channel, Conversation
 from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
@@ -35,7 +35,7 @@ class IsAgentIntegrationOrAdmin(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.kind in ("agent", "integration") or p.is_admin)
+        return isinstance(p, Principal) and (p.is_agent or p.is_integration or p.is_admin)
 
 
 class IsAgentOrAdmin(BasePermission):
@@ -43,7 +43,7 @@ class IsAgentOrAdmin(BasePermission):
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.kind == "agent" or p.is_admin)
+        return isinstance(p, Principal) and (p.is_agent or p.is_admin)
 
 
 # --- channels ---------------------------------------------------------------------------------
@@ -158,15 +158,7 @@ def message_post(request):
 def conversation_open(principal: Principal, v: dict) -> Conversation:
     """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
     join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
-    agent = Agent.objects.filter(name=v["agent"]).first()
-    channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
-    errors = {}
-    if agent is None:
-        errors["agent"] = [f"Unknown agent {v['agent']}."]
-    if channel is None:
-        errors["channel"] = [f"Unknown channel {v['channel']}."]
-    if errors:
-        raise ValidationError(errors)
+    agent, _, channel = access.scope_for(principal, agent=v["agent"], channel=v["channel"])
     return evidence.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
 
 

@@ -2,7 +2,6 @@
 
 import math
 
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -15,7 +14,7 @@ from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
 from knowledge.replica import safe_only
 from knowledge.schema import error_response
-from knowledge.web import no_body
+from knowledge.web import no_body, validated
 from memory.lifecycle import expiry, operate, review, selectors, write
 from memory.lifecycle.serializers import (
     ApproveSerializer,
@@ -55,19 +54,6 @@ CONFLICT = OpenApiResponse(
     'anti-drift refused it: {"error", "policy_violation": "memory_conflict", "conflicts_with": [ids]}.',
 )
 TAG = ["memory"]
-
-
-def _valid(serializer_class, data, **context):
-    serializer = serializer_class(data=data, context=context)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
-def _act(service, **kwargs) -> Memory:
-    try:
-        return service(**kwargs)
-    except Memory.DoesNotExist:
-        raise Http404(f"There is no memory {kwargs.get('memory_id')}.")
 
 
 def _reloaded(memory: Memory) -> dict:
@@ -128,12 +114,12 @@ def _reloaded(memory: Memory) -> dict:
 def memory_collection(request):
     principal = request.user
     if request.method == "POST":
-        data = _valid(MemoryWriteSerializer, request.data, principal=principal)
+        data = validated(MemoryWriteSerializer, request.data, principal=principal)
         memory = write.memory_write_request(actor=principal, **data)
         created = not getattr(memory, "duplicate_of", None)
         return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
-    query = _valid(MemoryListQuerySerializer, request.query_params)
+    query = validated(MemoryListQuerySerializer, request.query_params)
     page, size = query.pop("page"), query.pop("page_size")
     qs = selectors.memory_list(principal, **query)
     count = qs.count()
@@ -176,12 +162,11 @@ def memory_detail(request, memory_id: int):
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def memory_approve(request, memory_id: int):
-    data = _valid(ApproveSerializer, request.data)
+    data = validated(ApproveSerializer, request.data)
     supersedes = None
     if "supersedes" in data:
         supersedes = get_object_or_404(Memory, pk=data["supersedes"])
-    memory = _act(
-        review.memory_approve,
+    memory = review.memory_approve(
         actor=request.user,
         memory_id=memory_id,
         text=data.get("text"),
@@ -205,10 +190,9 @@ def memory_approve(request, memory_id: int):
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def memory_keep(request, memory_id: int):
-    data = _valid(KeepSerializer, request.data)
+    data = validated(KeepSerializer, request.data)
     access.memory_get_for(request.user, memory_id)
-    memory = _act(
-        review.memory_conflict_resolve,
+    memory = review.memory_conflict_resolve(
         actor=request.user,
         memory_id=memory_id,
         decision=data["decision"],
@@ -227,8 +211,8 @@ def memory_keep(request, memory_id: int):
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def memory_reject(request, memory_id: int):
-    data = _valid(ReasonSerializer, request.data)
-    memory = _act(review.memory_reject, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    data = validated(ReasonSerializer, request.data)
+    memory = review.memory_reject(actor=request.user, memory_id=memory_id, reason=data["reason"])
     return Response(_reloaded(memory))
 
 
@@ -242,7 +226,7 @@ def memory_reject(request, memory_id: int):
 @permission_classes([IsReviewer])
 @no_body
 def memory_pin(request, memory_id: int):
-    return Response(_reloaded(_act(operate.memory_pin, actor=request.user, memory_id=memory_id)))
+    return Response(_reloaded(operate.memory_pin(actor=request.user, memory_id=memory_id)))
 
 
 @extend_schema(
@@ -255,7 +239,7 @@ def memory_pin(request, memory_id: int):
 @permission_classes([IsReviewer])
 @no_body
 def memory_unpin(request, memory_id: int):
-    return Response(_reloaded(_act(operate.memory_unpin, actor=request.user, memory_id=memory_id)))
+    return Response(_reloaded(operate.memory_unpin(actor=request.user, memory_id=memory_id)))
 
 
 @extend_schema(
@@ -269,8 +253,8 @@ def memory_unpin(request, memory_id: int):
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def memory_revoke(request, memory_id: int):
-    data = _valid(ReasonSerializer, request.data)
-    memory = _act(operate.memory_revoke, actor=request.user, memory_id=memory_id, reason=data["reason"])
+    data = validated(ReasonSerializer, request.data)
+    memory = operate.memory_revoke(actor=request.user, memory_id=memory_id, reason=data["reason"])
     return Response(_reloaded(memory))
 
 
@@ -284,8 +268,8 @@ def memory_revoke(request, memory_id: int):
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def memory_revise(request, memory_id: int):
-    data = _valid(ReviseSerializer, request.data)
-    memory = _act(operate.memory_revise, actor=request.user, memory_id=memory_id, **data)
+    data = validated(ReviseSerializer, request.data)
+    memory = operate.memory_revise(actor=request.user, memory_id=memory_id, **data)
     return Response(_reloaded(memory))
 
 
@@ -300,8 +284,8 @@ def memory_revise(request, memory_id: int):
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def memory_promote(request, memory_id: int):
-    data = _valid(PromoteSerializer, request.data)
-    memory = _act(operate.memory_promote, actor=request.user, memory_id=memory_id, **data)
+    data = validated(PromoteSerializer, request.data)
+    memory = operate.memory_promote(actor=request.user, memory_id=memory_id, **data)
     return Response(_reloaded(memory))
 
 
@@ -318,9 +302,9 @@ def memory_promote(request, memory_id: int):
 @permission_classes([IsAgentOrReviewer])
 def run_finish(request, run_id: str):
     principal = request.user
-    data = _valid(RunFinishSerializer, request.data)
+    data = validated(RunFinishSerializer, request.data)
     owner = None
-    if principal.kind == "agent":
+    if principal.is_agent:
         owner = principal.agent
         if data.get("agent", owner.name) != owner.name:
             raise PermissionDenied("An agent may finish only its own runs.")

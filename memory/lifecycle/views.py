@@ -4,7 +4,7 @@ action also works as a plain form post (post, redirect, message)."""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -129,8 +129,6 @@ def _review(request, memory_id: int, service, done, **kwargs):
     """Run one review service; `done` is the success message, or a function of the memory."""
     try:
         memory = service(actor=request.principal, memory_id=memory_id, **kwargs)
-    except Memory.DoesNotExist:
-        raise Http404(f"There is no memory {memory_id}.")
     except (Conflict, Invalid) as exc:
         return _item_response(request, memory_id, error=error_text(exc))
     return _item_response(request, memory_id, done=done(memory) if callable(done) else done)
@@ -174,8 +172,6 @@ def review_conflict_keep(request, memory_id: int):
                 boundary=form.cleaned_data["boundary"],
             )
             notice = f"Kept memory {memory.pk}. {selectors.retired_by(memory)}"
-        except Memory.DoesNotExist:
-            raise Http404(f"There is no memory {memory_id}.")
         except (Conflict, Invalid) as exc:
             notice, kind = error_text(exc), "error"
     if not request.htmx:
@@ -344,8 +340,6 @@ def _operate(request, memory_id: int, service, done: str, **kwargs):
     notice, kind = done, "success"
     try:
         service(actor=request.principal, memory_id=memory_id, **kwargs)
-    except Memory.DoesNotExist:
-        raise Http404(f"There is no memory {memory_id}.")
     except (common.MemoryStateConflict, Invalid) as exc:
         notice, kind = error_text(exc), "error"
     return _operate_response(request, memory_id, notice, kind)

@@ -162,7 +162,7 @@ class BearerAuth:
                 body["error"] = f"{TOKEN_PROBLEM_SENTENCE}: {body['error']}"
                 extra["WWW-Authenticate"] = _challenge(scope, invalid=True)
             return await _answer(send, response.status_code, body, extra)
-        if principal.kind != "agent":
+        if not principal.is_agent:
             return await _answer(
                 send,
                 403,

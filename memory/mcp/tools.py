@@ -18,13 +18,14 @@ from rest_framework import serializers
 from rest_framework.exceptions import APIException, ValidationError
 
 from knowledge import access
+from knowledge.access import material_get_for
 from knowledge.errors import DomainError
 from knowledge.materials import services as material_services
 from knowledge.materials.api import owner_for
-from knowledge.materials.selectors import citing_entries, material_get_for
+from knowledge.materials.selectors import citing_entries
 from knowledge.materials.serializers import material_out, version_out
 from knowledge.principals.principal import Principal
-from knowledge.web import StrictCharField, StrictSerializer, api_exception_handler
+from knowledge.web import StrictCharField, StrictSerializer, api_exception_handler, validated
 from memory.conversations.api import conversation_open, messages_post
 from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out
 from memory.conversations.services import conversation_finish
@@ -97,31 +98,25 @@ class ToolSpec:
     optional: tuple[str, ...] = ()
 
 
-def _valid(serializer_class, data, **context) -> dict:
-    serializer = serializer_class(data=data, context=context)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
 # --- tools ------------------------------------------------------------------------------------
 
 
 def memory_search_tool(principal: Principal, args: dict) -> dict:
-    return search_for(principal, _valid(SearchIn, {**args, "agent": principal.agent.name}))
+    return search_for(principal, validated(SearchIn, {**args, "agent": principal.agent.name}))
 
 
 def memory_write_tool(principal: Principal, args: dict) -> dict:
-    data = _valid(MemoryWriteSerializer, args, principal=principal)
+    data = validated(MemoryWriteSerializer, args, principal=principal)
     return memory_out(write.memory_write_request(actor=principal, **data))
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:
-    v = _valid(BrowseIn, args)
+    v = validated(BrowseIn, args)
     return browse_open(principal, kind=v["kind"], pk=v["id"], conversation=v.get("conversation"))
 
 
 def context_compile_tool(principal: Principal, args: dict) -> dict:
-    return context_for(principal, principal.agent, _valid(ContextIn, args))
+    return context_for(principal, principal.agent, validated(ContextIn, args))
 
 
 class ExperienceToolIn(ExperienceIn):
@@ -129,18 +124,18 @@ class ExperienceToolIn(ExperienceIn):
 
 
 def experience_add_tool(principal: Principal, args: dict) -> dict:
-    v = _valid(ExperienceToolIn, args)
+    v = validated(ExperienceToolIn, args)
     skill = skill_selectors.skill_get(v.pop("skill"))
     return experience_add_for(principal, principal.agent, skill, v)
 
 
 def task_outcome_report_tool(principal: Principal, args: dict) -> dict:
-    out, _created = outcome_report(principal, _valid(OutcomeIn, args))
+    out, _created = outcome_report(principal, validated(OutcomeIn, args))
     return out
 
 
 def conversation_open_tool(principal: Principal, args: dict) -> dict:
-    v = _valid(ConversationIn, {**args, "agent": principal.agent.name})
+    v = validated(ConversationIn, {**args, "agent": principal.agent.name})
     return conversation_out(conversation_open(principal, v))
 
 
@@ -149,13 +144,13 @@ class FinishIn(StrictSerializer):
 
 
 def conversation_finish_tool(principal: Principal, args: dict) -> dict:
-    v = _valid(FinishIn, args)
+    v = validated(FinishIn, args)
     conversation = access.conversation_get_for(principal, v["conversation"])
     return conversation_out(conversation_finish(actor=principal, conversation_id=conversation.pk))
 
 
 def messages_post_tool(principal: Principal, args: dict) -> dict:
-    items = _valid(MessageBatchIn, args)["messages"]
+    items = validated(MessageBatchIn, args)["messages"]
     rows, result = messages_post(principal, items)
     return {
         "received": len(items),
@@ -205,7 +200,7 @@ def _decoded(encoded: str) -> bytes:
 
 
 def material_add_tool(principal: Principal, args: dict) -> dict:
-    v = _valid(MaterialToolIn, args)
+    v = validated(MaterialToolIn, args)
     owner = owner_for(principal, principal.agent.name)
     store = access.parse_scope(v["scope"])
     if "file_base64" in v:
@@ -237,7 +232,7 @@ class MaterialStatusIn(StrictSerializer):
 
 
 def material_status_tool(principal: Principal, args: dict) -> dict:
-    material = material_get_for(principal, _valid(MaterialStatusIn, args)["material"])
+    material = material_get_for(principal, validated(MaterialStatusIn, args)["material"])
     return {
         "material": material_out(material),
         "versions": [version_out(v) for v in material.versions.order_by("-number")],

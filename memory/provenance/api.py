@@ -1,17 +1,15 @@
 """API for provenance: the source registry (PUT/DELETE /api/sources/{kind}/{ref}), the check,
 one memory's provenance, and the stale list."""
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.memories.fingerprints import EXTERNAL_KINDS, STATE_FIELDS, validate_ref
-from knowledge.models import Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin, IsReviewer
 from knowledge.schema import error_response
 from knowledge.web import no_body
@@ -98,13 +96,6 @@ def provenance_check(request):
     return Response(provenance.provenance_check(actor=request.user))
 
 
-def _readable_memory(request, memory_id) -> Memory:
-    memory = get_object_or_404(Memory.objects.select_related("owner"), pk=memory_id)
-    if not access.can_read_store(request.user, owner=memory.owner, store=memory.store):
-        raise NotFound("No such memory.")
-    return memory
-
-
 @extend_schema(
     summary="What a memory rests on, and each source's state at its last check",
     responses=inline_serializer(
@@ -121,7 +112,8 @@ def _readable_memory(request, memory_id) -> Memory:
 @api_view(["GET"])
 @permission_classes([IsAgentOrReviewer])
 def provenance_detail(request, memory_id):
-    memory = _readable_memory(request, memory_id)
+    # An unreadable memory answers 404 like a missing one: its provenance must not tell them apart.
+    memory = access.memory_get_for(request.user, memory_id, hidden=True)
     return Response(memory_provenance(memory, request.user))
 
 

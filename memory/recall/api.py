@@ -10,7 +10,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from knowledge import access
-from knowledge.models import Agent, Channel, Conversation
+from knowledge.models import Agent, Conversation
 from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.principals.principal import Principal
 from knowledge.replica import replica_reads
@@ -33,23 +33,12 @@ from memory.recall.serializers import (
 
 def scope_from(principal: Principal, v: dict):
     """Resolve agent / conversation / channel names into a RecallScope (400 for unknown names,
-    403/404 for what the caller may not see)."""
-    if principal.kind == "agent" and principal.agent.name == v["agent"]:
-        agent = principal.agent  # loaded with the token: an agent searching its own memory
-    else:
-        agent = Agent.objects.filter(name=v["agent"]).first()
-    if agent is None:
-        raise ValidationError({"agent": [f"Unknown agent {v['agent']}."]})
-    conversation = channel = None
-    if v.get("conversation"):
-        conversation = get_object_or_404(Conversation.objects.select_related("channel"), pk=v["conversation"])
-        if conversation.agent_id == agent.pk:
-            conversation.agent = agent
-    if v.get("channel"):
-        channel = Channel.objects.filter(name=v["channel"]).select_related("person").first()
-        if channel is None:
-            raise ValidationError({"channel": [f"Unknown channel {v['channel']}."]})
-    return resolve_scope(principal, agent=agent, conversation=conversation, channel=channel)
+    403/404 for what the caller may not see): the names through `access.scope_for`, who may
+    search through `resolve_scope`."""
+    named = access.scope_for(
+        principal, agent=v["agent"], conversation=v.get("conversation"), channel=v.get("channel")
+    )
+    return resolve_scope(principal, agent=named.agent, conversation=named.conversation, channel=named.channel)
 
 
 @replica_reads

@@ -2,10 +2,9 @@
 result, within the caller's scope (the same access layer as search)."""
 
 from django.db.models import Q
-from django.http import Http404
 
 from knowledge import access
-from knowledge.errors import Invalid, Refused
+from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Conversation, Entry, Episode, Memory, Message
 from knowledge.principals.principal import Principal
 from memory.reconciler.selectors import memory_links
@@ -36,14 +35,10 @@ class Browser:
     """Browsing as `principal`, optionally inside one of its conversations."""
 
     def __init__(self, principal: Principal, conversation: Conversation | None = None):
-        if principal.kind not in ("agent",) and not principal.is_reviewer:
+        if not (principal.is_agent or principal.is_reviewer):
             raise Refused("This token may not browse memory.")
-        if (
-            conversation is not None
-            and principal.kind == "agent"
-            and conversation.agent_id != principal.agent.pk
-        ):
-            raise Refused("That conversation belongs to another agent.")
+        if conversation is not None:
+            access.check_own_conversation(principal, conversation)
         self.principal = principal
         self.conversation = conversation
         self.knowledge_q = access.readable_q(principal, conversation=conversation)
@@ -52,7 +47,7 @@ class Browser:
     def _get(self, model, pk, visible_q: Q):
         obj = model.objects.filter(pk=pk).first()
         if obj is None:
-            raise Http404(f"No {model._meta.model_name} {pk}.")
+            raise NotFound(f"No {model._meta.model_name} {pk}.")
         if not model.objects.filter(visible_q, pk=pk).exists():
             raise Refused(f"{model._meta.model_name.capitalize()} {pk} is outside your scope.")
         return obj
@@ -186,15 +181,15 @@ class Browser:
                 m = self._get(Memory, int(ref), self.knowledge_q)
                 return {"kind": "memory", "id": m.pk, "text": m.text, "status": m.status}
             return self.open(kind, int(ref))
-        except (Http404, Refused):
+        except (NotFound, Refused):
             return None
 
     def _conversation(self, pk: int) -> dict:
         c = Conversation.objects.select_related("agent", "channel").filter(pk=pk).first()
         if c is None:
-            raise Http404(f"No conversation {pk}.")
-        if self.principal.kind == "agent" and c.agent_id != self.principal.agent.pk:
-            raise Refused(f"Conversation {pk} is another agent's.")
+            raise NotFound(f"No conversation {pk}.")
+        if access.is_agent_other_than(self.principal, c.agent_id):
+            raise access.another_agents(f"Conversation {pk}")
         qs = self._visible_messages().filter(channel_id=c.channel_id, ts__gte=c.started_at)
         if c.thread:
             qs = qs.filter(thread=c.thread)

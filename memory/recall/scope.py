@@ -140,7 +140,7 @@ def resolve_scope(
 
     Agents may search only as themselves, and only in channels they take part in; reviewers and
     admins may look through any agent's eyes (the recall playground); integrations never."""
-    if principal.kind == "agent":
+    if principal.is_agent:
         if principal.agent.pk != agent.pk:
             raise Refused("An agent may search only its own memory.")
     elif not principal.is_reviewer:
@@ -151,10 +151,7 @@ def resolve_scope(
         if channel is not None and channel.pk != conversation.channel_id:
             raise Invalid({"channel": ["The conversation is in another channel."]})
     elif channel is not None:
-        if (
-            principal.kind == "agent"
-            and not Conversation.objects.filter(agent=agent, channel=channel).exists()
-        ):
+        if principal.is_agent and not Conversation.objects.filter(agent=agent, channel=channel).exists():
             raise Refused(f"{agent.name} takes no part in {channel.name}: open a conversation there first.")
         read, write = access.conversation_scope(channel)
         conversation = Conversation(agent=agent, channel=channel, read_stores=read, write_store=write)

@@ -130,10 +130,7 @@ def browse(request, kind, pk):
     conversation = None
     if request.GET.get("conversation", "").isdigit():
         conversation = get_object_or_404(Conversation, pk=int(request.GET["conversation"]))
-    try:
-        data = Browser(request.principal, conversation).open(kind, pk)
-    except Refused as exc:
-        raise DjangoPermissionDenied(str(exc.detail)) from None
+    data = Browser(request.principal, conversation).open(kind, pk)
     # The messages to show: a message's thread or neighbours, an episode's, a thread's or a
     # conversation's (a thread's own "thread" is its name, not a list).
     lines = next(

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from knowledge import access
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
+from knowledge.web import validated
 from memory.skills import selectors, services
 from memory.skills.outcomes import outcome_record_request
 from memory.skills.serializers import (
@@ -32,12 +33,6 @@ SKILLS_REFUSAL = "An agent may read and write only its own skills."
 TAG = ["skills"]
 ERROR = OpenApiResponse(OpenApiTypes.OBJECT, description='JSON error: {"error": "...", ...}')
 OBJECT = OpenApiTypes.OBJECT
-
-
-def _valid(serializer_class, data):
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 def _lesson(lesson: Memory) -> dict:
@@ -63,7 +58,7 @@ def skill_collection(request):
     if request.method == "POST":
         if not request.user.is_admin:
             raise PermissionDenied("Only admins create skills.")
-        data = _valid(SkillCreateIn, request.data)
+        data = validated(SkillCreateIn, request.data)
         skill = services.skill_create(actor=request.user, **data)
         return Response(skill_out(skill), status=status.HTTP_201_CREATED)
     return Response({"results": [skill_out(s) for s in selectors.skill_list()]})
@@ -86,7 +81,7 @@ def skill_detail(request, skill: str):
     if request.method == "PATCH":
         if not request.user.is_admin:
             raise PermissionDenied("Only admins edit skills.")
-        data = _valid(SkillUpdateIn, request.data)
+        data = validated(SkillUpdateIn, request.data)
         skill_obj = services.skill_update(
             actor=request.user, skill=skill_obj, expected_version=data.pop("version", None), **data
         )
@@ -149,7 +144,7 @@ def agent_skill_detail(request, agent: str, skill: str):
     if request.method == "PUT":
         if not request.user.is_admin:
             raise PermissionDenied("Only admins enable or disable skills.")
-        data = _valid(EnableIn, request.data)
+        data = validated(EnableIn, request.data)
         services.skill_enable(actor=request.user, agent=agent_obj, skill=skill_obj, enabled=data["enabled"])
     return Response(selectors.skill_load(agent_obj, skill_obj))
 
@@ -183,7 +178,7 @@ def experience_add_for(principal, agent: Agent, skill, data: dict) -> dict:
 def experience_add(request, agent: str, skill: str):
     agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     skill_obj = selectors.skill_get(skill)
-    data = _valid(ExperienceIn, request.data)
+    data = validated(ExperienceIn, request.data)
     return Response(
         experience_add_for(request.user, agent_obj, skill_obj, data), status=status.HTTP_201_CREATED
     )
@@ -200,7 +195,7 @@ def experience_add(request, agent: str, skill: str):
 def lesson_order(request, agent: str, skill: str):
     agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     skill_obj = selectors.skill_get(skill)
-    data = _valid(OrderIn, request.data)
+    data = validated(OrderIn, request.data)
     services.lesson_reorder(actor=request.user, agent=agent_obj, skill=skill_obj, order=data["order"])
     return Response(selectors.skill_load(agent_obj, skill_obj))
 
@@ -215,7 +210,7 @@ def lesson_order(request, agent: str, skill: str):
 @api_view(["PATCH"])
 @permission_classes([IsAdmin])
 def lesson_detail(request, lesson_id: int):
-    data = _valid(LessonEditIn, request.data)
+    data = validated(LessonEditIn, request.data)
     lesson = services.lesson_edit(actor=request.user, lesson_id=lesson_id, **data)
     return Response(_lesson(lesson))
 
@@ -229,7 +224,7 @@ def lesson_detail(request, lesson_id: int):
 @api_view(["POST"])
 @permission_classes([IsAdmin])
 def lesson_remove(request, lesson_id: int):
-    data = _valid(ReasonIn, request.data)
+    data = validated(ReasonIn, request.data)
     lesson = services.lesson_remove(actor=request.user, lesson_id=lesson_id, reason=data["reason"])
     return Response(_lesson(lesson))
 
@@ -255,19 +250,19 @@ def lesson_remove(request, lesson_id: int):
 def outcome_collection(request):
     principal = request.user
     if request.method == "GET":
-        query = _valid(OutcomeQuery, request.query_params.dict())
+        query = validated(OutcomeQuery, request.query_params.dict())
         agent = (
             access.agent_get_for(principal, query["agent"], refusal=SKILLS_REFUSAL)
             if query.get("agent")
             else None
         )
-        if agent is None and principal.kind == "agent":
-            agent = principal.agent
+        if agent is None:
+            agent = access.own_agent(principal)
         skill = selectors.skill_get(query["skill"]) if query.get("skill") else None
         outcomes = selectors.outcome_list(agent=agent, skill=skill)[: query["limit"]]
         return Response({"results": [outcome_out(o) for o in outcomes]})
 
-    data = _valid(OutcomeIn, request.data)
+    data = validated(OutcomeIn, request.data)
     out, created = outcome_report(principal, data)
     return Response(out, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

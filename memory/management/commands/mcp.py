@@ -34,7 +34,7 @@ def _agent_of(token: str, error: type[Exception]):
         principal, _ = token_authenticate(token, SimpleNamespace(META={"REMOTE_ADDR": "127.0.0.1"}))
     except exceptions.APIException as exc:
         raise error(error_text(exc))
-    if principal.kind != "agent":
+    if not principal.is_agent:
         raise error("The MCP server serves agent tokens only.")
     return principal
 
@@ -59,7 +59,7 @@ class Command(BaseCommand):
             # Looked up for every call (one indexed query), so revoking the token stops it at once.
             return _agent_of(token, exceptions.AuthenticationFailed)
 
-        assert principal.kind == "agent"
+        assert principal.is_agent
         server = build_server(principal_for)
 
         async def serve():
