@@ -7,11 +7,11 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.audit.selectors import AuditFilters, audit_events
 from knowledge.entries.selectors import parse_when
 from knowledge.models import AuditEvent
 from knowledge.principals.permissions import IsAdmin, IsReviewer
+from knowledge.restore.services import RestoreConflict, audit_restore
 from knowledge.schema import error_response
 from knowledge.web import StrictSerializer, page_params
 
