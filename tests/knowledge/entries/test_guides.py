@@ -114,7 +114,13 @@ def test_the_curation_guides_open_without_picking_an_owner(client, world):
     opened = client.get("/knowledge/guide/copilot")  # a plain GET, no htmx: the page, not a redirect
     assert opened.status_code == 200 and b"<html" in opened.content
     assert b"Curation guide of copilot" in opened.content and b"Edit the curation guide" in opened.content
-    form = {"domain_types": "person", "taxonomy": "flat", "page_thresholds": "{}", "update_rules": "", "version": "0"}
+    form = {
+        "domain_types": "person",
+        "taxonomy": "flat",
+        "page_thresholds": "{}",
+        "update_rules": "",
+        "version": "0",
+    }
     saved = client.post("/knowledge/guide/copilot", form)
     assert saved.status_code == 302 and saved["Location"] == "/knowledge/guide/copilot"
     after = client.get(saved["Location"]).content.decode()
