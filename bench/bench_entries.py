@@ -289,11 +289,11 @@ def run(report):
     from django.test import Client
     from rest_framework.test import APIClient
 
-    from knowledge.audit.restore import audit_restore
     from knowledge.entries import services as entries
     from knowledge.models import AuditEvent, Entry, Memory
     from knowledge.principals import services
     from knowledge.principals.principal import Principal
+    from knowledge.restore.services import audit_restore
 
     rng = random.Random(5)
     agents, seconds, names_vocab, body_vocab = seed(rng)

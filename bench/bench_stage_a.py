@@ -48,7 +48,7 @@ def seed():
 
 
 def run(report):
-    from curation.dreaming.services import stage_a_run
+    from curation.dreaming.stage_a.services import stage_a_run
     from curation.models import DreamingRun
     from knowledge.models import Episode, Message, ModelUsage
 

@@ -74,7 +74,7 @@ def delivered_recall(evaluation: Evaluation, episode_labels, params=DEFAULT_PARA
 
 
 def run(report):
-    from curation.dreaming.services import stage_a_run
+    from curation.dreaming.stage_a.services import stage_a_run
     from curation.models import DreamingRun
     from knowledge.models import Channel, Episode, Message
     from memory.recall.terms import forget_stats

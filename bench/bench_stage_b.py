@@ -118,7 +118,7 @@ def respond(body: dict) -> dict:
 
 def run(report):
     from bench import stage_a_stub
-    from curation.dreaming import services_b
+    from curation.dreaming.stage_b import services as services_b
     from curation.models import DreamingRun
     from knowledge.models import Memory, ModelUsage
 

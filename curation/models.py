@@ -86,14 +86,30 @@ class DreamingRun(models.Model):
         return f"dreaming run {self.pk} (stage {self.stage}, {self.state})"
 
 
-class StageACursor(models.Model):
+class RunCursor(models.Model):
+    """What a Dreaming cursor holds besides its position: the run that claimed it (`run`, set with
+    `claimed_at` by a conditional update, so of two workers one wins), the last run that ended,
+    `failures` in a row and `retry_at`, when the next attempt may start (curation.dreaming.runs)."""
+
+    run = models.ForeignKey(DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_run = models.ForeignKey(
+        DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    failures = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class StageACursor(RunCursor):
     """Where stage A stands in one channel: every message at or before (`message_ts`,
     `message_id`) — the order messages are read in — is in an episode or was declared noise.
     `seen_id` is the newest message id the last written batch looked at, so a topic left
-    unfinished is read again only once something new arrives (or on a manual run).
-
-    The channel is claimed for one run with a conditional update of `run_id`/`claimed_at`;
-    `failures` counts failed runs in a row and `retry_at` is when the next attempt may start."""
+    unfinished is read again only once something new arrives (or on a manual run). Claimed for
+    one run like every RunCursor."""
 
     channel = models.OneToOneField(
         "knowledge.Channel", primary_key=True, on_delete=models.CASCADE, related_name="stage_a_cursor"
@@ -101,38 +117,21 @@ class StageACursor(models.Model):
     message_ts = models.DateTimeField(null=True, blank=True)
     message_id = models.BigIntegerField(null=True, blank=True)
     seen_id = models.BigIntegerField(default=0)
-    run = models.ForeignKey(DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    last_run = models.ForeignKey(
-        DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    failures = models.PositiveIntegerField(default=0)
-    retry_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"stage A cursor of channel {self.channel_id} at message {self.message_id}"
 
 
-class StageBCursor(models.Model):
+class StageBCursor(RunCursor):
     """Where stage B stands for one agent: every episode up to `episode_id` and every task outcome
-    up to `outcome_id` (ids only grow) was read by a run that committed. Claimed for one run
-    with a conditional update of `claimed_at`, like a stage A channel; `failures` counts failed
-    runs in a row and `retry_at` is when the next attempt may start."""
+    up to `outcome_id` (ids only grow) was read by a run that committed. Claimed for one run like
+    every RunCursor."""
 
     agent = models.OneToOneField(
         "knowledge.Agent", primary_key=True, on_delete=models.CASCADE, related_name="stage_b_cursor"
     )
     episode_id = models.BigIntegerField(default=0)
     outcome_id = models.BigIntegerField(default=0)
-    run = models.ForeignKey(DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    last_run = models.ForeignKey(
-        DreamingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    failures = models.PositiveIntegerField(default=0)
-    retry_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"stage B cursor of agent {self.agent_id} at episode {self.episode_id}"

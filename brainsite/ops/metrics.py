@@ -93,7 +93,7 @@ class DatabaseCollector:
         yield from self._replica()
 
     def _families(self):
-        from curation.dreaming.selectors import channel_lags
+        from curation.dreaming.stage_a.selectors import channel_lags
         from curation.status.selectors import job_status
         from knowledge.embeddings import embedder as embeddings
         from knowledge.embeddings.backlog import coverage

@@ -7,7 +7,7 @@ and stage B sections and the Dreaming tab say why."""
 
 from django.db import transaction
 
-from curation.dreaming.selectors import channel_lags
+from curation.dreaming.stage_a.selectors import channel_lags
 from curation.models import DreamingRun
 from knowledge.llm import LIGHT, model_availability
 

@@ -7,28 +7,26 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from curation.dreaming.selectors import run_list
+from curation.dreaming.runs import run_list, run_request
 from curation.dreaming.serializers import (
     DreamingRunSerializer,
     StageARunInput,
     StageBRunInput,
 )
 from curation.models import DreamingRun
-from knowledge.errors import Conflict
 from knowledge.llm.api import job_response
-from knowledge.llm.jobs import job_enqueue
 from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Agent, Channel
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
 
 
-def _busy(cursor_model, pk: int) -> bool:
-    from django.utils import timezone
-
-    from curation.dreaming.selectors import STUCK_AFTER
-
-    return cursor_model.objects.filter(pk=pk, claimed_at__gte=timezone.now() - STUCK_AFTER).exists()
+def _run_now(request, *, stage: str, serializer, model, field: str):
+    """A manual run of `stage` for the channel or agent the request names (run_request)."""
+    data = serializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    subject = get_object_or_404(model, name=data.validated_data[field])
+    return job_response(run_request(stage=stage, of=subject, actor=request.user))
 
 
 @extend_schema(
@@ -47,19 +45,9 @@ def _busy(cursor_model, pk: int) -> bool:
 @api_view(["POST"])
 @permission_classes([IsAdmin])
 def stage_a_run_view(request):
-    from curation.models import StageACursor
-
-    data = StageARunInput(data=request.data)
-    data.is_valid(raise_exception=True)
-    channel = get_object_or_404(Channel, name=data.validated_data["channel"])
-    if _busy(StageACursor, channel.pk):
-        raise Conflict(f"another stage A run is reading channel {channel.name}")
-    job = job_enqueue(
-        kind="dreaming.stage_a",
-        args={"channel": channel.pk, "started_by": f"{request.user.kind}:{request.user.name}"},
-        actor=request.user,
+    return _run_now(
+        request, stage=DreamingRun.STAGE_A, serializer=StageARunInput, model=Channel, field="channel"
     )
-    return job_response(job)
 
 
 @extend_schema(
@@ -105,16 +93,4 @@ def dreaming_run_list_view(request):
 @api_view(["POST"])
 @permission_classes([IsAdmin])
 def stage_b_run_view(request):
-    from curation.models import StageBCursor
-
-    data = StageBRunInput(data=request.data)
-    data.is_valid(raise_exception=True)
-    agent = get_object_or_404(Agent, name=data.validated_data["agent"])
-    if _busy(StageBCursor, agent.pk):
-        raise Conflict(f"another stage B run is curating agent {agent.name}")
-    job = job_enqueue(
-        kind="dreaming.stage_b",
-        args={"agent": agent.pk, "started_by": f"{request.user.kind}:{request.user.name}"},
-        actor=request.user,
-    )
-    return job_response(job)
+    return _run_now(request, stage=DreamingRun.STAGE_B, serializer=StageBRunInput, model=Agent, field="agent")

@@ -7,7 +7,7 @@ from knowledge.models import Agent, Channel
 
 
 def stage_a_job(*, channel: int, started_by: str) -> dict:
-    from curation.dreaming.services import ChannelBusy, stage_a_run
+    from curation.dreaming.stage_a.services import ChannelBusy, stage_a_run
     from curation.models import DreamingRun
 
     try:
@@ -26,7 +26,7 @@ def stage_a_job(*, channel: int, started_by: str) -> dict:
 
 
 def stage_b_job(*, agent: int, started_by: str) -> dict:
-    from curation.dreaming.services_b import AgentBusy, stage_b_run
+    from curation.dreaming.stage_b.services import AgentBusy, stage_b_run
     from curation.models import DreamingRun
 
     owner = Agent.objects.get(pk=agent)

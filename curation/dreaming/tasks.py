@@ -7,7 +7,7 @@ def stage_a_sweep() -> int:
     due for a retry). Nothing while the light model is unavailable."""
     from django_q.tasks import async_task
 
-    from curation.dreaming.selectors import stage_a_due
+    from curation.dreaming.stage_a.selectors import stage_a_due
 
     due = stage_a_due()
     for channel_id, trigger in due:
@@ -23,8 +23,8 @@ def stage_a_sweep() -> int:
 def stage_a_channel(channel_id: int, trigger: str, started_by: str = "") -> str:
     """Run stage A over one channel. A scheduled run that is no longer due when the worker gets
     to it (another run read the channel meanwhile) does nothing and records no run."""
-    from curation.dreaming.selectors import channel_trigger
-    from curation.dreaming.services import ChannelBusy, stage_a_run
+    from curation.dreaming.stage_a.selectors import channel_trigger
+    from curation.dreaming.stage_a.services import ChannelBusy, stage_a_run
     from curation.models import DreamingRun
     from knowledge.models import Channel
 
@@ -45,7 +45,7 @@ def stage_b_sweep() -> int:
     takes part in) or new task outcomes. Nothing while the light model is unavailable."""
     from django_q.tasks import async_task
 
-    from curation.dreaming.selectors_b import stage_b_due
+    from curation.dreaming.stage_b.selectors import stage_b_due
 
     due = stage_b_due()
     for agent_id in due:
@@ -61,7 +61,7 @@ def stage_b_sweep() -> int:
 def stage_b_agent(agent_id: int, trigger: str, started_by: str = "") -> str:
     """Run stage B for one agent (a run claims the agent, so an agent queued twice is curated
     once at a time)."""
-    from curation.dreaming.services_b import AgentBusy, stage_b_run
+    from curation.dreaming.stage_b.services import AgentBusy, stage_b_run
     from knowledge.models import Agent
 
     agent = Agent.objects.filter(pk=agent_id).first()

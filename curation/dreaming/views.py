@@ -7,8 +7,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from curation.dreaming.runs import run_request
 from curation.models import DreamingRun
-from knowledge.errors import DomainError
+from knowledge.errors import Conflict, DomainError
 from knowledge.models import AuditEvent, Channel
 from knowledge.principals.permissions import admin_required, reviewer_required
 
@@ -18,19 +19,12 @@ from knowledge.principals.permissions import admin_required, reviewer_required
 def stage_a_run_page(request, name):
     """Queue a stage A run for the channel and show its progress (the model is never waited
     for inside the request)."""
-    from curation.dreaming.api import _busy
-    from curation.models import StageACursor
-    from knowledge.llm.jobs import job_enqueue
-
     channel = get_object_or_404(Channel, name=name)
-    if _busy(StageACursor, channel.pk):
-        messages.error(request, f"another stage A run is reading channel {channel.name}")
+    try:
+        job = run_request(stage=DreamingRun.STAGE_A, of=channel, actor=request.principal)
+    except Conflict as exc:
+        messages.error(request, exc.message)
         return redirect("knowledge-status")
-    job = job_enqueue(
-        kind="dreaming.stage_a",
-        args={"channel": channel.pk, "started_by": f"{request.principal.kind}:{request.principal.name}"},
-        actor=request.principal,
-    )
     return redirect("model-job", job_id=job.pk)
 
 
@@ -46,7 +40,7 @@ def _agent_of(request):
 
 @reviewer_required
 def dreaming_tab(request):
-    from curation.dreaming.selectors_b import fitness, stage_b_runs
+    from curation.dreaming.stage_b.selectors import fitness, stage_b_runs
     from knowledge.llm import LIGHT, model_availability
     from knowledge.models import Agent
 
@@ -75,22 +69,15 @@ def dreaming_tab(request):
 @require_POST
 def dreaming_run_now(request):
     """Queue a stage B run for the agent and show its progress."""
-    from curation.dreaming.api import _busy
-    from curation.models import StageBCursor
-    from knowledge.llm.jobs import job_enqueue
-
     agent = _agent_of(request)
     if agent is None:
         messages.error(request, "Pick an agent first.")
         return redirect("dreaming-tab")
-    if _busy(StageBCursor, agent.pk):
-        messages.error(request, f"another stage B run is curating agent {agent.name}")
+    try:
+        job = run_request(stage=DreamingRun.STAGE_B, of=agent, actor=request.principal)
+    except Conflict as exc:
+        messages.error(request, exc.message)
         return redirect(f"{reverse('dreaming-tab')}?agent={agent.name}")
-    job = job_enqueue(
-        kind="dreaming.stage_b",
-        args={"agent": agent.pk, "started_by": f"{request.principal.kind}:{request.principal.name}"},
-        actor=request.principal,
-    )
     return redirect("model-job", job_id=job.pk)
 
 
@@ -99,7 +86,7 @@ def dreaming_run_now(request):
 def dreaming_run_restore(request, run_id):
     """Undo everything one run changed, as one atomic batch (the restore rules: newest first;
     nothing is written if any value changed since)."""
-    from knowledge.audit.restore import RestoreConflict, audit_restore
+    from knowledge.restore.services import RestoreConflict, audit_restore
 
     run = get_object_or_404(DreamingRun, pk=run_id, stage=DreamingRun.STAGE_B)
     events = list(

@@ -24,9 +24,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from curation.dreaming import stage_b
-from curation.dreaming.selectors_b import guide_types
-from curation.dreaming.services_b import REFUSALS, _refusal_text
+from curation.dreaming.stage_b import rules as stage_b
+from curation.dreaming.stage_b.operations import check_one
+from curation.dreaming.stage_b.selectors import guide_types
+from curation.dreaming.stage_b.services import REFUSALS, refusal_text
 from knowledge.entries import services as entry_services
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.materials.learning import PLAIN_JOB, Learner, LearnFailed, learning_commit
@@ -102,7 +103,7 @@ def check(operations: list[dict], material: Material, sections, *, today: dateti
     kept, dropped, created = [], [], {}
     for i, op in enumerate(operations, 1):
         try:
-            out = stage_b.check_one(_as_messages(op, material.store), opened, created, run=0, today=today)
+            out = check_one(_as_messages(op, material.store), opened, created, run=0, today=today)
         except stage_b.Dropped as exc:
             dropped.append({"op": i, "kind": op["op"], "reason": str(exc)})
             continue
@@ -184,7 +185,7 @@ def _apply(material: Material, kept, dropped) -> dict:
                 {"op": position, "kind": op["op"], "reason": "its entry was not created (dropped above)"}
             )
         except REFUSALS as exc:
-            dropped.append({"op": position, "kind": op["op"], "reason": _refusal_text(exc)})
+            dropped.append({"op": position, "kind": op["op"], "reason": refusal_text(exc)})
     counts["dropped"] = len(dropped)
     return counts
 

@@ -2,7 +2,7 @@
 coverage and the re-embedding backlog per kind, evidence counts, pinned-memo budgets, skill
 overlays over their budget, the
 background jobs (worker heartbeat, waiting, stuck and failed tasks) and the alerts drawn from
-them, most urgent first."""
+them, most urgent first; and the sections other packages report (SECTIONS)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,22 +13,28 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
+from curation.dreaming.stage_a.selectors import stage_a_alerts, stage_a_status
+from curation.dreaming.stage_b.selectors import stage_b_alerts, stage_b_status
+from curation.model_status import models_alerts, models_status
 from knowledge import health
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import coverage
 from knowledge.llm.profiles import DEFAULT, LIGHT, model_availability
+from knowledge.materials.selectors import materials_alerts, materials_status
 from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
 from knowledge.replica import replica_configured, replica_lag_seconds
 from knowledge.tokens import count_tokens
+from memory.lifecycle.selectors import conflicts_alerts, conflicts_status
 from memory.recall.memo import memo_budget_tokens
+from memory.reconciler.selectors import reconciler_alerts, reconciler_status
 from memory.skills.selectors import overlays_over_budget
 
 
 @dataclass(frozen=True)
 class StatusSection:
-    """A section a layer above adds to the Status tab and GET /api/status (Dreaming's stage A
-    registers one from curation, which memory may not import): `report()` gives its JSON-safe
-    data under `name`, `template` renders it on the tab, `alerts(data)` adds its alerts."""
+    """A section of the Status tab and GET /api/status that another package reports: `report()`
+    gives its JSON-safe data under `name`, `template` renders it on the tab, `alerts(data)` adds
+    its alerts."""
 
     name: str
     template: str
@@ -36,15 +42,46 @@ class StatusSection:
     alerts: Callable[[dict], list[dict]]
 
 
-_sections: dict[str, StatusSection] = {}
+# In this order on the tab and in the JSON. Status is on the top layer: it imports its sections.
+SECTIONS = (
+    StatusSection(
+        name="dreaming_stage_a",
+        template="curation/dreaming/_status_stage_a.html",
+        report=stage_a_status,
+        alerts=stage_a_alerts,
+    ),
+    StatusSection(
+        name="dreaming_stage_b",
+        template="curation/dreaming/_status_stage_b.html",
+        report=stage_b_status,
+        alerts=stage_b_alerts,
+    ),
+    StatusSection(
+        name="models", template="curation/_status_models.html", report=models_status, alerts=models_alerts
+    ),
+    StatusSection(
+        name="materials",
+        template="knowledge/materials/_status.html",
+        report=materials_status,
+        alerts=materials_alerts,
+    ),
+    StatusSection(
+        name="reconciler",
+        template="memory/reconciler/_status.html",
+        report=reconciler_status,
+        alerts=reconciler_alerts,
+    ),
+    StatusSection(
+        name="conflicts",
+        template="memory/lifecycle/_status_conflicts.html",
+        report=conflicts_status,
+        alerts=conflicts_alerts,
+    ),
+)
 
 
-def status_section_register(section: StatusSection) -> None:
-    _sections[section.name] = section
-
-
-def status_sections() -> list[StatusSection]:
-    return list(_sections.values())
+def status_sections() -> tuple[StatusSection, ...]:
+    return SECTIONS
 
 
 def recall_status() -> dict:

@@ -7,7 +7,6 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.audit.selectors import AuditFilters, audit_events
 from knowledge.audit.serializers import (
     AuditEventSerializer,
@@ -20,6 +19,7 @@ from knowledge.audit.serializers import (
 )
 from knowledge.entries.selectors import parse_when
 from knowledge.principals.permissions import IsAdmin, IsReviewer
+from knowledge.restore.services import RestoreConflict, audit_restore
 from knowledge.schema import error_response
 from knowledge.web import page_params
 

@@ -7,13 +7,14 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge.audit import restore
 from knowledge.audit.api import audit_filters_from
-from knowledge.audit.restore import RESTORERS, RestoreConflict
 from knowledge.audit.selectors import AuditFilters, audit_actions, audit_events, changed_fields
 from knowledge.errors import Invalid, NotFound
 from knowledge.limits import console_page
 from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.restore import services as restore
+from knowledge.restore.restorers import RESTORERS
+from knowledge.restore.services import RestoreConflict
 
 PAGE_SIZE = 50
 
@@ -132,7 +133,7 @@ def audit_restore(request):
 
 def _outcomes(outcomes) -> list[dict]:
     """What the restore writes, one row per object, with the fields it writes as people read
-    them — the same list the restore itself carries out (knowledge.audit.restore)."""
+    them — the same list the restore itself carries out (knowledge.restore.services)."""
     rows = []
     for outcome in outcomes:
         content = RESTORERS[outcome.object_type].content

@@ -271,9 +271,21 @@ def entry_delete(*, actor: Principal, entry_id: int, reason: str = "") -> Entry:
 
 
 def block_add(
-    *, actor: Principal, entry_id: int, text: str, sources=(), position: int | None = None
+    *,
+    actor: Principal,
+    entry_id: int,
+    text: str,
+    sources=(),
+    position: int | None = None,
+    route: str = ENTRY_BLOCK,
+    fields: dict | None = None,
+    audit_data: dict | None = None,
 ) -> Memory:
-    """Add a body block at the end (or at `position`, shifting the blocks after it)."""
+    """Add a body block at the end (or at `position`, shifting the blocks after it). A writer
+    with its own activation route (Dreaming) names it: the block passes the one activation
+    function by that route, gets that writer's memory `fields` (category, validity, author) and
+    is audited as that route's `memory.written` (with `audit_data`), the event its other writes
+    carry; the entry's own route is audited as `block.added`."""
     text = clean_text(text, "text")
     sources = clean_sources(list(sources or []))
     access.check_sources(actor, sources)
@@ -294,15 +306,31 @@ def block_add(
                     block.position = i
                     block.save(update_fields=["position", "updated_at"])
                     revisions.append(("memory", block.pk, before, block_snapshot(block)))
-        block = _new_block(actor, entry, text=text, sources=sources, position=position)
+        block = memory_row_new(
+            owner=entry.owner,
+            store=entry.store,
+            text=text,
+            status=Memory.QUEUED,
+            entry=entry,
+            position=position,
+            **{**_author(actor), **(fields or {})},
+        )
+        memory_row_activate(actor=actor, memory=block, route=route, sources=sources)
         revisions.insert(0, ("memory", block.pk, None, block_snapshot(block)))
         _touch(entry, actor)
+        own = route == ENTRY_BLOCK
         event = _audit(
-            "block.added",
+            "block.added" if own else "memory.written",
             actor=actor,
             entry=entry,
             revisions=revisions,
-            data={"block": block.pk, "status": block.status, "content_hash": block.content_hash},
+            data={
+                "block": block.pk,
+                "status": block.status,
+                "content_hash": block.content_hash,
+                **({} if own else {"route": route}),
+                **(audit_data or {}),
+            },
         )
     block.audit_event = event
     return block

@@ -27,6 +27,7 @@ urlpatterns = [
         views.relation_remove,
         name="relation-remove",
     ),
+    path("knowledge/guide/", views.guide_index, name="guide-index"),
     path("knowledge/guide/<slug:agent_name>", views.guide_edit, name="guide-edit"),
 ]
 

@@ -32,7 +32,7 @@ from knowledge.entries.selectors import (
 )
 from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.limits import console_page
-from knowledge.models import Agent, AuditEvent, Entry, Memory, MemoryVersion
+from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, Memory, MemoryVersion
 from knowledge.principals.permissions import reviewer_required
 
 EDIT = "knowledge/entries/edit.html"
@@ -159,11 +159,11 @@ def guide_edit(request, agent_name):
         if not request.htmx:
             if saved:
                 messages.success(request, f"Curation guide of {owner.name} saved (version {guide.version}).")
-                return redirect("entry-list")
+                return redirect("guide-edit", agent_name=owner.name)
             messages.error(request, "The curation guide was not saved: " + "; ".join(_flat_errors(form)))
-            return redirect("entry-list")
+            return redirect("guide-edit", agent_name=owner.name)
     elif not request.htmx:
-        return redirect("entry-list")
+        return _guides_page(request, guide=guide, form=form)
     context = {
         "guide": guide,
         "guide_form": form,
@@ -172,6 +172,36 @@ def guide_edit(request, agent_name):
         "guide_open": not saved and request.method == "POST",
     }
     return render(request, "knowledge/entries/list.html#guide", context)
+
+
+@reviewer_required
+def guide_index(request):
+    """Every agent's curation guide, to open one without picking an owner first."""
+    return _guides_page(request)
+
+
+def _guides_page(request, *, guide=None, form=None):
+    """The curation guides page: the list of every agent's guide (people with a role read them
+    all), and the one opened (its card, with the edit form for admins)."""
+    agents = list(Agent.objects.order_by("name"))
+    saved = {g.owner_id: g for g in CurationGuide.objects.filter(owner__in=agents)}
+    rows = [
+        {
+            "agent": agent,
+            "guide": saved.get(agent.pk),
+            "types": saved[agent.pk].domain_types
+            if agent.pk in saved
+            else CurationGuide.DEFAULT_DOMAIN_TYPES,
+        }
+        for agent in agents
+    ]
+    context = {
+        "rows": rows,
+        "guide": guide,
+        "guide_form": form,
+        "owner_agent": guide.owner if guide else None,
+    }
+    return render(request, "knowledge/entries/guides.html", context)
 
 
 def _flat_errors(form) -> list[str]:

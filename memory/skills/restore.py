@@ -1,10 +1,10 @@
-"""Restore for skills and their enablement (registered with knowledge.audit.restore in
+"""Restore for skills and their enablement (registered with knowledge.restore.restorers in
 MemoryConfig.ready); lessons are memories, restored by the memory restorer."""
 
-from knowledge.audit.restore import Restorer, register_restorer
 from knowledge.audit.services import snapshot
 from knowledge.errors import Invalid
 from knowledge.models import AgentSkill, Skill
+from knowledge.restore.restorers import Restorer, register_restorer
 
 
 class SkillRestorer(Restorer):

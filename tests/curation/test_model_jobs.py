@@ -9,9 +9,10 @@ import pytest
 from django.utils import timezone
 
 from curation import distiller
-from curation.dreaming import stage_a, stage_b
-from curation.dreaming.services import stage_a_run
-from curation.dreaming.services_b import stage_b_run
+from curation.dreaming.stage_a import rules as stage_a
+from curation.dreaming.stage_a.services import stage_a_run
+from curation.dreaming.stage_b import rules as stage_b
+from curation.dreaming.stage_b.services import stage_b_run
 from curation.materials import learn as material_learn
 from curation.models import DistillerRun, DreamingRun, StageBCursor
 from knowledge.llm import model_profile_save
@@ -99,8 +100,8 @@ def test_stage_a_halves_its_batch_until_it_fits_and_is_never_refused(world, smal
 
 
 def test_a_cut_stage_a_reply_is_asked_again_over_half_the_batch(world, model_stub):
-    from curation.dreaming.selectors import batch_next
-    from curation.dreaming.services import _prompt, _reply_tokens
+    from curation.dreaming.stage_a.selectors import batch_next
+    from curation.dreaming.stage_a.services import _prompt, _reply_tokens
     from knowledge.llm import prompt_estimate
 
     ids = factory.post_messages(

@@ -74,7 +74,7 @@ def test_distiller(world, real_model, summary):
 
 
 def test_stage_a(world, real_model, summary):
-    from curation.dreaming.services import stage_a_run
+    from curation.dreaming.stage_a.services import stage_a_run
     from curation.models import DreamingRun
 
     ids = factory.post_messages(
@@ -96,7 +96,7 @@ def test_stage_a(world, real_model, summary):
 
 
 def test_stage_b(world, real_model, summary):
-    from curation.dreaming.services_b import stage_b_run
+    from curation.dreaming.stage_b.services import stage_b_run
     from curation.models import DreamingRun, StageBCursor
     from knowledge.models import Entry, Message
 

@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from curation.dreaming import stage_a
-from curation.dreaming.selectors import batch_next, stage_a_due, stage_a_status
-from curation.dreaming.services import ChannelBusy, stage_a_run
+from curation.dreaming.stage_a import rules as stage_a
+from curation.dreaming.stage_a.selectors import batch_next, stage_a_due, stage_a_status
+from curation.dreaming.stage_a.services import ChannelBusy, stage_a_run
 from curation.dreaming.tasks import stage_a_sweep
 from curation.models import DreamingRun, StageACursor
 from knowledge.models import AuditEvent, Episode, Message, ModelUsage

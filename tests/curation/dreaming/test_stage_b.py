@@ -10,10 +10,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from curation.dreaming import stage_b
-from curation.dreaming.selectors_b import fitness, review_lints, stage_b_due
-from curation.dreaming.services import stage_a_run
-from curation.dreaming.services_b import stage_b_run
+from curation.dreaming.stage_a.services import stage_a_run
+from curation.dreaming.stage_b import rules
+from curation.dreaming.stage_b.operations import check as check_operations
+from curation.dreaming.stage_b.selectors import fitness, review_lints, stage_b_due
+from curation.dreaming.stage_b.services import stage_b_run
 from curation.models import DreamingRun, StageBCursor
 from knowledge.models import AuditEvent, Entry, EntryRelation, Episode, Memory, PinnedMemo
 from knowledge.principals.principal import Principal
@@ -672,8 +673,8 @@ def test_status_lists_stage_b_per_agent_and_the_review_lints(opened_world, model
 
 
 def test_check_is_pure_over_what_was_opened():
-    opened = stage_b.Opened(agent_id=1, types=["person"], stores=["shared"])
-    kept, dropped = stage_b.check(
+    opened = rules.Opened(agent_id=1, types=["person"], stores=["shared"])
+    kept, dropped = check_operations(
         [block(sources=[{"kind": "message", "ref": 5}])], opened, run=1, today=NOW.date()
     )
     assert kept == [] and "neither an opened entry nor one created" in dropped[0]["reason"]
@@ -713,7 +714,8 @@ def test_the_status_api_reports_stage_b(opened_world):
 def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
     """Between the scan and the write a person may delete an opened entry: the operation on it
     is refused (and so dropped), it does not fail the run."""
-    from curation.dreaming.services_b import REFUSALS, _entry
+    from curation.dreaming.stage_b.operations import _entry
+    from curation.dreaming.stage_b.services import REFUSALS
     from knowledge.entries.services import entry_delete
     from knowledge.errors import Invalid as ValidationError
 
@@ -727,7 +729,7 @@ def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
 def test_a_dead_workers_claim_on_an_agent_is_taken_over_and_its_run_marked_abandoned(
     opened_world, model_stub
 ):
-    from curation.dreaming.services_b import AgentBusy
+    from curation.dreaming.stage_b.services import AgentBusy
 
     world = opened_world
     dead = DreamingRun.objects.create(
@@ -755,7 +757,7 @@ def test_a_dead_workers_claim_on_an_agent_is_taken_over_and_its_run_marked_aband
 def test_two_workers_racing_for_one_agent_make_one_run(model_stub):
     import threading
 
-    from curation.dreaming.services_b import AgentBusy
+    from curation.dreaming.stage_b.services import AgentBusy
 
     agent = factory.make_agent("solo")
     channel = factory.make_channel("general")

@@ -3,12 +3,12 @@ restorable; a delete record brings an entry back whole."""
 
 import pytest
 
-from knowledge.audit.restore import RestoreConflict, audit_restore
 from knowledge.entries import services as entries
 from knowledge.entries.guides import guide_update
 from knowledge.errors import Refused as PermissionDenied
 from knowledge.models import AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Setting
 from knowledge.principals.principal import Principal
+from knowledge.restore.services import RestoreConflict, audit_restore
 from knowledge.settings_store import setting_get
 from tests.factory import make_entry
 

@@ -98,3 +98,40 @@ def test_a_reviewer_sees_the_guide_but_cannot_edit_it(client, world):
     refused = client.post("/knowledge/guide/copilot", {"taxonomy": "x", "version": "0"})
     assert refused.status_code == 403
     assert not CurationGuide.objects.exists()
+
+
+def test_the_curation_guides_open_without_picking_an_owner(client, world):
+    CurationGuide.objects.create(owner=world.scribe, domain_types=["vendor"], updated_by="adam", version=3)
+    client.force_login(world.admin)
+    entries = client.get("/knowledge/entries/").content.decode()
+    assert 'href="/knowledge/guide/"' in entries  # no owner picked: the way to every guide
+    index = client.get("/knowledge/guide/")
+    assert index.status_code == 200
+    page = index.content.decode()
+    assert 'data-agent="copilot"' in page and 'data-agent="scribe"' in page
+    assert "version 3 · by adam" in page and "not written yet (defaults)" in page
+    assert "Curation guide of" not in page  # the list alone until one is opened
+    opened = client.get("/knowledge/guide/copilot")  # a plain GET, no htmx: the page, not a redirect
+    assert opened.status_code == 200 and b"<html" in opened.content
+    assert b"Curation guide of copilot" in opened.content and b"Edit the curation guide" in opened.content
+    form = {
+        "domain_types": "person",
+        "taxonomy": "flat",
+        "page_thresholds": "{}",
+        "update_rules": "",
+        "version": "0",
+    }
+    saved = client.post("/knowledge/guide/copilot", form)
+    assert saved.status_code == 302 and saved["Location"] == "/knowledge/guide/copilot"
+    after = client.get(saved["Location"]).content.decode()
+    assert "Curation guide of copilot saved (version 1)." in after and "version 1 · by" in after
+    assert CurationGuide.objects.get(owner=world.copilot).domain_types == ["person"]
+
+
+def test_a_reviewer_opens_every_guide_but_edits_none(client, world):
+    client.force_login(world.reviewer)
+    assert b'data-agent="scribe"' in client.get("/knowledge/guide/").content
+    page = client.get("/knowledge/guide/scribe")
+    assert page.status_code == 200 and b"Curation guide of scribe" in page.content
+    assert b"Edit the curation guide" not in page.content and b"Only admins edit" in page.content
+    assert client.get("/knowledge/guide/nobody").status_code == 404

@@ -4,7 +4,7 @@ the context a server advertises is kept. Distiller failures show on Status."""
 
 import socket
 
-from curation.dreaming.services import stage_a_run
+from curation.dreaming.stage_a.services import stage_a_run
 from curation.models import DistillerRun, DreamingRun
 from knowledge.llm import model_availability, model_profile_save, profile_resolve
 from knowledge.llm.reach import endpoints_check

@@ -3,7 +3,7 @@ Dreaming (stage A reads no such message)."""
 
 import pytest
 
-from curation.dreaming.selectors import batch_next, channel_lags
+from curation.dreaming.stage_a.selectors import batch_next, channel_lags
 from knowledge.models import Channel, Message, Signal
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """Stage B's writes: claim an agent, scan its new material, open what the scan picked, ask for
-operations, apply the code rules (stage_b.check), and apply what is left in ONE transaction —
+operations, apply the code rules (operations.check), and apply what is left in ONE transaction —
 entries, blocks, relations, overlay lessons, the pinned memo, their audit events (each carrying
 the run id) and the agent's cursor. Every write goes through the existing services; new blocks
 and lessons pass the one activation function with route "dreaming" (active at once). An
@@ -11,22 +11,17 @@ The model is called outside any transaction."""
 import uuid
 
 from django.db import DatabaseError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
-from curation.dreaming import stage_b
-from curation.dreaming.selectors_b import open_picked, scan_lines, scan_read
-from curation.dreaming.services import ACTOR, run_count_call, run_finish, run_open
+from curation.dreaming.runs import ACTOR, run_count_call, run_finish, run_open
+from curation.dreaming.stage_b import operations, rules
+from curation.dreaming.stage_b.selectors import open_picked, scan_lines, scan_read
 from curation.models import DreamingRun, StageBCursor
 from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
-from knowledge.entries import services as entry_services
 from knowledge.errors import DomainError, Invalid
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
-from knowledge.models import Agent, Entry, Memory, Skill
-from memory.lifecycle.activation_hooks import DREAMING
-from memory.lifecycle.write import memory_write
-from memory.recall.memo import memo_budget_tokens, memo_update
-from memory.skills.services import lesson_add
+from knowledge.models import Agent, Entry
+from memory.recall.memo import memo_budget_tokens
 
 REPLY_TOKENS = 6000
 SCAN_REPLY_TOKENS = 1000
@@ -110,7 +105,7 @@ def _scan_fitted(agent: Agent, scan, reply_tokens: int) -> list[dict]:
     the newest episodes and task outcomes are left out (and stay past the cursor: a run moves
     the cursor only over what its scan was shown)."""
     while True:
-        messages = stage_b.scan_prompt(agent=agent.name, **scan_lines(scan))
+        messages = rules.scan_prompt(agent=agent.name, **scan_lines(scan))
         if fits(messages, reply_tokens, LIGHT, agent=agent):
             return messages
         if len(scan.entries) > 1:
@@ -151,17 +146,17 @@ def _curate(run: DreamingRun, agent: Agent, cursor: StageBCursor) -> str:
         agent,
         purpose="dreaming.stage_b.scan",
         messages=messages,
-        schema=stage_b.SCAN_SCHEMA,
+        schema=rules.SCAN_SCHEMA,
         max_tokens=scan_tokens,
-        check=lambda data: stage_b.scan_breach(data, **shown),
+        check=lambda data: rules.scan_breach(data, **shown),
     ).data
     opened, sections = open_picked(agent, scan, picked)
-    operations = []
+    proposed = []
     if opened.episodes or opened.outcomes or opened.entries:
         propose_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=agent)
 
         def build(parts):
-            return stage_b.propose_prompt(
+            return rules.propose_prompt(
                 agent=agent.name,
                 today=timezone.now().date(),
                 types=opened.types,
@@ -170,15 +165,15 @@ def _curate(run: DreamingRun, agent: Agent, cursor: StageBCursor) -> str:
                 sections=parts,
             )
 
-        operations = _call(
+        proposed = _call(
             run,
             agent,
             purpose="dreaming.stage_b.propose",
             messages=_sections_fitted(sections, build, propose_tokens, agent),
-            schema=stage_b.PROPOSE_SCHEMA,
+            schema=rules.PROPOSE_SCHEMA,
             max_tokens=propose_tokens,
         ).data["operations"]
-    kept, dropped = stage_b.check(operations, opened, run=run.pk, today=timezone.now().date())
+    kept, dropped = operations.check(proposed, opened, run=run.pk, today=timezone.now().date())
     try:
         _apply(run, agent, cursor, scan, opened, kept, dropped)
     except DatabaseError as exc:
@@ -203,9 +198,9 @@ def _apply(run, agent, cursor_before, scan, opened, kept, dropped) -> None:
             for position, op in kept:
                 try:
                     with transaction.atomic():
-                        counter = _apply_one(run, agent, op, created)
+                        counter = operations.apply_one(run, agent, op, created)
                 except REFUSALS as exc:
-                    dropped.append({"op": position, "kind": op["op"], "reason": _refusal_text(exc)})
+                    dropped.append({"op": position, "kind": op["op"], "reason": refusal_text(exc)})
                 else:
                     applied[counter] += 1
             dropped.sort(key=lambda d: d["op"])
@@ -245,7 +240,7 @@ def _apply(run, agent, cursor_before, scan, opened, kept, dropped) -> None:
                     "outcome_from": cursor_before.outcome_id,
                     "outcome_to": cursor.outcome_id,
                     "usage": run.usage_ids,
-                    "job": stage_b.VERSION,
+                    "job": rules.VERSION,
                 },
             )
     finally:
@@ -253,7 +248,7 @@ def _apply(run, agent, cursor_before, scan, opened, kept, dropped) -> None:
         current_batch_id.reset(batch_token)
 
 
-def _refusal_text(exc: Exception) -> str:
+def refusal_text(exc: Exception) -> str:
     detail = getattr(exc, "detail", None) or str(exc)
     if isinstance(exc, Invalid) and isinstance(detail, dict):
         return "; ".join(
@@ -262,124 +257,3 @@ def _refusal_text(exc: Exception) -> str:
     if isinstance(detail, dict):
         detail = detail.get("detail", detail)
     return f"refused: {detail}"
-
-
-def _entry(ref, created: dict[str, Entry]) -> Entry:
-    if isinstance(ref, int):
-        entry = Entry.objects.filter(pk=ref).first()
-        if entry is None:  # deleted by a person while the model was reading
-            raise Invalid({"entry": [f"entry {ref} no longer exists"]})
-        return entry
-    if ref not in created:
-        raise Invalid({"entry": [f"entry {ref!r} was not created (its create_entry was dropped)"]})
-    return created[ref]
-
-
-def _apply_one(run: DreamingRun, agent: Agent, op: dict, created: dict[str, Entry]) -> str:
-    kind = op["op"]
-    if kind == "create_entry":
-        entry = entry_services.entry_create(
-            actor=ACTOR,
-            owner=agent,
-            store=op["store"],
-            name=op["name"],
-            type=op.get("type", ""),
-            aliases=op.get("aliases") or [],
-            summary=op.get("summary", ""),
-            properties=op.get("properties"),
-        )
-        created[op["name"].strip().lower()] = entry
-        return "operations"
-    if kind == "update_entry":
-        fields = {k: op[k] for k in entry_services.ENTRY_FIELDS if k in op}
-        entry_services.entry_update(actor=ACTOR, entry_id=op["entry"], **fields)
-        return "operations"
-    if kind == "add_block":
-        entry = _entry(op["entry"], created)
-        if op.get("closes"):
-            entry_services.block_close(
-                actor=ACTOR,
-                entry_id=entry.pk,
-                block_id=op["closes"],
-                valid_to=op["valid_from"],
-                reason=op.get("reason")
-                or f"the fact changed: a new block of Dreaming run {run.pk} follows it",
-            )
-        top = Memory.objects.filter(entry=entry, status__in=entry_services.BODY_STATUSES).aggregate(
-            m=Max("position")
-        )["m"]
-        memory_write(
-            actor=ACTOR,
-            owner=agent,
-            store=entry.store,
-            text=op["text"].strip(),
-            sources=op["sources"],
-            tier=Memory.SEMANTIC,
-            category=op["kind"],
-            valid_from=op["valid_from"],
-            valid_to=op["valid_to"],
-            route=DREAMING,
-            author_kind="dreaming",
-            author_name=f"run {run.pk}",
-            attach={"entry": entry, "position": 0 if top is None else top + 1},
-            audit_data={
-                "entry": entry.pk,
-                "kind": op["kind"],
-                "closes": op.get("closes"),
-                "job": stage_b.VERSION,
-            },
-        )
-        Entry.objects.filter(pk=entry.pk).update(author_kind="dreaming", author_name=f"run {run.pk}")
-        return "operations"
-    if kind == "revise_block":
-        entry_services.block_correct(
-            actor=ACTOR,
-            entry_id=op["entry"],
-            block_id=op["block"],
-            text=op["text"],
-            reason=op["reason"],
-            sources=op["sources"],
-        )
-        return "operations"
-    if kind == "remove_block":
-        entry_services.block_remove(
-            actor=ACTOR, entry_id=op["entry"], block_id=op["block"], reason=op["reason"]
-        )
-        return "operations"
-    if kind == "add_relation":
-        entry = _entry(op["entry"], created)
-        target = _entry(op["target"], created)
-        entry_services.relation_add(
-            actor=ACTOR,
-            entry_id=entry.pk,
-            predicate=op["predicate"],
-            target_id=target.pk,
-            sources=op["sources"],
-            valid_from=op["valid_from"].date() if op["valid_from"] else None,
-            valid_to=op["valid_to"].date() if op["valid_to"] else None,
-        )
-        return "operations"
-    if kind == "rewrite_memo":
-        memo_update(actor=ACTOR, agent=agent, text=op["text"], reason=f"compacted by Dreaming run {run.pk}")
-        return "operations"
-    # revise_lesson: a lesson that nearly repeats one of the overlay revises it instead
-    skill = Skill.objects.get(name=op["skill"])
-    kwargs = {
-        "actor": ACTOR,
-        "agent": agent,
-        "skill": skill,
-        "text": op["text"],
-        "sources": op["sources"],
-        "route": DREAMING,
-        "author_kind": "dreaming",
-        "author_name": f"run {run.pk}",
-    }
-    try:
-        with transaction.atomic():
-            lesson_add(**kwargs, revises=op.get("revises"))
-    except DomainError as exc:
-        twin = exc.extra.get("duplicate_of")
-        if twin is None or op.get("revises") == twin:
-            raise
-        lesson_add(**kwargs, revises=twin)
-    return "skill_updates"

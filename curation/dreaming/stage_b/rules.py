@@ -8,7 +8,7 @@ and a light index of its current entries. The scan call picks what to open; the 
 sees the opened source messages, entries (their projection), enabled skills with their overlays
 and the agent's curation guide, and returns operations. Output that fails a schema writes
 nothing. An operation that breaks a rule below is dropped and recorded on the run with its
-reason; the others still apply (`check`):
+reason; the others still apply (`operations.check`):
 
 - every block cites at least one source the scan opened (a message, an episode — stored as its
   supporting messages — or a task outcome); an `induction` cites at least two messages from
@@ -22,7 +22,10 @@ reason; the others still apply (`check`):
   `valid_from`) and opens a new one — a revision may not move a block's validity; entry types
   come from the curation guide; there is no operation on the guide or on skills themselves;
 - everything is written into the agent's own stores, and a block may cite only evidence from its
-  entry's store or the shared store (nothing crosses a visibility boundary)."""
+  entry's store or the shared store (nothing crosses a visibility boundary).
+
+The rules per operation, with how each is applied, are the table in `operations.py`; this module
+holds what they share and stays free of the database."""
 
 import datetime
 from dataclasses import dataclass, field
@@ -264,7 +267,7 @@ def parse_date(value, what: str) -> datetime.datetime | None:
     return day
 
 
-def _sources(op: dict, opened: Opened, *, lesson: bool = False) -> tuple[list[dict], list[int]]:
+def sources_of(op: dict, opened: Opened, *, lesson: bool = False) -> tuple[list[dict], list[int]]:
     """The op's sources as stored ({kind, ref}) and the messages behind them. An episode is
     stored as the messages that support it: it is a navigation aid, the messages are evidence."""
     stored, messages = [], []
@@ -292,7 +295,7 @@ def _sources(op: dict, opened: Opened, *, lesson: bool = False) -> tuple[list[di
     return stored, messages
 
 
-def _store_allows(store: str, messages: list[int], opened: Opened) -> None:
+def store_allows(store: str, messages: list[int], opened: Opened) -> None:
     for mid in messages:
         found = opened.messages[mid].store
         if found not in ("shared", store):
@@ -315,7 +318,7 @@ def conditional(text: str, premises: list[str], *, run: int, today: datetime.dat
     return f"If {given}: {text}. (Deduced by Dreaming run {run} on {today.isoformat()}.)"
 
 
-def _entry_ref(value, opened: Opened, created: dict[str, str], what: str = "entry"):
+def entry_ref(value, opened: Opened, created: dict[str, str], what: str = "entry"):
     """An entry id the scan opened, or the name of an entry this run creates."""
     if isinstance(value, int):
         if value not in opened.entries:
@@ -326,151 +329,5 @@ def _entry_ref(value, opened: Opened, created: dict[str, str], what: str = "entr
     raise Dropped(f"{what} {value!r} is neither an opened entry nor one created earlier in this run")
 
 
-def _entry_store(ref, opened: Opened, created: dict[str, str]) -> str:
+def entry_store(ref, opened: Opened, created: dict[str, str]) -> str:
     return opened.entries[ref]["store"] if isinstance(ref, int) else created[ref]
-
-
-def check_one(op: dict, opened: Opened, created: dict[str, str], *, run: int, today: datetime.date) -> dict:
-    """Apply the code rules to one schema-valid operation; return it normalised (sources as
-    stored, dates parsed, a deduction's conditional text) or raise Dropped naming the rule."""
-    kind = op["op"]
-    out = dict(op)
-    if isinstance(op.get("properties"), list):
-        out["properties"] = {p["name"].strip(): p["value"] for p in op["properties"] if p["name"].strip()}
-    if kind == "create_entry":
-        name = (op.get("name") or "").strip()
-        if not name:
-            raise Dropped("an entry needs a name")
-        if name.lower() in created:
-            raise Dropped(f"entry {name!r} is created twice")
-        if (op.get("type") or "").lower() not in opened.types:
-            raise Dropped(
-                f"type {op.get('type')!r} is not in the curation guide's taxonomy ({', '.join(opened.types)})"
-            )
-        store = op.get("store") or "shared"
-        if store not in opened.stores:
-            raise Dropped(f"store {store!r} is not one of the agent's stores")
-        out["store"] = store
-        created[name.lower()] = store
-        return out
-    if kind == "update_entry":
-        out["entry"] = _entry_ref(op.get("entry"), opened, created)
-        if not isinstance(out["entry"], int):
-            raise Dropped("update_entry names an entry created in this run: set its fields when creating it")
-        fields = {k for k in ("name", "type", "aliases", "summary", "properties") if k in op}
-        if not fields:
-            raise Dropped("update_entry changes nothing")
-        if "type" in op and (op["type"] or "").lower() not in opened.types:
-            raise Dropped(f"type {op['type']!r} is not in the curation guide's taxonomy")
-        return out
-    if kind in ("add_block", "revise_block"):
-        ref = out["entry"] = _entry_ref(op.get("entry"), opened, created)
-        if not (op.get("text") or "").strip():
-            raise Dropped("a block needs a text")
-        stored, messages = _sources(op, opened)
-        if not stored:
-            raise Dropped("a block must cite at least one source the scan opened")
-        _store_allows(_entry_store(ref, opened, created), messages, opened)
-        block_kind = op.get("kind") or "observation"
-        out["kind"] = block_kind
-        if block_kind == "induction" and not distinct_evidence([opened.messages[m] for m in messages]):
-            raise Dropped(
-                "an induction needs at least two pieces of evidence: messages from different "
-                "conversations or times"
-            )
-        if block_kind == "deduction":
-            premises = [p for p in op.get("premises") or [] if p.strip()]
-            if not premises:
-                raise Dropped("a deduction must name its premises")
-            out["text"] = conditional(op["text"], premises, run=run, today=today)
-        out["sources"] = stored
-        out["valid_from"] = parse_date(op.get("valid_from"), "valid_from")
-        out["valid_to"] = parse_date(op.get("valid_to"), "valid_to")
-        if kind == "revise_block":
-            if not isinstance(ref, int) or op.get("block") not in opened.entries[ref]["blocks"]:
-                raise Dropped(f"block {op.get('block')} is not a block of an opened entry")
-            if not (op.get("reason") or "").strip():
-                raise Dropped("a revision needs a reason")
-            if out["valid_from"] or out["valid_to"] or "closes" in op:
-                raise Dropped(
-                    "a revision may not change a block's validity: a changed fact closes the old "
-                    "block (add_block with closes) and opens a new one"
-                )
-            return out
-        if "closes" in op:
-            if not isinstance(ref, int) or op["closes"] not in opened.entries[ref]["blocks"]:
-                raise Dropped(f"block {op['closes']} is not a block of entry {ref}")
-            if opened.entries[ref]["blocks"][op["closes"]] is not None:
-                raise Dropped(f"block {op['closes']} is already closed")
-            if out["valid_from"] is None:
-                raise Dropped("a block that closes another needs valid_from: when the fact changed")
-        if out["valid_from"] and out["valid_to"] and out["valid_to"] < out["valid_from"]:
-            raise Dropped("valid_to is before valid_from")
-        return out
-    if kind == "remove_block":
-        ref = out["entry"] = _entry_ref(op.get("entry"), opened, created)
-        if not isinstance(ref, int) or op.get("block") not in opened.entries[ref]["blocks"]:
-            raise Dropped(f"block {op.get('block')} is not a block of an opened entry")
-        if not (op.get("reason") or "").strip():
-            raise Dropped("removing a block needs a reason")
-        return out
-    if kind == "add_relation":
-        ref = out["entry"] = _entry_ref(op.get("entry"), opened, created)
-        out["target"] = _entry_ref(op.get("target"), opened, created, "target")
-        if not (op.get("predicate") or "").strip():
-            raise Dropped("a relation needs a predicate")
-        stored, messages = _sources(op, opened)
-        if not messages:
-            raise Dropped("a relation is written only when a cited message states it; it cites none")
-        quote = " ".join((op.get("quote") or "").split()).lower()
-        if not quote:
-            raise Dropped("a relation must quote the words of its source that state it")
-        stating = [m for m in messages if quote in " ".join(opened.messages[m].text.split()).lower()]
-        if not stating:
-            raise Dropped(
-                "the quote is not in any cited message: an inferred relation never becomes a graph edge"
-            )
-        _store_allows(_entry_store(ref, opened, created), stating, opened)
-        out["sources"] = [{"kind": "message", "ref": str(m)} for m in stating]
-        out["valid_from"] = parse_date(op.get("valid_from"), "valid_from")
-        out["valid_to"] = parse_date(op.get("valid_to"), "valid_to")
-        return out
-    if kind == "rewrite_memo":
-        if not (op.get("text") or "").strip():
-            raise Dropped("the memo may not be emptied by Dreaming")
-        return out
-    # revise_lesson
-    skill = op.get("skill") or ""
-    if skill not in opened.skills:
-        raise Dropped(f"skill {skill!r} is not enabled for this agent (Dreaming creates no skill)")
-    if not (op.get("text") or "").strip():
-        raise Dropped("a lesson needs a text")
-    stored, messages = _sources(op, opened, lesson=True)
-    if not stored:
-        raise Dropped("a lesson must cite the task outcome or message it comes from")
-    outcomes = [opened.outcomes[int(s["ref"])] for s in stored if s["kind"] == "task_outcome"]
-    if not messages and outcomes and all(_plain_success(o) for o in outcomes):
-        raise Dropped(
-            "a plain success alone never becomes a lesson (a correction, a recovery or a "
-            "non-obvious multi-step success can)"
-        )
-    if "revises" in op and op["revises"] not in opened.skills[skill]:
-        raise Dropped(f"lesson {op['revises']} is not a live lesson of skill {skill}")
-    out["sources"] = stored
-    return out
-
-
-def _plain_success(outcome: dict) -> bool:
-    return outcome["result"] == "success" and not outcome["correction"] and len(outcome["steps"]) < MULTI_STEP
-
-
-def check(operations: list[dict], opened: Opened, *, run: int, today: datetime.date):
-    """Split the operations into those to apply (normalised, in order) and those dropped
-    ({"op": position, "kind", "reason"})."""
-    kept, dropped, created = [], [], {}
-    for i, op in enumerate(operations, 1):
-        try:
-            kept.append((i, check_one(op, opened, created, run=run, today=today)))
-        except Dropped as exc:
-            dropped.append({"op": i, "kind": op["op"], "reason": str(exc)})
-    return kept, dropped

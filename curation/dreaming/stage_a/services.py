@@ -1,28 +1,24 @@
 """Stage A's writes: claim a channel, read it batch by batch through the light model, and save
 each batch's episodes, their message links, the new cursor and the batch's audit event in one
-transaction — only after the reply passed the schema and the code rules (stage_a.check). A
+transaction — only after the reply passed the schema and the code rules (rules.check). A
 model failure, an invalid reply or a database error writes nothing for that batch, ends the run
 as failed with the reason, and the channel is retried with back-off."""
 
 import time
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db.models import F
 
-from curation.dreaming import stage_a
-from curation.dreaming.selectors import STUCK_AFTER, Batch, batch_next
+from curation.dreaming.runs import ACTOR, run_count_call, run_finish, run_open
+from curation.dreaming.stage_a import rules
+from curation.dreaming.stage_a.selectors import Batch, batch_next
 from curation.models import DreamingRun, StageACursor
 from knowledge.audit.services import audit_record
 from knowledge.embeddings.kick import request_embedding_run
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Channel, Episode, Message
-from knowledge.principals.principal import Principal
 
-ACTOR = Principal.system("dreaming")
-MAX_RETRY_MINUTES = 360
 # The reply lists every message id and a few sentences per episode: room for both, growing with
 # the batch, so a long batch's reply is not cut off (a cut reply is invalid JSON).
 REPLY_TOKENS_BASE, REPLY_TOKENS_PER_MESSAGE, REPLY_TOKENS_MAX = 800, 30, 16000
@@ -39,82 +35,6 @@ class BatchFailed(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
-
-
-def run_open(
-    *,
-    stage: str,
-    owner: str,
-    of,
-    cursor_model,
-    trigger: str,
-    started_by: str,
-    unavailable: str,
-    busy: Exception,
-) -> tuple[DreamingRun, object]:
-    """Start a run of `stage` for `of` (its cursor's `owner`: a stage A channel, a stage B agent).
-    When `unavailable` says why the model cannot run, the run is recorded as skipped with that
-    reason and no cursor is taken: (run, None). Otherwise the cursor is claimed with a conditional
-    update — of two workers exactly one wins, the other gets `busy` raised — and (run, cursor) is
-    returned. A claim older than STUCK_AFTER was left by a dead worker and is taken over: its run
-    is recorded as abandoned."""
-    now = timezone.now()
-    if unavailable:
-        run = DreamingRun.objects.create(
-            stage=stage,
-            trigger=trigger,
-            state=DreamingRun.SKIPPED,
-            reason=unavailable,
-            started_by=started_by,
-            started_at=now,
-            finished_at=now,
-            **{owner: of},
-        )
-        return run, None
-    cursor_model.objects.get_or_create(**{owner: of})
-    claimed = (
-        cursor_model.objects.filter(pk=of.pk)
-        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - STUCK_AFTER))
-        .update(claimed_at=now)
-    )
-    if not claimed:
-        raise busy
-    cursor = cursor_model.objects.get(pk=of.pk)
-    if cursor.run_id:  # the dead worker's run
-        DreamingRun.objects.filter(pk=cursor.run_id, state=DreamingRun.RUNNING).update(
-            state=DreamingRun.FAILED,
-            finished_at=now,
-            reason="abandoned: its worker stopped before finishing; nothing it had not finished was written",
-        )
-    run = DreamingRun.objects.create(
-        stage=stage, trigger=trigger, started_by=started_by, started_at=now, **{owner: of}
-    )
-    cursor_model.objects.filter(pk=of.pk).update(run=run)
-    return run, cursor
-
-
-def retry_delay(failures: int) -> timedelta:
-    base = settings.BRAIN_DREAMING_RETRY_MINUTES
-    return timedelta(minutes=min(base * 2 ** max(failures - 1, 0), MAX_RETRY_MINUTES))
-
-
-def run_finish(run: DreamingRun, cursor_model, cursor_pk: int, state: str, reason: str = "") -> DreamingRun:
-    """Record a run's end and release the cursor (a stage A channel's or a stage B agent's) it
-    holds: a failure counts towards the cursor's back-off, success clears it."""
-    now = timezone.now()
-    run.refresh_from_db()
-    run.state, run.reason, run.finished_at = state, reason[:2000], now
-    run.save(update_fields=["state", "reason", "finished_at"])
-    cursor = cursor_model.objects.get(pk=cursor_pk)
-    failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
-    cursor_model.objects.filter(pk=cursor_pk, run=run).update(
-        claimed_at=None,
-        run=None,
-        last_run=run,
-        failures=failures,
-        retry_at=None if state == DreamingRun.DONE else now + retry_delay(failures),
-    )
-    return run
 
 
 def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
@@ -176,7 +96,7 @@ def _reply_tokens(batch: Batch) -> int:
 
 
 def _prompt(channel: Channel, batch: Batch) -> list[dict]:
-    return stage_a.prompt(channel=channel.name, messages=batch.messages, lines=batch.lines, full=batch.full)
+    return rules.prompt(channel=channel.name, messages=batch.messages, lines=batch.lines, full=batch.full)
 
 
 def _fitted(channel: Channel, cursor: StageACursor, budget: int) -> Batch:
@@ -199,8 +119,8 @@ def _rule_breach(channel: Channel, batch: Batch, data: dict) -> str:
         (mid, name), *_ = foreign.items()
         return f"it cites message {mid}, which belongs to channel {name}"
     try:
-        stage_a.check(data, batch_ids=batch.ids, full=batch.full)
-    except stage_a.Invalid as exc:
+        rules.check(data, batch_ids=batch.ids, full=batch.full)
+    except rules.Invalid as exc:
         return str(exc)
     return ""
 
@@ -221,7 +141,7 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
         reply = model_ask(
             purpose="dreaming.stage_a",
             messages=_prompt(channel, batch),
-            schema=stage_a.SCHEMA,
+            schema=rules.SCHEMA,
             profile=LIGHT,
             actor=ACTOR,
             max_tokens=_reply_tokens(batch),
@@ -234,7 +154,7 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
         raise BatchFailed(exc.reason) from None
     for usage_id in reply.usage_ids:
         run_count_call(run, usage_id)
-    cut = stage_a.check(reply.data, batch_ids=used.ids, full=used.full)
+    cut = rules.check(reply.data, batch_ids=used.ids, full=used.full)
     try:
         _write(run, channel, cursor, used, cut, usage_id=reply.usage_id)
     except DatabaseError as exc:
@@ -242,18 +162,7 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
     return used
 
 
-def run_count_call(run: DreamingRun, usage_id: int | None) -> None:
-    """Count one model call of `run` and its usage row at once, outside the writes of the batch
-    that made it, so a batch that then fails still shows the call it spent. The object follows
-    the row (one worker holds a run: its cursor is claimed)."""
-    run.refresh_from_db(fields=["model_calls", "usage_ids"])
-    run.model_calls += 1
-    if usage_id is not None:
-        run.usage_ids = [*run.usage_ids, usage_id]
-    DreamingRun.objects.filter(pk=run.pk).update(model_calls=run.model_calls, usage_ids=run.usage_ids)
-
-
-def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: stage_a.Cut, *, usage_id) -> None:
+def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: rules.Cut, *, usage_id) -> None:
     by_id = {m.id: m for m in batch.messages}
     with transaction.atomic():
         cursor = StageACursor.objects.select_for_update().get(pk=channel.pk)
@@ -335,7 +244,7 @@ def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: stage_a
                 "cursor_from": cursor_before.message_id,
                 "cursor_to": cursor.message_id,
                 "usage": usage_id,
-                "job": stage_a.VERSION,
+                "job": rules.VERSION,
             },
             dreaming_run=run.pk,
         )

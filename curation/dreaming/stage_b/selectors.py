@@ -9,7 +9,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from curation.dreaming import stage_b
+from curation.dreaming.runs import STUCK_AFTER
+from curation.dreaming.stage_b import rules
 from curation.models import DreamingRun, StageBCursor
 from knowledge import access
 from knowledge.llm import LIGHT, model_availability
@@ -74,17 +75,17 @@ def scan_read(agent: Agent, cursor: StageBCursor) -> Scan:
 def scan_lines(scan: Scan) -> dict[str, list[str]]:
     return {
         "episodes": [
-            f"#{e.pk} {e.start_ts:%Y-%m-%d} {e.channel.name}: {e.topic} — {stage_b.cut(e.summary)}"
+            f"#{e.pk} {e.start_ts:%Y-%m-%d} {e.channel.name}: {e.topic} — {rules.cut(e.summary)}"
             for e in scan.episodes
         ],
         "outcomes": [
-            f"#{o.pk} {o.skill.name} {o.result}{' (corrected)' if o.correction else ''}: {stage_b.cut(o.task)}"
+            f"#{o.pk} {o.skill.name} {o.result}{' (corrected)' if o.correction else ''}: {rules.cut(o.task)}"
             for o in scan.outcomes
         ],
         "entries": [
             f"#{e.pk} {e.name} ({e.type or 'untyped'}; {e.store})"
             + (f" aka {', '.join(e.aliases)}" if e.aliases else "")
-            + (f": {stage_b.cut(e.summary)[:200]}" if e.summary else "")
+            + (f": {rules.cut(e.summary)[:200]}" if e.summary else "")
             for e in scan.entries
         ],
     }
@@ -99,11 +100,11 @@ def _date(value) -> str:
     return f"{value:%Y-%m-%d}" if value else "…"
 
 
-def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[stage_b.Opened, dict[str, list[str]]]:
+def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[rules.Opened, dict[str, list[str]]]:
     """Open only what the scan picked (ids it was not shown are ignored): the episodes' source
     messages, the entries with their blocks, the enabled skills with their overlays and the
     curation guide. Returns what the rules may cite and the propose prompt's sections."""
-    opened = stage_b.Opened(agent_id=agent.pk, types=guide_types(agent), stores=scan.stores)
+    opened = rules.Opened(agent_id=agent.pk, types=guide_types(agent), stores=scan.stores)
     episodes = {e.pk: e for e in scan.episodes if e.pk in set(picked["episodes"])}
     lines: dict[str, list[str]] = {"Source messages": [], "Task outcomes": [], "Entries": [], "Skills": []}
     rows = (
@@ -125,11 +126,9 @@ def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[stage_b.Opened,
         lines["Source messages"].append(f"[episode #{e.pk} in {e.channel.name}: {e.topic}]")
         for m in messages:
             place = f"{m.channel.name}/{m.thread}" if m.thread else m.channel.name
-            opened.messages[m.pk] = stage_b.Evidence(
-                id=m.pk, store=m.store, place=place, ts=m.ts, text=m.text
-            )
+            opened.messages[m.pk] = rules.Evidence(id=m.pk, store=m.store, place=place, ts=m.ts, text=m.text)
             lines["Source messages"].append(
-                f"#{m.pk} {m.ts:%Y-%m-%d %H:%M} {m.speaker_name}: {stage_b.cut(m.text)}"
+                f"#{m.pk} {m.ts:%Y-%m-%d %H:%M} {m.speaker_name}: {rules.cut(m.text)}"
             )
         shown = [m.pk for m in messages]
         opened.episodes[episode_id] = [
@@ -166,7 +165,7 @@ def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[stage_b.Opened,
             sources = ", ".join(f"{s.kind}:{s.ref}" for s in b.sources.all())
             lines["Entries"].append(
                 f"  [block #{b.pk}, {b.category or 'observation'}, {_date(b.valid_from)} – "
-                f"{_date(b.valid_to)}] {stage_b.cut(b.text)} (sources: {sources or 'none'})"
+                f"{_date(b.valid_to)}] {rules.cut(b.text)} (sources: {sources or 'none'})"
             )
     for link in AgentSkill.objects.filter(agent=agent, enabled=True).select_related("skill"):
         lessons = list(
@@ -176,7 +175,7 @@ def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[stage_b.Opened,
         )
         opened.skills[link.skill.name] = [m.pk for m in lessons]
         lines["Skills"].append(f"{link.skill.name}: {link.skill.title}")
-        lines["Skills"] += [f"  [lesson #{m.pk}] {stage_b.cut(m.text)}" for m in lessons]
+        lines["Skills"] += [f"  [lesson #{m.pk}] {rules.cut(m.text)}" for m in lessons]
     guide = CurationGuide.objects.filter(owner=agent).first()
     lines["Curation guide (read-only)"] = [
         f"types: {', '.join(opened.types)}",
@@ -222,9 +221,6 @@ def stage_b_due(now=None) -> list[int]:
         ):
             due.append(agent.pk)
     return due
-
-
-STUCK_AFTER = datetime.timedelta(minutes=15)
 
 
 def _run_out(run: DreamingRun | None) -> dict | None:

@@ -8,7 +8,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from curation.dreaming import stage_a
+from curation.dreaming.runs import STUCK_AFTER
+from curation.dreaming.stage_a import rules
 from curation.models import DreamingRun, StageACursor
 from knowledge.llm import LIGHT, model_availability
 from knowledge.models import Channel, Message
@@ -16,9 +17,6 @@ from knowledge.settings_store import setting_cache_clear, setting_get
 from knowledge.tokens import count_tokens
 
 MAX_BATCH_MESSAGES = 500  # a hard cap besides the token budget, so the reply's id lists stay short
-# A claim older than this belongs to a worker that died: a run takes at most a few minutes (its
-# own time limit plus one model call with retries).
-STUCK_AFTER = timedelta(minutes=15)
 LAG_ALERT_MESSAGES = 5000
 FAILURES_ALERT = 3
 
@@ -26,7 +24,7 @@ FAILURES_ALERT = 3
 @dataclass
 class Batch:
     store: str
-    messages: list[stage_a.BatchMessage] = field(default_factory=list)
+    messages: list[rules.BatchMessage] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     tokens: int = 0
     full: bool = False  # more messages wait behind this batch
@@ -61,8 +59,8 @@ def batch_next(channel: Channel, cursor: StageACursor | None, *, budget_tokens: 
     for mid, ts, speaker, thread, text, store in rows:
         if batch is None:
             batch = Batch(store=store)
-        message = stage_a.BatchMessage(id=mid, ts=ts, speaker=speaker, thread=thread, text=text)
-        text_line = stage_a.line(message)
+        message = rules.BatchMessage(id=mid, ts=ts, speaker=speaker, thread=thread, text=text)
+        text_line = rules.line(message)
         tokens = count_tokens(text_line)
         if (
             store != batch.store
@@ -281,12 +279,3 @@ def stage_a_alerts(section: dict) -> list[dict]:
                 }
             )
     return out
-
-
-def run_list(*, channel: Channel | None = None, stage: str = "", limit: int = 50):
-    qs = DreamingRun.objects.select_related("channel", "agent")
-    if channel is not None:
-        qs = qs.filter(channel=channel)
-    if stage:
-        qs = qs.filter(stage=stage)
-    return qs[:limit]
