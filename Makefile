@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test test-models lint format bench browser-deps stop-db clean
+.PHONY: run test test-models lint format bench bench-large browser-deps stop-db clean
 
 $(VENV_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -50,6 +50,10 @@ format: $(VENV_STAMP)
 
 bench: $(VENV_STAMP)
 	$(PY) -m bench
+
+# Recall at 1,000,000 messages, the top of the scaling curve (docs/PERFORMANCE.md); outside CI.
+bench-large: $(VENV_STAMP)
+	$(PY) -m bench recall_large
 
 stop-db: $(VENV_STAMP)
 	$(PY) -c "from brainsite.embedded_db import embedded_stop; embedded_stop()"

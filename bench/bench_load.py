@@ -117,7 +117,7 @@ def _start_server(port: int, replica_url: str = "") -> subprocess.Popen:
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200:
                 return server
         except httpx.HTTPError:
             time.sleep(0.3)

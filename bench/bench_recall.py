@@ -76,12 +76,13 @@ def _world(rng):
     return copilot, integration, channels
 
 
-def _ingest(report, client, channels, gen, rng):
+def _ingest(report, client, channels, gen, rng, total=None, label=""):
+    total = total or MESSAGES
     now = timezone.now()
     weights = [8 if c.kind == Channel.KIND_SHARED else 1 for c in channels]
     threads = {c.name: [f"t{c.pk}-{i}" for i in range(40)] for c in channels}
     elapsed = 0.0
-    for start in range(0, MESSAGES, BATCH):
+    for start in range(0, total, BATCH):
         rows = []
         for i in range(start, start + BATCH):
             channel = rng.choices(channels, weights)[0]
@@ -91,9 +92,7 @@ def _ingest(report, client, channels, gen, rng):
                 if channel.kind == "dm" and rng.random() < 0.6
                 else gen.speaker(),
                 "text": gen.message(),
-                "ts": (
-                    now - timedelta(days=DAYS * (1 - i / MESSAGES), minutes=rng.random() * 60)
-                ).isoformat(),
+                "ts": (now - timedelta(days=DAYS * (1 - i / total), minutes=rng.random() * 60)).isoformat(),
                 "external_id": f"m-{i}",
             }
             if rng.random() < 0.15:
@@ -104,20 +103,23 @@ def _ingest(report, client, channels, gen, rng):
         elapsed += time.perf_counter() - t0
         assert response.status_code == 201, response.content[:500]
     report(
-        "message ingestion through POST /api/messages",
-        MESSAGES / elapsed,
+        f"{label}message ingestion through POST /api/messages",
+        total / elapsed,
         "messages/s",
         target="≥ 1,000 messages/s",
-        note=f"{MESSAGES:,} messages in batches of {BATCH:,}, one client, embedding deferred",
+        note=f"{total:,} messages in batches of {BATCH:,}, one client, embedding deferred",
     )
+    return total / elapsed
 
 
-def _knowledge(copilot, channels, gen, rng):
+def _knowledge(copilot, channels, gen, rng, memories=None, entries=None):
+    memories = MEMORIES if memories is None else memories
+    entries = ENTRIES if entries is None else entries
     now = timezone.now()
     people = [c.person.name for c in channels if c.kind == Channel.KIND_DM]
     only = [c.name for c in channels if c.memory_scope == Channel.SCOPE_CHANNEL and c.kind == "shared"]
     rows = []
-    for _ in range(MEMORIES):
+    for _ in range(memories):
         roll = rng.random()
         store = (
             "shared"
@@ -138,7 +140,7 @@ def _knowledge(copilot, channels, gen, rng):
         rows.append(row)
     bulk_memories(rows)
     entry_rows = []
-    for _ in range(ENTRIES):
+    for _ in range(entries):
         name, etype, summary, aliases = gen.entry()
         entry_rows.append(
             {
@@ -155,7 +157,7 @@ def _knowledge(copilot, channels, gen, rng):
     bulk_entries(entry_rows)
 
 
-def _embed(report):
+def _embed(report, label=""):
     backlog = sum(backlog_counts().values())
     sample = [m.text for m in Memory.objects.all()[:4000]]
     t0 = time.perf_counter()
@@ -166,13 +168,14 @@ def _embed(report):
     elapsed = time.perf_counter() - t0
     embedded = sum(v for k, v in done.items() if isinstance(v, int))
     report(
-        "embedding backlog throughput",
+        f"{label}embedding backlog throughput",
         embedded / elapsed,
         "texts/s",
         target="≥ 500 texts/s",
         note=f"{embedded:,} of {backlog:,} backlog texts (memories, blocks, messages), claim + embed + "
         f"write into HNSW-indexed columns; the model alone: {model_only:,.0f} texts/s",
     )
+    return embedded / elapsed, model_only
 
 
 def _api_timings(client, conversations, questions, rng, k: int, n: int):
@@ -306,9 +309,46 @@ def _latency(report, copilot, gen, rng):
     )
 
 
+def http_figures(report, copilot, gen, rng, label: str, n: int = QUERIES) -> dict:
+    """k=10 and k=50 searches over HTTP against `make run`'s server, the scaling curve's figures
+    (docs/PERFORMANCE.md, "Recall at 10k, 100k and 1M messages")."""
+    connections.settings[DEFAULT_DB_ALIAS]["CONN_MAX_AGE"] = 60
+    connection.settings_dict["CONN_MAX_AGE"] = 60
+    raw = _token(agent=copilot)
+    conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
+    questions = [question(gen) for _ in range(n)]
+    out = {}
+    for k, count in ((10, n), (50, n // 2)):
+        timings, sizes = _http_timings(raw, conversations, questions, rng, k, count)
+        out[k] = (statistics.median(timings), _pct(timings, 0.95), _pct(timings, 0.99))
+        report(
+            f"{label}memory_search latency p95, k={k} (HTTP)",
+            out[k][1],
+            "ms",
+            note=f"p50 {out[k][0]:.1f} ms, p99 {out[k][2]:.0f} ms, {len(timings)} searches over HTTP, one "
+            f"keep-alive client, `make run`'s server; response {statistics.mean(sizes) / 1000:.1f} kB",
+        )
+    return out
+
+
+# The scaling curve's smaller point, measured before the full world (docs/PERFORMANCE.md).
+SMALL_MESSAGES = max(int(10_000 * SCALE) // 1000 * 1000, 1000)
+
+
 def run(report):
     rng = random.Random(2026)
     gen = TextGen(2026)
+    # 10k messages: the same world a tenth the size, its own ingestion, backlog and search figures.
+    label = f"at {SMALL_MESSAGES // 1000}k messages: "
+    reset_recall_tables()
+    copilot, integration, channels = _world(rng)
+    with override_settings(BRAIN_EMBEDDING_KICK=False):
+        _ingest(report, _client(_token(integration=integration)), channels, gen, rng, SMALL_MESSAGES, label)
+    _knowledge(copilot, channels, gen, rng, SMALL_MESSAGES // 5, SMALL_MESSAGES // 20)
+    _embed(report, label)
+    analyze()
+    http_figures(report, copilot, gen, rng, label)
+
     reset_recall_tables()
     copilot, integration, channels = _world(rng)
     with override_settings(BRAIN_EMBEDDING_KICK=False):

@@ -77,7 +77,7 @@ def run(report):
     from curation.dreaming.stage_a.services import stage_a_run
     from curation.models import DreamingRun
     from knowledge.models import Channel, Episode, Message
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     before = load_own()
     without = fused_recall(before, {})

@@ -6,6 +6,7 @@ This tool seeds the recall benchmark's world once into its own database and then
 against it, so two checkouts can be run alternately (A, B, A, B, …) on the same data:
 
     python -m bench.recall_ab seed                    # once: the world of bench_recall
+    python -m bench.recall_ab fill                    # if the seed's backlog was cut short
     python -m bench.recall_ab time --label new        # prints one JSON line of figures
     python -m bench.recall_ab time --label new --http # also over HTTP, against make run's server
     (cd /tmp/old-checkout && BRAIN_PGDATA=$PWD_OF_THIS/var/pgdata python -m bench.recall_ab time --label old)
@@ -76,6 +77,18 @@ def seed() -> None:
         B._ingest(report, B._client(B._token(integration=integration)), channels, gen, rng)
     B._knowledge(copilot, channels, gen, rng)
     B._embed(report)
+    analyze()
+
+
+def fill() -> None:
+    """The vectors the backlog did not reach (a loaded machine embeds a few texts a second): every
+    text without one gets a noisy copy of an embedded text's vector and the HNSW indexes are
+    rebuilt (bench_recall_large._fill_vectors). Fine for timing two versions, not for quality."""
+    _setup()
+    from bench.bench_recall_large import _fill_vectors
+    from bench.recall_seed import analyze
+
+    print(f"  {_fill_vectors():,} vectors written", flush=True)
     analyze()
 
 
@@ -185,7 +198,7 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.recall_ab")
-    parser.add_argument("command", choices=["seed", "time"])
+    parser.add_argument("command", choices=["seed", "fill", "time"])
     parser.add_argument("--label", default=str(ROOT))
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
@@ -195,6 +208,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "seed":
         seed()
+    elif args.command == "fill":
+        fill()
     else:
         print(json.dumps(time_searches(args.label, args.n, args.seed, args.http)), flush=True)
     return 0

@@ -29,7 +29,7 @@ def reset_recall_tables() -> None:
             "knowledge_termstat "
             "RESTART IDENTITY CASCADE"
         )
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     forget_stats()
 
@@ -51,7 +51,7 @@ def analyze() -> None:
             cursor.execute("CHECKPOINT")
         except DatabaseError:  # an external database may not let us
             pass
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     forget_stats()
 

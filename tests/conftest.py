@@ -107,17 +107,20 @@ def model_stub(_model_stub_server, settings):
 def _fresh_settings_cache():
     """Run-time settings and recall's corpus statistics are cached per process; every test
     starts from the database."""
+    from knowledge.embeddings.embedder import query_cache_clear
     from knowledge.settings_store import setting_cache_clear
     from memory.gate.services import gate_cache_clear
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     setting_cache_clear()
     gate_cache_clear()
     forget_stats()
+    query_cache_clear()
     yield
     setting_cache_clear()
     gate_cache_clear()
     forget_stats()
+    query_cache_clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,6 +18,7 @@ backend or model shows up as a re-embedding backlog.
 
 import hashlib
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +237,36 @@ def embed_texts(texts: list[str], embedder=None) -> np.ndarray:
     vectors = embedder.embed(unique)
     index = {text: i for i, text in enumerate(unique)}
     return vectors[[index[t] for t in texts]]
+
+
+# Query vectors of recent searches, per configuration: an agent asks the same question again
+# (retries, the context compiled for each turn of one topic). Small: a hit saves one model run.
+QUERY_CACHE_SIZE = 256
+_queries: OrderedDict[tuple, np.ndarray] = OrderedDict()
+
+
+def embed_query(text: str) -> np.ndarray:
+    """The unit vector of one search query, as embed_texts([text])[0], remembered for the
+    QUERY_CACHE_SIZE most recent queries of this process (the vector is read-only)."""
+    key = (_config_key(), text)
+    with _lock:
+        vector = _queries.get(key)
+        if vector is not None:
+            _queries.move_to_end(key)
+            return vector
+    vector = embed_texts([text])[0]
+    vector.setflags(write=False)
+    with _lock:
+        _queries[key] = vector
+        while len(_queries) > QUERY_CACHE_SIZE:
+            _queries.popitem(last=False)
+    return vector
+
+
+def query_cache_clear() -> None:
+    """Forget the remembered query vectors (tests: a stub endpoint answers differently)."""
+    with _lock:
+        _queries.clear()
 
 
 def describe() -> dict:

@@ -2,7 +2,7 @@
 id, route score), best first, inside the scope it is given; fusion happens elsewhere.
 
 All SQL here filters with the visibility conditions compiled from `knowledge.access` (never a
-hand-written store test), and repeats the full-text expressions of `knowledge.fts` exactly so
+hand-written store test), and repeats the full-text expressions of `memory.recall.fts` exactly so
 PostgreSQL uses their GIN indexes."""
 
 import json
@@ -12,10 +12,11 @@ from datetime import datetime
 
 import numpy as np
 
-from knowledge import fts
 from knowledge.models import Entry, Episode, Memory, Message
 from knowledge.replica import read_connection
+from memory.recall import fts
 from memory.recall.scope import NothingVisible, RecallScope
+from memory.recall.seen import episodes_exist
 from memory.recall.terms import (
     BM25_B,
     BM25_K1,
@@ -470,23 +471,6 @@ def vector_knowledge(inp: RouteInput):
             MEMORY, f"({where}) AND {live}", [*wparams, *lparams], inp, scope=(where, wparams)
         )
     )
-
-
-_episodes_seen = {"at": -1e9, "any": False}
-EPISODE_CHECK_SECONDS = 60
-
-
-def episodes_exist() -> bool:
-    """Whether stage A has made any episode yet (checked at most once a minute per process):
-    until then the episode half of the route costs nothing."""
-    now = time.monotonic()
-    if not _episodes_seen["any"] and now - _episodes_seen["at"] > EPISODE_CHECK_SECONDS:
-        _episodes_seen.update(at=now, any=Episode.objects.exists())
-    return _episodes_seen["any"]
-
-
-def forget_episode_check() -> None:
-    _episodes_seen.update(at=-1e9, any=False)
 
 
 def vector_episodes(inp: RouteInput):

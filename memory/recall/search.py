@@ -95,7 +95,7 @@ def _query_vector(q: str) -> QueryVector:
     try:
         if not embeddings.enabled():
             return QueryVector(None, "", "off: BRAIN_EMBEDDINGS=none", 0.0)
-        vector = embeddings.embed_texts([q])[0]
+        vector = embeddings.embed_query(q)
         return QueryVector(vector, embeddings.model_name(), "", (time.perf_counter() - start) * 1000)
     except embeddings.EmbeddingError as exc:
         return QueryVector(None, "", f"unavailable: {exc}", (time.perf_counter() - start) * 1000)

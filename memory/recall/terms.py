@@ -59,14 +59,6 @@ def query_lexemes(q: str) -> list[str]:
         return list(cursor.fetchone()[0])
 
 
-def forget_stats() -> None:
-    """Forget per-process knowledge about the data (tests, and after a bulk load): whether any
-    episode exists yet. Keyword statistics are never cached."""
-    from memory.recall.routes import forget_episode_check
-
-    forget_episode_check()
-
-
 def bm25_idf(docs: float, containing: float) -> float:
     containing = min(max(containing, 0.0), docs)
     return math.log(1 + (docs - containing + 0.5) / (containing + 0.5))

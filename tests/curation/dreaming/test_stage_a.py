@@ -420,7 +420,7 @@ def test_status_lists_lag_last_run_failures_and_alerts(world, model_stub, client
 
 
 def test_a_stage_a_episode_is_recalled_and_expands_to_its_messages(world, model_stub):
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     conv = factory.make_conversation(world.copilot, world.general)
     ids = post(world.general, CHAT)

@@ -147,3 +147,24 @@ def test_count_tokens_equals_the_sum_over_its_pieces():
     for _ in range(500):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
         assert count_tokens(text) == sum(_piece_tokens(m.group()) for m in _PIECE.finditer(text)), text
+
+
+def test_a_repeated_query_is_embedded_once_per_configuration(embedding_server):
+    """embed_query remembers recent query vectors: the endpoint is asked once for a query asked
+    twice, again for a new query, and again under another model (the configuration is the key)."""
+    config = {
+        "BRAIN_EMBEDDINGS": "openai",
+        "BRAIN_EMBEDDINGS_BASE_URL": embedding_server + "/v1",
+        "BRAIN_EMBEDDINGS_API_KEY": "",
+    }
+    with override_settings(**config, BRAIN_EMBEDDINGS_MODEL="tiny-embed"):
+        first = embeddings.embed_query("abc")
+        again = embeddings.embed_query("abc")
+        assert len(_Handler.seen) == 1
+        assert np.array_equal(first, again) and first[3] == pytest.approx(1.0)
+        assert not again.flags.writeable  # one shared vector: no caller can change it
+        embeddings.embed_query("ab")
+        assert len(_Handler.seen) == 2
+    with override_settings(**config, BRAIN_EMBEDDINGS_MODEL="other-embed"):
+        embeddings.embed_query("abc")
+        assert len(_Handler.seen) == 3 and _Handler.seen[2][2]["model"] == "other-embed"

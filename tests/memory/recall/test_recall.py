@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from knowledge.models import Entry, Memory
 from knowledge.tokens import count_tokens
-from memory.recall.terms import forget_stats
+from memory.recall.seen import forget_stats
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)
@@ -373,7 +373,7 @@ def test_browse_opens_the_thread_behind_a_result_within_scope(world, general_cha
 
 def test_an_episode_is_found_by_its_summary_and_expands_to_its_messages(world):
     from knowledge.models import Episode, Message
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     conv = factory.make_conversation(world.copilot, world.general)
     ids = post(world.general, SUPPORT_CHAT)
@@ -410,7 +410,7 @@ def test_a_message_an_episode_covers_counts_towards_that_episode_once(world):
     episode, listing the message as a hit. The message is neither a second result nor shown
     twice, and under a tight budget the hit line is what the episode keeps."""
     from knowledge.models import Episode, Message
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     conv = factory.make_conversation(world.copilot, world.general)
     ids = post(world.general, SUPPORT_CHAT)
@@ -445,11 +445,11 @@ def test_a_message_an_episode_covers_counts_towards_that_episode_once(world):
 
 
 def test_the_entry_keyword_expression_matches_its_index(db):
-    """The entry route's keyword expression (knowledge/fts.py) is served by the GIN index of
+    """The entry route's keyword expression (memory/recall/fts.py) is served by the GIN index of
     migration 0010."""
     from django.db import connection
 
-    from knowledge import fts
+    from memory.recall import fts
 
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off")

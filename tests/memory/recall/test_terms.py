@@ -88,7 +88,7 @@ def test_the_same_query_ranks_the_same_across_a_statistics_refresh(world):
     from django.db import connection
 
     from knowledge.termstats import term_stats_compact
-    from memory.recall.terms import forget_stats
+    from memory.recall.seen import forget_stats
 
     conv = factory.make_conversation(world.copilot, world.general)
     client = world.client("copilot")

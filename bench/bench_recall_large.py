@@ -1,0 +1,198 @@
+"""Recall at 1,000,000 messages (`make bench-large`, outside CI): the top of the scaling curve.
+
+The world of bench_recall at ten times its size (200,000 memories, 50,000 entries), built
+set-wise: the first BRAIN_BENCH_LARGE_API messages go through POST /api/messages (the ingestion
+figure), the rest are inserted by one INSERT … SELECT FROM unnest(…) per chunk of 50,000 rows
+(the search column and the keyword statistics are kept by the same generated column and trigger
+as for any insert). The embedding backlog runs for BRAIN_BENCH_LARGE_EMBED_SECONDS (its
+figure); every text still without a vector then gets one set-wise, a vector of an embedded text
+of the same kind with small noise, and the HNSW indexes are rebuilt once. Those vectors are fine
+for timing searches (the index, the filters and the rows read are those of a real store), not
+for recall quality. Then the same HTTP searches as bench_recall.
+
+BRAIN_BENCH_LARGE_MESSAGES (default 1,000,000) runs it at another size."""
+
+import os
+import random
+import time
+from datetime import timedelta
+
+from django.db import connection
+from django.test import override_settings
+from django.utils import timezone
+
+from bench import bench_recall as B
+from bench.recall_seed import analyze, reset_recall_tables
+from bench.textgen import TextGen
+from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import run_backlog
+from knowledge.models import Channel, Memory, Person
+from memory.recall.routes import vector_literal
+
+TOTAL = int(os.environ.get("BRAIN_BENCH_LARGE_MESSAGES", "1000000"))
+THROUGH_API = min(int(os.environ.get("BRAIN_BENCH_LARGE_API", "50000")), TOTAL)
+EMBED_SECONDS = float(os.environ.get("BRAIN_BENCH_LARGE_EMBED_SECONDS", "300"))
+CHUNK = 50_000
+HNSW_INDEXES = ("message_embedding_hnsw", "memory_embedding_hnsw")
+
+
+def _stage(name: str, start: float) -> float:
+    now = time.perf_counter()
+    print(f"   {name}: {now - start:.0f} s", flush=True)
+    return now
+
+
+def _insert_messages(channels, gen, rng, first: int, total: int) -> None:
+    """Messages first..total-1, set-wise, with the stores and speakers the API gave the first ones
+    in the same channels (the rule message_ingest applies)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT ON (channel_id) channel_id, store, posted_by FROM knowledge_message "
+            "ORDER BY channel_id, id"
+        )
+        known = {c: (store, posted) for c, store, posted in cursor.fetchall()}
+    weights = [8 if c.kind == Channel.KIND_SHARED else 1 for c in channels]
+    usable = [(c, w) for c, w in zip(channels, weights, strict=True) if c.pk in known]
+    picks, picked_weights = [c for c, _ in usable], [w for _, w in usable]
+    people = dict(Person.objects.values_list("name", "pk"))  # the speakers the API created
+    now = timezone.now()
+    for start in range(first, total, CHUNK):
+        cols: dict[str, list] = {
+            k: [] for k in ("channel", "thread", "store", "person", "speaker", "text", "ts", "ext", "by")
+        }
+        for i in range(start, min(start + CHUNK, total)):
+            channel = rng.choices(picks, picked_weights)[0]
+            store, posted = known[channel.pk]
+            cols["channel"].append(channel.pk)
+            cols["thread"].append(f"t{channel.pk}-{rng.randrange(40)}" if rng.random() < 0.15 else "")
+            cols["store"].append(store)
+            speaker = gen.speaker()
+            if speaker not in people:
+                speaker = next(iter(people))
+            cols["person"].append(people[speaker])
+            cols["speaker"].append(speaker)
+            cols["text"].append(gen.message())
+            cols["ts"].append(now - timedelta(days=B.DAYS * (1 - i / total), minutes=rng.random() * 60))
+            cols["ext"].append(f"m-{i}")
+            cols["by"].append(posted)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO knowledge_message (channel_id, thread, store, speaker_person_id, speaker_name, text, ts, "
+                "external_id, posted_by, learn, created_at) "
+                "SELECT *, true, now() FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[], %s::text[], "
+                "%s::text[], %s::timestamptz[], %s::text[], %s::text[])",
+                [
+                    cols[k]
+                    for k in ("channel", "thread", "store", "person", "speaker", "text", "ts", "ext", "by")
+                ],
+            )
+
+
+def _embed_message_sample(model: str, size: int = 2000) -> int:
+    """When the backlog embedded no message yet (a loaded machine), `size` messages are embedded
+    now, as the backlog embeds them ("speaker: text"), so the noisy copies start from real
+    message vectors."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM knowledge_messagevector WHERE model = %s", [model])
+        if cursor.fetchone()[0]:
+            return 0
+        cursor.execute(
+            "SELECT id, speaker_name, text FROM knowledge_message ORDER BY random() LIMIT %s", [size]
+        )
+        rows = cursor.fetchall()
+    vectors = embeddings.embed_texts([f"{speaker}: {text}" for _, speaker, text in rows])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO knowledge_messagevector (message_id, model, embedding) "
+            "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::vector[])",
+            [[r[0] for r in rows], [model] * len(rows), [vector_literal(v) for v in vectors]],
+        )
+    return len(rows)
+
+
+def _fill_vectors() -> int:
+    """Every message and memory without a vector of the current model gets one: the vector of an
+    embedded row of the same kind (picked by id) plus noise of ±0.01 per dimension, normalised.
+    The HNSW indexes are dropped first and built again after (one build instead of a million
+    inserts). Returns the vectors written."""
+    model = embeddings.model_name()
+    written = _embed_message_sample(model)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(HNSW_INDEXES)]
+        )
+        definitions = cursor.fetchall()
+        for name, _ in definitions:
+            cursor.execute(f"DROP INDEX {name}")
+        noisy = (
+            "l2_normalize((SELECT array_agg(x + (random() - 0.5) * 0.02 ORDER BY n) "
+            "FROM unnest(s.embedding::real[]) WITH ORDINALITY u(x, n))::vector)"
+        )
+        cursor.execute(
+            "CREATE TEMP TABLE sample_vec AS SELECT row_number() OVER () - 1 AS n, embedding "
+            "FROM knowledge_messagevector WHERE model = %s",
+            [model],
+        )
+        cursor.execute(
+            f"INSERT INTO knowledge_messagevector (message_id, model, embedding) "
+            f"SELECT m.id, %s, {noisy} FROM knowledge_message m "
+            f"JOIN sample_vec s ON s.n = mod(m.id, (SELECT count(*) FROM sample_vec)) "
+            f"WHERE NOT EXISTS (SELECT 1 FROM knowledge_messagevector v WHERE v.message_id = m.id)",
+            [model],
+        )
+        written += cursor.rowcount
+        cursor.execute(
+            "CREATE TEMP TABLE sample_mem AS SELECT row_number() OVER () - 1 AS n, embedding "
+            "FROM knowledge_memory WHERE embedding_model = %s",
+            [model],
+        )
+        cursor.execute(
+            f"UPDATE knowledge_memory m SET embedding = {noisy}, embedding_model = %s FROM sample_mem s "
+            f"WHERE s.n = mod(m.id, (SELECT count(*) FROM sample_mem)) AND m.embedding_model <> %s",
+            [model, model],
+        )
+        written += cursor.rowcount
+        cursor.execute("DROP TABLE sample_vec, sample_mem")
+        cursor.execute("SET maintenance_work_mem = '2GB'")
+        for _, definition in definitions:
+            cursor.execute(definition)
+    return written
+
+
+def run(report):
+    rng = random.Random(2027)
+    gen = TextGen(2027)
+    label = f"at {TOTAL // 1000:,}k messages: "
+    t = time.perf_counter()
+    reset_recall_tables()
+    copilot, integration, channels = B._world(rng)
+    with override_settings(BRAIN_EMBEDDING_KICK=False):
+        B._ingest(
+            report, B._client(B._token(integration=integration)), channels, gen, rng, THROUGH_API, label
+        )
+    t = _stage(f"{THROUGH_API:,} messages through the API", t)
+    _insert_messages(channels, gen, rng, THROUGH_API, TOTAL)
+    t = _stage(f"{TOTAL - THROUGH_API:,} messages set-wise", t)
+    B._knowledge(copilot, channels, gen, rng, TOTAL // 5, TOTAL // 20)
+    t = _stage(f"{TOTAL // 5:,} memories, {TOTAL // 20:,} entries", t)
+    sample = [m.text for m in Memory.objects.all()[:4000]]
+    t0 = time.perf_counter()
+    embeddings.embed_texts(sample)
+    model_only = len(sample) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    done = run_backlog(max_seconds=EMBED_SECONDS)
+    embedded = sum(v for v in done.values() if isinstance(v, int))
+    report(
+        f"{label}embedding backlog throughput",
+        embedded / (time.perf_counter() - t0),
+        "texts/s",
+        note=f"{embedded:,} texts in {EMBED_SECONDS:.0f} s into HNSW-indexed columns holding the rows "
+        f"before them; the model alone: {model_only:,.0f} texts/s",
+    )
+    t = _stage("embedding backlog (sample)", t)
+    written = _fill_vectors()
+    t = _stage(f"{written:,} vectors set-wise and the HNSW indexes built", t)
+    analyze()
+    t = _stage("VACUUM ANALYZE", t)
+    B.http_figures(report, copilot, gen, rng, label)
+    _stage("searches", t)
