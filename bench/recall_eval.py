@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memory.recall import memory_search
-from memory.recall.fuse import apply_decay, fuse
+from memory.recall.fuse import rank
 from memory.recall.params import DEFAULT_PARAMS, ROUTES, RecallParams
 from memory.recall.search import recall_candidates
 
@@ -93,7 +93,7 @@ class Evaluation:
 
     def fused_lists(self, params: RecallParams = DEFAULT_PARAMS) -> list[list[str]]:
         return [
-            self._labels(apply_decay(fuse(r.rankings, params), c.now, params))
+            self._labels(rank(r.rankings, c.q, c.now, params))
             for c, r in zip(self.cases, self.rankings, strict=True)
         ]
 

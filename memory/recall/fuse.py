@@ -1,5 +1,8 @@
-"""Fusion of the routes, temporal decay, and the optional reranker."""
+"""Fusion of the routes, support from nearby hits, temporal decay with the time a query names,
+and the optional reranker. `rank` is the whole ranking of route lists that search and the quality
+bench share."""
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -9,6 +12,7 @@ from django.utils.module_loading import import_string
 from knowledge.models import Memory
 from memory.recall.params import VECTOR_ROUTES, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, RouteHit
+from memory.recall.when import Window, query_window
 
 SECONDS_PER_DAY = 86400.0
 
@@ -141,6 +145,56 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
     return sorted(candidates.values(), key=lambda c: (-c.fused, c.kind, -c.id))
 
 
+def add_support(candidates: list[Candidate], params: RecallParams) -> list[Candidate]:
+    """Conversation hits lend each other weight by closeness in time: a message or episode gains
+    `neighbour_weight` × the summed fused score of the other hits within `neighbour_seconds`
+    of it (the turns around it: an answer often shares its words with the question before it),
+    and `burst_weight` × the best fused score of another hit within `burst_seconds` (the same
+    sitting of the conversation: a question about one exchange matches several of its turns).
+    Support is read from the scores before any is added, so the order of candidates does not
+    matter. Knowledge (memories, entries) neither gives nor takes support."""
+    windows = [
+        (seconds, weight, total)
+        for seconds, weight, total in (
+            (params.neighbour_seconds, params.neighbour_weight, True),
+            (params.burst_seconds, params.burst_weight, False),
+        )
+        if seconds > 0 and weight > 0
+    ]
+    timed = sorted(
+        (c for c in candidates if c.kind in (MESSAGE, EPISODE) and c.stamp[0] is not None),
+        key=lambda c: c.stamp[0],
+    )
+    if not windows or len(timed) < 2:
+        return candidates
+    times = [c.stamp[0] for c in timed]
+    base = [c.fused for c in timed]
+    prefix = [0.0]
+    for value in base:
+        prefix.append(prefix[-1] + value)
+    gains = [0.0] * len(timed)
+    for seconds, weight, total in windows:
+        for i, when in enumerate(times):
+            lo, hi = bisect_left(times, when - seconds), bisect_right(times, when + seconds)
+            if hi - lo < 2:
+                continue
+            if total:
+                gains[i] += weight * (prefix[hi] - prefix[lo] - base[i])
+            else:
+                gains[i] += weight * max(base[j] for j in range(lo, hi) if j != i)
+    for cand, gain in zip(timed, gains, strict=True):
+        cand.fused += gain
+    return candidates
+
+
+def rank(rankings: dict[str, list[RouteHit]], q: str, now: datetime, params: RecallParams) -> list[Candidate]:
+    """The ranking of a search: the routes' lists fused, supported by nearby hits and decayed,
+    a named time ("in June", "on 7 July, 2023", "the week before …") weighing conversation hits
+    that fall in it."""
+    window = query_window(q, now) if params.when_boost > 0 else None
+    return apply_decay(add_support(fuse(rankings, params), params), now, params, window=window)
+
+
 def best_fused(params: RecallParams) -> float:
     """The highest fused score a candidate can get: a perfect match first in every route."""
     total = sum(params.weights.values())
@@ -175,9 +229,26 @@ def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
     return factor
 
 
-def apply_decay(candidates: list[Candidate], now: datetime, params: RecallParams) -> list[Candidate]:
+def when_factor(cand: Candidate, window: Window | None, params: RecallParams) -> float:
+    """1 + `when_boost` for a message or episode whose time is in the window the query names
+    (widened by `when_slack_days` either side: people speak of a day shortly after it), else 1.
+    Knowledge is not weighed: a memory's time is its last edit, not the time it speaks of."""
+    if window is None or cand.kind not in (MESSAGE, EPISODE):
+        return 1.0
+    return (
+        1.0 + params.when_boost
+        if window.holds(cand.stamp[0], params.when_slack_days * SECONDS_PER_DAY)
+        else 1.0
+    )
+
+
+def apply_decay(
+    candidates: list[Candidate], now: datetime, params: RecallParams, window: Window | None = None
+) -> list[Candidate]:
+    """score = fused × decay, where decay is the age decay times the weight of a named time
+    (`when_factor`; 1 when the query names none)."""
     for cand in candidates:
-        cand.decay = decay_factor(cand, now, params)
+        cand.decay = decay_factor(cand, now, params) * when_factor(cand, window, params)
         cand.score = cand.fused * cand.decay
     return sorted(candidates, key=lambda c: (-c.score, c.kind, -c.id))
 

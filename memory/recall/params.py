@@ -54,6 +54,17 @@ class RecallParams:
     # A memory whose validity has ended (valid_to in the past) is history: it ranks below current
     # knowledge by this factor but stays findable.
     history_factor: float = 0.5
+    # Support between conversation hits close in time (fuse.add_support): the summed fused
+    # score of the hits within neighbour_seconds, and the best one within burst_seconds, each
+    # times its weight, are added to a hit's own. 0 is off.
+    neighbour_seconds: float = 0.0
+    neighbour_weight: float = 0.0
+    burst_seconds: float = 0.0
+    burst_weight: float = 0.0
+    # A query that names a time (memory.recall.when): conversation hits inside it (widened by
+    # when_slack_days) score × (1 + when_boost). 0 is off.
+    when_boost: float = 0.0
+    when_slack_days: float = 0.0
     # Expansion: a lone message brings this many neighbours on each side; a thread at most
     # thread_messages messages (those nearest the hit first); an episode its first messages.
     nearby_messages: int = 2
