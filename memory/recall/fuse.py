@@ -146,44 +146,38 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
 
 
 def add_support(candidates: list[Candidate], params: RecallParams) -> list[Candidate]:
-    """Conversation hits lend each other weight by closeness in time: a message or episode gains
-    `neighbour_weight` × the summed fused score of the other hits within `neighbour_seconds`
-    of it (the turns around it: an answer often shares its words with the question before it),
-    and `burst_weight` × the best fused score of another hit within `burst_seconds` (the same
+    """Conversation hits lend each other weight by closeness in time. A message or episode gains
+    `neighbour_weight` × the fused scores of the hits up to `neighbour_seconds` before it, and
+    `neighbour_after_weight` × those of the hits as far after it (the turns around it: a reply
+    often shares its words with the turn it answers, not with the question), plus
+    `burst_weight` × the best fused score of another hit within `burst_seconds` (the same
     sitting of the conversation: a question about one exchange matches several of its turns).
     Support is read from the scores before any is added, so the order of candidates does not
     matter. Knowledge (memories, entries) neither gives nor takes support."""
-    windows = [
-        (seconds, weight, total)
-        for seconds, weight, total in (
-            (params.neighbour_seconds, params.neighbour_weight, True),
-            (params.burst_seconds, params.burst_weight, False),
-        )
-        if seconds > 0 and weight > 0
-    ]
+    near = params.neighbour_seconds if params.neighbour_weight > 0 or params.neighbour_after_weight > 0 else 0
+    burst = params.burst_seconds if params.burst_weight > 0 else 0
     timed = sorted(
         (c for c in candidates if c.kind in (MESSAGE, EPISODE) and c.stamp[0] is not None),
         key=lambda c: c.stamp[0],
     )
-    if not windows or len(timed) < 2:
+    if (near <= 0 and burst <= 0) or len(timed) < 2:
         return candidates
     times = [c.stamp[0] for c in timed]
     base = [c.fused for c in timed]
     prefix = [0.0]
     for value in base:
         prefix.append(prefix[-1] + value)
-    gains = [0.0] * len(timed)
-    for seconds, weight, total in windows:
-        for i, when in enumerate(times):
-            lo, hi = bisect_left(times, when - seconds), bisect_right(times, when + seconds)
-            if hi - lo < 2:
-                continue
-            if total:
-                gains[i] += weight * (prefix[hi] - prefix[lo] - base[i])
-            else:
-                gains[i] += weight * max(base[j] for j in range(lo, hi) if j != i)
-    for cand, gain in zip(timed, gains, strict=True):
-        cand.fused += gain
+    for i, when in enumerate(times):
+        gain = 0.0
+        if near > 0:
+            lo, hi = bisect_left(times, when - near), bisect_right(times, when + near)
+            gain += params.neighbour_weight * (prefix[i] - prefix[lo])
+            gain += params.neighbour_after_weight * (prefix[hi] - prefix[i + 1])
+        if burst > 0:
+            lo, hi = bisect_left(times, when - burst), bisect_right(times, when + burst)
+            if hi - lo > 1:
+                gain += params.burst_weight * max(base[j] for j in range(lo, hi) if j != i)
+        timed[i].fused += gain
     return candidates
 
 

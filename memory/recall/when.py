@@ -9,6 +9,7 @@ import re
 from calendar import monthrange
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 MONTHS = {
     name: i
@@ -141,6 +142,7 @@ def _date_span(match: re.Match, before: str, now: datetime) -> tuple[datetime, d
     return _month_window(year, month, now)
 
 
+@lru_cache(maxsize=1024)
 def query_window(q: str, now: datetime) -> Window | None:
     """The window of time `q` names, or None. The first calendar date wins; "before"/"after" in
     front of it open the window on one side (narrowed to a span when one is given: "the week
