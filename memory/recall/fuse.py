@@ -167,16 +167,16 @@ def add_support(candidates: list[Candidate], params: RecallParams) -> list[Candi
     prefix = [0.0]
     for value in base:
         prefix.append(prefix[-1] + value)
+    before_w, after_w, burst_w = params.neighbour_weight, params.neighbour_after_weight, params.burst_weight
     for i, when in enumerate(times):
         gain = 0.0
         if near > 0:
             lo, hi = bisect_left(times, when - near), bisect_right(times, when + near)
-            gain += params.neighbour_weight * (prefix[i] - prefix[lo])
-            gain += params.neighbour_after_weight * (prefix[hi] - prefix[i + 1])
+            gain += before_w * (prefix[i] - prefix[lo]) + after_w * (prefix[hi] - prefix[i + 1])
         if burst > 0:
             lo, hi = bisect_left(times, when - burst), bisect_right(times, when + burst)
             if hi - lo > 1:
-                gain += params.burst_weight * max(base[j] for j in range(lo, hi) if j != i)
+                gain += burst_w * max(base[lo:i] + base[i + 1 : hi])
         timed[i].fused += gain
     return candidates
 
