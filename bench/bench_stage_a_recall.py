@@ -21,7 +21,7 @@ from bench.bench_recall_quality import load_own
 from bench.recall_eval import KS, Evaluation
 from knowledge.embeddings.backlog import run_backlog
 from memory.recall import memory_search
-from memory.recall.fuse import apply_decay, fuse
+from memory.recall.fuse import rank
 from memory.recall.params import DEFAULT_PARAMS, KEYWORD_MESSAGES, VECTOR_EPISODES
 
 # How an episode's message hits count in fusion (RecallParams.episode_hits); "apart" is fusion
@@ -48,7 +48,7 @@ def fused_recall(evaluation: Evaluation, episode_labels, params=DEFAULT_PARAMS, 
     totals = {k: 0.0 for k in KS}
     for case, ranking in zip(evaluation.cases, evaluation.rankings, strict=True):
         if route is None:
-            cands = apply_decay(fuse(ranking.rankings, params), case.now, params)
+            cands = rank(ranking.rankings, case.q, case.now, params)
         else:
             cands = ranking.rankings.get(route, [])
         for k in KS:

@@ -1,5 +1,8 @@
-"""Fusion of the routes, temporal decay, and the optional reranker."""
+"""Fusion of the routes, support from nearby hits, temporal decay with the time a query names,
+and the optional reranker. `rank` is the whole ranking of route lists that search and the quality
+bench share."""
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -9,6 +12,7 @@ from django.utils.module_loading import import_string
 from knowledge.models import Memory
 from memory.recall.params import VECTOR_ROUTES, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, RouteHit
+from memory.recall.when import Window, query_window
 
 SECONDS_PER_DAY = 86400.0
 
@@ -141,6 +145,50 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
     return sorted(candidates.values(), key=lambda c: (-c.fused, c.kind, -c.id))
 
 
+def add_support(candidates: list[Candidate], params: RecallParams) -> list[Candidate]:
+    """Conversation hits lend each other weight by closeness in time. A message or episode gains
+    `neighbour_weight` × the fused scores of the hits up to `neighbour_seconds` before it, and
+    `neighbour_after_weight` × those of the hits as far after it (the turns around it: a reply
+    often shares its words with the turn it answers, not with the question), plus
+    `burst_weight` × the best fused score of another hit within `burst_seconds` (the same
+    sitting of the conversation: a question about one exchange matches several of its turns).
+    Support is read from the scores before any is added, so the order of candidates does not
+    matter. Knowledge (memories, entries) neither gives nor takes support."""
+    near = params.neighbour_seconds if params.neighbour_weight > 0 or params.neighbour_after_weight > 0 else 0
+    burst = params.burst_seconds if params.burst_weight > 0 else 0
+    timed = sorted(
+        (c for c in candidates if c.kind in (MESSAGE, EPISODE) and c.stamp[0] is not None),
+        key=lambda c: c.stamp[0],
+    )
+    if (near <= 0 and burst <= 0) or len(timed) < 2:
+        return candidates
+    times = [c.stamp[0] for c in timed]
+    base = [c.fused for c in timed]
+    prefix = [0.0]
+    for value in base:
+        prefix.append(prefix[-1] + value)
+    before_w, after_w, burst_w = params.neighbour_weight, params.neighbour_after_weight, params.burst_weight
+    for i, when in enumerate(times):
+        gain = 0.0
+        if near > 0:
+            lo, hi = bisect_left(times, when - near), bisect_right(times, when + near)
+            gain += before_w * (prefix[i] - prefix[lo]) + after_w * (prefix[hi] - prefix[i + 1])
+        if burst > 0:
+            lo, hi = bisect_left(times, when - burst), bisect_right(times, when + burst)
+            if hi - lo > 1:
+                gain += burst_w * max(base[lo:i] + base[i + 1 : hi])
+        timed[i].fused += gain
+    return candidates
+
+
+def rank(rankings: dict[str, list[RouteHit]], q: str, now: datetime, params: RecallParams) -> list[Candidate]:
+    """The ranking of a search: the routes' lists fused, supported by nearby hits and decayed,
+    a named time ("in June", "on 7 July, 2023", "the week before …") weighing conversation hits
+    that fall in it."""
+    window = query_window(q, now) if params.when_boost > 0 else None
+    return apply_decay(add_support(fuse(rankings, params), params), now, params, window=window)
+
+
 def best_fused(params: RecallParams) -> float:
     """The highest fused score a candidate can get: a perfect match first in every route."""
     total = sum(params.weights.values())
@@ -175,9 +223,26 @@ def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
     return factor
 
 
-def apply_decay(candidates: list[Candidate], now: datetime, params: RecallParams) -> list[Candidate]:
+def when_factor(cand: Candidate, window: Window | None, params: RecallParams) -> float:
+    """1 + `when_boost` for a message or episode whose time is in the window the query names
+    (widened by `when_slack_days` either side: people speak of a day shortly after it), else 1.
+    Knowledge is not weighed: a memory's time is its last edit, not the time it speaks of."""
+    if window is None or cand.kind not in (MESSAGE, EPISODE):
+        return 1.0
+    return (
+        1.0 + params.when_boost
+        if window.holds(cand.stamp[0], params.when_slack_days * SECONDS_PER_DAY)
+        else 1.0
+    )
+
+
+def apply_decay(
+    candidates: list[Candidate], now: datetime, params: RecallParams, window: Window | None = None
+) -> list[Candidate]:
+    """score = fused × decay, where decay is the age decay times the weight of a named time
+    (`when_factor`; 1 when the query names none)."""
     for cand in candidates:
-        cand.decay = decay_factor(cand, now, params)
+        cand.decay = decay_factor(cand, now, params) * when_factor(cand, window, params)
         cand.score = cand.fused * cand.decay
     return sorted(candidates, key=lambda c: (-c.score, c.kind, -c.id))
 

@@ -48,12 +48,25 @@ class RecallParams:
     # `message_half_life_days` (no floor: age counts fully, but four years to halve, so a question
     # about a conversation's first weeks still finds them); knowledge (semantic and procedural memories, entries) loses at
     # most (1 - knowledge_floor), with its own half-life, so it never vanishes for not being edited.
-    message_half_life_days: float = 1460.0
+    message_half_life_days: float = 2920.0
     knowledge_half_life_days: float = 180.0
     knowledge_floor: float = 0.8
     # A memory whose validity has ended (valid_to in the past) is history: it ranks below current
     # knowledge by this factor but stays findable.
     history_factor: float = 0.5
+    # Support between conversation hits close in time (fuse.add_support): a hit gains
+    # neighbour_weight × the fused scores of the hits up to neighbour_seconds before it,
+    # neighbour_after_weight × those as far after it, and burst_weight × the best fused score
+    # of another hit within burst_seconds. A weight of 0 is off.
+    neighbour_seconds: float = 120.0
+    neighbour_weight: float = 0.2
+    neighbour_after_weight: float = 0.1
+    burst_seconds: float = 1800.0
+    burst_weight: float = 0.1
+    # A query that names a time (memory.recall.when): conversation hits inside it (widened by
+    # when_slack_days) score × (1 + when_boost). 0 is off.
+    when_boost: float = 1.0
+    when_slack_days: float = 1.0
     # Expansion: a lone message brings this many neighbours on each side; a thread at most
     # thread_messages messages (those nearest the hit first); an episode its first messages.
     nearby_messages: int = 2

@@ -21,7 +21,7 @@ from knowledge.replica import read_alias, read_connection, reads_on
 from memory.recall import routes as R
 from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, pack
-from memory.recall.fuse import Candidate, apply_decay, apply_reranker, fuse, get_reranker
+from memory.recall.fuse import Candidate, apply_reranker, get_reranker, rank
 from memory.recall.load import hydrate
 from memory.recall.params import (
     DEFAULT_PARAMS,
@@ -226,7 +226,7 @@ def recall_candidates(
         else:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": query.reason}
     fusion_start = time.perf_counter()
-    candidates = apply_decay(fuse(rankings, params), now, params)
+    candidates = rank(rankings, q, now, params)
     hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
