@@ -51,7 +51,7 @@ def memory_lock(memory_id: int) -> Memory:
         Memory.objects.select_for_update(of=("self",)).select_related("owner").filter(pk=memory_id).first()
     )
     if memory is None:
-        raise MemoryNotFound(f"There is no memory {memory_id}.", memory=memory_id)
+        raise MemoryNotFound(f"There is no memory {memory_id}.")
     return memory
 
 
