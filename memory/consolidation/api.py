@@ -51,14 +51,9 @@ def plan_conflict_response(exc: PlanConflict) -> Response:
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 def consolidation_run_view(request):
-    data = validated(RunInputSerializer, request.data)
-    owner = (
-        access.scope_for(request.user, agent=data["owner"], agent_field="owner").agent
-        if "owner" in data
-        else None
-    )
+    data = validated(RunInputSerializer, request.data, principal=request.user)
     try:
-        job = consolidation_enqueue(actor=request.user, owner=owner, store=data.get("scope", ""))
+        job = consolidation_enqueue(actor=request.user, owner=data.get("owner"), store=data.get("scope", ""))
     except PlanConflict as exc:
         return plan_conflict_response(exc)
     return job_response(job)
