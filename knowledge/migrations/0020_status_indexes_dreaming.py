@@ -13,8 +13,9 @@ from django.db import migrations
 #   * entry_name_key_dreaming: each entry's normalised name (brain_name_key, the database twin of
 #     knowledge.entries.lints._name_key: lower case, words of letters and digits, a plural "s"
 #     dropped), with the name included so the near-duplicate lint is an index-only scan;
-#   * memory_vector_dreaming: the model of each recallable memory's vector and its arrival, so
-#     vector coverage and the backlog chart count an index, not the memory rows;
+#   * memory_vector_dreaming: each recallable memory's arrival and the model of its vector, so
+#     vector coverage counts an index, not the memory rows, and the backlog chart reads only the
+#     days it shows;
 #   * memory_keyed_dreaming: active memories with a key, the only ones that can conflict (the
 #     conflicts section pairs them by store and key);
 #   * memory_long_block_dreaming and entry_many_blocks_dreaming: body blocks over 400 characters
@@ -41,7 +42,7 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$""",
     "CREATE INDEX entry_name_key_dreaming ON knowledge_entry (owner_id, brain_name_key(name), id) "
     "INCLUDE (name) WHERE deleted_at IS NULL",
-    "CREATE INDEX memory_vector_dreaming ON knowledge_memory (embedding_model, created_at) "
+    "CREATE INDEX memory_vector_dreaming ON knowledge_memory (created_at, embedding_model) "
     "WHERE status IN ('queued', 'active')",
     "CREATE INDEX memory_keyed_dreaming ON knowledge_memory (store, key, id) WHERE status = 'active' AND key <> ''",
     "CREATE INDEX memory_long_block_dreaming ON knowledge_memory (entry_id) "
