@@ -88,21 +88,27 @@ def _backlog_by_arrival(days, backlog: dict[str, int] | None = None) -> list[int
     if not model:
         return out
     totals = backlog if backlog is not None else backlog_counts()
-    index = {d: i for i, d in enumerate(days)}
+    # One count per shown day after the first, each a range of the arrival column (no per-row
+    # date arithmetic); the first day takes the rest — older rows, and times past today (a clock
+    # ahead), as before.
+    bounds = [datetime.datetime.combine(d, datetime.time(), tzinfo=datetime.UTC) for d in days[1:]]
+    bounds.append(bounds[-1] + datetime.timedelta(days=1))
     with connection.cursor() as cursor:
         for kind in BACKLOG:
             column = ARRIVAL[kind.name]
-            cursor.execute(
-                f"SELECT (t.{column} AT TIME ZONE 'UTC')::date, count(*) FROM {kind.table} t {kind.vector_join} "
-                f"WHERE t.{column} >= %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE GROUP BY 1",
-                [datetime.datetime.combine(days[1], datetime.time(), tzinfo=datetime.UTC), model],
+            ranges = ", ".join(
+                f"count(*) FILTER (WHERE t.{column} >= %s AND t.{column} < %s)" for _ in days[1:]
             )
-            recent = 0
-            for day, n in cursor.fetchall():
-                out[index.get(day, 0)] += n  # a time past today (a clock ahead) counts as old
-                recent += n
+            cursor.execute(
+                f"SELECT {ranges} FROM {kind.table} t {kind.vector_join} WHERE t.{column} >= %s "
+                f"AND t.{column} < %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE",
+                [*(b for i in range(len(days) - 1) for b in bounds[i : i + 2]), bounds[0], bounds[-1], model],
+            )
+            counts = cursor.fetchone()
+            for i, n in enumerate(counts, start=1):
+                out[i] += n
             # Rows embedded between the two counts can make the rest negative for a moment.
-            out[0] += max(totals.get(kind.name, 0) - recent, 0)
+            out[0] += max(totals.get(kind.name, 0) - sum(counts), 0)
     return out
 
 

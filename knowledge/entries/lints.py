@@ -91,14 +91,18 @@ def near_duplicate_names(principal: Principal, owner: Agent | None = None) -> Li
         _entries(principal, owner)
         .annotate(name_key=Func(F("name"), function="brain_name_key", output_field=TextField()))
         .values("owner_id", "name_key")
-        .annotate(n=Count("pk"), ids=ArrayAgg("pk", order_by=("name", "pk")))
+        .annotate(n=Count("pk"), ids=ArrayAgg("pk"))  # no ORDER BY: one sort per group cost more
         .filter(n__gt=1)
         .values_list("ids", flat=True)
     )
-    duplicate = sorted(rows, key=lambda ids: ids[0])
+    groups = list(rows)
+    entries = Entry.objects.select_related("owner").in_bulk([pk for ids in groups for pk in ids])
+    # A group in name order, groups by their first name's entry (as when names were read in order).
+    duplicate = sorted(
+        (sorted(ids, key=lambda pk: (entries[pk].name, pk)) for ids in groups), key=lambda ids: ids[0]
+    )
     shown = duplicate[:LINT_EXAMPLES]
-    rows = Entry.objects.select_related("owner").in_bulk([pk for ids in shown for pk in ids])
-    entry_groups = [[rows[pk] for pk in ids] for ids in shown]
+    entry_groups = [[entries[pk] for pk in ids] for ids in shown]
     for group in entry_groups:
         for entry in group:
             entry.lint_detail = f"{len(group)} alike"
