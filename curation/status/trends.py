@@ -13,7 +13,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import BACKLOG
+from knowledge.embeddings.backlog import BACKLOG, backlog_counts
 from knowledge.models import AuditEvent, Memory, ModelUsage
 
 DAYS = 14
@@ -78,28 +78,42 @@ def _queue_levels(days) -> list[int]:
     return list(reversed(levels))
 
 
-def _backlog_by_arrival(days) -> list[int]:
+def _backlog_by_arrival(days, backlog: dict[str, int] | None = None) -> list[int]:
     """Texts that still wait for a vector from the current model, by the day they arrived
-    (anything older is counted on the first day shown)."""
+    (anything older is counted on the first day shown). Only the days shown are counted by day;
+    what is older is the whole backlog less those — `backlog` (per kind, as the Status report
+    already counted it) or counted here — so the chart never scans every row a second time."""
     model = embeddings.model_name()
     out = [0] * len(days)
     if not model:
         return out
-    index = {d: i for i, d in enumerate(days)}
+    totals = backlog if backlog is not None else backlog_counts()
+    # One count per shown day after the first, each a range of the arrival column (no per-row
+    # date arithmetic); the first day takes the rest — older rows, and times past today (a clock
+    # ahead), as before.
+    bounds = [datetime.datetime.combine(d, datetime.time(), tzinfo=datetime.UTC) for d in days[1:]]
+    bounds.append(bounds[-1] + datetime.timedelta(days=1))
     with connection.cursor() as cursor:
         for kind in BACKLOG:
             column = ARRIVAL[kind.name]
-            cursor.execute(
-                f"SELECT (t.{column} AT TIME ZONE 'UTC')::date, count(*) FROM {kind.table} t {kind.vector_join} "
-                f"WHERE ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE GROUP BY 1",
-                [model],
+            ranges = ", ".join(
+                f"count(*) FILTER (WHERE t.{column} >= %s AND t.{column} < %s)" for _ in days[1:]
             )
-            for day, n in cursor.fetchall():
-                out[index.get(day, 0) if day >= days[0] else 0] += n
+            cursor.execute(
+                f"SELECT {ranges} FROM {kind.table} t {kind.vector_join} WHERE t.{column} >= %s "
+                f"AND t.{column} < %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE",
+                [*(b for i in range(len(days) - 1) for b in bounds[i : i + 2]), bounds[0], bounds[-1], model],
+            )
+            counts = cursor.fetchone()
+            for i, n in enumerate(counts, start=1):
+                out[i] += n
+            # Rows embedded between the two counts can make the rest negative for a moment.
+            out[0] += max(totals.get(kind.name, 0) - sum(counts), 0)
     return out
 
 
-def trends(now=None) -> list[Series]:
+def trends(now=None, *, backlog: dict[str, int] | None = None) -> list[Series]:
+    """The 14-day series; `backlog` is the embedding backlog per kind when the caller has it."""
     from django_q.models import Failure
 
     today = timezone.localdate(now or timezone.now(), timezone=datetime.UTC)
@@ -138,7 +152,7 @@ def trends(now=None) -> list[Series]:
             "Embedding backlog",
             "bars",
             days,
-            _backlog_by_arrival(days),
+            _backlog_by_arrival(days, backlog),
             "texts still without a vector, by the day they arrived",
         ),
     ]

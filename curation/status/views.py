@@ -26,7 +26,7 @@ def status_page(request):
     template = "curation/status/status.html"
     if request.htmx and request.htmx.target == "status-panel":
         template += "#panel"
-    charts = [{"series": s, "svg": chart_svg(s)} for s in trends()]
+    charts = [{"series": s, "svg": chart_svg(s)} for s in trends(backlog=status["backlog"] or None)]
     return render(
         request,
         template,

@@ -17,7 +17,10 @@ owner selector. Each reports its count and its first LINT_EXAMPLES entries."""
 import dataclasses
 import re
 
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db import connection
+from django.db.models import Count, Exists, F, Func, OuterRef, TextField
+from django.db.models.functions import Length
 
 from knowledge import access
 from knowledge.entries.services import BODY_STATUSES
@@ -59,6 +62,8 @@ def _entries(principal: Principal, owner: Agent | None):
 
 
 def _name_key(name: str) -> str:
+    """A name as the near-duplicate lint compares it; brain_name_key (migration
+    0020_status_indexes_dreaming) is the same in SQL, and a test holds the two equal."""
     words = re.findall(r"[a-z0-9]+", name.lower())
     return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
 
@@ -79,15 +84,25 @@ def dated_names(principal: Principal, owner: Agent | None = None) -> Lint:
 
 
 def near_duplicate_names(principal: Principal, owner: Agent | None = None) -> Lint:
-    """Groups of entries of one owner whose names normalise alike (see _name_key). Reads names
-    only; grouping happens here because the normalisation is not worth an index."""
-    groups: dict[tuple, list] = {}
-    for pk, owner_id, name in _entries(principal, owner).values_list("pk", "owner_id", "name"):
-        groups.setdefault((owner_id, _name_key(name)), []).append(pk)
-    duplicate = sorted((ids for ids in groups.values() if len(ids) > 1), key=lambda ids: ids[0])
+    """Groups of entries of one owner whose names normalise alike (see _name_key). The database
+    groups them by brain_name_key, _name_key's twin, from the index that holds it for every live
+    entry (migration 0020_status_indexes_dreaming), so no name is read into Python."""
+    rows = (
+        _entries(principal, owner)
+        .annotate(name_key=Func(F("name"), function="brain_name_key", output_field=TextField()))
+        .values("owner_id", "name_key")
+        .annotate(n=Count("pk"), ids=ArrayAgg("pk"))  # no ORDER BY: one sort per group cost more
+        .filter(n__gt=1)
+        .values_list("ids", flat=True)
+    )
+    groups = list(rows)
+    entries = Entry.objects.select_related("owner").in_bulk([pk for ids in groups for pk in ids])
+    # A group in name order, groups by their first name's entry (as when names were read in order).
+    duplicate = sorted(
+        (sorted(ids, key=lambda pk: (entries[pk].name, pk)) for ids in groups), key=lambda ids: ids[0]
+    )
     shown = duplicate[:LINT_EXAMPLES]
-    rows = Entry.objects.select_related("owner").in_bulk([pk for ids in shown for pk in ids])
-    entry_groups = [[rows[pk] for pk in ids] for ids in shown]
+    entry_groups = [[entries[pk] for pk in ids] for ids in shown]
     for group in entry_groups:
         for entry in group:
             entry.lint_detail = f"{len(group)} alike"
@@ -102,17 +117,30 @@ def near_duplicate_names(principal: Principal, owner: Agent | None = None) -> Li
     )
 
 
+# A body of n blocks over OVERSIZED_TOKENS characters has a block over OVERSIZED_TOKENS / n
+# characters: an entry of at most FEW_BLOCKS blocks is a candidate only with a block over
+# LONG_BLOCK characters. Partial indexes hold exactly those blocks and the entries with more
+# blocks (migration 0020_status_indexes_dreaming), so the lint sums the bodies of candidates only.
+FEW_BLOCKS = 5
+LONG_BLOCK = OVERSIZED_TOKENS // FEW_BLOCKS
+
+
 def oversized_entries(principal: Principal, owner: Agent | None = None) -> Lint:
     """Entries whose body counts above OVERSIZED_TOKENS. A token is at least one character, so
     only bodies longer than that many characters are counted (largest first)."""
-    visible = _entries(principal, owner).values("pk")
-    sql, params = visible.query.sql_with_params()
+    visible = _entries(principal, owner)
+    long_block = Memory.objects.annotate(text_chars=Length("text")).filter(
+        entry_id=OuterRef("pk"), entry__isnull=False, status__in=BODY_STATUSES, text_chars__gt=LONG_BLOCK
+    )
+    few = visible.filter(block_count__lte=FEW_BLOCKS).filter(Exists(long_block)).values_list("pk", flat=True)
+    many = visible.filter(block_count__gt=FEW_BLOCKS).values_list("pk", flat=True)
+    body = list(few.union(many))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT m.entry_id, sum(length(m.text)) AS chars FROM {Memory._meta.db_table} m "
-            f"WHERE m.entry_id IN ({sql}) AND m.status = ANY(%s) "
+            f"WHERE m.entry_id = ANY(%s) AND m.status = ANY(%s) "
             f"GROUP BY m.entry_id HAVING sum(length(m.text)) > %s ORDER BY chars DESC LIMIT 500",
-            [*params, list(BODY_STATUSES), OVERSIZED_TOKENS],
+            [body, list(BODY_STATUSES), OVERSIZED_TOKENS],
         )
         candidates = [row[0] for row in cursor.fetchall()]
     tokens: dict[int, int] = dict.fromkeys(candidates, 0)

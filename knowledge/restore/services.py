@@ -20,9 +20,7 @@ from django.db import transaction
 
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, NotFound, Refused
-from knowledge.models import (
-    AuditEvent,
-)
+from knowledge.models import AuditEvent
 from knowledge.principals.principal import Principal
 from knowledge.restore.restorers import RESTORERS, Restorer
 

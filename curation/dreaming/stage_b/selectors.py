@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from curation.dreaming.runs import STUCK_AFTER
@@ -21,6 +22,7 @@ from knowledge.models import (
     Entry,
     Episode,
     Memory,
+    MemorySource,
     Message,
     TaskOutcome,
 )
@@ -289,16 +291,26 @@ def stage_b_alerts(section: dict) -> list[dict]:
     ]
 
 
+# Entries about one topic (same name, or one's name an alias of the other) that disagree on a
+# property. Only entries with properties can disagree on one, so the pairs are drawn from those
+# (entry_props_dreaming) by two equi-joins — on the lowered name, and on a name against the other's
+# unnested aliases — instead of comparing every pair of an owner's entries.
 _CONTRADICTIONS_SQL = """
+WITH live AS (
+  SELECT id, name, aliases, owner_id FROM knowledge_entry
+  WHERE deleted_at IS NULL AND properties <> '{}'::jsonb AND jsonb_typeof(properties) = 'object'
+), pairs AS (
+  SELECT a.id AS a, b.id AS b FROM live a
+  JOIN live b ON b.owner_id = a.owner_id AND lower(b.name) = lower(a.name) AND a.id < b.id
+  UNION
+  SELECT least(x.id, y.id), greatest(x.id, y.id)
+  FROM live x JOIN (SELECT id, owner_id, unnest(aliases) AS alias FROM live) y
+    ON y.owner_id = x.owner_id AND y.alias = x.name AND y.id <> x.id
+)
 SELECT a.id, a.name, b.id, b.name, k.key
-FROM knowledge_entry a
-JOIN knowledge_entry b ON a.id < b.id AND a.owner_id = b.owner_id
-     AND b.deleted_at IS NULL
-     AND (lower(a.name) = lower(b.name) OR a.name = ANY(b.aliases) OR b.name = ANY(a.aliases))
+FROM pairs p JOIN knowledge_entry a ON a.id = p.a JOIN knowledge_entry b ON b.id = p.b
 CROSS JOIN LATERAL jsonb_object_keys(a.properties) AS k(key)
-WHERE a.deleted_at IS NULL AND jsonb_typeof(a.properties) = 'object'
-  AND jsonb_typeof(b.properties) = 'object'
-  AND b.properties ? k.key AND a.properties -> k.key <> b.properties -> k.key
+WHERE b.properties ? k.key AND a.properties -> k.key <> b.properties -> k.key
 ORDER BY a.id, b.id, k.key
 LIMIT %s
 """
@@ -310,9 +322,11 @@ def review_lints(*, now=None) -> dict:
     blocks "(until …)", not loose ones); entries about one topic (same name or alias) that
     disagree on one property."""
     now = now or timezone.now()
+    # NOT EXISTS, walked in (entry, id) order on memory_active_block_dreaming, stops at the limit
+    # (an anti-join over every block read them all).
     unsourced = list(
         Memory.objects.filter(entry__isnull=False, entry__deleted_at__isnull=True, status=Memory.ACTIVE)
-        .filter(sources__isnull=True)
+        .filter(~Exists(MemorySource.objects.filter(memory=OuterRef("pk"))))
         .values_list("pk", "entry_id")
         .order_by("entry_id", "pk")[:LINT_LIMIT]
     )

@@ -178,3 +178,48 @@ def test_the_status_page_reads_a_fixed_number_of_queries(client, world):
         factory.make_entry(world.scribe, name=f"Empty {i}")
     memo_update(actor=factory.SYSTEM, agent=world.scribe, text="Cite sources.")
     assert queries() == before
+
+
+def test_the_lints_database_twins_agree_with_python(db):
+    """The near-duplicate lint groups names by brain_name_key in the database, and the dated-names
+    index holds the lint's expression: both must say what the Python side says."""
+    import importlib
+
+    from django.db import connection
+
+    from knowledge.entries.lints import DATED_NAME, _name_key
+
+    migration = importlib.import_module("knowledge.migrations.0020_status_indexes_dreaming")
+    assert migration.DATED_NAME == DATED_NAME
+    names = [
+        "On-call rota",
+        "on call  rotas",
+        "Cats, Dogs!",
+        "Glass",
+        "bus",
+        "ABCs",
+        "class passes",
+        "x_y",
+        "café Crèmes",
+        "  lots   of  space ",
+        "sss",
+        "12s 123s 1234s",
+        "Pricing 2025",
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n, brain_name_key(n) FROM unnest(%s::text[]) AS n", [names])
+        assert {n: key for n, key in cursor.fetchall()} == {n: _name_key(n) for n in names}
+
+
+def test_an_entry_of_many_short_blocks_is_oversized_too(client, world):
+    """The oversized lint sums only candidates (a block over LONG_BLOCK characters, or more than
+    FEW_BLOCKS blocks): a body of many short blocks is still found."""
+    from knowledge.entries.lints import FEW_BLOCKS, LONG_BLOCK
+
+    block = "The deployment checklist covers database migrations and rollback plans. " * 5
+    assert len(block) <= LONG_BLOCK
+    many = factory.make_entry(world.copilot, name="Runbook", blocks=[block] * 40)
+    factory.make_entry(world.copilot, name="Short", blocks=[block] * FEW_BLOCKS)
+    client.force_login(world.admin)
+    lints = {lint.code: lint for lint in client.get("/knowledge/status/").context["lints"]}
+    assert [e.pk for e in lints["oversized-entries"].entries] == [many.pk]
