@@ -15,9 +15,9 @@ from collections.abc import Callable
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
-from knowledge.fingerprints import source_rows
+from knowledge.fingerprints import source_rows, source_states
 from knowledge.models import Memory, MemoryVersion
-from knowledge.rowsql import insert_with_children
+from knowledge.rowsql import insert_many, insert_with_children
 
 
 def memory_row_new(
@@ -50,7 +50,27 @@ def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory
     statement (every writer of memories passes here). `sources` is an iterable of {"kind",
     "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.fingerprints)."""
     assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
-    version = MemoryVersion(
+    version = _first_version(memory, reason)
+    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
+    return memory
+
+
+def memory_rows_insert(rows: list[tuple[Memory, list[dict]]], *, reason: str = "") -> None:
+    """memory_row_insert for many new memories at once — (memory, sources) pairs — in three
+    statements (the rows, their first versions, their source rows) with the sources' states
+    looked up once for all. Sets each memory's pk, in order."""
+    assert connection.in_atomic_block, "memory_rows_insert must run inside transaction.atomic()"
+    if not rows:
+        return
+    memories = [memory for memory, _ in rows]
+    insert_many(memories)
+    insert_many([_first_version(memory, reason) for memory in memories])
+    states = source_states([source for _, sources in rows for source in sources])
+    insert_many([row for memory, sources in rows for row in source_rows(memory, sources, states)])
+
+
+def _first_version(memory: Memory, reason: str) -> MemoryVersion:
+    return MemoryVersion(
         memory=memory,
         version=1,
         text=memory.text,
@@ -61,8 +81,6 @@ def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory
         author_name=memory.author_name,
         reason=reason,
     )
-    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
-    return memory
 
 
 def memory_row_create(*, sources=(), reason: str = "", **fields) -> Memory:

@@ -73,6 +73,27 @@ def insert_with_children(parent: models.Model, *children: tuple[str, list[models
             setattr(obj, obj._meta.get_field(fk).attname, parent.pk)
 
 
+def insert_many(objs: list[models.Model]) -> None:
+    """Insert unsaved instances of one model in one statement and set their pks, in order (a
+    writer of many rows: an import's memories, their versions, sources and audit events). A
+    foreign key assigned before its target was saved takes the target's id now. Unlike
+    bulk_create (which sends each column as one array, escaping every JSON document element by
+    element) the values go as save() sends them."""
+    if not objs:
+        return
+    for obj in objs:
+        obj._prepare_related_fields_for_save(operation_name="insert_many")
+    sql, params = _insert(type(objs[0]), objs)
+    pk = connection.ops.quote_name(objs[0]._meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"{sql} RETURNING {pk}", params)
+        ids = [row[0] for row in cursor.fetchall()]
+    for obj, new_id in zip(objs, ids, strict=True):
+        obj.pk = new_id
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
 def update_fields(obj: models.Model, *names: str) -> None:
     """`obj.save(update_fields=names)`, as one plain UPDATE (auto_now fields are set by their
     `pre_save` as save() would; name them to have them written)."""
