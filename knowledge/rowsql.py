@@ -13,7 +13,7 @@ has save() overrides or signal receivers on these paths."""
 
 import functools
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.models.base import DEFERRED
 
 
@@ -28,7 +28,7 @@ def _writer(model) -> tuple[models.Field, ...]:
     return tuple(_insert_fields(model))
 
 
-def _row(obj: models.Model, fields, parent_field: str | None) -> tuple[str, list]:
+def _row(obj: models.Model, fields, parent_field: str | None, db) -> tuple[str, list]:
     """The VALUES tuple of one unsaved object; its `parent_field` column takes the parent's id."""
     sql, params = [], []
     for field in fields:
@@ -36,16 +36,17 @@ def _row(obj: models.Model, fields, parent_field: str | None) -> tuple[str, list
             sql.append("(SELECT id FROM parent)")
         else:
             sql.append("%s")
-            params.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
+            params.append(field.get_db_prep_save(field.pre_save(obj, True), db))
     return f"({', '.join(sql)})", params
 
 
 def _insert(model, objs, parent_field: str | None = None) -> tuple[str, list]:
     quote = connection.ops.quote_name
     fields = _writer(model)
+    db = connections[DEFAULT_DB_ALIAS]  # not the proxy: each value asks it for its adapter
     rows, params = [], []
     for obj in objs:
-        row_sql, row_params = _row(obj, fields, parent_field)
+        row_sql, row_params = _row(obj, fields, parent_field, db)
         rows.append(row_sql)
         params += row_params
     columns = ", ".join(quote(f.column) for f in fields)
