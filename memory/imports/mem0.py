@@ -140,10 +140,19 @@ def mem0_parse(raw: str) -> list[Mem0Memory]:
 
 
 def already_imported(agent: Agent, ids: list[str]) -> set[str]:
-    refs = MemorySource.objects.filter(
-        kind="record", ref__in=[SOURCE_PREFIX + i for i in ids], memory__owner=agent
-    ).values_list("ref", flat=True)
-    return {ref[len(SOURCE_PREFIX) :] for ref in refs}
+    # Two lookups by index, not one join: planned with statistics from before the agent had
+    # memories, the join read all of them once per source (1.5 s for a re-run of 1,000).
+    cited = list(
+        MemorySource.objects.filter(kind="record", ref__in=[SOURCE_PREFIX + i for i in ids]).values_list(
+            "memory_id", "ref"
+        )
+    )
+    own = set(
+        Memory.objects.filter(pk__in={memory for memory, _ in cited}, owner=agent).values_list(
+            "pk", flat=True
+        )
+    )
+    return {ref[len(SOURCE_PREFIX) :] for memory, ref in cited if memory in own}
 
 
 def mem0_import(
