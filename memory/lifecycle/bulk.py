@@ -81,7 +81,7 @@ def memory_write_many(
     ItemRefused raised; earlier chunks stay (a writer that can re-run skips what it wrote)."""
     writes = []
     for index, item in enumerate(items):
-        fields = dict(item)
+        fields = {"text": "", **item}
         sources = list(fields.pop("sources", ()))
         try:
             fields["text"] = memory_write_check(
@@ -113,9 +113,9 @@ def memory_write_many(
 
 def _never_analyzed() -> bool:
     """Whether the memory table has never been analyzed (a fresh install). Its planner then has
-    no statistics for the exact-duplicate index and probes the owner's index instead, folding the
-    text of every memory the owner has once per write: 11 ms a write at 200 memories, growing
-    with each chunk, until autovacuum gets to it (a minute later, after the import)."""
+    no statistics for the exact-duplicate index and probes another one, folding the text of every
+    live memory once per write: 11 ms a write at 200 memories, growing with each chunk, until
+    autovacuum gets to the table (a minute later, after the import)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT reltuples < 0 FROM pg_class WHERE oid = %s::regclass", [Memory._meta.db_table])
         row = cursor.fetchone()

@@ -34,6 +34,7 @@ def _items():
         {"text": "VPN client 5.2.1 fixes VPN-4012 "},  # after the keyed one: still a duplicate
         {"text": "Escalations go to the on-call engineer after 30 minutes", "tier": Memory.EPISODIC},
         {"text": "Badge readers reset at midnight", "sources": [SOURCE, {"kind": "ticket", "ref": "INC-9"}]},
+        {"key": "acme.region", "value": "EU"},  # keyed, no conflict, its text derived
     ]
 
 
@@ -128,7 +129,10 @@ def test_many_at_once_writes_what_one_by_one_writes(world, name):
             if many:
                 answers = memory_write_many(actor=actor, owner=agent, store="self", items=_items(), chunk=4)
             else:
-                answers = [memory_write(actor=actor, owner=agent, store="self", **item) for item in _items()]
+                answers = [
+                    memory_write(actor=actor, owner=agent, store="self", **{"text": "", **item})
+                    for item in _items()
+                ]
             outcomes.append(_outcome(agent, answers, *since))
             transaction.set_rollback(True)  # the other path starts from the same memories
 
@@ -140,7 +144,8 @@ def test_many_at_once_writes_what_one_by_one_writes(world, name):
     assert said[3] == "item3 queued"  # the conflict waits for a person, trusted or not
     assert said[5].startswith("duplicate of old#") and said[6] == "duplicate of item0"
     assert said[7] == f"item7 {first}"  # the same words in another tier are another memory
-    assert [e[0] for e in events] == ["memory.written"] * 6
+    assert said[9] == f"item9 {first}"
+    assert [e[0] for e in events] == ["memory.written"] * 7
     conflict = next(r for r in rows if r[0] == "item3")
     assert conflict[3] == "conflict" and "Same key as active" in conflict[4]
 
