@@ -623,37 +623,6 @@ def memory_written_audit(
     )
 
 
-def memory_write_target(*, actor: Principal, scope: str, agent: str | None = None) -> tuple:
-    """(owner, store, field errors) of a write that names its scope (`agent`, `shared`,
-    `private:<person>`, `channel:<channel>`) and owner agent (an agent token names only itself,
-    and is the default owner) — for memory_write_request and a writer of many memories to one
-    store."""
-    errors = {}
-    store = ""
-    try:
-        store = access.parse_scope(scope)
-    except Invalid as exc:
-        errors.update(exc.detail)
-    if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
-        errors["scope"] = [f"There is no person named {store[8:]}."]
-    if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
-        errors["scope"] = [f"There is no channel named {store[8:]}."]
-
-    owner = None
-    if agent is None:
-        if actor.kind == "agent":
-            owner = actor.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    elif actor.kind == "agent" and agent == actor.agent.name:
-        owner = actor.agent
-    else:
-        owner = Agent.objects.filter(name=agent).first()
-        if owner is None:
-            errors["agent"] = [f"There is no agent named {agent}."]
-    return owner, store, errors
-
-
 def memory_write_request(
     *,
     actor: Principal,
@@ -715,6 +684,37 @@ def memory_write_request(
         expires_at=expires_at,
         **fields,
     )
+
+
+def memory_write_target(*, actor: Principal, scope: str, agent: str | None = None) -> tuple:
+    """(owner, store, field errors) of a write that names its scope (`agent`, `shared`,
+    `private:<person>`, `channel:<channel>`) and owner agent (an agent token names only itself,
+    and is the default owner) — for memory_write_request and a writer of many memories to one
+    store."""
+    errors = {}
+    store = ""
+    try:
+        store = access.parse_scope(scope)
+    except Invalid as exc:
+        errors.update(exc.detail)
+    if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no person named {store[8:]}."]
+    if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no channel named {store[8:]}."]
+
+    owner = None
+    if agent is None:
+        if actor.kind == "agent":
+            owner = actor.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    elif actor.kind == "agent" and agent == actor.agent.name:
+        owner = actor.agent
+    else:
+        owner = Agent.objects.filter(name=agent).first()
+        if owner is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+    return owner, store, errors
 
 
 def memory_write_check(
