@@ -3,6 +3,7 @@ service's transaction; `audit_events_sql` / `audit_revisions_sql` are the set-wi
 INSERTs a set-wise statement (the provenance check, consolidation) embeds to write one event and
 revision per row it changes, in the same statement. Plus the snapshot function restore relies on."""
 
+import contextlib
 import contextvars
 import datetime
 import decimal
@@ -11,7 +12,7 @@ import uuid
 from django.db import connection, models
 
 from knowledge.models import AuditEvent, Revision
-from knowledge.rowsql import insert_with_children
+from knowledge.rowsql import insert_many, insert_with_children
 
 current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("brain_request_id", default="")
 current_batch_id: contextvars.ContextVar[uuid.UUID | None] = contextvars.ContextVar(
@@ -85,8 +86,34 @@ def audit_record(
         Revision(event=event, object_type=otype, object_id=str(oid), before=before, after=after)
         for otype, oid, before, after in revisions
     ]
+    held = _held.get()
+    if held is not None:
+        held.append((event, rows))
+        return event
     insert_with_children(event, ("event", rows))  # one statement: this runs in every write
     return event
+
+
+# Set by audit_held: the events audit_record built and has not written yet.
+_held: contextvars.ContextVar[list | None] = contextvars.ContextVar("brain_audit_held", default=None)
+
+
+@contextlib.contextmanager
+def audit_held():
+    """Inside it, audit_record keeps the events it builds, and they are written when the block
+    ends, all in two statements (events, revisions) — for a writer of many rows in one
+    transaction that calls the same event builders as the one-row writers. The events have no
+    id until then. If the block raises, nothing is written (the transaction rolls back anyway)."""
+    held: list = []
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+    if held:
+        assert connection.in_atomic_block, "audit_held must be used inside transaction.atomic()"
+        insert_many([event for event, _ in held])
+        insert_many([row for _, rows in held for row in rows])
 
 
 # --- the set-wise writer ------------------------------------------------------------------------

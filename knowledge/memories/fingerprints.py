@@ -149,19 +149,28 @@ def external_states(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Sourc
     return {(s.kind, s.ref): s for s in rows if (s.kind, s.ref) in wanted}
 
 
-def source_rows(memory, sources) -> list[MemorySource]:
+def source_states(sources) -> tuple[dict, dict]:
+    """The current state of every source in `sources` as source_rows reads it: (registry rows of
+    the outside ones, fingerprints of the internal ones by kind), at most one query per kind —
+    for one memory's sources, or those of many memories written together."""
+    pairs = {(source["kind"], str(source["ref"])) for source in sources}
+    registry = external_states([pair for pair in pairs if pair[0] in EXTERNAL_KINDS])
+    internal: dict[str, dict] = {}
+    for kind in {k for k, _ in pairs if k in INTERNAL_SQL}:
+        internal[kind] = internal_states(kind, [r for k, r in pairs if k == kind])
+    return registry, internal
+
+
+def source_rows(memory, sources, states: tuple[dict, dict] | None = None) -> list[MemorySource]:
     """Unsaved MemorySource rows for `sources` ({"kind", "ref", optional "state": {...}}), each
-    with the fingerprint of its source as it is now. A source carrying its state inline that we
+    with the fingerprint of its source as it is now (`states`, from source_states, when the
+    caller looked them up for many memories at once). A source carrying its state inline that we
     knew nothing about becomes the registry's baseline; an unknown one without state is
     recorded *untracked* and gets its baseline when its state is first pushed."""
     unique = {}
     for source in sources:
         unique.setdefault((source["kind"], str(source["ref"])), source)
-    external = [pair for pair in unique if pair[0] in EXTERNAL_KINDS]
-    registry = external_states(external)
-    internal: dict[str, dict] = {}
-    for kind in {k for k, _ in unique if k in INTERNAL_SQL}:
-        internal[kind] = internal_states(kind, [r for k, r in unique if k == kind])
+    registry, internal = states if states is not None else source_states(unique.values())
 
     rows = []
     for (kind, ref), source in unique.items():

@@ -10,9 +10,9 @@ import datetime
 from django.db import connection
 
 from knowledge.errors import Invalid
-from knowledge.memories.fingerprints import source_rows
+from knowledge.memories.fingerprints import source_rows, source_states
 from knowledge.models import Memory, MemorySource, MemoryVersion
-from knowledge.rowsql import insert_with_children, update_fields
+from knowledge.rowsql import insert_many, insert_with_children, update_fields
 
 
 def memory_row_new(
@@ -45,7 +45,27 @@ def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory
     statement (every writer of memories passes here). `sources` is an iterable of {"kind",
     "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.memories.fingerprints)."""
     assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
-    version = MemoryVersion(
+    version = _first_version(memory, reason)
+    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
+    return memory
+
+
+def memory_rows_insert(rows: list[tuple[Memory, list[dict]]], *, reason: str = "") -> None:
+    """memory_row_insert for many new memories at once — (memory, sources) pairs — in three
+    statements (the rows, their first versions, their source rows) with the sources' states
+    looked up once for all. Sets each memory's pk, in order."""
+    assert connection.in_atomic_block, "memory_rows_insert must run inside transaction.atomic()"
+    if not rows:
+        return
+    memories = [memory for memory, _ in rows]
+    insert_many(memories)
+    insert_many([_first_version(memory, reason) for memory in memories])
+    states = source_states([source for _, sources in rows for source in sources])
+    insert_many([row for memory, sources in rows for row in source_rows(memory, sources, states)])
+
+
+def _first_version(memory: Memory, reason: str) -> MemoryVersion:
+    return MemoryVersion(
         memory=memory,
         version=1,
         text=memory.text,
@@ -56,8 +76,6 @@ def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory
         author_name=memory.author_name,
         reason=reason,
     )
-    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
-    return memory
 
 
 def memory_row_create(*, sources=(), reason: str = "", **fields) -> Memory:

@@ -38,6 +38,14 @@ from memory.lifecycle.conflicts import (
 from memory.lifecycle.supersession import memory_close, memory_supersede
 
 
+def activation_reads_memories(memory: Memory) -> bool:
+    """Whether memory_activate's decision for `memory` reads other memories or needs `memory`
+    stored: a key (strict anti-drift, the conflict rule), a memory it supersedes, the enforcing
+    eval gate. A writer of many memories stores those of the batch it holds back before such a
+    one, so the decision sees them, as it would had each been written alone."""
+    return bool(memory.key) or memory.supersedes_id is not None or gate_checks_stored_memory()
+
+
 def memory_activate(
     *,
     actor: Principal,

@@ -98,26 +98,11 @@ def memory_written_audit(
     )
 
 
-def memory_write_request(
-    *,
-    actor: Principal,
-    scope: str,
-    agent: str | None = None,
-    text: str = "",
-    key: str = "",
-    value=None,
-    tier: str = Memory.SEMANTIC,
-    supersedes: int | None = None,
-    conversation: int | None = None,
-    valid_from: datetime.datetime | None = None,
-    valid_to: datetime.datetime | None = None,
-    expires_at: datetime.datetime | None = None,
-    **fields,
-) -> Memory:
-    """memory_write for a caller that names things (the API, MCP, a command): the owner agent by
-    name (an agent token names only itself, and is the default owner), the scope (`agent`,
-    `shared`, `private:<person>`, `channel:<channel>`), the superseded memory and the
-    conversation by id. Every bad field is reported at once (Invalid); then memory_write."""
+def memory_write_target(*, actor: Principal, scope: str, agent: str | None = None) -> tuple:
+    """(owner, store, field errors) of a write that names its scope (`agent`, `shared`,
+    `private:<person>`, `channel:<channel>`) and owner agent (an agent token names only itself,
+    and is the default owner) — for memory_write_request and a writer of many memories to one
+    store (memory.lifecycle.bulk)."""
     errors = {}
     store = ""
     try:
@@ -141,6 +126,30 @@ def memory_write_request(
         owner = Agent.objects.filter(name=agent).first()
         if owner is None:
             errors["agent"] = [f"There is no agent named {agent}."]
+    return owner, store, errors
+
+
+def memory_write_request(
+    *,
+    actor: Principal,
+    scope: str,
+    agent: str | None = None,
+    text: str = "",
+    key: str = "",
+    value=None,
+    tier: str = Memory.SEMANTIC,
+    supersedes: int | None = None,
+    conversation: int | None = None,
+    valid_from: datetime.datetime | None = None,
+    valid_to: datetime.datetime | None = None,
+    expires_at: datetime.datetime | None = None,
+    **fields,
+) -> Memory:
+    """memory_write for a caller that names things (the API, MCP, a command): the owner agent by
+    name (an agent token names only itself, and is the default owner), the scope (`agent`,
+    `shared`, `private:<person>`, `channel:<channel>`), the superseded memory and the
+    conversation by id. Every bad field is reported at once (Invalid); then memory_write."""
+    owner, store, errors = memory_write_target(actor=actor, scope=scope, agent=agent)
 
     target = None
     if supersedes is not None:
@@ -184,6 +193,84 @@ def memory_write_request(
     )
 
 
+def memory_write_check(
+    *,
+    actor: Principal,
+    owner: Agent,
+    store: str,
+    text: str,
+    key: str = "",
+    value=None,
+    tier: str = Memory.SEMANTIC,
+    valid_from: datetime.datetime | None = None,
+    valid_to: datetime.datetime | None = None,
+    expires_at: datetime.datetime | None = None,
+    conversation: Conversation | None = None,
+    supersedes: Memory | None = None,
+    sources: list[dict] = (),
+) -> str:
+    """The checks a new memory passes before anything is written, whoever writes it (memory_write,
+    and memory_write_many for each of its memories before the first is stored): the actor may write
+    there, the fields' rules, the memory it supersedes and the sources it cites. Raises Refused or
+    Invalid; returns the text to store (derived from key and value when none is given)."""
+    access.check_write(actor, owner=owner, store=store)
+    text, errors = _write_rules(
+        owner=owner,
+        text=text,
+        key=key,
+        value=value,
+        tier=tier,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        conversation=conversation,
+    )
+    if errors:
+        raise Invalid(errors)
+    _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=list(sources))
+    return text
+
+
+def duplicate_answers(*, actor: Principal, supersedes: Memory | None, attach: dict | None) -> bool:
+    """Whether an exact duplicate answers this write: an agent repeating what a live memory
+    already says gets that memory back, never stored twice (the answer carries `duplicate_of`).
+    A write that supersedes or attaches to something is its own."""
+    return actor.is_agent and supersedes is None and not attach
+
+
+def memory_row_for_write(
+    *,
+    actor: Principal,
+    owner: Agent,
+    store: str,
+    text: str,
+    now: datetime.datetime,
+    tier: str = Memory.SEMANTIC,
+    expires_at: datetime.datetime | None = None,
+    author_kind: str = "",
+    author_name: str = "",
+    **fields,
+) -> Memory:
+    """The new, unsaved, queued row of a write, as memory_activate expects it: authored by the
+    actor unless another author is named; a short-term memory expires after BRAIN_SHORT_TERM_TTL
+    hours unless given `expires_at`."""
+    if tier in Memory.SHORT_TERM_TIERS and expires_at is None:
+        expires_at = now + _short_term_ttl()
+    kind, name = _author_of(actor)
+    return memory_row_new(
+        owner=owner,
+        store=store,
+        text=text,
+        author_kind=author_kind or kind,
+        author_name=author_name or name,
+        status=Memory.QUEUED,
+        queue_reason=QUEUE_NEW,
+        tier=tier,
+        expires_at=expires_at,
+        **fields,
+    )
+
+
 def memory_write(
     *,
     actor: Principal,
@@ -222,9 +309,11 @@ def memory_write(
     to the memory.written event and `version_reason` is the first version's reason. With
     `refused_stays_queued` (the distiller: a proposal is never lost) a memory strict anti-drift
     refuses is stored queued, its status reason naming what it contradicts, instead of refused."""
-    access.check_write(actor, owner=owner, store=store)
-    text, errors = _write_rules(
+    sources = list(sources)
+    text = memory_write_check(
+        actor=actor,
         owner=owner,
+        store=store,
         text=text,
         key=key,
         value=value,
@@ -233,14 +322,10 @@ def memory_write(
         valid_to=valid_to,
         expires_at=expires_at,
         conversation=conversation,
+        supersedes=supersedes,
+        sources=sources,
     )
-    if errors:
-        raise Invalid(errors)
-    sources = list(sources)
-    _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=sources)
-    if actor.kind == "agent" and supersedes is None and not attach:
-        # An agent repeating what a live memory already says gets that memory back: never
-        # stored twice (the answer carries `duplicate_of`).
+    if duplicate_answers(actor=actor, supersedes=supersedes, attach=attach):
         existing = exact_duplicate_for_write(
             owner=owner, store=store, tier=tier, text=text, key=key, value=value
         )
@@ -248,34 +333,31 @@ def memory_write(
             existing.duplicate_of = existing.pk
             return existing
     now = now or timezone.now()
-    if tier in Memory.SHORT_TERM_TIERS and expires_at is None:
-        expires_at = now + _short_term_ttl()
-    kind, name = _author_of(actor)
+    memory = memory_row_for_write(
+        actor=actor,
+        owner=owner,
+        store=store,
+        text=text,
+        now=now,
+        author_kind=author_kind,
+        author_name=author_name,
+        tier=tier,
+        category=category,
+        key=key,
+        value=value,
+        confidence=confidence,
+        supersedes=supersedes,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        expires_at=expires_at,
+        run_id=run_id,
+        turn=turn,
+        event_id=event_id,
+        conversation=conversation,
+        **(attach or {}),
+    )
     try:
         with transaction.atomic():
-            memory = memory_row_new(
-                owner=owner,
-                store=store,
-                text=text,
-                author_kind=author_kind or kind,
-                author_name=author_name or name,
-                status=Memory.QUEUED,
-                queue_reason=QUEUE_NEW,
-                tier=tier,
-                category=category,
-                key=key,
-                value=value,
-                confidence=confidence,
-                supersedes=supersedes,
-                valid_from=valid_from,
-                valid_to=valid_to,
-                expires_at=expires_at,
-                run_id=run_id,
-                turn=turn,
-                event_id=event_id,
-                conversation=conversation,
-                **(attach or {}),
-            )
             try:
                 # the one create path: stored with the decision activation makes for this route
                 memory_row_activate(

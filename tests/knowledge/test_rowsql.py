@@ -58,3 +58,44 @@ def test_select_builds_instances_like_the_orm(db):
         f.attname: getattr(orm, f.attname) for f in SourceState._meta.concrete_fields
     }
     assert row.fields == {"title": "VPN"} and not row._state.adding
+
+
+def test_many_rows_are_one_insert_with_the_orms_values_in_order(db, django_assert_num_queries):
+    import datetime
+    import uuid
+
+    owner = factory.make_agent("writer")
+    since = datetime.datetime(2026, 3, 2, 17, 15, 4, 551020, tzinfo=datetime.UTC)
+    memories = [
+        Memory(owner=owner, store="self", text='He said "it\'s \\fixed"', value={"a": [1, 2.5, None]}),
+        Memory(owner=owner, store="shared", text="plain", key="k", value="4h", valid_from=since, turn=3),
+        Memory(owner=owner, store="shared", text="no value", confidence=0.25, pinned=True),
+    ]
+    with transaction.atomic(), django_assert_num_queries(1):
+        rowsql.insert_many(memories)
+    stored = {m.pk: m for m in Memory.objects.filter(pk__in=[m.pk for m in memories])}
+    assert [m.pk for m in memories] == sorted(stored)
+    for memory in memories:
+        row = stored[memory.pk]
+        assert (row.text, row.key, row.value, row.valid_from, row.turn, row.confidence, row.pinned) == (
+            memory.text,
+            memory.key,
+            memory.value,
+            memory.valid_from,
+            memory.turn,
+            memory.confidence,
+            memory.pinned,
+        )
+        assert row.created_at == memory.created_at is not None and row.embedding is None
+    assert Memory.objects.filter(pk=memories[2].pk, value__isnull=True).exists()  # SQL NULL, not JSON null
+
+    # a child row whose parent was saved after it was assigned; a UUID; a JSON list
+    event = AuditEvent(
+        action="x.tested", actor_kind="system", actor_name="t", object_ids=["1"], batch_id=uuid.uuid4()
+    )
+    revision = Revision(event=event, object_type="memory", object_id="1", before=None, after={"v": 1})
+    with transaction.atomic():
+        rowsql.insert_many([event])
+        rowsql.insert_many([revision])
+    assert AuditEvent.objects.get(pk=event.pk).batch_id == event.batch_id
+    assert Revision.objects.get(pk=revision.pk).event_id == event.pk

@@ -1,8 +1,9 @@
 """`manage.py import_mem0 FILE --agent NAME`: bring an agent's memories over from Mem0 (the JSON of
 `Memory.get_all()` or of Mem0's REST export; see memory.imports.mem0). The file is checked whole
-first: a bad one writes nothing and the error names its line or item; the import itself is one
-transaction, so a write Brain refuses also leaves nothing behind. Re-running imports nothing
-twice."""
+first: a bad one writes nothing and the error names its line or item; then every memory is
+checked before the first is written, so a write Brain refuses also leaves nothing behind. The
+memories are written 200 to a transaction (the progress bar moves per chunk). Re-running imports
+nothing twice."""
 
 import sys
 from pathlib import Path
@@ -46,9 +47,14 @@ class Command(BaseCommand):
             raise CommandError(f"Refused: {error_text(exc, fields=True)} Nothing was imported.")
         bar.end()
         review = f", {result.queued} waiting for review" if result.queued else ""
+        repeats = (
+            f"; {result.duplicates} said exactly what a memory of {owner.name} says (not stored twice)"
+            if result.duplicates
+            else ""
+        )
         self.stdout.write(
             f"Imported {result.imported} of {len(memories)} Mem0 memories for {owner.name}{review}; "
-            f"{result.skipped} were already imported."
+            f"{result.skipped} were already imported{repeats}."
         )
 
 

@@ -153,3 +153,23 @@ def test_parse_keeps_the_file_order():
         "7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90",
         "b61f3c2d-5a47-4c89-bd0e-9e8f7a6b5c4d",
     ]
+
+
+def test_a_memory_repeating_another_is_not_stored_twice_and_a_rerun_says_so(world, tmp_path):
+    path = tmp_path / "repeats.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"id": "a", "memory": "Prefers answers in French"},
+                {"id": "b", "memory": "prefers answers in  French", "user_id": "bob"},
+            ]
+        )
+    )
+    out, _ = _import(path)
+    assert (
+        "Imported 1 of 2 Mem0 memories for scribe; 0 were already imported; "
+        "1 said exactly what a memory of scribe says (not stored twice)." in out
+    )
+    out, _ = _import(path)
+    assert "Imported 0 of 2" in out and "1 were already imported; 1 said exactly" in out
+    assert Memory.objects.filter(owner=world.scribe).count() == 1
