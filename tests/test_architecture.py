@@ -124,13 +124,12 @@ def test_no_import_cycles_between_modules():
 
 
 def _principal_kind(node):
-    """`principal.kind`, `request.principal.kind`, `self.principal.kind`…"""
+    """`principal.kind`, `request.principal.kind`, `actor.kind` (a service's principal)…"""
     if not (isinstance(node, ast.Attribute) and node.attr == "kind"):
         return False
     value = node.value
-    if isinstance(value, ast.Name):
-        return "principal" in value.id
-    return isinstance(value, ast.Attribute) and "principal" in value.attr
+    name = value.id if isinstance(value, ast.Name) else getattr(value, "attr", "")
+    return "principal" in name or name == "actor"
 
 
 def test_only_access_compares_principal_kind():

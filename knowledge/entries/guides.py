@@ -42,7 +42,7 @@ def guide_update(
 ) -> CurationGuide:
     """Create or edit a principal's curation guide. Only people with the admin role may: never an
     agent, never Dreaming. Each edit is a new version with an audited before/after."""
-    if not (actor.kind == "person" and actor.is_admin):
+    if not (actor.is_person and actor.is_admin):
         raise Refused("Only admins edit curation guides.")
     changes = {}
     if domain_types is not None:

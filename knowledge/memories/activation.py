@@ -24,7 +24,7 @@ _activate: Callable[..., str] | None = None
 def entry_block_goes_active(actor) -> bool:
     """The route rule for entry blocks: people (console users, person tokens) and trusted agents
     write blocks that go into force; an untrusted agent's blocks wait in the review queue."""
-    return not (actor.kind == "agent" and not actor.agent.trusted)
+    return not (actor.is_agent and not actor.agent.trusted)
 
 
 def activation_register(activate: Callable[..., str]) -> None:

@@ -60,7 +60,7 @@ def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
     if route == DISTILLER:
         return bool(setting_get("BRAIN_DISTILLER_AUTO_ACTIVATE"))
     if route == API_WRITE:
-        if actor.kind == "agent":
+        if actor.is_agent:
             return bool(actor.agent.trusted)
         return actor.is_reviewer
     raise ValueError(f"unknown activation route {route!r}")

@@ -116,11 +116,11 @@ def memory_write_target(*, actor: Principal, scope: str, agent: str | None = Non
 
     owner = None
     if agent is None:
-        if actor.kind == "agent":
+        if actor.is_agent:
             owner = actor.agent
         else:
             errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    elif actor.kind == "agent" and agent == actor.agent.name:
+    elif actor.is_agent and agent == actor.agent.name:
         owner = actor.agent
     else:
         owner = Agent.objects.filter(name=agent).first()

@@ -62,7 +62,7 @@ def outcome_record_request(
     errors = {}
     agent_row = None
     if agent is None:
-        if actor.kind == "agent":
+        if actor.is_agent:
             agent_row = actor.agent
         else:
             errors["agent"] = ["This field is required for tokens that are not an agent's."]

@@ -77,7 +77,7 @@ def _author(actor: Principal) -> str:
 
 
 def _require_admin(actor: Principal, what: str) -> None:
-    if not (actor.kind == "person" and actor.is_admin):
+    if not (actor.is_person and actor.is_admin):
         raise Refused(f"Only admins {what}.")
 
 
