@@ -50,7 +50,8 @@ MAX_BUDGET = 100_000
 # conflicting memories (correct_candidates) moves later candidates up, and without spares their
 # rows took a round trip of their own. On the kept 100k bench world (60 searches each): k=10,
 # 36 of 60 searches needed that second round trip with no spare, 24 with 5, 14 with 10, none
-# with 20; k=50, 46 with none, 27 with 20. Same-run A/B in docs/PERFORMANCE.md.
+# with 20; k=50, 46 with none, 27 with 20. Same run, alternating with the code before (two
+# pairs): statements per k=10 search 8.7 → 8.18, k=50 9.03 → 8.8 (docs/PERFORMANCE.md).
 HYDRATE_SPARE = 20
 
 
