@@ -114,7 +114,8 @@ def _start_server(port: int, replica_url: str = "") -> subprocess.Popen:
         env=env,
         stdout=subprocess.DEVNULL,
     )
-    deadline = time.time() + 60
+    # A loaded machine (other processes on the same cores) can take minutes to start the workers.
+    deadline = time.time() + 300
     while time.time() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200:

@@ -117,6 +117,12 @@ def _backend_cpu_ms(pid: int) -> float:
 
 def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
     _setup()
+    if os.environ.get("BRAIN_AB_QUERY_CACHE") == "0":
+        # The questions repeat (warm-up, k=50): without this a remembered query vector
+        # (knowledge.embeddings.embedder.embed_query) would count for the code that has one.
+        from knowledge.embeddings import embedder
+
+        embedder.QUERY_CACHE_SIZE = 0
     from bench import bench_recall as B
     from bench.textgen import TextGen, question
     from knowledge.models import Agent, Conversation
@@ -170,9 +176,11 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
             "routes_ms": {name: round(statistics.mean(v), 2) for name, v in routes.items()},
         }
     if http:
+        # Questions not asked before in the server's process (its own remembered query vectors).
+        asked_once = [question(gen) for _ in range(n + 20)]
         for k in (10, 50):
             raw = B._token(agent=copilot)
-            walls, sizes = B._http_timings(raw, conversations, questions, rng, k, n)
+            walls, sizes = B._http_timings(raw, conversations, asked_once, rng, k, n)
             out[f"http_k{k}"] = {
                 "p50": round(statistics.median(walls), 1),
                 "p95": round(B._pct(walls, 0.95), 1),

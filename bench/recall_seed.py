@@ -144,8 +144,6 @@ def bulk_entries(rows: list[dict]) -> list[Entry]:
                         "updated_at": r.get("when"),
                     }
                 )
-            if r.get("when"):
-                Entry.objects.filter(pk=entry.pk).update(created_at=r["when"])
         bulk_memories(block_rows)
         stamped = [(e.pk, r["when"]) for e, r in zip(created, rows, strict=True) if r.get("when")]
         if stamped:

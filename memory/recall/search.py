@@ -46,6 +46,13 @@ MAX_K = 100
 _VECTOR_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-vector")
 _helper_connections: set = set()
 MAX_BUDGET = 100_000
+# Rows loaded with the ranking beyond the 2 × k a search may show: dropping near-identical or
+# conflicting memories (correct_candidates) moves later candidates up, and without spares their
+# rows took a round trip of their own. On the kept 100k bench world (60 searches each): k=10,
+# 36 of 60 searches needed that second round trip with no spare, 24 with 5, 14 with 10, none
+# with 20; k=50, 46 with none, 27 with 20. Same run, alternating with the code before (two
+# pairs): statements per k=10 search 8.7 → 8.18, k=50 9.03 → 8.8 (docs/PERFORMANCE.md).
+HYDRATE_SPARE = 20
 
 
 @dataclass
@@ -263,7 +270,7 @@ def memory_search(
         limit=max(params.route_limit, 2 * k),
         exclude_memory_ids=exclude_memory_ids,
         routes=routes,
-        hydrate_top=2 * k,
+        hydrate_top=2 * k + HYDRATE_SPARE,
     )
     pack_start = time.perf_counter()
     ranking.candidates = correct_candidates(ranking.candidates, upto=2 * k)
