@@ -48,7 +48,7 @@ class RecallParams:
     # `message_half_life_days` (no floor: age counts fully, but four years to halve, so a question
     # about a conversation's first weeks still finds them); knowledge (semantic and procedural memories, entries) loses at
     # most (1 - knowledge_floor), with its own half-life, so it never vanishes for not being edited.
-    message_half_life_days: float = 2920.0
+    message_half_life_days: float = 1460.0
     knowledge_half_life_days: float = 180.0
     knowledge_floor: float = 0.8
     # A memory whose validity has ended (valid_to in the past) is history: it ranks below current
