@@ -2,14 +2,13 @@
 after each decision, the shortcut list, and a bulk selection that survives a refused action."""
 
 import pytest
+from playwright.sync_api import expect
 
 from knowledge.models import Memory
 from tests import factory
 from tests.browser.conftest import login
 
 pytestmark = pytest.mark.browser
-
-ACTIVE = "document.activeElement && document.activeElement.id"
 
 
 def _queued(world, n):
@@ -20,7 +19,9 @@ def _queued(world, n):
 
 
 def _wait_focus(page, element_id):
-    page.wait_for_function(f"{ACTIVE} === '{element_id}'")
+    # expect() polls from Python; a string predicate (wait_for_function) is evaluated with eval
+    # in the page once the first check fails, which the page's CSP refuses.
+    expect(page.locator(f"#{element_id}")).to_be_focused()
 
 
 def test_a_reviewer_approves_three_memories_with_the_keyboard_only(page, world):
@@ -50,7 +51,7 @@ def test_a_reviewer_approves_three_memories_with_the_keyboard_only(page, world):
 
     statuses = dict(Memory.objects.values_list("pk", "status"))
     assert [statuses[m.pk] for m in memories] == ["active", "active", "active", "queued"]
-    page.wait_for_function("document.querySelector('#queue-count').textContent.trim() === '1'")
+    expect(page.locator("#queue-count")).to_have_text("1")
 
 
 def test_reject_by_keyboard_asks_for_the_reason_then_moves_on(page, world):

@@ -1,4 +1,5 @@
 import pytest
+from playwright.sync_api import expect
 
 from knowledge.models import AuditEvent, Memory
 from tests import factory
@@ -42,7 +43,7 @@ def test_reviewer_bulk_approves_two_rejects_one_and_the_audit_shows_all_three(pa
     card.locator("form[action$='/reject'] button").click()
     page.locator(f"#memory-{third.pk}.result").wait_for()
     assert f"Memory {third.pk} rejected." in page.locator(f"#memory-{third.pk}").inner_text()
-    page.wait_for_function("document.querySelector('#queue-count').textContent.trim() === ''")
+    expect(page.locator("#queue-count")).to_have_text("")
 
     rows = page.locator("#decisions tr.decision")
     assert rows.count() == 3
