@@ -41,7 +41,7 @@ def site_search(principal: Principal, q: str, *, owner: Agent | None = None) -> 
         return []
     groups = []
 
-    memories, more = _first(memory_list(principal, q=q, agent=owner.name if owner else ""))
+    memories, more = _first(memory_list(principal, words=q, agent=owner.name if owner else ""))
     groups.append(Group("memories", "Memories", memories, more))
 
     page = entry_search(principal, EntryFilters(q=q, owner=owner), page_size=PER_KIND)

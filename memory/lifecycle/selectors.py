@@ -4,6 +4,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, Q
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -80,8 +81,12 @@ def memory_list(
     stale: bool | None = None,
     pinned: bool | None = None,
     key: str = "",
+    words: str = "",
 ):
-    """Memories `principal` may read, newest first, filtered; sources prefetched."""
+    """Memories `principal` may read, newest first, filtered; sources prefetched. `q` matches a
+    substring of the text or key (the list's filter); `words` matches words of them, stemmed,
+    through the stored tsvector and its GIN index (the header search: a rare word would
+    otherwise scan every memory)."""
     qs = Memory.objects.filter(access.readable_q(principal)).select_related("owner")
     if status:
         qs = qs.filter(status=status)
@@ -101,6 +106,8 @@ def memory_list(
         qs = qs.filter(pinned=pinned)
     if q:
         qs = qs.filter(Q(text__icontains=q) | Q(key__icontains=q))
+    if words:
+        qs = qs.filter(search=SearchQuery(words, config="english", search_type="plain"))
     return qs.prefetch_related("sources").order_by("-created_at", "-id")
 
 

@@ -93,3 +93,15 @@ def test_htmx_gets_the_results_only(world):
     )
     html = response.content.decode()
     assert "Capybara" in html and "<header" not in html
+
+
+def test_memories_are_found_by_their_words_stemmed_as_the_entries_are(world):
+    # The header search reads memories through their stored tsvector (its GIN index), so a word
+    # finds its other forms; the memory list's own filter still matches any part of the text.
+    plural = factory.make_memory(world.copilot, "Both invoices were paid late.", store="shared")
+    verb = factory.make_memory(world.copilot, "The invoicing desk moved.", store="shared")
+    factory.make_memory(world.copilot, "Nothing about bills here.", store="shared")
+    memories = next(
+        g for g in site_search(Principal.for_user(world.reviewer), "invoice") if g.kind == "memories"
+    )
+    assert sorted(m.pk for m in memories.items) == sorted([plural.pk, verb.pk])
