@@ -118,6 +118,8 @@ def _recall_spans(*, embed_ms, routes, fusion_ms, pack_ms, total_ms) -> None:
     for name, info in routes.items():
         if info["ran"]:
             begin = start + (int(embed_ms * 1e6) if name.startswith("vector") else 0)
+            if name.startswith("second_hop"):  # after the first fusion, before the last
+                begin = end - int((pack_ms + fusion_ms + info["ms"]) * 1e6)
             child(f"recall.{name}", begin, info["ms"], **{"brain.route": name, "brain.hits": info["hits"]})
     child("recall.fusion", end - int((pack_ms + fusion_ms) * 1e6), fusion_ms)
     child("recall.packing", end - int(pack_ms * 1e6), pack_ms)

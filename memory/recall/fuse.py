@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from knowledge.models import Memory
-from memory.recall.params import VECTOR_ROUTES, RecallParams
+from memory.recall.params import HOP_ROUTES, VECTOR_ROUTES, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, RouteHit
 from memory.recall.when import Window, query_window
 
@@ -107,7 +107,9 @@ def fuse(rankings: dict[str, list[RouteHit]], params: RecallParams) -> list[Cand
     merge = params.episode_hits != "apart"
     best: dict[tuple[tuple[str, int], str], float] = {}  # (candidate, route) -> best member contribution
     for route, hits in rankings.items():
-        weight = params.weights.get(route, 1.0)
+        weight = params.hop_weight if route in HOP_ROUTES else params.weights.get(route, 1.0)
+        if weight <= 0:
+            continue  # a route weighed 0 is off
         vector = route in VECTOR_ROUTES
         hits = [h for h in hits if not vector or h.score >= params.min_similarity]
         if not hits:

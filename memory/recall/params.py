@@ -11,6 +11,11 @@ KEYWORD_MESSAGES = "keyword_messages"
 VECTOR_EPISODES = "vector_episodes"  # episode summaries, plus messages no episode covers yet
 ROUTES = (KEYWORD_KNOWLEDGE, VECTOR_KNOWLEDGE, KEYWORD_MESSAGES, VECTOR_EPISODES)
 VECTOR_ROUTES = (VECTOR_KNOWLEDGE, VECTOR_EPISODES)
+# The second hop's rankings (memory.recall.hop): the keyword routes once more, over the question's
+# terms plus the new terms of the first hits.
+HOP_KNOWLEDGE = "second_hop_knowledge"
+HOP_MESSAGES = "second_hop_messages"
+HOP_ROUTES = (HOP_KNOWLEDGE, HOP_MESSAGES)
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,13 @@ class RecallParams:
     # the reconciler's labelled pairs plain ranking already put every paraphrase in the top 2, so
     # pulling a link in found nothing new (docs/PERFORMANCE.md, "The reconciler").
     link_neighbours: int = 0
+    # The second hop (memory.recall.hop): the lexemes of the best `hop_hits` first candidates give
+    # `hop_terms` new terms; the keyword routes run again with them and their rankings are fused
+    # with `hop_weight` (0 is off: no second hop runs). Relevance feedback's usual sizes, not
+    # fitted; cross-validated on the LoCoMo dev split (docs/RECALL.md).
+    hop_hits: int = 3
+    hop_terms: int = 4
+    hop_weight: float = 0.5
     # Candidates each route contributes (at least; a larger k asks for more).
     route_limit: int = 50
     # Temporal decay. Messages, episodes and short-term memories lose half their score every

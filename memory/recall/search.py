@@ -22,9 +22,11 @@ from memory.recall import routes as R
 from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, pack
 from memory.recall.fuse import Candidate, apply_reranker, get_reranker, rank
+from memory.recall.hop import second_hop
 from memory.recall.load import hydrate
 from memory.recall.params import (
     DEFAULT_PARAMS,
+    HOP_ROUTES,
     KEYWORD_KNOWLEDGE,
     KEYWORD_MESSAGES,
     ROUTES,
@@ -234,6 +236,26 @@ def recall_candidates(
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": query.reason}
     fusion_start = time.perf_counter()
     candidates = rank(rankings, q, now, params)
+    hop_ms = 0.0
+    if params.hop_weight > 0 and set(asked) == set(ROUTES):
+        hop_start = time.perf_counter()
+        hop = second_hop(inp, candidates, params, ROUTE_SETTINGS)
+        hop_ms = (time.perf_counter() - hop_start) * 1000
+        for route in HOP_ROUTES:
+            found = hop.rankings.get(route)
+            info[route] = {
+                "ran": found is not None,
+                "hits": len(found or []),
+                "ms": round(hop_ms, 2),
+                "reason": hop.reason,
+            }
+        if hop.rankings:
+            rankings.update(hop.rankings)
+            candidates = rank(rankings, q, now, params)
+    else:
+        reason = "off: hop_weight 0" if params.hop_weight <= 0 else "not asked"
+        for route in HOP_ROUTES:
+            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": reason}
     hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
@@ -242,7 +264,7 @@ def recall_candidates(
         routes=info,
         reranker=reranker,
         embed_ms=round(query.ms, 2),
-        fusion_ms=(time.perf_counter() - fusion_start) * 1000,
+        fusion_ms=(time.perf_counter() - fusion_start) * 1000 - hop_ms,
     )
 
 

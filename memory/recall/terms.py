@@ -80,6 +80,7 @@ class Weighed:
 
     terms: list[Term]
     avg_length: float = 1.0
+    docs: int = 0  # documents in the corpus
 
 
 def weigh_terms(lexemes: list[str], corpora: list[Corpus], stats=None) -> dict[str, Weighed]:
@@ -98,7 +99,7 @@ def weigh_terms(lexemes: list[str], corpora: list[Corpus], stats=None) -> dict[s
             for lx in lexemes
             if (n := st.containing.get(lx, 0)) > 0
         ]
-        out[c.name] = Weighed(terms, st.avg_length)
+        out[c.name] = Weighed(terms, st.avg_length, st.docs)
     return out
 
 

@@ -324,7 +324,8 @@ def test_each_route_reports_its_rank_and_score(world, general_chat):
     result = search(world.client("copilot"), conversation=conv.pk, q="VPN dropping after the update")
     top = result["results"][0]
     assert top["id"] == ids["s-1"]
-    assert set(top["routes"]) == {"keyword_messages", "vector_episodes"}
+    # The second hop's keyword statement finds it again (its terms include the question's).
+    assert set(top["routes"]) == {"keyword_messages", "vector_episodes", "second_hop_messages"}
     for route in top["routes"].values():
         assert route["rank"] >= 1 and isinstance(route["score"], float)
     assert top["score"] == pytest.approx(top["fused"] * top["decay"], rel=1e-3)
@@ -333,6 +334,8 @@ def test_each_route_reports_its_rank_and_score(world, general_chat):
         "vector_knowledge",
         "keyword_messages",
         "vector_episodes",
+        "second_hop_knowledge",
+        "second_hop_messages",
     }
 
 
