@@ -41,6 +41,12 @@ _LEXEMES = {
 }
 
 
+# Only the new terms select the second hop's candidates (rows holding none of them were the first
+# hop's to find), and only while the documents they select add up to HOP_CANDIDATE_DOCS: a word
+# hundreds of documents use bridges to nothing in particular. The question's terms score them.
+HOP_CANDIDATE_DOCS = 500
+
+
 @dataclass
 class Hop:
     """What the second hop found: the new terms and the two rankings (empty when it did not run:
@@ -100,7 +106,13 @@ def choose_terms(rows, weighed: dict[str, Weighed], count: int) -> dict[str, Wei
             for lx in chosen
             if (n := held[lx].get(corpus, 0)) > 0
         ]
-        out[corpus] = Weighed(w.terms + added, w.avg_length, w.docs)
+        out[corpus] = Weighed(
+            w.terms + added,
+            w.avg_length,
+            w.docs,
+            select=frozenset(t.lexeme for t in added),
+            candidate_docs=HOP_CANDIDATE_DOCS,
+        )
     return out
 
 

@@ -260,7 +260,7 @@ def _keyword_rows(
     table = TABLE[kind]
     tsv = {MEMORY: fts.memory_tsv, ENTRY: fts.entry_tsv, MESSAGE: fts.message_tsv}[kind](table)
     terms = weighed.terms
-    chosen = candidate_terms(terms)
+    chosen = candidate_terms(weighed)
     candidates = _or_query(chosen)
     preselect = max(PRESELECT_FACTOR * limit, PRESELECT_MIN)
     bm25, bm25_params = _bm25_sql(weighed, tsv)
@@ -295,7 +295,7 @@ def keyword_knowledge(inp: RouteInput):
     aliases, summary), BM25, one ranking for both. A route generator (run_batched)."""
     asked: list[tuple[str, tuple]] = []
     weighed = {"memory": inp.terms("memory"), "entry": inp.terms("entry")}
-    if candidate_terms(weighed["memory"].terms):
+    if candidate_terms(weighed["memory"]):
         try:
             where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
@@ -314,7 +314,7 @@ def keyword_knowledge(inp: RouteInput):
             )
         except NothingVisible:
             pass
-    if candidate_terms(weighed["entry"].terms):
+    if candidate_terms(weighed["entry"]):
         try:
             where, wparams = inp.scope.where(Entry)
             asked.append(
@@ -348,7 +348,7 @@ def keyword_messages(inp: RouteInput):
     """Full text over the messages (speaker and text) of the scope said before `now`, BM25. A
     route generator (run_batched)."""
     weighed = inp.terms("message")
-    if not candidate_terms(weighed.terms):
+    if not candidate_terms(weighed):
         return []
     try:
         where, wparams = inp.scope.where(Message)

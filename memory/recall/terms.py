@@ -76,11 +76,15 @@ class Corpus:
 
 @dataclass
 class Weighed:
-    """A query's terms in one corpus, and the corpus's average document length."""
+    """A query's terms in one corpus, and the corpus's average document length. `select`, when
+    given, names the only lexemes that may select candidates (the others only score), and
+    `candidate_docs` bounds the documents they select (see candidate_terms)."""
 
     terms: list[Term]
     avg_length: float = 1.0
     docs: int = 0  # documents in the corpus
+    select: frozenset | None = None
+    candidate_docs: int = CANDIDATE_DOCS
 
 
 def weigh_terms(lexemes: list[str], corpora: list[Corpus], stats=None) -> dict[str, Weighed]:
@@ -138,15 +142,19 @@ def weigh_query(q: str, corpora: list[Corpus]) -> tuple[list[str], dict[str, Wei
     return lexemes, weigh_terms(lexemes, corpora, stats)
 
 
-def candidate_terms(terms: list[Term]) -> list[Term]:
-    """The terms whose index entries select candidates: the rarest ones, while their documents
-    add up to at most CANDIDATE_DOCS (at least the rarest term), never one found in more than
-    MAX_CANDIDATE_SHARE of a large corpus. Empty: the corpus has no useful candidates for the query."""
+def candidate_terms(weighed: Weighed) -> list[Term]:
+    """The terms whose index entries select candidates: the rarest ones (of those `select`
+    allows), while their documents add up to at most `candidate_docs` (CANDIDATE_DOCS; at least
+    the rarest term, unless even that one is over the bound a second hop sets), never one found
+    in more than MAX_CANDIDATE_SHARE of a large corpus. Empty: the corpus has no useful
+    candidates for the query."""
     chosen, total = [], 0.0
-    for term in sorted(terms, key=lambda t: t.docs):
+    bound = weighed.candidate_docs
+    allowed = [t for t in weighed.terms if weighed.select is None or t.lexeme in weighed.select]
+    for term in sorted(allowed, key=lambda t: t.docs):
         if term.share > MAX_CANDIDATE_SHARE and term.docs > CANDIDATE_DOCS:
             break
-        if chosen and total + term.docs > CANDIDATE_DOCS:
+        if (chosen or bound < CANDIDATE_DOCS) and total + term.docs > bound:
             break
         chosen.append(term)
         total += term.docs

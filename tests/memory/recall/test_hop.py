@@ -143,3 +143,14 @@ def test_the_question_and_speaker_are_never_new_terms(world, studio):
     assert "open" in lexemes and "downtown" in lexemes
     assert not lexemes & set(weigh_query(QUESTION, [])[0])  # danc, studio, music, play
     assert "alic" not in lexemes and "alice" not in lexemes  # the studio turn's speaker
+
+
+def test_only_the_new_terms_select_the_second_hops_candidates_and_only_rare_ones():
+    from memory.recall.terms import candidate_terms
+
+    terms = [Term("danc", 1.0, 0.001, 10), Term("open", 2.0, 0.002, 40), Term("team", 0.5, 0.3, 450)]
+    assert [t.lexeme for t in candidate_terms(Weighed(terms, 5.0, 1000))] == ["danc", "open", "team"]
+    hop = Weighed(terms, 5.0, 1000, select=frozenset({"open", "team"}), candidate_docs=100)
+    assert [t.lexeme for t in candidate_terms(hop)] == ["open"]  # danc only scores; team is too common
+    rare_only = Weighed(terms, 5.0, 1000, select=frozenset({"team"}), candidate_docs=100)
+    assert candidate_terms(rare_only) == []
