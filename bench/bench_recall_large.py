@@ -90,8 +90,8 @@ def _insert_messages(channels, gen, rng, first: int, total: int) -> None:
 
 def _embed_message_sample(model: str, size: int = 2000) -> int:
     """When the backlog embedded no message yet (a loaded machine), `size` messages are embedded
-    now, as the backlog embeds them ("speaker: text"), so the noisy copies start from real
-    message vectors."""
+    now ("speaker: text", without the turn before: timing only), so the noisy copies start from
+    real message vectors."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM knowledge_messagevector WHERE model = %s", [model])
         if cursor.fetchone()[0]:
@@ -115,8 +115,8 @@ def _fill_vectors() -> int:
     embedded row of the same kind (picked by id) plus noise of ±0.01 per dimension, normalised.
     The HNSW indexes are dropped first and built again after (one build instead of a million
     inserts). Returns the vectors written."""
-    model = embeddings.model_name()
-    written = _embed_message_sample(model)
+    model, message_model = embeddings.model_name(), embeddings.message_model_name()
+    written = _embed_message_sample(message_model)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(HNSW_INDEXES)]
@@ -131,14 +131,14 @@ def _fill_vectors() -> int:
         cursor.execute(
             "CREATE TEMP TABLE sample_vec AS SELECT row_number() OVER () - 1 AS n, embedding "
             "FROM knowledge_messagevector WHERE model = %s",
-            [model],
+            [message_model],
         )
         cursor.execute(
             f"INSERT INTO knowledge_messagevector (message_id, model, embedding) "
             f"SELECT m.id, %s, {noisy} FROM knowledge_message m "
             f"JOIN sample_vec s ON s.n = mod(m.id, (SELECT count(*) FROM sample_vec)) "
             f"WHERE NOT EXISTS (SELECT 1 FROM knowledge_messagevector v WHERE v.message_id = m.id)",
-            [model],
+            [message_model],
         )
         written += cursor.rowcount
         cursor.execute(

@@ -42,6 +42,15 @@ class Kind:
     where: str = "TRUE"  # which rows are worth a vector at all
     side_table: str = ""  # messages: knowledge_messagevector (message_id, model, embedding)
 
+    def model_for(self, base: str) -> str:
+        """The name this kind's vectors are recorded with when `base` embeds them (a message's
+        names its recipe too: embedder.MESSAGE_RECIPE)."""
+        return base + embeddings.MESSAGE_RECIPE if self.side_table and base else base
+
+    def model(self) -> str:
+        """The name this kind's vectors are made under now ('' when embeddings are off)."""
+        return self.model_for(embeddings.model_name())
+
     @property
     def current_sql(self) -> str:
         """True when the row has a vector from the model given as the parameter."""
@@ -64,31 +73,44 @@ BACKLOG = [
     Kind(
         "messages",
         Message._meta.db_table,
-        "t.id, t.speaker_name, t.text",
+        "t.id, t.speaker_name, t.text, p.speaker_name, p.text",
+        # The turn before it in its thread (index message_thread_ts), for its embedding text.
+        join=(
+            "LEFT JOIN LATERAL (SELECT p.speaker_name, p.text FROM knowledge_message p "
+            "WHERE p.channel_id = t.channel_id AND p.thread = t.thread AND p.ts <= t.ts "
+            "AND (p.ts < t.ts OR p.id < t.id) ORDER BY p.ts DESC, p.id DESC LIMIT 1) p ON TRUE"
+        ),
         side_table=MessageVector._meta.db_table,
     ),
     Kind("episodes", Episode._meta.db_table, "t.id, t.topic, t.summary, t.likely_question, t.resolution"),
 ]
 
 
+# How much of the turn before a message its embedding text carries: most turns whole, and never so
+# much that the message's own text is cut (the model reads 256 tokens).
+PREVIOUS_TURN_CHARS = 300
+
+
 def embedding_text(kind: str, row: tuple) -> str:
     """The text a row is embedded as. A block carries its entry's name (the block alone often
     lacks its subject); a memory with a key carries the key; a message its speaker ("Ana: …"),
-    because questions name people."""
+    because questions name people, after the turn before it in its thread (MESSAGE_RECIPE)."""
     if kind == "memories":
         _, key, text, entry_name = row
         head = entry_name or key
         return f"{head}: {text}" if head else text
     if kind == "episodes":
         return "\n".join(p for p in row[1:] if p)
-    _, speaker, text = row
-    return f"{speaker}: {text}"
+    _, speaker, text, previous_speaker, previous_text = row
+    own = f"{speaker}: {text}"
+    if previous_text is None:
+        return own
+    return f"{previous_speaker}: {previous_text[:PREVIOUS_TURN_CHARS]}\n{own}"
 
 
 def backlog_counts() -> dict[str, int]:
     """Rows per kind that lack a vector from the current model (0 when embeddings are off)."""
-    model = embeddings.model_name()
-    if not model:
+    if not embeddings.model_name():
         return {k.name: 0 for k in BACKLOG}
     out = {}
     with connection.cursor() as cursor:
@@ -96,7 +118,7 @@ def backlog_counts() -> dict[str, int]:
             cursor.execute(
                 f"SELECT count(*) FROM {kind.table} t {kind.vector_join} "
                 f"WHERE ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE",
-                [model],
+                [kind.model()],
             )
             out[kind.name] = cursor.fetchone()[0]
     return out
@@ -115,7 +137,7 @@ def coverage() -> dict[str, dict]:
                 f"{kind.vector_join} WHERE {kind.where}",
                 # With embeddings off nothing is current; PostgreSQL text cannot hold NUL, so the
                 # stand-in is a name no model has.
-                [model or "(embeddings off)"],
+                [kind.model() or "(embeddings off)"],
             )
             total, current = cursor.fetchone()
             out[kind.name] = {"total": total, "embedded": current, "backlog": total - current if model else 0}
@@ -127,8 +149,10 @@ def _vector_sql(vector) -> str:
 
 
 def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH, embedder=None) -> tuple[int, int]:
-    """Claim, embed and store one batch of `kind` with ids above `after_id`. Returns (rows
-    embedded, last id seen); (0, after_id) when nothing is left."""
+    """Claim, embed and store one batch of `kind` with ids above `after_id`, `model` being the
+    embedder's name (Kind.model_for names the vectors). Returns (rows embedded, last id seen);
+    (0, after_id) when nothing is left."""
+    model = kind.model_for(model)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {kind.select} FROM {kind.table} t {kind.join} {kind.vector_join} "

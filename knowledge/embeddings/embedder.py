@@ -56,6 +56,18 @@ def model_name() -> str:
     return ""
 
 
+# A message is embedded with the turn before it in its thread ("Ana: which database?\nBo: the
+# second one"): a reply often names nothing of what it answers. Its vectors are recorded as the
+# model's name plus this suffix, so messages embedded by an earlier recipe are backlog again.
+MESSAGE_RECIPE = "+previous-turn"
+
+
+def message_model_name() -> str:
+    """The name message vectors made now are recorded with ('' when embeddings are off)."""
+    name = model_name()
+    return name + MESSAGE_RECIPE if name else ""
+
+
 def enabled() -> bool:
     return backend() != "none"
 

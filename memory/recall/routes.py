@@ -12,6 +12,7 @@ from datetime import datetime
 
 import numpy as np
 
+from knowledge.embeddings.embedder import MESSAGE_RECIPE
 from knowledge.models import Entry, Episode, Memory, Message
 from knowledge.replica import read_connection
 from memory.recall import fts
@@ -431,7 +432,9 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
     selective than estimated), the exact query runs once more."""
     vec = inp.vector_sql
     table = TABLE[kind]
+    model = inp.embedding_model
     if kind == MESSAGE:  # message vectors live in their own table (knowledge.MessageVector)
+        model += MESSAGE_RECIPE  # and are made with the turn before them
         source, vector_col, model_col = (
             "knowledge_messagevector v JOIN knowledge_message ON knowledge_message.id = v.message_id",
             "v.embedding",
@@ -446,7 +449,7 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
     )
     indexed = base + f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
     exact = base + f"ORDER BY ({vector_col} <=> %s::vector) + 0 LIMIT %s"
-    args = [vec, inp.embedding_model, *params, vec, inp.limit]
+    args = [vec, model, *params, vec, inp.limit]
     small = searched_exactly(table, *scope)
     # hnsw.ef_search and iterative scans: see search_settings
     (rows,) = yield [(exact if small else indexed, args)]

@@ -28,6 +28,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from knowledge.embeddings import embedder as embeddings
 from knowledge.models import Conversation, Memory, MessageVector
 from knowledge.tokens import count_tokens
 from memory.consolidation.find import Change, Findings, find_conflicts, find_conflicts_across_owners
@@ -35,7 +36,7 @@ from memory.consolidation.model import ModelGate
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan, MemoryLink
 from memory.reconciler import arbiter as arbiter_prompt
 from memory.reconciler import digest_prompt
-from memory.reconciler.dedup import close_pairs, is_same, unit_rows
+from memory.reconciler.dedup import close_pairs, is_same, same_statement_guard, unit_rows
 
 PROMOTE_TURNS = 3
 LINK_BATCH = 2000  # new memories one pass links at most (the rest wait for the next pass)
@@ -177,6 +178,11 @@ def _turn_of(memory_row) -> tuple:
     return ("turn", conversation_id, turn) if turn is not None else ("memory", memory_id)
 
 
+# How far below theta a message's stored vector (made with the turn before it) may score and still
+# have its own words compared.
+CONTEXT_SLACK = 0.15
+
+
 def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> None:
     from memory.lifecycle.conflicts import anti_drift_conflicts
 
@@ -207,12 +213,24 @@ def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> 
     channels = dict(
         Conversation.objects.filter(pk__in={r[2] for r in candidates if r[2]}).values_list("pk", "channel_id")
     )
-    messages = defaultdict(list)  # channel → [(message id, text, vector)]
-    for mid, text, channel_id, vector in MessageVector.objects.filter(
+    messages = defaultdict(list)  # channel → [(message id, text, vector, speaker)]
+    for mid, text, channel_id, vector, speaker in MessageVector.objects.filter(
         message__channel_id__in=set(channels.values())
-    ).values_list("message_id", "message__text", "message__channel_id", "embedding"):
-        messages[channel_id].append((mid, text, vector))
+    ).values_list("message_id", "message__text", "message__channel_id", "embedding", "message__speaker_name"):
+        messages[channel_id].append((mid, text, vector, speaker))
     message_units = {ch: (rows, unit_rows([r[2] for r in rows])) for ch, rows in messages.items()}
+    own_vectors: dict[int, np.ndarray] = {}
+
+    def says_it_itself(row, vector) -> bool:
+        """A message's stored vector carries the turn before it (knowledge.embeddings); a turn
+        counts as saying the memory only when its own words do: its text alone, embedded as the
+        backlog embeds a message ("speaker: text"), is within theta too."""
+        if row[0] not in own_vectors:
+            try:
+                own_vectors[row[0]] = embeddings.embed_texts([f"{row[3]}: {row[1]}"])[0]
+            except embeddings.EmbeddingError:  # embeddings off or failing: nothing is confirmed
+                return False
+        return float(own_vectors[row[0]] @ vector) >= theta
 
     for n, (memory_id, text, conversation_id, turn, _) in enumerate(candidates):
         turns = {_turn_of((conversation_id, turn, memory_id))}
@@ -237,8 +255,10 @@ def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> 
         if channel in message_units:
             rows, units = message_units[channel]
             scores = units @ c[n]
-            for k in np.nonzero(scores >= theta)[0].tolist():
-                if is_same(text, rows[k][1], float(scores[k]), theta):
+            # The stored vectors are only the first sieve, widened: the turn before a message
+            # can pull its vector away from what the message itself says.
+            for k in np.nonzero(scores >= theta - CONTEXT_SLACK)[0].tolist():
+                if same_statement_guard(text, rows[k][1]) and says_it_itself(rows[k], c[n]):
                     key = ("message", rows[k][0])
                     if key not in turns:
                         turns.add(key)

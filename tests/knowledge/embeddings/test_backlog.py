@@ -2,12 +2,14 @@
 worker; a model change is a backlog; edits clear the vector."""
 
 import io
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.test import override_settings
+from django.utils import timezone
 
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import backlog_counts, coverage, run_backlog
@@ -40,7 +42,7 @@ def test_ingestion_leaves_vectors_to_the_worker_which_embeds_everything(
 def test_the_queued_job_runs_after_commit(world, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         factory.post_messages(world.general, [{"speaker": "alice", "text": "embedded by the kicked job"}])
-    assert MessageVector.objects.get(message=Message.objects.get()).model == embeddings.model_name()
+    assert MessageVector.objects.get(message=Message.objects.get()).model == embeddings.message_model_name()
 
 
 def test_a_new_text_and_a_new_model_make_backlog(world):
@@ -110,10 +112,12 @@ def test_lanes_share_the_backlog_and_embed_each_row_once(world):
     assert sum(n for kind, n in reported if kind == "messages") == 150 and len(reported) >= 10
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
     stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
-    assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.model_name()}
+    assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.message_model_name()}
     # A lane's single-threaded session gives the vector the shared session gives; a message is
-    # embedded with its speaker.
-    expected = embeddings.embed_texts([f"alice: {t}" for t in texts])
+    # embedded with its speaker, after the turn before it.
+    expected = embeddings.embed_texts(
+        [f"alice: {t}" if i == 0 else f"alice: {texts[i - 1]}\nalice: {t}" for i, t in enumerate(texts)]
+    )
     got = np.array([stored[i].embedding for i in ids])
     assert np.allclose(got, expected, atol=1e-4)
 
@@ -203,7 +207,46 @@ def test_the_speaker_migration_sends_text_only_message_vectors_back_to_the_backl
     factory.embed_all()
     assert backlog_counts()["messages"] == 0
     stored = MessageVector.objects.get(message_id=message_id)
-    assert stored.model == embeddings.model_name()
+    assert stored.model == embeddings.message_model_name()
     assert np.allclose(
         stored.embedding, embeddings.embed_texts(["alice: the demo moved to Friday"])[0], atol=1e-4
     )
+
+
+def test_a_message_is_embedded_after_the_turn_before_it_in_its_own_thread(world):
+    """The turn before a message in its thread is part of its embedding text (a reply names little
+    of what it answers); a thread's first message stands alone, another thread's turns never
+    count, and a long turn before it is cut so the message's own text stays whole."""
+    from knowledge.embeddings.backlog import PREVIOUS_TURN_CHARS
+
+    now = timezone.now().replace(microsecond=0)
+    long_question = "Which database should we pick for the analytics warehouse? " * 10
+    rows = [
+        ("ana", long_question, "t1", 3),
+        ("cai", "Lunch is at noon today", "t2", 2),  # another thread, between the two turns
+        ("bo", "Definitely the columnar one, it copes with our event volume", "t1", 1),
+    ]
+    ids = factory.post_messages(
+        world.general,
+        [{"speaker": s, "text": t, "thread": th, "ts": now - timedelta(minutes=m)} for s, t, th, m in rows],
+    )
+    factory.embed_all()
+    stored = {v.message_id: np.array(v.embedding) for v in MessageVector.objects.filter(message_id__in=ids)}
+    alone = embeddings.embed_texts([f"ana: {long_question}", "cai: Lunch is at noon today"])
+    assert np.allclose(stored[ids[0]], alone[0], atol=1e-4)
+    assert np.allclose(stored[ids[1]], alone[1], atol=1e-4)
+    reply = f"ana: {long_question[:PREVIOUS_TURN_CHARS]}\nbo: {rows[2][1]}"
+    assert np.allclose(stored[ids[2]], embeddings.embed_texts([reply])[0], atol=1e-4)
+    # What it answers is now near it: closer to the question than its own words alone are.
+    question = embeddings.embed_texts(["analytics warehouse database"])[0]
+    own = embeddings.embed_texts([f"bo: {rows[2][1]}"])[0]
+    assert float(stored[ids[2]] @ question) > float(own @ question) + 0.1
+
+
+def test_message_vectors_of_an_earlier_recipe_are_backlog_again(world):
+    (message_id,) = factory.post_messages(world.general, [{"speaker": "alice", "text": "the demo moved"}])
+    factory.embed_all()
+    MessageVector.objects.filter(message_id=message_id).update(model=embeddings.model_name())
+    assert backlog_counts()["messages"] == 1
+    factory.embed_all()
+    assert MessageVector.objects.get(message_id=message_id).model == embeddings.message_model_name()

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from knowledge.models import Memory, ModelUsage
+from knowledge.models import Memory, MessageVector, ModelUsage
 from knowledge.principals.principal import Principal
 from memory.consolidation import consolidation_run, plan_apply, plan_revert
 from memory.consolidation.find import conflict_score
 from memory.models import ConsolidationGroup, ConsolidationPlan, MemoryLink, ReconcilerRun
+from memory.reconciler import find
 from memory.reconciler.dedup import same_statement_guard
 from memory.reconciler.selectors import memory_links, reconciler_due
 from memory.reconciler.services import reconciler_run
@@ -187,6 +188,35 @@ def test_three_copies_from_one_turn_are_not_a_promotion(world):
     assert result.counts["promotion_candidates"] == 3
     assert not result.plan.groups.filter(kind=ConsolidationGroup.PROMOTION).exists()
     assert not Memory.objects.filter(tier=Memory.SEMANTIC).exists()
+
+
+def test_a_turn_counts_as_a_restatement_by_its_own_words_not_the_turn_before_it(world):
+    """Message vectors carry the turn before them; a reply that only agrees ("Yes, exactly") is
+    near the fact through that turn, but did not say it: the message that said it counts, the
+    reply does not, so two turns are not a promotion."""
+    conv = factory.make_conversation(world.copilot, world.general)
+    memory = remember(world.copilot, A, tier=Memory.EPISODIC, conversation=conv, turn=1)
+    said, agreed = factory.post_messages(
+        world.general,
+        [
+            {"speaker": "alice", "text": "I prefer e-mail over phone calls."},
+            {"speaker": "bob", "text": "Yes, exactly."},
+        ],
+    )
+    factory.embed_all()
+    stored = dict(MessageVector.objects.values_list("message_id", "embedding"))
+    mine = np.array(Memory.objects.get(pk=memory.pk).embedding)
+    assert float(np.array(stored[agreed]) @ mine) >= 0.80 - find.CONTEXT_SLACK  # the sieve lets it by
+    result = run(world.copilot, jobs=("promotion",))
+    assert not result.plan.groups.filter(kind=ConsolidationGroup.PROMOTION).exists()
+    # A third turn of its own (another memory) makes three: the memory's, the message's, its own.
+    remember(world.copilot, B, tier=Memory.EPISODIC, conversation=conv, turn=4)
+    factory.embed_all()
+    run(world.copilot, jobs=("promotion",))
+    memory.refresh_from_db()
+    assert memory.tier == Memory.SEMANTIC
+    refs = set(memory.sources.values_list("kind", "ref"))
+    assert ("message", str(said)) in refs and ("message", str(agreed)) not in refs
 
 
 # --- session digests ------------------------------------------------------------------------
