@@ -102,7 +102,12 @@ def _backlog_by_arrival(days, backlog: dict[str, int] | None = None) -> list[int
             cursor.execute(
                 f"SELECT {ranges} FROM {kind.table} t {kind.vector_join} WHERE t.{column} >= %s "
                 f"AND t.{column} < %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE",
-                [*(b for i in range(len(days) - 1) for b in bounds[i : i + 2]), bounds[0], bounds[-1], model],
+                [
+                    *(b for i in range(len(days) - 1) for b in bounds[i : i + 2]),
+                    bounds[0],
+                    bounds[-1],
+                    kind.model(),
+                ],
             )
             counts = cursor.fetchone()
             for i, n in enumerate(counts, start=1):

@@ -27,6 +27,11 @@ from knowledge.models import Episode, Memory, Message, MessageVector
 log = logging.getLogger(__name__)
 
 BATCH = 256
+# A message is embedded after the turn before it in its thread (embedding_text) when that turn was
+# said at most this long before it: the same sitting. A thread's first message, or one after a
+# pause, stands alone — an unrelated message of hours before would only blur it (measured on the
+# team's own set, docs/RECALL.md).
+PREVIOUS_TURN_MINUTES = 30
 LINGER_POLL_SECONDS = 0.25
 
 
@@ -74,10 +79,12 @@ BACKLOG = [
         "messages",
         Message._meta.db_table,
         "t.id, t.speaker_name, t.text, p.speaker_name, p.text",
-        # The turn before it in its thread (index message_thread_ts), for its embedding text.
+        # The turn before it in its thread, when said in the same sitting (index message_thread_ts),
+        # for its embedding text.
         join=(
             "LEFT JOIN LATERAL (SELECT p.speaker_name, p.text FROM knowledge_message p "
             "WHERE p.channel_id = t.channel_id AND p.thread = t.thread AND p.ts <= t.ts "
+            f"AND p.ts >= t.ts - interval '{PREVIOUS_TURN_MINUTES} minutes' "
             "AND (p.ts < t.ts OR p.id < t.id) ORDER BY p.ts DESC, p.id DESC LIMIT 1) p ON TRUE"
         ),
         side_table=MessageVector._meta.db_table,

@@ -1,4 +1,5 @@
-"""Recall: memory_search over four routes, and the pieces context compilation reuses."""
+"""Recall: memory_search over four routes and a second hop, and the pieces context compilation
+reuses."""
 
 from memory.recall.params import DEFAULT_PARAMS, ROUTES, RecallParams
 from memory.recall.scope import RecallScope, resolve_scope

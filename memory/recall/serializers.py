@@ -35,7 +35,8 @@ class SearchIn(ScopeIn):
     routes = serializers.ListField(
         child=serializers.ChoiceField(choices=list(ROUTES)),
         required=False,
-        help_text="Run only these routes (diagnostics); all four by default.",
+        help_text="Run only these routes (diagnostics; no second hop then); all four and the "
+        "second hop by default.",
     )
 
 

@@ -215,16 +215,18 @@ def test_the_speaker_migration_sends_text_only_message_vectors_back_to_the_backl
 
 def test_a_message_is_embedded_after_the_turn_before_it_in_its_own_thread(world):
     """The turn before a message in its thread is part of its embedding text (a reply names little
-    of what it answers); a thread's first message stands alone, another thread's turns never
-    count, and a long turn before it is cut so the message's own text stays whole."""
-    from knowledge.embeddings.backlog import PREVIOUS_TURN_CHARS
+    of what it answers); a thread's first message stands alone, and so does one said after a
+    pause; another thread's turns never count, and a long turn before it is cut so the message's
+    own text stays whole."""
+    from knowledge.embeddings.backlog import PREVIOUS_TURN_CHARS, PREVIOUS_TURN_MINUTES
 
     now = timezone.now().replace(microsecond=0)
     long_question = "Which database should we pick for the analytics warehouse? " * 10
     rows = [
-        ("ana", long_question, "t1", 3),
-        ("cai", "Lunch is at noon today", "t2", 2),  # another thread, between the two turns
-        ("bo", "Definitely the columnar one, it copes with our event volume", "t1", 1),
+        ("ana", long_question, "t1", 60),
+        ("cai", "Lunch is at noon today", "t2", 59),  # another thread, between the two turns
+        ("bo", "Definitely the columnar one, it copes with our event volume", "t1", 58),
+        ("ana", "Did the release notes go out?", "t1", 58 - PREVIOUS_TURN_MINUTES - 1),  # after a pause
     ]
     ids = factory.post_messages(
         world.general,
@@ -232,9 +234,12 @@ def test_a_message_is_embedded_after_the_turn_before_it_in_its_own_thread(world)
     )
     factory.embed_all()
     stored = {v.message_id: np.array(v.embedding) for v in MessageVector.objects.filter(message_id__in=ids)}
-    alone = embeddings.embed_texts([f"ana: {long_question}", "cai: Lunch is at noon today"])
+    alone = embeddings.embed_texts(
+        [f"ana: {long_question}", "cai: Lunch is at noon today", "ana: Did the release notes go out?"]
+    )
     assert np.allclose(stored[ids[0]], alone[0], atol=1e-4)
     assert np.allclose(stored[ids[1]], alone[1], atol=1e-4)
+    assert np.allclose(stored[ids[3]], alone[2], atol=1e-4)
     reply = f"ana: {long_question[:PREVIOUS_TURN_CHARS]}\nbo: {rows[2][1]}"
     assert np.allclose(stored[ids[2]], embeddings.embed_texts([reply])[0], atol=1e-4)
     # What it answers is now near it: closer to the question than its own words alone are.
