@@ -49,12 +49,9 @@ HOP_CANDIDATE_DOCS = 500
 
 @dataclass
 class Hop:
-    """What the second hop found: the new terms and the two rankings (empty when it did not run:
-    `reason` says why)."""
+    """What the second hop found: its two rankings (none when it did not run: `reason` says why)."""
 
-    terms: list[str]
     rankings: dict
-    ms: float = 0.0
     reason: str = ""
 
 
@@ -120,15 +117,15 @@ def second_hop(inp: R.RouteInput, candidates: list[Candidate], params: RecallPar
     """Run the second hop for the first ranking `candidates` (see the module docstring)."""
     hits = feedback_hits(candidates, params.hop_hits)
     if not hits:
-        return Hop([], {}, reason="no first hits to learn from")
+        return Hop({}, reason="no first hits to learn from")
     (rows,) = R.execute_all([_lexemes_sql(hits, inp.lexemes)])
     first = {c.name: inp.terms(c.name) for c in R.CORPORA}
     expanded = choose_terms(rows, first, params.hop_terms)
     new = sorted({t.lexeme for w in expanded.values() for t in w.terms} - set(inp.lexemes))
     if not new:
-        return Hop([], {}, reason="the first hits name nothing new")
+        return Hop({}, reason="the first hits name nothing new")
     hinp = replace(inp, _lexemes=[*inp.lexemes, *new], _terms=expanded)
-    rankings, spent = R.run_batched(
+    rankings, _ = R.run_batched(
         {HOP_KNOWLEDGE: R.keyword_knowledge(hinp), HOP_MESSAGES: R.keyword_messages(hinp)}, settings_sql
     )
-    return Hop(new, rankings, ms=max(spent.values(), default=0.0))
+    return Hop(rankings)
