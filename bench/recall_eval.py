@@ -19,7 +19,14 @@ from datetime import datetime
 
 from memory.recall import memory_search
 from memory.recall.fuse import rank
-from memory.recall.params import DEFAULT_PARAMS, KEYWORD_MESSAGES, ROUTES, VECTOR_EPISODES, RecallParams
+from memory.recall.params import (
+    DEFAULT_PARAMS,
+    HOP_ROUTES,
+    KEYWORD_MESSAGES,
+    ROUTES,
+    VECTOR_EPISODES,
+    RecallParams,
+)
 from memory.recall.search import recall_candidates
 
 KS = (1, 5, 10, 50)
@@ -87,7 +94,7 @@ class Evaluation:
     def route_metrics(self) -> dict[str, dict[str, float]]:
         return {
             route: self._score([self._labels(r.rankings.get(route, [])) for r in self.rankings])
-            for route in ROUTES
+            for route in (*ROUTES, *HOP_ROUTES)
             if any(route in r.rankings for r in self.rankings)
         }
 
