@@ -17,6 +17,7 @@ from knowledge.tokens import count_tokens
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import KINDS, Browser
 from memory.recall.memo import MemoChanged, memo_budget_tokens, memo_for, memo_out, memo_update
+from memory.recall.params import HOP_ROUTES
 from memory.recall.present import outcome_out
 from memory.recall.search import MAX_BUDGET, MAX_K
 
@@ -61,7 +62,7 @@ def playground(request):
             :200
         ],
         "channels": Channel.objects.order_by("name"),
-        "routes": ROUTES,
+        "routes": ROUTES + HOP_ROUTES,  # a column per ranking, the second hop's too
     }
     if form["q"] and form["agent"]:
         try:

@@ -154,3 +154,15 @@ def test_only_the_new_terms_select_the_second_hops_candidates_and_only_rare_ones
     assert [t.lexeme for t in candidate_terms(hop)] == ["open"]  # danc only scores; team is too common
     rare_only = Weighed(terms, 5.0, 1000, select=frozenset({"team"}), candidate_docs=100)
     assert candidate_terms(rare_only) == []
+
+
+@override_settings(BRAIN_EMBEDDINGS="none")
+def test_the_playground_shows_the_second_hops_rank_in_its_own_column(client, world, studio):
+    conv, _, party_turn = studio
+    client.force_login(world.reviewer)
+    page = client.get("/recall/", {"agent": "copilot", "conversation": conv.pk, "q": QUESTION})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert ">second hop messages</th>" in html
+    [party] = [r for r in page.context["outcome"]["results"] if r["id"] == party_turn]
+    assert f"#{party['routes'][HOP_MESSAGES]['rank']}<br>" in html
