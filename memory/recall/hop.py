@@ -69,8 +69,9 @@ def feedback_hits(candidates: list[Candidate], n: int) -> list[tuple[str, int, f
 
 
 def _lexemes_sql(hits, query_lexemes: list[str]) -> tuple[str, list]:
-    """(lexeme, its weight, corpus, documents holding it, their length) for every new lexeme of
-    the hits, one row per corpus that holds it."""
+    """(lexeme, its weight, corpus, documents of that corpus holding it) for every new lexeme of
+    the hits, one row per corpus that holds it. The hits are candidates of the search's own
+    routes, so only rows inside its scope lend their words."""
     kinds, ids, weights = zip(*hits, strict=True)
     arms = " UNION ALL ".join(_LEXEMES[kind] for kind in sorted(set(kinds)))
     sql = (
