@@ -49,8 +49,8 @@ class Kind:
 
     def model_for(self, base: str) -> str:
         """The name this kind's vectors are recorded with when `base` embeds them (a message's
-        names its recipe too: embedder.MESSAGE_RECIPE)."""
-        return base + embeddings.MESSAGE_RECIPE if self.side_table and base else base
+        names its recipe too: embedder.message_model_name)."""
+        return embeddings.message_model_name(base) if self.side_table else base
 
     def model(self) -> str:
         """The name this kind's vectors are made under now ('' when embeddings are off)."""

@@ -62,9 +62,10 @@ def model_name() -> str:
 MESSAGE_RECIPE = "+previous-turn"
 
 
-def message_model_name() -> str:
-    """The name message vectors made now are recorded with ('' when embeddings are off)."""
-    name = model_name()
+def message_model_name(base: str | None = None) -> str:
+    """The name message vectors are recorded with when `base` (default: model_name(), the model
+    now) embeds them; '' when embeddings are off. The one place the recipe joins the name."""
+    name = model_name() if base is None else base
     return name + MESSAGE_RECIPE if name else ""
 
 

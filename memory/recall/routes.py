@@ -12,7 +12,7 @@ from datetime import datetime
 
 import numpy as np
 
-from knowledge.embeddings.embedder import MESSAGE_RECIPE
+from knowledge.embeddings.embedder import message_model_name
 from knowledge.models import Entry, Episode, Memory, Message
 from knowledge.replica import read_connection
 from memory.recall import fts
@@ -434,7 +434,7 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
     table = TABLE[kind]
     model = inp.embedding_model
     if kind == MESSAGE:  # message vectors live in their own table (knowledge.MessageVector)
-        model += MESSAGE_RECIPE  # and are made with the turn before them
+        model = message_model_name(model)  # and are made with the turn before them
         source, vector_col, model_col = (
             "knowledge_messagevector v JOIN knowledge_message ON knowledge_message.id = v.message_id",
             "v.embedding",
