@@ -47,10 +47,11 @@ def test_admin_finds_by_alias_corrects_with_a_reason_and_restores_from_the_audit
     page.click("nav[aria-label=Knowledge] >> text=Audit")
     row = page.locator(f"#event-{event.pk}")
     row.locator("text=Before/after").click()
-    assert page.locator("del:has-text('5.2.1')").first.is_visible()
-    assert page.locator("ins:has-text('5.2.2')").first.is_visible()
+    page.locator("del:has-text('5.2.1')").first.wait_for()
+    page.locator("ins:has-text('5.2.2')").first.wait_for()
     page.click("text=Preview restore")
-    assert page.locator("text=Nothing has changed yet").is_visible()
+    # The click starts a navigation; wait for the preview page rather than test a page mid-load.
+    page.locator("text=Nothing has changed yet").wait_for()
     assert Memory.objects.get(pk=block.pk).version == 2
     page.click("button:has-text('Restore 1 record')")
     page.locator("text=Restored 1 record from 1 event").wait_for()
@@ -80,7 +81,7 @@ def test_a_batch_restore_is_selected_in_the_audit_tab(page, world):
         event = AuditEvent.objects.get(action=action)
         page.check(f"#event-{event.pk} input[name=events]")
     page.click("text=Preview restore of selected")
-    assert page.locator("text=restoring 2 records from 2 events").is_visible()
+    page.locator("text=restoring 2 records from 2 events").wait_for()
     page.click("button:has-text('Restore 2 records')")
     page.locator("text=Restored 2 records from 2 events").wait_for()
     page.goto(f"/knowledge/entries/{entry.pk}/")

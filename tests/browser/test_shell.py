@@ -24,7 +24,7 @@ def test_wrong_password_is_refused(page, world):
     page.fill("input[name=username]", "adam")
     page.fill("input[name=password]", "wrong")
     page.click("button[type=submit]")
-    assert page.locator(".error").is_visible()
+    page.locator(".error").wait_for()
 
 
 def test_reviewer_sees_no_admin_navigation_and_gets_403(page, world):
