@@ -7,6 +7,7 @@ import statistics
 import time
 
 from django.db import connection
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from bench.recall_seed import ACTOR, agent, reset_recall_tables
@@ -58,9 +59,11 @@ def run(report):
     WebhookDelivery.objects.all().delete()
     mine, other = agent("events-reader"), agent("events-other")
     admin = Principal(kind="person", name="bench", role="admin")
-    webhook = webhook_create(
-        actor=admin, url="http://127.0.0.1:9/none", events=["memory.written"], secret="x" * 32
-    )
+    # A receiver on this machine (the discard port): named, as an internal receiver must be.
+    with override_settings(BRAIN_WEBHOOK_ALLOW_HOSTS=["127.0.0.1"]):
+        webhook = webhook_create(
+            actor=admin, url="http://127.0.0.1:9/none", events=["memory.written"], secret="x" * 32
+        )
     t0 = time.perf_counter()
     for i in range(WRITES):
         owner = mine if i % 2 == 0 else other
