@@ -110,6 +110,7 @@ def choose_terms(rows, weighed: dict[str, Weighed], count: int) -> dict[str, Wei
             w.docs,
             select=frozenset(t.lexeme for t in added),
             candidate_docs=HOP_CANDIDATE_DOCS,
+            strict=True,
         )
     return out
 

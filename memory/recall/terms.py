@@ -78,13 +78,16 @@ class Corpus:
 class Weighed:
     """A query's terms in one corpus, and the corpus's average document length. `select`, when
     given, names the only lexemes that may select candidates (the others only score), and
-    `candidate_docs` bounds the documents they select (see candidate_terms)."""
+    `candidate_docs` bounds the documents they select (see candidate_terms). `strict`: no term is
+    sure to select, not even the rarest when it alone is over the bound (a second hop's new
+    terms: a common one would only add rows to read)."""
 
     terms: list[Term]
     avg_length: float = 1.0
     docs: int = 0  # documents in the corpus
     select: frozenset | None = None
     candidate_docs: int = CANDIDATE_DOCS
+    strict: bool = False
 
 
 def weigh_terms(lexemes: list[str], corpora: list[Corpus], stats=None) -> dict[str, Weighed]:
@@ -144,17 +147,16 @@ def weigh_query(q: str, corpora: list[Corpus]) -> tuple[list[str], dict[str, Wei
 
 def candidate_terms(weighed: Weighed) -> list[Term]:
     """The terms whose index entries select candidates: the rarest ones (of those `select`
-    allows), while their documents add up to at most `candidate_docs` (CANDIDATE_DOCS; at least
-    the rarest term, unless even that one is over the bound a second hop sets), never one found
-    in more than MAX_CANDIDATE_SHARE of a large corpus. Empty: the corpus has no useful
-    candidates for the query."""
+    allows), while their documents add up to at most `candidate_docs` (at least the rarest term,
+    unless `strict`), never one found in more than MAX_CANDIDATE_SHARE of a large corpus. Empty:
+    the corpus has no useful candidates for the query."""
     chosen, total = [], 0.0
     bound = weighed.candidate_docs
     allowed = [t for t in weighed.terms if weighed.select is None or t.lexeme in weighed.select]
     for term in sorted(allowed, key=lambda t: t.docs):
         if term.share > MAX_CANDIDATE_SHARE and term.docs > CANDIDATE_DOCS:
             break
-        if (chosen or bound < CANDIDATE_DOCS) and total + term.docs > bound:
+        if (chosen or weighed.strict) and total + term.docs > bound:
             break
         chosen.append(term)
         total += term.docs

@@ -214,8 +214,10 @@ def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> 
         Conversation.objects.filter(pk__in={r[2] for r in candidates if r[2]}).values_list("pk", "channel_id")
     )
     messages = defaultdict(list)  # channel → [(message id, text, vector, speaker)]
+    # Only vectors of the model and recipe the memories' vectors come from: right after an
+    # upgrade or a model change the others are backlog, and comparing across models means nothing.
     for mid, text, channel_id, vector, speaker in MessageVector.objects.filter(
-        message__channel_id__in=set(channels.values())
+        message__channel_id__in=set(channels.values()), model=embeddings.message_model_name()
     ).values_list("message_id", "message__text", "message__channel_id", "embedding", "message__speaker_name"):
         messages[channel_id].append((mid, text, vector, speaker))
     message_units = {ch: (rows, unit_rows([r[2] for r in rows])) for ch, rows in messages.items()}

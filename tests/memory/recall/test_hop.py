@@ -2,6 +2,7 @@
 what answers it in other words — inside the same scope, and only when every route was asked.
 Keyword routes only (embeddings off), so what each hop finds follows from the words alone."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -150,10 +151,12 @@ def test_only_the_new_terms_select_the_second_hops_candidates_and_only_rare_ones
 
     terms = [Term("danc", 1.0, 0.001, 10), Term("open", 2.0, 0.002, 40), Term("team", 0.5, 0.3, 450)]
     assert [t.lexeme for t in candidate_terms(Weighed(terms, 5.0, 1000))] == ["danc", "open", "team"]
-    hop = Weighed(terms, 5.0, 1000, select=frozenset({"open", "team"}), candidate_docs=100)
+    hop = Weighed(terms, 5.0, 1000, select=frozenset({"open", "team"}), candidate_docs=100, strict=True)
     assert [t.lexeme for t in candidate_terms(hop)] == ["open"]  # danc only scores; team is too common
-    rare_only = Weighed(terms, 5.0, 1000, select=frozenset({"team"}), candidate_docs=100)
+    rare_only = Weighed(terms, 5.0, 1000, select=frozenset({"team"}), candidate_docs=100, strict=True)
     assert candidate_terms(rare_only) == []
+    # Not strict (the first hop): the rarest term selects even when it alone is over the bound.
+    assert [t.lexeme for t in candidate_terms(replace(rare_only, strict=False))] == ["team"]
 
 
 @override_settings(BRAIN_EMBEDDINGS="none")

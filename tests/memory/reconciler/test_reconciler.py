@@ -219,6 +219,28 @@ def test_a_turn_counts_as_a_restatement_by_its_own_words_not_the_turn_before_it(
     assert ("message", str(said)) in refs and ("message", str(agreed)) not in refs
 
 
+def test_message_vectors_of_another_model_are_not_compared(world):
+    """Right after an upgrade (or a model change) a message's stored vector is of another model
+    or recipe: it is backlog, and a restatement is only found once the backlog re-embeds it."""
+    from knowledge.embeddings import embedder
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    memory = remember(world.copilot, A, tier=Memory.EPISODIC, conversation=conv, turn=1)
+    remember(world.copilot, B, tier=Memory.EPISODIC, conversation=conv, turn=4)
+    (said,) = factory.post_messages(
+        world.general, [{"speaker": "alice", "text": "I prefer e-mail over phone calls."}]
+    )
+    factory.embed_all()
+    MessageVector.objects.filter(message_id=said).update(model=embedder.model_name())  # the old recipe
+    run(world.copilot, jobs=("promotion",), mode="propose")
+    assert not ConsolidationPlan.objects.filter(groups__kind=ConsolidationGroup.PROMOTION).exists()
+    MessageVector.objects.filter(message_id=said).update(model=embedder.message_model_name())
+    run(world.copilot, jobs=("promotion",))
+    memory.refresh_from_db()
+    assert memory.tier == Memory.SEMANTIC
+    assert ("message", str(said)) in set(memory.sources.values_list("kind", "ref"))
+
+
 # --- session digests ------------------------------------------------------------------------
 
 
