@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Sum
 from django.test.utils import override_settings
 
+from curation.dreaming.stage_b.rules import SCAN_SCHEMA
 from knowledge.tokens import count_tokens
 
 EPISODES = 1000
@@ -71,7 +72,9 @@ def _scan(prompt: str) -> dict:
     episodes = [int(m[1]) for m in re.finditer(r"^#(\d+) \d{4}-\d\d-\d\d ", prompt, re.M)]
     topics = set(re.findall(r"(Person \d+)'s food", prompt))
     entries = [int(m[1]) for m in re.finditer(r"^#(\d+) (Person \d+) \(", prompt, re.M) if m[2] in topics]
-    return {"episodes": episodes, "outcomes": [], "entries": entries}
+    # As a model bound by the scan schema must: at most its maxItems ids per list, first listed first.
+    cap = SCAN_SCHEMA["properties"]["entries"]["maxItems"]
+    return {"episodes": episodes[:cap], "outcomes": [], "entries": entries[:cap]}
 
 
 def _propose(prompt: str) -> dict:
