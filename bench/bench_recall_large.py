@@ -25,7 +25,7 @@ from bench import bench_recall as B
 from bench.recall_seed import analyze, reset_recall_tables
 from bench.textgen import TextGen
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import run_backlog
+from knowledge.embeddings.backlog import message_own_text, run_backlog
 from knowledge.models import Channel, Memory, Person
 from memory.recall.routes import vector_literal
 
@@ -90,8 +90,8 @@ def _insert_messages(channels, gen, rng, first: int, total: int) -> None:
 
 def _embed_message_sample(model: str, size: int = 2000) -> int:
     """When the backlog embedded no message yet (a loaded machine), `size` messages are embedded
-    now ("speaker: text", without the turn before: timing only), so the noisy copies start from
-    real message vectors."""
+    now (their own words, message_own_text, without the turn before: timing only), so the noisy
+    copies start from real message vectors."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM knowledge_messagevector WHERE model = %s", [model])
         if cursor.fetchone()[0]:
@@ -100,7 +100,7 @@ def _embed_message_sample(model: str, size: int = 2000) -> int:
             "SELECT id, speaker_name, text FROM knowledge_message ORDER BY random() LIMIT %s", [size]
         )
         rows = cursor.fetchall()
-    vectors = embeddings.embed_texts([f"{speaker}: {text}" for _, speaker, text in rows])
+    vectors = embeddings.embed_texts([message_own_text(speaker, text) for _, speaker, text in rows])
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO knowledge_messagevector (message_id, model, embedding) "

@@ -98,6 +98,11 @@ BACKLOG = [
 PREVIOUS_TURN_CHARS = 300
 
 
+def message_own_text(speaker: str, text: str) -> str:
+    """A message's own words as it is embedded: its speaker, then its text ("Ana: …")."""
+    return f"{speaker}: {text}"
+
+
 def embedding_text(kind: str, row: tuple) -> str:
     """The text a row is embedded as. A block carries its entry's name (the block alone often
     lacks its subject); a memory with a key carries the key; a message its speaker ("Ana: …"),
@@ -109,7 +114,7 @@ def embedding_text(kind: str, row: tuple) -> str:
     if kind == "episodes":
         return "\n".join(p for p in row[1:] if p)
     _, speaker, text, previous_speaker, previous_text = row
-    own = f"{speaker}: {text}"
+    own = message_own_text(speaker, text)
     if previous_text is None:
         return own
     return f"{previous_speaker}: {previous_text[:PREVIOUS_TURN_CHARS]}\n{own}"

@@ -21,7 +21,7 @@ from memory.recall import fts
 from memory.recall import routes as R
 from memory.recall.fuse import Candidate
 from memory.recall.params import HOP_KNOWLEDGE, HOP_MESSAGES, RecallParams
-from memory.recall.terms import Term, Weighed, bm25_idf
+from memory.recall.terms import Weighed, bm25_idf, counted_term
 
 # The first-hop kinds whose rows carry a tsvector; an episode lends its best message hit's.
 _LEXEMES = {
@@ -99,11 +99,7 @@ def choose_terms(rows, weighed: dict[str, Weighed], count: int) -> dict[str, Wei
     chosen = ranked[:count]
     out = {}
     for corpus, w in weighed.items():
-        added = [
-            Term(lexeme=lx, idf=bm25_idf(w.docs, n), share=n / max(w.docs, 1), docs=n)
-            for lx in chosen
-            if (n := held[lx].get(corpus, 0)) > 0
-        ]
+        added = [counted_term(lx, n, w.docs) for lx in chosen if (n := held[lx].get(corpus, 0)) > 0]
         out[corpus] = Weighed(
             w.terms + added,
             w.avg_length,

@@ -64,6 +64,12 @@ def bm25_idf(docs: float, containing: float) -> float:
     return math.log(1 + (docs - containing + 0.5) / (containing + 0.5))
 
 
+def counted_term(lexeme: str, containing: int, docs: int) -> Term:
+    """A lexeme found in `containing` of a corpus's `docs` documents, with its idf and share."""
+    docs = max(docs, 1)
+    return Term(lexeme=lexeme, idf=bm25_idf(docs, containing), share=containing / docs, docs=containing)
+
+
 @dataclass(frozen=True)
 class Corpus:
     """A keyword-searchable table: its name in knowledge.TermStat and its tsvector expression
@@ -100,12 +106,7 @@ def weigh_terms(lexemes: list[str], corpora: list[Corpus], stats=None) -> dict[s
     out = {}
     for c in corpora:
         st = stats[c.name]
-        docs = max(st.docs, 1)
-        terms = [
-            Term(lexeme=lx, idf=bm25_idf(docs, n), share=n / docs, docs=n)
-            for lx in lexemes
-            if (n := st.containing.get(lx, 0)) > 0
-        ]
+        terms = [counted_term(lx, n, st.docs) for lx in lexemes if (n := st.containing.get(lx, 0)) > 0]
         out[c.name] = Weighed(terms, st.avg_length, st.docs)
     return out
 

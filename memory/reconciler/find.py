@@ -29,6 +29,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from knowledge.embeddings import embedder as embeddings
+from knowledge.embeddings.backlog import message_own_text
 from knowledge.models import Conversation, Memory, MessageVector
 from knowledge.tokens import count_tokens
 from memory.consolidation.find import Change, Findings, find_conflicts, find_conflicts_across_owners
@@ -226,10 +227,10 @@ def find_promotions(findings: Findings, *, owner_id: int, theta: float, now) -> 
     def says_it_itself(row, vector) -> bool:
         """A message's stored vector carries the turn before it (knowledge.embeddings); a turn
         counts as saying the memory only when its own words do: its text alone, embedded as the
-        backlog embeds a message ("speaker: text"), is within theta too."""
+        backlog embeds a message's own words (message_own_text), is within theta too."""
         if row[0] not in own_vectors:
             try:
-                own_vectors[row[0]] = embeddings.embed_texts([f"{row[3]}: {row[1]}"])[0]
+                own_vectors[row[0]] = embeddings.embed_texts([message_own_text(row[3], row[1])])[0]
             except embeddings.EmbeddingError:  # embeddings off or failing: nothing is confirmed
                 return False
         return float(own_vectors[row[0]] @ vector) >= theta
