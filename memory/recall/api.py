@@ -61,8 +61,8 @@ def search_for(principal: Principal, v: dict) -> dict:
     summary="memory_search: hybrid recall inside a conversation's scope",
     description="Four routes — keyword over entries and memories, vector over memories and entry "
     "blocks, keyword over messages, vector over episode summaries (and over messages no episode "
-    "covers yet) — then a second hop of the keyword routes with the new terms of the best first "
-    "hits (`routes.second_hop_*`), all fused (a weighted sum of each ranking's normalised scores), "
+    "covers yet) — then a second hop of the message keyword route with the new terms of the best "
+    "first hits (`routes.second_hop_messages`), all fused (a weighted sum of each ranking's normalised scores), "
     "decayed by age as of "
     "`now`, optionally reranked; `k` results, one ranked hit each, expanded (a thread, a lone "
     "message's neighbours, an episode's messages; context shown once), each result capped "

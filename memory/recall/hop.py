@@ -2,25 +2,32 @@
 question does not.
 
 A question names one side of what it asks about ("What does Jon plan for the grand opening?")
-while the turns and facts that answer it often say it in other words, which the first hits use.
+while the turns that answer it often say it in other words, which the first hits use.
 Relevance feedback bridges that: the lexemes of the best `hop_hits` candidates of the first
-ranking, each weighed by the fused scores of the candidates holding it times its rarity (idf),
-give the `hop_terms` best new terms; the keyword routes run once more over the question's own
-terms plus those, and their two rankings (HOP_KNOWLEDGE, HOP_MESSAGES) join fusion with
-`hop_weight`. The four routes' own rankings are unchanged; a question whose first hits name
-nothing new gets no second hop.
+ranking (messages, memories and entries alike), each weighed by the fused scores of the
+candidates holding it times its rarity (idf), give the `hop_terms` best new terms; the message
+keyword route runs once more over the question's own terms plus those, and its ranking
+(HOP_MESSAGES) joins fusion with `hop_weight`. The four routes' own rankings are unchanged; a
+question whose first hits name nothing new gets no second hop.
+
+Only messages are searched again. A second hop over memories and entries (the knowledge keyword
+route) was measured and left out: it moved no question of the LoCoMo dev split and one of our
+own set's 58 either way (fused any@5 and any@10 one question up without it, session@5 one
+down), while its two statements were two thirds of the hop's database time (same run,
+alternating, 100k bench world: hop 6.5 → 2.4 ms, database CPU per search 22.9 → 18.0 ms,
+docs/PERFORMANCE.md).
 
 A hit's lexemes are those of its stored tsvector (what the keyword routes match), leaving out
 the question's own, numbers, and the name of a message's speaker (every turn names its speaker:
 it says nothing about the topic). Two round trips: the lexemes with their statistics, then the
-keyword statements."""
+keyword statement."""
 
 from dataclasses import dataclass, replace
 
 from memory.recall import fts
 from memory.recall import routes as R
 from memory.recall.fuse import Candidate
-from memory.recall.params import HOP_KNOWLEDGE, HOP_MESSAGES, RecallParams
+from memory.recall.params import HOP_MESSAGES, RecallParams
 from memory.recall.terms import Weighed, bm25_idf, counted_term
 
 # The first-hop kinds whose rows carry a tsvector; an episode lends its best message hit's.
@@ -119,11 +126,9 @@ def second_hop(inp: R.RouteInput, candidates: list[Candidate], params: RecallPar
     (rows,) = R.execute_all([_lexemes_sql(hits, inp.lexemes)])
     first = {c.name: inp.terms(c.name) for c in R.CORPORA}
     expanded = choose_terms(rows, first, params.hop_terms)
-    new = sorted({t.lexeme for w in expanded.values() for t in w.terms} - set(inp.lexemes))
+    new = sorted(expanded["message"].select)
     if not new:
         return Hop({}, reason="the first hits name nothing new")
     hinp = replace(inp, _lexemes=[*inp.lexemes, *new], _terms=expanded)
-    rankings, _ = R.run_batched(
-        {HOP_KNOWLEDGE: R.keyword_knowledge(hinp), HOP_MESSAGES: R.keyword_messages(hinp)}, settings_sql
-    )
+    rankings, _ = R.run_batched({HOP_MESSAGES: R.keyword_messages(hinp)}, settings_sql)
     return Hop(rankings)

@@ -11,11 +11,10 @@ KEYWORD_MESSAGES = "keyword_messages"
 VECTOR_EPISODES = "vector_episodes"  # episode summaries, plus messages no episode covers yet
 ROUTES = (KEYWORD_KNOWLEDGE, VECTOR_KNOWLEDGE, KEYWORD_MESSAGES, VECTOR_EPISODES)
 VECTOR_ROUTES = (VECTOR_KNOWLEDGE, VECTOR_EPISODES)
-# The second hop's rankings (memory.recall.hop): the keyword routes once more, over the question's
-# terms plus the new terms of the first hits.
-HOP_KNOWLEDGE = "second_hop_knowledge"
+# The second hop's ranking (memory.recall.hop): the message keyword route once more, over the
+# question's terms plus the new terms of the first hits.
 HOP_MESSAGES = "second_hop_messages"
-HOP_ROUTES = (HOP_KNOWLEDGE, HOP_MESSAGES)
+HOP_ROUTES = (HOP_MESSAGES,)
 
 
 @dataclass(frozen=True)

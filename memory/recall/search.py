@@ -1,5 +1,5 @@
-"""memory_search: four routes inside the conversation's scope and a second hop of the keyword
-routes (memory.recall.hop), fused (a weighted sum of normalised ranking scores), decayed by age,
+"""memory_search: four routes inside the conversation's scope and a second hop of the message
+keyword route (memory.recall.hop), fused (a weighted sum of normalised ranking scores), decayed by age,
 optionally reranked, then k hits expanded and fitted into a token budget.
 
 `recall_candidates` is the ranking half (used by context compilation and the quality bench);

@@ -334,7 +334,6 @@ def test_each_route_reports_its_rank_and_score(world, general_chat):
         "vector_knowledge",
         "keyword_messages",
         "vector_episodes",
-        "second_hop_knowledge",
         "second_hop_messages",
     }
 
