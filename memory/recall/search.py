@@ -1,6 +1,6 @@
 """memory_search: four routes inside the conversation's scope and a second hop of the message
-keyword route (memory.recall.hop), fused (a weighted sum of normalised ranking scores), decayed by age,
-optionally reranked, then k hits expanded and fitted into a token budget.
+keyword route (memory.recall.hop), fused (a weighted sum of normalised ranking scores), decayed
+by age, optionally reranked, then k hits expanded and fitted into a token budget.
 
 `recall_candidates` is the ranking half (used by context compilation and the quality bench);
 `memory_search` adds expansion and the budget. Both take `now`, so history can be replayed, and
