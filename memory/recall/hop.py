@@ -24,10 +24,12 @@ keyword statement."""
 
 from dataclasses import dataclass, replace
 
+from knowledge.models import Message
 from memory.recall import fts
 from memory.recall import routes as R
 from memory.recall.fuse import Candidate
 from memory.recall.params import HOP_MESSAGES, RecallParams
+from memory.recall.scope import NothingVisible
 from memory.recall.terms import Weighed, bm25_idf, counted_term
 
 # The first-hop kinds whose rows carry a tsvector; an episode lends its best message hit's.
@@ -120,6 +122,10 @@ def choose_terms(rows, weighed: dict[str, Weighed], count: int) -> dict[str, Wei
 
 def second_hop(inp: R.RouteInput, candidates: list[Candidate], params: RecallParams, settings_sql: str):
     """Run the second hop for the first ranking `candidates` (see the module docstring)."""
+    try:
+        inp.scope.where(Message)
+    except NothingVisible:  # e.g. the eval gate's store scope of an agent in no channel
+        return Hop({}, reason="no messages in this scope")
     hits = feedback_hits(candidates, params.hop_hits)
     if not hits:
         return Hop({}, reason="no first hits to learn from")

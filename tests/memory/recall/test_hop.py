@@ -169,3 +169,27 @@ def test_the_playground_shows_the_second_hops_rank_in_its_own_column(client, wor
     assert ">second hop messages</th>" in html
     [party] = [r for r in page.context["outcome"]["results"] if r["id"] == party_turn]
     assert f"#{party['routes'][HOP_MESSAGES]['rank']}<br>" in html
+
+
+def test_a_scope_without_messages_runs_no_second_hop(world):
+    """The hop searches messages again; where the scope shows none (an agent in no channel, as
+    the eval gate scopes a memory's store) it sends nothing and says why."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.recall import recall_candidates
+    from memory.recall.scope import store_scope
+
+    loner = factory.make_agent()
+    factory.make_memory_row(loner, "The grand opening party gets a salsa band", store="self")
+    with CaptureQueriesContext(connection) as queries:
+        ranking = recall_candidates(store_scope(loner, "self"), q="grand opening party band")
+
+    assert [c.kind for c in ranking.candidates] == ["memory"]
+    assert ranking.routes[HOP_MESSAGES] == {
+        "ran": False,
+        "hits": 0,
+        "ms": ranking.routes[HOP_MESSAGES]["ms"],
+        "reason": "no messages in this scope",
+    }
+    assert not any("WITH h(kind, id, w)" in q["sql"] for q in queries.captured_queries)
