@@ -289,7 +289,10 @@ def _latency(report, copilot, gen, rng):
             "searches over HTTP from one keep-alive client to the server `make run` starts (gunicorn, "
             f"uvicorn worker, ASGI router); response {statistics.mean(sizes) / 1000:.1f} kB on average",
         )
-    # The same searches without the HTTP layer: the search itself, query embedding included.
+    # The same searches without the HTTP layer: the search itself, query embedding included —
+    # so the query vectors the API searches above left in this process are forgotten first
+    # (otherwise nearly every question here would skip its model run).
+    embeddings.query_cache_clear()
     principal = Principal.for_agent(copilot)
     service = []
     for i in range(QUERIES):
