@@ -132,9 +132,8 @@ def second_hop(inp: R.RouteInput, candidates: list[Candidate], params: RecallPar
     (rows,) = R.execute_all([_lexemes_sql(hits, inp.lexemes)])
     first = {c.name: inp.terms(c.name) for c in R.CORPORA}
     expanded = choose_terms(rows, first, params.hop_terms)
-    new = sorted(expanded["message"].select)
-    if not new:
+    if not expanded["message"].select:
         return Hop({}, reason="the first hits name nothing new")
-    hinp = replace(inp, _lexemes=[*inp.lexemes, *new], _terms=expanded)
+    hinp = replace(inp, _terms=expanded)  # only the message route reads them
     rankings, _ = R.run_batched({HOP_MESSAGES: R.keyword_messages(hinp)}, settings_sql)
     return Hop(rankings)
