@@ -49,16 +49,12 @@ def _disconnect() -> None:
     and recall's helper threads'), and forget what this process cached about its data."""
     from django.db import connections
 
-    from knowledge.settings_store import setting_cache_clear
-    from memory.gate.services import gate_cache_clear
+    from memory.caches import forget_process_caches
     from memory.recall.search import close_helper_connections
-    from memory.recall.seen import forget_stats
 
     close_helper_connections()
     connections.close_all()
-    setting_cache_clear()
-    gate_cache_clear()
-    forget_stats()
+    forget_process_caches()
 
 
 def settle(timeout: float = 180.0) -> None:

@@ -105,22 +105,13 @@ def model_stub(_model_stub_server, settings):
 
 @pytest.fixture(autouse=True)
 def _fresh_settings_cache():
-    """Run-time settings and recall's corpus statistics are cached per process; every test
-    starts from the database."""
-    from knowledge.embeddings.embedder import query_cache_clear
-    from knowledge.settings_store import setting_cache_clear
-    from memory.gate.services import gate_cache_clear
-    from memory.recall.seen import forget_stats
+    """What a process caches about the data (memory.caches); every test starts from the
+    database."""
+    from memory.caches import forget_process_caches
 
-    setting_cache_clear()
-    gate_cache_clear()
-    forget_stats()
-    query_cache_clear()
+    forget_process_caches()
     yield
-    setting_cache_clear()
-    gate_cache_clear()
-    forget_stats()
-    query_cache_clear()
+    forget_process_caches()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -410,6 +410,11 @@ def estimated_rows(source: str, where: str, params: list) -> float:
     return rows
 
 
+def forget_estimates() -> None:
+    """Forget the remembered row estimates (tests, and a benchmark moving to a fresh database)."""
+    _estimates.clear()
+
+
 def searched_exactly(table: str, where: str, params: list) -> bool:
     """Whether a vector search of `table` under the visibility filter `where` is exact (see
     _nearest): the planner estimates it at most EXACT_MAX_ROWS rows and EXACT_MAX_SHARE of the
