@@ -504,7 +504,7 @@ def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monke
     scope = resolve_scope(factory.SYSTEM, agent=world.copilot, conversation=dm)
 
     def run():
-        R._estimates.clear()
+        R.forget_estimates()
         with CaptureQueriesContext(connection) as queries:
             ranking = recall_candidates(scope, q="an invoice note", limit=10, routes=(VECTOR_EPISODES,))
         plans = [q["sql"] for q in queries.captured_queries if "v.embedding <=>" in q["sql"]]
@@ -522,6 +522,27 @@ def test_a_small_scope_is_searched_exactly_a_large_one_through_hnsw(world, monke
     assert hnsw_ids == exact_ids
     where, params = scope.where(R.Message)
     assert 30 <= R.estimated_rows("knowledge_message", where, params) <= 60
+
+
+def test_a_scopes_row_estimate_is_kept_until_the_process_caches_are_forgotten(world):
+    """Estimates are remembered per process (a conversation's scope repeats from search to
+    search); forgetting the process caches (tests, a benchmark on a fresh database) drops them,
+    so no estimate outlives the data it was made on."""
+    from django.db import connection
+
+    from memory.caches import forget_process_caches
+    from memory.recall import routes as R
+
+    def analysed_estimate():
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE knowledge_message")
+        return R.estimated_rows("knowledge_message", "TRUE", [])
+
+    first = analysed_estimate()
+    factory.post_messages(world.support, [{"speaker": "bob", "text": f"note {i}"} for i in range(300)])
+    assert analysed_estimate() == first  # remembered
+    forget_process_caches()
+    assert analysed_estimate() >= first + 250
 
 
 def test_a_search_through_the_api_takes_a_bounded_number_of_queries(
