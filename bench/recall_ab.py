@@ -9,6 +9,7 @@ against it, so two checkouts can be run alternately (A, B, A, B, …) on the sam
     python -m bench.recall_ab fill                    # if the seed's backlog was cut short
     python -m bench.recall_ab time --label new        # prints one JSON line of figures
     python -m bench.recall_ab time --label new --http # also over HTTP, against make run's server
+    python -m bench.recall_ab floor -n 150            # a search-less request beside 1…5 routes, HTTP
     (cd /tmp/old-checkout && BRAIN_PGDATA=$PWD_OF_THIS/var/pgdata python -m bench.recall_ab time --label old)
 
 Besides wall-clock percentiles (noisy under load) it reports what load does not change much:
@@ -204,9 +205,72 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
     return out
 
 
+# What `floor` times over HTTP: a request that runs no search, then memory_search with fewer and
+# more routes (None: the pinned memo, auth and three statements; []: every route, the hop on).
+FLOOR_VARIANTS = {
+    "GET the pinned memo (no search)": None,
+    "keyword_messages only": ["keyword_messages"],
+    "vector_episodes only": ["vector_episodes"],
+    "the two keyword routes": ["keyword_knowledge", "keyword_messages"],
+    "the two vector routes": ["vector_knowledge", "vector_episodes"],
+    "every route (the second hop on)": [],
+}
+
+
+def floor(n: int, seed: int) -> dict:
+    """The floor of a search on this stack: p50 / p95 over HTTP (the server `make run` starts) of
+    a request that runs no search and of k=10 searches with one route up to all of them. Each
+    question is asked in every variant, in a shuffled order, its text made distinct per variant
+    (no remembered query vector counts); 20 questions of warm-up."""
+    _setup()
+    import httpx
+
+    from bench import bench_recall as B
+    from bench.bench_load import _start_server
+    from bench.bench_memory_write import _free_port
+    from bench.textgen import TextGen, question
+    from knowledge.models import Agent, Conversation
+
+    copilot = Agent.objects.get(name="copilot")
+    conversations = list(Conversation.objects.filter(agent=copilot).values_list("pk", flat=True))
+    rng, gen = random.Random(seed), TextGen(seed)
+    walls: dict[str, list[float]] = {name: [] for name in FLOOR_VARIANTS}
+    port = _free_port()
+    server = _start_server(port)
+    try:
+        headers = {"Authorization": f"Bearer {B._token(agent=copilot)}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
+            for i in range(n + 20):
+                q, conversation = question(gen), rng.choice(conversations)
+                names = list(FLOOR_VARIANTS)
+                rng.shuffle(names)
+                for at, name in enumerate(names):
+                    routes = FLOOR_VARIANTS[name]
+                    body = {"agent": "copilot", "conversation": conversation, "q": q + " " * at, "k": 10}
+                    if routes:
+                        body["routes"] = routes
+                    start = time.perf_counter()
+                    if routes is None:
+                        response = http.get("/api/agents/copilot/memo")
+                    else:
+                        response = http.post("/api/memory/search", json=body)
+                    spent = (time.perf_counter() - start) * 1000
+                    assert response.status_code == 200, response.content[:300]
+                    if i >= 20:
+                        walls[name].append(spent)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    out = {}
+    for name, values in walls.items():
+        values.sort()
+        out[name] = {"p50": round(statistics.median(values), 1), "p95": round(B._pct(values, 0.95), 1)}
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.recall_ab")
-    parser.add_argument("command", choices=["seed", "fill", "time"])
+    parser.add_argument("command", choices=["seed", "fill", "time", "floor"])
     parser.add_argument("--label", default=str(ROOT))
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
@@ -218,6 +282,9 @@ def main(argv: list[str]) -> int:
         seed()
     elif args.command == "fill":
         fill()
+    elif args.command == "floor":
+        for name, figures in floor(args.n, args.seed).items():
+            print(f"| {name} | {figures['p50']} ms | {figures['p95']} ms |", flush=True)
     else:
         print(json.dumps(time_searches(args.label, args.n, args.seed, args.http)), flush=True)
     return 0
