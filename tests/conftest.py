@@ -104,7 +104,7 @@ def model_stub(_model_stub_server, settings):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_settings_cache():
+def _fresh_process_caches():
     """What a process caches about the data (memory.caches); every test starts from the
     database."""
     from memory.caches import forget_process_caches

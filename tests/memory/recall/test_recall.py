@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from knowledge.models import Entry, Memory
 from knowledge.tokens import count_tokens
-from memory.recall.seen import forget_stats
+from memory.caches import forget_process_caches
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)
@@ -563,7 +563,7 @@ def test_a_search_through_the_api_takes_a_bounded_number_of_queries(
 
     # The per-process caches (corpus statistics, the episode check, scope estimates) expire
     # after a minute: refresh them all now, so none expires during the counted searches.
-    forget_stats()
+    forget_process_caches()
     search(client, conversation=conv.pk, q="VPN error E4012", k=3)  # token last_used_at, estimates
     (three, n3), (twelve, n12), (all_, n_all) = counted(3), counted(12), counted(100)
     assert (len(three), len(twelve)) == (3, 12) and len(all_) > 12
