@@ -145,8 +145,13 @@ def test_only_access_compares_principal_kind():
     assert found == [], "principal.kind compared outside knowledge/access.py:\n" + "\n".join(found)
 
 
-def _is_service(rel):
-    return rel == "knowledge/access.py" or rel.endswith("/services.py") or "/services/" in rel
+# Modules at the web edge, where Django's own not-found is the answer: everything else (services,
+# selectors, access, lifecycle steps, tasks, helpers…) speaks in the domain's NotFound.
+WEB_EDGE_MODULES = ("api.py", "views.py", "serializers.py", "forms.py", "urls.py")
+
+
+def _at_the_web_edge(rel):
+    return rel.rpartition("/")[2] in WEB_EDGE_MODULES or "/management/commands/" in rel
 
 
 def _raised_name(exc):
@@ -159,18 +164,51 @@ def _raised_name(exc):
     return ""
 
 
-def test_services_and_access_raise_the_domain_not_found():
+def django_not_found(rel, tree):
+    """Where a module not at the web edge answers "not found" in Django's words: `raise Http404`,
+    `raise X.DoesNotExist`, `get_object_or_404(…)` / `get_list_or_404(…)`."""
+    if _at_the_web_edge(rel):
+        return []
     found = []
-    for rel, path in _modules():
-        if not _is_service(rel):
-            continue
-        for node in ast.walk(_tree(path)):
-            raised = _raised_name(node.exc) if isinstance(node, ast.Raise) and node.exc else ""
-            if raised in ("Http404", "DoesNotExist"):
-                found.append(f"{rel}:{node.lineno} raises {raised}")
-            if isinstance(node, ast.Call) and _raised_name(node.func) == "get_object_or_404":
-                found.append(f"{rel}:{node.lineno} get_object_or_404")
+    for node in ast.walk(tree):
+        raised = _raised_name(node.exc) if isinstance(node, ast.Raise) and node.exc else ""
+        if raised in ("Http404", "DoesNotExist"):
+            found.append(f"{rel}:{node.lineno} raises {raised}")
+        if isinstance(node, ast.Call) and _raised_name(node.func) in ("get_object_or_404", "get_list_or_404"):
+            found.append(f"{rel}:{node.lineno} {_raised_name(node.func)}")
+    return found
+
+
+def test_services_and_access_raise_the_domain_not_found():
+    found = [v for rel, path in _modules() for v in django_not_found(rel, _tree(path))]
     assert found == [], "raise knowledge.errors.NotFound instead:\n" + "\n".join(found)
+
+
+def _planted(tmp_path, rel, source):
+    """A throw-away module at `rel` (under tmp_path) holding a planted violation, parsed."""
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return rel, _tree(path)
+
+
+def test_the_not_found_check_sees_django_not_found_wherever_it_is_written(tmp_path):
+    planted = {
+        "memory/lifecycle/review.py": "from django.http import Http404\n\ndef f():\n    raise Http404('no')\n",
+        "knowledge/entries/selectors.py": (
+            "from django.shortcuts import get_object_or_404\n\n"
+            "def f(model, pk):\n    return get_object_or_404(model, pk=pk)\n"
+        ),
+        "memory/recall/tasks.py": "def f(Memory):\n    raise Memory.DoesNotExist\n",
+        "curation/status/checks.py": (
+            "from django import shortcuts\n\ndef f(q):\n    return shortcuts.get_list_or_404(q)\n"
+        ),
+    }
+    for rel, source in planted.items():
+        assert django_not_found(*_planted(tmp_path, rel, source)), rel
+    # The web edge keeps Django's words.
+    for rel in ("memory/lifecycle/views.py", "knowledge/llm/api.py", "knowledge/x/management/commands/y.py"):
+        assert django_not_found(*_planted(tmp_path, rel, planted["memory/lifecycle/review.py"])) == []
 
 
 MEMORY_NAMES = ("memory", "memories", "block", "lesson", "old", "mem")
