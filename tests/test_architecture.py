@@ -123,26 +123,83 @@ def test_no_import_cycles_between_modules():
     assert cycles == [], "import cycles:\n" + "\n".join(" ⇄ ".join(c) for c in cycles)
 
 
-def _principal_kind(node):
-    """`principal.kind`, `request.principal.kind`, `actor.kind` (a service's principal)…"""
-    if not (isinstance(node, ast.Attribute) and node.attr == "kind"):
-        return False
-    value = node.value
-    name = value.id if isinstance(value, ast.Name) else getattr(value, "attr", "")
-    return "principal" in name or name == "actor"
+PRINCIPAL_MODULE = "knowledge/principals/principal.py"
+# Where a principal's kind may be read: the Principal type's own predicates and the access module.
+KIND_READERS = (PRINCIPAL_MODULE, "knowledge/access.py")
+
+
+def _principal_kinds():
+    """The kinds the Principal type makes (`cls(kind="agent", …)`), read from its module."""
+    kinds = set()
+    for node in ast.walk(_tree(ROOT / PRINCIPAL_MODULE)):
+        if isinstance(node, ast.Call):
+            kinds.update(
+                k.value.value
+                for k in node.keywords
+                if k.arg == "kind" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)
+            )
+    return kinds
+
+
+PRINCIPAL_KINDS = _principal_kinds()
+
+
+def _kind_literals(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return set()
+
+
+def principal_kind_compared(rel, tree):
+    """Where any `.kind` is compared (==, !=, in, not in) with a principal kind literal, whatever
+    the object is called (`request.user.kind == "agent"`, `p.kind in ("person", "system")`)."""
+    if rel in KIND_READERS:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Match) and isinstance(node.subject, ast.Attribute):
+            cases = {c.pattern.value for c in node.cases if isinstance(c.pattern, ast.MatchValue)}
+            literals = set().union(*(_kind_literals(v) for v in cases))
+            if node.subject.attr == "kind" and literals & PRINCIPAL_KINDS:
+                found.append(f"{rel}:{node.lineno} match {ast.unparse(node.subject)}")
+        if not isinstance(node, ast.Compare):
+            continue
+        if not all(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+            continue
+        operands = [node.left, *node.comparators]
+        kinds = [o for o in operands if isinstance(o, ast.Attribute) and o.attr == "kind"]
+        literals = set().union(*(_kind_literals(o) for o in operands))
+        if kinds and literals & PRINCIPAL_KINDS:
+            found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+    return found
 
 
 def test_only_access_compares_principal_kind():
-    found = []
-    for rel, path in _modules():
-        if rel == "knowledge/access.py":
-            continue
-        for node in ast.walk(_tree(path)):
-            if isinstance(node, ast.Compare) and any(
-                _principal_kind(n) for n in [node.left, *node.comparators]
-            ):
-                found.append(f"{rel}:{node.lineno}")
-    assert found == [], "principal.kind compared outside knowledge/access.py:\n" + "\n".join(found)
+    found = [v for rel, path in _modules() for v in principal_kind_compared(rel, _tree(path))]
+    assert found == [], (
+        "a principal kind compared outside knowledge/access.py (use is_agent, is_person… or an "
+        "access helper):\n" + "\n".join(found)
+    )
+
+
+def test_the_kind_check_sees_a_principal_kind_whatever_the_variable_is_called(tmp_path):
+    assert sorted(PRINCIPAL_KINDS) == ["agent", "integration", "person", "system"]
+    planted = {
+        "memory/lifecycle/api.py": "def f(request):\n    return request.user.kind == 'agent'\n",
+        "knowledge/entries/selectors.py": "def f(who):\n    return who.kind in ('person', 'system')\n",
+        "curation/status/services.py": "def f(x):\n    return 'integration' != x.owner.kind\n",
+        "memory/mcp/tools.py": "def f(p):\n    match p.kind:\n        case 'system':\n            return 1\n",
+    }
+    for rel, source in planted.items():
+        assert principal_kind_compared(*_planted(tmp_path, rel, source)), rel
+    # Other kinds (a channel's, a source's) and other attributes are not a principal's kind.
+    clean = "def f(c, m):\n    return c.kind == 'dm' or m.author_kind == 'agent'\n"
+    assert principal_kind_compared(*_planted(tmp_path, "memory/x/views.py", clean)) == []
+    # The access module and the Principal type read kinds by design.
+    for rel in KIND_READERS:
+        assert principal_kind_compared(*_planted(tmp_path, rel, planted["memory/lifecycle/api.py"])) == []
 
 
 # Modules at the web edge, where Django's own not-found is the answer: everything else (services,
