@@ -18,7 +18,7 @@ from knowledge.llm import LIGHT, ModelError, echoes_example, fits, model_ask, re
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Conversation, Memory, Message
 from knowledge.principals.principal import Principal
-from memory.lifecycle.activation import memory_activate
+from memory.lifecycle.activation import memory_activate_stored
 from memory.lifecycle.activation_hooks import DISTILLER
 from memory.lifecycle.conflicts import MemoryConflict
 from memory.lifecycle.write import memory_write
@@ -97,7 +97,7 @@ def distilled_activate(memory: Memory) -> str:
     it. A memory that strict anti-drift refuses stays queued with the reason."""
     try:
         with transaction.atomic():
-            return memory_activate(actor=ACTOR, memory=memory, route=DISTILLER)
+            return memory_activate_stored(actor=ACTOR, memory=memory, route=DISTILLER)
     except MemoryConflict as exc:
         memory_row_state(memory, status_reason=f"contradicts active memories {exc.conflicts_with}")
         return Memory.QUEUED

@@ -111,7 +111,7 @@ def make_memory_row(owner, text, *, store="shared", status="active", **fields):
     """A memory row written the way every writer writes one (knowledge.memories)."""
     from django.db import transaction
 
-    from knowledge.memories.rows import memory_row_create
+    from knowledge.memories.activation import memory_row_create
 
     with transaction.atomic():
         return memory_row_create(

@@ -3,7 +3,7 @@ memory that went stale because its ticket was resolved differently."""
 
 from django.db import transaction
 
-from knowledge.memories.rows import memory_row_create
+from knowledge.memories.activation import memory_row_create
 from knowledge.models import Memory, SourceState
 from memory.provenance.services import provenance_check, source_push
 

@@ -1,24 +1,90 @@
-"""The seam between every writer of new memory rows and THE activation function.
+"""Decide, then store: the decision the one activation function makes, and the one entrance by
+which new memory rows are stored with it.
 
-Every new memory row goes into force (or waits in the review queue) through the one activation
-function, `memory.lifecycle.activation.memory_activate`, which the memory app registers here at
-start-up (`activation_register`), so base-layer writers such as entry blocks reach it without
-importing upwards. `memory_row_activate` is the one create path: the write service (routes
-api_write, distiller, dreaming; skill lessons through it) and entry blocks (route entry_block)
-store their new rows through it with their route name. The base layer owns the entry-block route
-rule (`entry_block_goes_active`); the activation function extends it with strict anti-drift, the
-conflict rule, the rule on retiring another agent's memory and the eval gate."""
+THE activation function, `memory.lifecycle.activation.memory_activate`, reads and decides; it
+stores nothing. It returns an `Activation`: the state the memory takes (active, or queued and
+why), the memories it retires, and whether the enforcing eval gate must check the stored memory
+first. `memory_rows_activate` stores new rows with what was decided for each, batched (three
+statements for any number of rows): the API write, the bulk import, consolidation's merged
+memories and entry blocks all enter here. What an activation then does to other memories
+(retiring what it supersedes, the gate's check) is carried out by the lifecycle layer, through
+the row functions of this package.
 
+Entry blocks are written by the base layer (`knowledge.entries`), below the activation function:
+the memory app registers the decision and its carrying-out here at start-up
+(`activation_register`), and `memory_row_activate` / `memory_row_activate_stored` chain the
+three steps for them. Every other route calls the lifecycle layer, which calls down only."""
+
+import datetime
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from django.core.exceptions import ImproperlyConfigured
 
-from knowledge.memories.rows import memory_row_insert
+from knowledge.memories.rows import memory_row_new, memory_row_state, memory_rows_insert
 from knowledge.models import Memory
 
 ENTRY_BLOCK = "entry_block"  # the activation route of an entry's body block
 
-_activate: Callable[..., str] | None = None
+
+@dataclass(frozen=True)
+class Activation:
+    """What activation decided for one memory, before anything is stored.
+
+    `state` is every field the memory takes (status included); `retire` the memories the
+    activation supersedes (REPLACE, or the one it names) and `close` those kept as of different
+    times (closed at `boundary`); `outcome` is the conflict decision for the caller's audit
+    event. With `gate`, the enforcing eval gate checks the stored memory before it goes into
+    force: it is stored queued (`stored_state`) and the gate's verdict then decides."""
+
+    state: dict
+    retire: tuple[int, ...] = ()
+    close: tuple[int, ...] = ()
+    boundary: datetime.datetime | None = None
+    outcome: dict | None = None
+    gate: bool = False
+
+    @property
+    def status(self) -> str:
+        return self.state.get("status", Memory.QUEUED)
+
+    @property
+    def stored_state(self) -> dict:
+        """The fields a row is stored with: all of `state`, or none while the gate must check it."""
+        return {} if self.gate else self.state
+
+    @classmethod
+    def held(cls, **state) -> "Activation":
+        """A memory that waits in the review queue with these fields (queue_reason, status_reason)."""
+        return cls(state={"status": Memory.QUEUED, **state})
+
+
+@dataclass
+class NewRow:
+    """One new memory for `memory_rows_activate`: the unsaved row (`memory_row_new`), its
+    sources ({"kind", "ref", optional "state" or "recorded"}), the decision made for it, and
+    the reason of its first version."""
+
+    memory: Memory
+    activation: Activation
+    sources: list = field(default_factory=list)
+    reason: str = ""
+
+
+def memory_rows_activate(*, rows: list[NewRow]) -> None:
+    """THE entrance of new memory rows: each row takes the state its activation decided and all
+    are stored together — rows, first versions, sources — in three statements. Runs inside the
+    caller's transaction; the caller carries out what the activations do to other memories and
+    audits the new rows."""
+    for row in rows:
+        memory_row_state(row.memory, save=False, **row.activation.stored_state)
+    memory_rows_insert([(row.memory, row.sources, row.reason) for row in rows])
+
+
+# --- the base layer's route (entry blocks) -------------------------------------------------------
+
+_decide: Callable[..., Activation] | None = None
+_carry_out: Callable[..., str] | None = None
 
 
 def entry_block_goes_active(actor) -> bool:
@@ -27,36 +93,46 @@ def entry_block_goes_active(actor) -> bool:
     return not (actor.is_agent and not actor.agent.trusted)
 
 
-def activation_register(activate: Callable[..., str]) -> None:
-    """Set the one activation function (called once by the memory app when it is ready)."""
-    global _activate
-    _activate = activate
+def activation_register(*, decide: Callable[..., Activation], carry_out: Callable[..., str]) -> None:
+    """Set the activation function and its carrying-out (the memory app, once, when ready)."""
+    global _decide, _carry_out
+    _decide, _carry_out = decide, carry_out
+
+
+def _registered() -> tuple[Callable[..., Activation], Callable[..., str]]:
+    if _decide is None or _carry_out is None:
+        raise ImproperlyConfigured("No activation function is registered (is the memory app installed?).")
+    return _decide, _carry_out
 
 
 def memory_row_activate(
     *, actor, memory: Memory, route: str, sources=(), now=None, reason: str = ""
 ) -> Memory:
-    """THE create path: store a new, queued memory row (memory_row_new; with its first version
-    and sources; `reason` is the first version's) through the one activation function under
-    `route`: it comes back active or queued (`memory.status`), as the route and the activation
-    checks decide. Runs inside the caller's transaction; the caller audits the new row."""
-    if _activate is None:
-        raise ImproperlyConfigured("No activation function is registered (is the memory app installed?).")
-    _activate(
-        actor=actor,
-        memory=memory,
-        route=route,
-        now=now,
-        insert=lambda new: memory_row_insert(new, sources=sources, reason=reason),
-    )
+    """An entry block's new row: decided by the activation function, stored through
+    memory_rows_activate, then carried out; it comes back active or queued (`memory.status`).
+    Runs inside the caller's transaction; the caller audits the new row."""
+    decide, carry_out = _registered()
+    activation = decide(actor=actor, memory=memory, route=route, now=now)
+    memory_rows_activate(rows=[NewRow(memory, activation, list(sources), reason)])
+    carry_out(actor=actor, memory=memory, route=route, activation=activation, now=now)
     return memory
 
 
 def memory_row_activate_stored(*, actor, memory: Memory, route: str) -> Memory:
-    """Pass a stored, queued, row-locked memory through the one activation function (a queued
-    entry block that a person or trusted agent corrects goes into force this way, with every
-    activation check). Runs inside the caller's transaction."""
-    if _activate is None:
-        raise ImproperlyConfigured("No activation function is registered (is the memory app installed?).")
-    _activate(actor=actor, memory=memory, route=route)
+    """Pass a stored, queued, row-locked entry block through the activation function (a queued
+    block that a person or trusted agent corrects goes into force this way)."""
+    decide, carry_out = _registered()
+    activation = decide(actor=actor, memory=memory, route=route)
+    if activation.stored_state:
+        memory_row_state(memory, **activation.stored_state)
+    carry_out(actor=actor, memory=memory, route=route, activation=activation)
+    return memory
+
+
+def memory_row_create(*, sources=(), reason: str = "", **fields) -> Memory:
+    """A memory stored in exactly the state its `fields` give (memory_row_new's arguments),
+    through the one entrance, with no decision made: demo data and test fixtures that need a
+    memory in a given state. No route of the product calls it."""
+    memory = memory_row_new(**fields)
+    memory_rows_activate(rows=[NewRow(memory, Activation(state={}), list(sources), reason)])
     return memory

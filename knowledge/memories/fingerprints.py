@@ -153,7 +153,7 @@ def source_states(sources) -> tuple[dict, dict]:
     """The current state of every source in `sources` as source_rows reads it: (registry rows of
     the outside ones, fingerprints of the internal ones by kind), at most one query per kind —
     for one memory's sources, or those of many memories written together."""
-    pairs = {(source["kind"], str(source["ref"])) for source in sources}
+    pairs = {(source["kind"], str(source["ref"])) for source in sources if "recorded" not in source}
     registry = external_states([pair for pair in pairs if pair[0] in EXTERNAL_KINDS])
     internal: dict[str, dict] = {}
     for kind in {k for k, _ in pairs if k in INTERNAL_SQL}:
@@ -166,7 +166,9 @@ def source_rows(memory, sources, states: tuple[dict, dict] | None = None) -> lis
     with the fingerprint of its source as it is now (`states`, from source_states, when the
     caller looked them up for many memories at once). A source carrying its state inline that we
     knew nothing about becomes the registry's baseline; an unknown one without state is
-    recorded *untracked* and gets its baseline when its state is first pushed."""
+    recorded *untracked* and gets its baseline when its state is first pushed. A source carried
+    over from another memory (a consolidation merge) brings its `recorded` fingerprint, snapshot
+    and state, kept as they were."""
     unique = {}
     for source in sources:
         unique.setdefault((source["kind"], str(source["ref"])), source)
@@ -175,6 +177,11 @@ def source_rows(memory, sources, states: tuple[dict, dict] | None = None) -> lis
     rows = []
     for (kind, ref), source in unique.items():
         row = MemorySource(memory=memory, kind=kind, ref=ref)
+        if "recorded" in source:
+            for name, value in source["recorded"].items():
+                setattr(row, name, value)
+            rows.append(row)
+            continue
         inline = source.get("state")
         if kind in EXTERNAL_KINDS:
             known = registry.get((kind, ref))

@@ -40,28 +40,24 @@ def memory_row_new(
     )
 
 
-def memory_row_insert(memory: Memory, *, sources=(), reason: str = "") -> Memory:
-    """Insert a new (unsaved) memory with its first MemoryVersion and its source rows, in one
-    statement (every writer of memories passes here). `sources` is an iterable of {"kind",
-    "ref", optional "state"} dicts; each is recorded with its fingerprint (knowledge.memories.fingerprints)."""
-    assert connection.in_atomic_block, "memory_row_insert must run inside transaction.atomic()"
-    version = _first_version(memory, reason)
-    insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
-    return memory
-
-
-def memory_rows_insert(rows: list[tuple[Memory, list[dict]]], *, reason: str = "") -> None:
-    """memory_row_insert for many new memories at once — (memory, sources) pairs — in three
-    statements (the rows, their first versions, their source rows) with the sources' states
-    looked up once for all. Sets each memory's pk, in order."""
+def memory_rows_insert(rows: list[tuple[Memory, list[dict], str]]) -> None:
+    """Insert new (unsaved) memories — (memory, sources, first version's reason) triples — with
+    their first MemoryVersions and their source rows, in three statements (the rows, their
+    versions, their sources) with the sources' states looked up once for all. Sets each
+    memory's pk, in order. Called by the one entrance, `activation.memory_rows_activate`."""
     assert connection.in_atomic_block, "memory_rows_insert must run inside transaction.atomic()"
     if not rows:
         return
-    memories = [memory for memory, _ in rows]
+    if len(rows) == 1:  # one write, the common case: one statement (rows, version, sources)
+        memory, sources, reason = rows[0]
+        version = _first_version(memory, reason)
+        insert_with_children(memory, ("memory", [version]), ("memory", source_rows(memory, sources)))
+        return
+    memories = [memory for memory, _, _ in rows]
     insert_many(memories)
-    insert_many([_first_version(memory, reason) for memory in memories])
-    states = source_states([source for _, sources in rows for source in sources])
-    insert_many([row for memory, sources in rows for row in source_rows(memory, sources, states)])
+    insert_many([_first_version(memory, reason) for memory, _, reason in rows])
+    states = source_states([source for _, sources, _ in rows for source in sources])
+    insert_many([row for memory, sources, _ in rows for row in source_rows(memory, sources, states)])
 
 
 def _first_version(memory: Memory, reason: str) -> MemoryVersion:
@@ -76,11 +72,6 @@ def _first_version(memory: Memory, reason: str) -> MemoryVersion:
         author_name=memory.author_name,
         reason=reason,
     )
-
-
-def memory_row_create(*, sources=(), reason: str = "", **fields) -> Memory:
-    """Build and insert a memory (memory_row_new + memory_row_insert)."""
-    return memory_row_insert(memory_row_new(**fields), sources=sources, reason=reason)
 
 
 def memory_row_revise(

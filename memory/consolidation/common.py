@@ -6,6 +6,9 @@ from django.db import connection
 from knowledge.audit.services import json_value, snapshot
 from knowledge.memories.rows import memory_row_state, memory_rows_state
 from knowledge.models import Memory, MemorySource, Revision
+from memory.lifecycle.activation import memory_activate_stored
+from memory.lifecycle.activation_hooks import REVIEW
+from memory.lifecycle.conflicts import ConflictDecisionNeeded, MemoryConflict
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
 T_MEMORY = Memory._meta.db_table
@@ -86,15 +89,11 @@ def merged_memories_activate(*, memory_ids: list[int], plan: ConsolidationPlan, 
     review: applying a plan is a reviewer's decision, or the apply mode's), so the eval gate and
     strict anti-drift see them like any other memory. If one is held or refused, the whole apply
     fails and writes nothing — the originals must not be folded away behind a held memory."""
-    from memory.lifecycle.activation import memory_activate
-    from memory.lifecycle.activation_hooks import REVIEW
-    from memory.lifecycle.conflicts import ConflictDecisionNeeded, MemoryConflict
-
     for memory in (
         Memory.objects.select_for_update().filter(pk__in=memory_ids, status=Memory.QUEUED).order_by("pk")
     ):
         try:
-            status = memory_activate(actor=actor, memory=memory, route=REVIEW, now=now)
+            status = memory_activate_stored(actor=actor, memory=memory, route=REVIEW, now=now)
         except MemoryConflict as exc:
             raise PlanConflict(f"merged memory #{memory.pk} contradicts active memories {exc.conflicts_with}")
         except ConflictDecisionNeeded as exc:

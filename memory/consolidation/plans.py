@@ -14,8 +14,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
+from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
 from knowledge.memories.fingerprints import NEVER_CHANGES
-from knowledge.memories.rows import memory_row_create
+from knowledge.memories.rows import memory_row_new
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.settings_store import setting_get
 from memory.consolidation.apply import plan_apply
@@ -102,7 +103,9 @@ def consolidation_run(
     return plan
 
 
-def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) -> Memory:
+def _merged_row(*, change: Change, memories: dict, sources: dict, plan) -> NewRow:
+    """The new memory a merge or summary proposes, queued (marked as a merge) until the plan is
+    applied, carrying the provenance of every original as it was recorded."""
     members = [memories[i] for i in change.folds]
     keys = {m["key"] for m in members}
     values = {json.dumps(m["value"], sort_keys=True) for m in members}
@@ -114,57 +117,51 @@ def _merged_create(*, change: Change, memories: dict, sources: dict, plan, now) 
     what = {ConsolidationGroup.NEAR_DUPLICATE: "merges", ConsolidationGroup.DIGEST: "digests"}.get(
         change.kind, "summarises"
     )
-    memory = memory_row_create(
+    memory = memory_row_new(
         owner=Agent.objects.get(pk=change.owner_id),
         store=change.store,
         text=change.merged_text,
         author_kind="system",
         author_name="consolidation",
-        status=Memory.QUEUED,
-        queue_reason="merge",
-        status_reason=f"{what} #{', #'.join(map(str, change.folds))} (consolidation plan #{plan.pk})",
         replaces=list(change.folds),
         tier=tier,
         category=change.category,
         key=key,
         value=value,
         confidence=confidence,
-        reason=f"consolidation plan #{plan.pk}",
     )
-    seen, rows = set(), []
+    carried = []
     for member_id in change.folds:  # the provenance of every original, once
         for source in sources[member_id]:
-            if (source["kind"], source["ref"]) not in seen:
-                seen.add((source["kind"], source["ref"]))
-                rows.append(
-                    MemorySource(
-                        memory=memory,
-                        kind=source["kind"],
-                        ref=source["ref"],
-                        fingerprint=source["fingerprint"],
-                        snapshot=source["snapshot"],
+            carried.append(
+                {
+                    "kind": source["kind"],
+                    "ref": source["ref"],
+                    "recorded": {
+                        "fingerprint": source["fingerprint"],
+                        "snapshot": source["snapshot"],
                         # the next provenance check recomputes the state of fingerprinted sources
-                        state=MemorySource.UNTRACKED
+                        "state": MemorySource.UNTRACKED
                         if not source["fingerprint"] and source["kind"] not in NEVER_CHANGES
                         else MemorySource.UNCHANGED,
-                    )
-                )
-    if change.kind == ConsolidationGroup.DIGEST:  # a digest cites each memory it digests
-        rows.extend(
-            MemorySource(
-                memory=memory,
-                kind="memory",
-                ref=str(i),
-                fingerprint=hashlib.md5(
-                    b"live"
-                ).hexdigest(),  # as knowledge.memories.fingerprints fingerprints a live memory
-                snapshot={"status": "live"},
+                    },
+                }
             )
+    if change.kind == ConsolidationGroup.DIGEST:  # a digest cites each memory it digests
+        carried.extend(
+            {
+                "kind": "memory",
+                "ref": str(i),
+                # as knowledge.memories.fingerprints fingerprints a live memory
+                "recorded": {"fingerprint": hashlib.md5(b"live").hexdigest(), "snapshot": {"status": "live"}},
+            }
             for i in change.folds
-            if ("memory", str(i)) not in seen
         )
-    MemorySource.objects.bulk_create(rows)
-    return memory
+    held = Activation.held(
+        queue_reason="merge",
+        status_reason=f"{what} #{', #'.join(map(str, change.folds))} (consolidation plan #{plan.pk})",
+    )
+    return NewRow(memory, held, carried, reason=f"consolidation plan #{plan.pk}")
 
 
 def _snapshot_sql(alias: str = "m") -> str:
@@ -212,11 +209,17 @@ def _plan_write(*, plan: ConsolidationPlan, findings: Findings, actor, now) -> C
             MemorySource.objects.filter(memory_id__in=merging).order_by("id").values(*SOURCE_FIELDS)
         ):
             sources[source["memory_id"]].append(_source_row(source))
+        new_rows = {
+            n: _merged_row(change=change, memories=members, sources=sources, plan=plan)
+            for n, change in enumerate(kept)
+            if change.kind in MERGING_KINDS
+        }
+        memory_rows_activate(rows=list(new_rows.values()))
         group_ids = allocate_ids(T_GROUP, len(kept))
         groups, merged = [], {}
         for position, (group_id, change) in enumerate(zip(group_ids, kept, strict=True)):
             if change.kind in MERGING_KINDS:
-                target = _merged_create(change=change, memories=members, sources=sources, plan=plan, now=now)
+                target = new_rows[position].memory
                 merged[group_id] = target
                 target_id = target.pk
             else:

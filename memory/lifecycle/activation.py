@@ -1,14 +1,15 @@
 """THE activation function, `memory_activate`: every route by which a memory may go into force
-passes here (registered with knowledge.memories.activation at start-up, so entry blocks reach it
-from the base layer), with one set of checks."""
+passes here, with one set of checks. It decides and stores nothing (an `Activation`);
+`knowledge.memories.activation.memory_rows_activate` stores new rows with the decision and
+`activation_carry_out` does what it decided to other memories. Registered with
+knowledge.memories.activation at start-up, so entry blocks reach it from the base layer."""
 
 import datetime
-from collections.abc import Callable
 
 from django.db import connection
 from django.utils import timezone
 
-from knowledge.memories.activation import ENTRY_BLOCK
+from knowledge.memories.activation import ENTRY_BLOCK, Activation
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
@@ -52,10 +53,9 @@ def memory_activate(
     memory: Memory,
     route: str,
     now: datetime.datetime | None = None,
-    insert: Callable[[Memory], object] | None = None,
     decision: str | None = None,
     boundary: datetime.datetime | None = None,
-) -> str:
+) -> Activation:
     """THE activation function: every route by which a memory may go into force (api_write,
     distiller, dreaming, review, entry_block) passes here, with one set of checks in this order:
 
@@ -69,37 +69,25 @@ def memory_activate(
        superseded) or KEEP_BOTH (the others are closed at `boundary`, where this one starts).
        Without one a reviewer's approval is refused (ConflictDecisionNeeded) and any other route
        queues it (queue_reason "conflict"); naming `supersedes` is the decision to replace;
-    5. the eval gate hook — may hold the memory in the queue (queue_reason "gate");
+    5. the eval gate: in enforce mode the decision says the stored memory must pass the gate's
+       check first (`Activation.gate`; activation_carry_out runs it);
     6. going active: status, validity start (entry blocks keep the validity their writer gave),
-       supersession of the memory it names and the conflict decision carried out.
+       and what it retires: the memory it names and the conflict decision's.
+
+    It reads and decides; it stores nothing. The decision is stored with a new row by
+    `knowledge.memories.activation.memory_rows_activate` (or, for a stored row, by
+    memory_activate_stored) and carried out by activation_carry_out.
 
     The only bypasses, on purpose, each putting back exactly what was rather than deciding
     anything new: audit restore (knowledge/restore/) and consolidation plan revert put back an
     earlier state the data held; the portability import (knowledge/portability/) restores
-    exported rows in their exported state. They write rows through knowledge.memories.rows or
-    set-wise SQL instead of activating anything.
-
-    Runs inside the caller's transaction on a row the caller created or locked — or, given
-    `insert` (memory_write), on a new memory not stored yet: then `insert` stores it with the
-    decision already made (one INSERT instead of an INSERT and an UPDATE of the fresh row; the
-    enforcing eval gate checks a stored memory, so it is inserted before the gate runs). Returns
-    the memory's status afterwards (active or queued). The caller audits `memory` itself (as
-    memory.written, memory.approved, …); this function audits what it does to other memories."""
+    exported rows in their exported state."""
     assert connection.in_atomic_block, "memory_activate must run inside the caller's transaction"
     if route not in ROUTES:
         raise ValueError(f"unknown activation route {route!r}")
     if memory.status != Memory.QUEUED:
         raise MemoryStateConflict(memory, "activated")
     now = now or timezone.now()
-
-    def persist(**state) -> None:
-        """Set the state decided (through the row writer) and store it: the pending INSERT of a
-        new row, or an UPDATE of exactly those fields of a stored one."""
-        nonlocal insert
-        memory_row_state(memory, save=insert is None and bool(state), **state)
-        if insert is not None:
-            insert(memory)
-            insert = None
 
     conflicts = anti_drift_conflicts(memory)
     if conflicts:
@@ -109,66 +97,103 @@ def memory_activate(
         if memory.key and memory.queue_reason in ("", QUEUE_NEW):
             found = [c for c in conflicting_active(memory, now=now) if c.pk != memory.supersedes_id]
             if found:
-                persist(queue_reason=QUEUE_CONFLICT, status_reason=conflict_reason(found))
-                return Memory.QUEUED
-        if memory.queue_reason:
-            persist()
-        else:
-            persist(queue_reason=QUEUE_NEW)
-        return Memory.QUEUED
+                return Activation.held(queue_reason=QUEUE_CONFLICT, status_reason=conflict_reason(found))
+        return Activation.held(queue_reason=memory.queue_reason or QUEUE_NEW)
 
     if not may_retire_without_review(actor=actor, memory=memory, route=route):
-        persist(
+        return Activation.held(
             queue_reason=QUEUE_SUPERSEDES,
             status_reason=(
                 f"It would retire memory {memory.supersedes_id} of agent {memory.supersedes.owner.name}: "
                 "a reviewer decides."
             ),
         )
-        return Memory.QUEUED
 
     conflicts = [c for c in conflicting_active(memory, now=now) if c.pk != memory.supersedes_id]
-    carry_out = None
+    carry_out, starts = None, memory.valid_from
     if conflicts:
         carry_out = conflict_decision(
             actor=actor, memory=memory, route=route, conflicts=conflicts, decision=decision, boundary=boundary
         )
         if carry_out is None:
-            persist(queue_reason=QUEUE_CONFLICT, status_reason=conflict_reason(conflicts))
-            return Memory.QUEUED
+            return Activation.held(queue_reason=QUEUE_CONFLICT, status_reason=conflict_reason(conflicts))
         if carry_out == KEEP_BOTH:
-            memory.valid_from = boundary
-
-    # ---- The eval gate plugs in here: enforce mode may hold the memory. ----
-    if gate_checks_stored_memory():
-        persist()
-    decision = gate_before_activation(memory, route=route)
-    if not decision.allow:
-        persist(status=Memory.QUEUED, queue_reason=QUEUE_GATE, status_reason=decision.reason)
-        return Memory.QUEUED
-
-    starts = memory.valid_from
+            starts = boundary
     if starts is None and route != ENTRY_BLOCK:  # a block's validity is what its writer states
         starts = now
-    persist(status=Memory.ACTIVE, queue_reason="", status_reason="", valid_from=starts)
-    if memory.supersedes_id:
-        memory_supersede(actor=actor, memory_id=memory.supersedes_id, successor=memory, now=now)
+    ids = tuple(c.pk for c in conflicts)
+    outcome = None
     if conflicts:
         # what the decision touched, for the caller's audit event and answer
-        memory.conflict_outcome = {"decision": carry_out, "retired": [c.pk for c in conflicts]}
+        outcome = {"decision": carry_out, "retired": list(ids)}
         if carry_out == KEEP_BOTH:
-            memory.conflict_outcome["boundary"] = boundary.isoformat()
-    for other in conflicts:
-        if carry_out == REPLACE:
-            memory_supersede(actor=actor, memory_id=other.pk, successor=memory, now=now)
-        else:
-            memory_close(
-                actor=actor,
-                memory_id=other.pk,
-                valid_to=boundary,
-                reason=f"kept as of different times: memory {memory.pk} holds from then on",
-            )
+            outcome["boundary"] = boundary.isoformat()
+    return Activation(
+        state={"status": Memory.ACTIVE, "queue_reason": "", "status_reason": "", "valid_from": starts},
+        retire=((memory.supersedes_id,) if memory.supersedes_id else ())
+        + (ids if carry_out == REPLACE else ()),
+        close=ids if carry_out == KEEP_BOTH else (),
+        boundary=boundary,
+        outcome=outcome,
+        gate=gate_checks_stored_memory(),
+    )
+
+
+def activation_carry_out(
+    *,
+    actor: Principal,
+    memory: Memory,
+    route: str,
+    activation: Activation,
+    now: datetime.datetime | None = None,
+) -> str:
+    """Carry out what memory_activate decided for `memory`, once it is stored with the decision's
+    `stored_state`: the eval gate (enforce mode checks the stored memory and may hold it in the
+    queue; shadow mode queues a background check), then the memories it retires (superseded, or
+    closed where it starts). Returns the memory's status afterwards. Inside the caller's
+    transaction; audits what it does to other memories."""
+    if activation.status != Memory.ACTIVE:
+        return Memory.QUEUED
+    now = now or timezone.now()
+    verdict = gate_before_activation(memory, route=route)
+    if not verdict.allow:
+        memory_row_state(memory, status=Memory.QUEUED, queue_reason=QUEUE_GATE, status_reason=verdict.reason)
+        return Memory.QUEUED
+    if activation.gate:
+        memory_row_state(memory, **activation.state)
+    if activation.outcome:
+        memory.conflict_outcome = activation.outcome
+    for other in activation.retire:
+        memory_supersede(actor=actor, memory_id=other, successor=memory, now=now)
+    for other in activation.close:
+        memory_close(
+            actor=actor,
+            memory_id=other,
+            valid_to=activation.boundary,
+            reason=f"kept as of different times: memory {memory.pk} holds from then on",
+        )
     return Memory.ACTIVE
+
+
+def memory_activate_stored(
+    *,
+    actor: Principal,
+    memory: Memory,
+    route: str,
+    now: datetime.datetime | None = None,
+    decision: str | None = None,
+    boundary: datetime.datetime | None = None,
+) -> str:
+    """memory_activate for a stored, queued, row-locked memory (a reviewer's approval, a merged
+    memory at plan apply, a distilled memory passed again): decide, store the decision on the
+    row, carry it out. Returns the status afterwards (active or queued)."""
+    now = now or timezone.now()
+    activation = memory_activate(
+        actor=actor, memory=memory, route=route, now=now, decision=decision, boundary=boundary
+    )
+    if activation.stored_state:
+        memory_row_state(memory, **activation.stored_state)
+    return activation_carry_out(actor=actor, memory=memory, route=route, activation=activation, now=now)
 
 
 def may_retire_without_review(*, actor: Principal, memory: Memory, route: str) -> bool:

@@ -35,7 +35,8 @@ ALLOW = GateDecision(allow=True)
 def gate_before_activation(memory: Memory, *, route: str) -> GateDecision:
     """EVAL GATE HOOK: decide whether `memory` may go into force now.
 
-    Called by memory_activate after the route decided "active" and before anything changes.
+    Called by activation_carry_out once the memory is stored, when activation decided "active",
+    before anything else changes.
     Returns GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
     queue_reason "gate" (see memory.gate for the modes)."""
     allow, reason, verdict = gate.gate_before_activation(memory=memory)

@@ -7,7 +7,7 @@ memory: review for untrusted agents, the gate, trusted writes going active) and 
 
 How a batch is cut: memories whose activation reads nothing but the memory itself (no key, no
 `supersedes`, no enforcing gate: `activation_reads_memories`) are decided one by one and held
-back, then stored together (`memory_rows_insert`: three statements) with their events
+back, then stored together (`memory_rows_activate`: three statements) with their events
 (`audit_held`: two). Before a memory whose activation reads other memories, or one that repeats
 a memory of its own batch, the held ones are stored, and that memory is written exactly as
 memory_write writes it — so every decision sees what earlier memories of the batch wrote, as it
@@ -23,10 +23,10 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_held
 from knowledge.errors import DomainError
-from knowledge.memories.rows import memory_rows_insert
+from knowledge.memories.activation import NewRow, memory_rows_activate
 from knowledge.models import Agent, Memory
 from knowledge.principals.principal import Principal
-from memory.lifecycle.activation import activation_reads_memories, memory_activate
+from memory.lifecycle.activation import activation_carry_out, activation_reads_memories, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.duplicates import exact_duplicate_for_write, exact_duplicates_for_writes
 from memory.lifecycle.write import (
@@ -146,7 +146,7 @@ class _Chunk:
     def __init__(self, actor: Principal, owner: Agent, store: str, route: str):
         self.actor, self.owner, self.store, self.route = actor, owner, store, route
         self.now = timezone.now()
-        self.held: list[tuple[Memory, list, str, dict | None]] = []  # decided, not stored yet
+        self.held: list[tuple[NewRow, dict | None]] = []  # decided, not stored yet
         self.out: dict[int, Memory] = {}
 
     def write(self, writes: list[_Write]) -> list[Memory]:
@@ -209,26 +209,29 @@ class _Chunk:
             self._hold(w, row)
 
     def _hold(self, w: _Write, row: Memory) -> None:
-        stored: list[Memory] = []  # memory_activate's insert: held back, stored by _store_held
-        status = memory_activate(
-            actor=self.actor, memory=row, route=self.route, now=self.now, insert=stored.append
-        )
-        assert stored == [row], "memory_activate decides a held memory without storing it"
-        self.held.append((row, w.sources, status, w.fields.get("audit_data")))
+        activation = memory_activate(actor=self.actor, memory=row, route=self.route, now=self.now)
+        self.held.append((NewRow(row, activation, w.sources), w.fields.get("audit_data")))
         self.out[w.index] = row
 
     def _store_held(self) -> None:
         if not self.held:
             return
-        memory_rows_insert([(row, sources) for row, sources, _, _ in self.held])
+        memory_rows_activate(rows=[new for new, _ in self.held])
         with audit_held():
-            for row, sources, status, data in self.held:
+            for new, data in self.held:
+                status = activation_carry_out(
+                    actor=self.actor,
+                    memory=new.memory,
+                    route=self.route,
+                    activation=new.activation,
+                    now=self.now,
+                )
                 memory_written_audit(
                     actor=self.actor,
-                    memory=row,
+                    memory=new.memory,
                     status=status,
                     route=self.route,
-                    sources=len(sources),
+                    sources=len(new.sources),
                     data=data,
                 )
         self.held = []

@@ -15,7 +15,7 @@ from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.memories.rows import memory_row_revise, memory_row_state
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
-from memory.lifecycle.activation import memory_activate
+from memory.lifecycle.activation import memory_activate_stored
 from memory.lifecycle.activation_hooks import REVIEW
 from memory.lifecycle.common import (
     QUEUE_REASONS,
@@ -78,7 +78,7 @@ def memory_approve(
                 memory.supersedes = supersedes
                 memory_save(memory, "supersedes")
             queue_reason = memory.queue_reason
-            status = memory_activate(
+            status = memory_activate_stored(
                 actor=actor, memory=memory, route=REVIEW, decision=decision, boundary=boundary
             )
             if status == Memory.ACTIVE and memory.stale:

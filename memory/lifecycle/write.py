@@ -1,6 +1,7 @@
 """The write service behind POST /api/memory, MCP and every other route that writes a new
-memory: the field rules every writer shares, `memory_write` (through the one create path,
-knowledge.memories.activation.memory_row_activate) and its `memory.written` event."""
+memory: the field rules every writer shares, `memory_write` (decided by the one activation
+function, stored through the one entrance knowledge.memories.activation.memory_rows_activate)
+and its `memory.written` event."""
 
 import datetime
 import json
@@ -13,10 +14,11 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Invalid, Refused
-from knowledge.memories.activation import memory_row_activate
-from knowledge.memories.rows import memory_row_insert, memory_row_new, memory_row_state
+from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
+from knowledge.memories.rows import memory_row_new
 from knowledge.models import Agent, Channel, Conversation, Memory, Person
 from knowledge.principals.principal import Principal
+from memory.lifecycle.activation import activation_carry_out, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.common import QUEUE_NEW
 from memory.lifecycle.conflicts import MemoryConflict, policy_violation_record
@@ -358,19 +360,20 @@ def memory_write(
     )
     try:
         with transaction.atomic():
+            # decide, then store through the one entrance of new rows, then carry out
             try:
-                # the one create path: stored with the decision activation makes for this route
-                memory_row_activate(
-                    actor=actor, memory=memory, route=route, sources=sources, now=now, reason=version_reason
-                )
+                activation = memory_activate(actor=actor, memory=memory, route=route, now=now)
             except MemoryConflict as exc:
                 if not refused_stays_queued:
                     raise
-                # anti-drift refuses before activation writes anything: store the row as it is
-                reason = f"contradicts active memories {exc.conflicts_with}"
-                memory_row_state(memory, save=False, status_reason=reason)
-                memory_row_insert(memory, sources=sources, reason=version_reason)
-            status = memory.status
+                # anti-drift refused it: the proposal is stored as it is, saying why
+                activation = Activation.held(
+                    status_reason=f"contradicts active memories {exc.conflicts_with}"
+                )
+            memory_rows_activate(rows=[NewRow(memory, activation, sources, version_reason)])
+            status = activation_carry_out(
+                actor=actor, memory=memory, route=route, activation=activation, now=now
+            )
             memory_written_audit(
                 actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
             )

@@ -1,6 +1,7 @@
 from django.db import transaction
 
-from knowledge.memories.rows import memory_row_create, memory_row_revise
+from knowledge.memories.activation import memory_row_create
+from knowledge.memories.rows import memory_row_revise
 from knowledge.models import Memory
 
 

@@ -105,7 +105,7 @@ class Command(BaseCommand):
     def extend_consolidation(self, *, actor, agents, people, channels):
         """Issue 7: duplicate, near-duplicate and conflicting memories, and one proposed plan.
         Without a model configured the plan folds only the duplicates (and settles the conflict)."""
-        from knowledge.memories.rows import memory_row_create
+        from knowledge.memories.activation import memory_row_create
         from knowledge.models import Memory
         from memory.consolidation import consolidation_run
         from memory.models import ConsolidationPlan

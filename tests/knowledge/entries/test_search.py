@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.entries.selectors import EntryFilters, entry_search
-from knowledge.memories.rows import memory_row_create
+from knowledge.memories.activation import memory_row_create
 from knowledge.models import Entry, Memory
 from knowledge.principals.principal import Principal
 from tests.factory import make_entry

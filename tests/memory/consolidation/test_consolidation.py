@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from knowledge.audit.services import snapshot
 from knowledge.llm import model_profile_save
-from knowledge.memories.rows import memory_row_create
+from knowledge.memories.activation import memory_row_create
 from knowledge.models import AuditEvent, Memory, MemorySource, ModelUsage
 from memory.consolidation import (
     ConsolidationBusy,

@@ -3,7 +3,7 @@
 import pytest
 from django.db import transaction
 
-from knowledge.memories.rows import memory_row_create
+from knowledge.memories.activation import memory_row_create
 from knowledge.models import AuditEvent, Entry, Memory, MemorySource
 from knowledge.settings_store import setting_get
 from memory.provenance.services import provenance_check

@@ -109,7 +109,7 @@ def test_lessons_are_reordered_by_admins(world, triage):
 def test_status_alerts_overlays_over_budget_and_lints_lessons_without_source(world, triage, client, settings):
     from django.db import transaction
 
-    from knowledge.memories.rows import memory_row_create
+    from knowledge.memories.activation import memory_row_create
 
     experience(world, "Ask for the ticket number before searching the knowledge base.")
     with transaction.atomic():  # an imported row that cites nothing (the API refuses such a lesson)
@@ -142,7 +142,7 @@ def test_status_alerts_overlays_over_budget_and_lints_lessons_without_source(wor
 def test_consolidation_leaves_lessons_to_their_overlay(world, triage):
     from django.db import transaction
 
-    from knowledge.memories.rows import memory_row_create
+    from knowledge.memories.activation import memory_row_create
     from memory.consolidation import consolidation_run
 
     with transaction.atomic():  # two identical lessons (imported rows; the API refuses the second)
