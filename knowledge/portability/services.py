@@ -19,6 +19,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid
+from knowledge.memories.exported import memory_row_exported
+from knowledge.memories.rows import memory_row_state
 from knowledge.models import (
     Agent,
     AgentSkill,
@@ -27,12 +29,10 @@ from knowledge.models import (
     EntryRelation,
     Memory,
     MemorySource,
-    MemoryVersion,
     PinnedMemo,
     Skill,
 )
 from knowledge.principals.principal import Principal
-from knowledge.rowsql import insert_with_children
 
 FORMAT, VERSION = "brain-agent-export", 1
 MAX_ERRORS = 50
@@ -383,7 +383,7 @@ def agent_import(*, actor: Principal, lines: Iterable[str | bytes], as_name: str
                 f"{f}_id": memories[m[f]].pk for f in ("supersedes", "superseded_by") if m.get(f) in memories
             }
             if update:
-                Memory.objects.filter(pk=memories[m["ref"]].pk).update(**update)
+                memory_row_state(memories[m["ref"]], **update)
 
         for r in data["relation"]:
             source, target = entries[r["source"]], entries[r["target"]]
@@ -417,38 +417,35 @@ def _memory_insert(agent: Agent, m: dict, *, entry, skill, content_hash: str) ->
     """One exported memory with its whole version history and its sources as they were recorded
     (fingerprints and snapshots kept: the provenance check compares against them)."""
     fields = {f: m[f] for f in MEMORY_FIELDS if f in m and m[f] is not None and f not in DATETIMES}
-    memory = Memory(
-        owner=agent,
-        entry=entry,
-        skill=skill,
-        position=m.get("position") if entry is not None else None,
-        version=m["version"],
-        content_hash=content_hash,
-        **fields,
-        **{f: _dt(m.get(f)) for f in DATETIMES if f != "created_at"},
+    return memory_row_exported(
+        fields={
+            "owner": agent,
+            "entry": entry,
+            "skill": skill,
+            "position": m.get("position") if entry is not None else None,
+            "version": m["version"],
+            "content_hash": content_hash,
+            **fields,
+            **{f: _dt(m.get(f)) for f in DATETIMES if f != "created_at"},
+        },
+        versions=[
+            {
+                "content_hash": Memory.hash_content(v["text"], v.get("key") or "", v.get("value")),
+                **{f: v.get(f) if v.get(f) is not None else "" for f in VERSION_FIELDS if f != "value"},
+                "value": v.get("value"),
+            }
+            for v in m["versions"]
+        ],
+        sources=[
+            {
+                "kind": s["kind"],
+                "ref": s["ref"],
+                "fingerprint": s.get("fingerprint") or "",
+                "snapshot": s.get("snapshot"),
+                "state": s.get("state") or MemorySource.UNCHANGED,
+                "checked_at": _dt(s.get("checked_at")),
+            }
+            for s in m.get("sources") or []
+        ],
+        created_at=_dt(m.get("created_at")),
     )
-    versions = [
-        MemoryVersion(
-            memory=memory,
-            content_hash=Memory.hash_content(v["text"], v.get("key") or "", v.get("value")),
-            **{f: v.get(f) if v.get(f) is not None else "" for f in VERSION_FIELDS if f != "value"},
-            value=v.get("value"),
-        )
-        for v in m["versions"]
-    ]
-    sources = [
-        MemorySource(
-            memory=memory,
-            kind=s["kind"],
-            ref=s["ref"],
-            fingerprint=s.get("fingerprint") or "",
-            snapshot=s.get("snapshot"),
-            state=s.get("state") or MemorySource.UNCHANGED,
-            checked_at=_dt(s.get("checked_at")),
-        )
-        for s in m.get("sources") or []
-    ]
-    insert_with_children(memory, ("memory", versions), ("memory", sources))
-    if m.get("created_at"):
-        Memory.objects.filter(pk=memory.pk).update(created_at=_dt(m["created_at"]))
-    return memory

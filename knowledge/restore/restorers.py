@@ -15,14 +15,14 @@ from knowledge.entries.services import (
     entry_snapshot,
     relation_snapshot,
 )
-from knowledge.memories.rows import memory_row_revise
+from knowledge.memories.exported import memory_row_recreate
+from knowledge.memories.rows import memory_row_revise, memory_row_state
 from knowledge.models import (
     CurationGuide,
     Entry,
     EntryRelation,
     Memory,
     MemorySource,
-    MemoryVersion,
     PinnedMemo,
     Setting,
 )
@@ -187,17 +187,9 @@ class MemoryRestorer(Restorer):
     def write(self, object_id, current, target, *, actor, fields, row=None):
         reason = "restored from the audit trail"
         if current is None:
-            memory = Memory(
-                pk=int(object_id), **{k: v for k, v in target.items() if k not in ("id", "sources")}
-            )
-            memory.save(force_insert=True)
-            MemoryVersion.objects.create(
-                memory=memory,
-                version=memory.version,
-                text=memory.text,
-                key=memory.key,
-                value=memory.value,
-                content_hash=memory.content_hash,
+            memory = memory_row_recreate(
+                pk=int(object_id),
+                fields={k: v for k, v in target.items() if k not in ("id", "sources")},
                 author_kind=actor.kind,
                 author_name=actor.name,
                 reason=reason,
@@ -207,8 +199,7 @@ class MemoryRestorer(Restorer):
         memory = row if row is not None else Memory.objects.get(pk=int(object_id))
         sources = current.get("sources", [])
         if target is None:
-            memory.status, memory.status_reason = Memory.INVALIDATED, "withdrawn by a restore"
-            memory.save(update_fields=["status", "status_reason", "updated_at"])
+            memory_row_state(memory, status=Memory.INVALIDATED, status_reason="withdrawn by a restore")
             return {**snapshot(memory), "sources": sources}
         content = {k: target[k] for k in ("text", "key", "value") if k in target}
         if any(getattr(memory, k) != v for k, v in content.items()):
@@ -222,10 +213,8 @@ class MemoryRestorer(Restorer):
                 reason=reason,
             )
         plain = [f for f in fields if f not in ("sources", "text", "key", "value")]
-        for field in plain:
-            setattr(memory, field, target[field])
         if plain:
-            memory.save(update_fields=[*plain, "updated_at"])
+            memory_row_state(memory, **{field: target[field] for field in plain})
         if "sources" in fields:
             self._sources(memory, target["sources"])
             sources = sorted(list(pair) for pair in target["sources"])

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_record, audit_revisions_add, audit_revisions_sql, snapshot
 from knowledge.errors import NotFound
+from knowledge.memories.sets import memories_patch, memories_put_back
 from knowledge.models import Agent, Memory
 from memory.consolidation.common import (
     T_GROUP,
@@ -199,21 +200,7 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                 + "); discard it and run consolidation again.",
                 changed=changed,
             )
-        superseded = _sql(
-            f"""WITH p AS ({_ORIGINALS})
-                UPDATE {T_MEMORY} m SET
-                    status = coalesce(p.a->>'status', m.status),
-                    status_reason = coalesce(p.a->>'status_reason', m.status_reason),
-                    superseded_by_id = CASE WHEN p.a ? 'superseded_by_id'
-                                       THEN (p.a->>'superseded_by_id')::bigint ELSE m.superseded_by_id END,
-                    valid_to = CASE WHEN p.a ? 'valid_to' THEN (p.a->>'valid_to')::timestamptz ELSE m.valid_to END,
-                    tier = coalesce(p.a->>'tier', m.tier),
-                    expires_at = CASE WHEN p.a ? 'expires_at' THEN (p.a->>'expires_at')::timestamptz
-                                 ELSE m.expires_at END,
-                    updated_at = (p.a->>'updated_at')::timestamptz
-                FROM p WHERE m.id = p.memory_id AND p.a <> '{{}}'::jsonb""",
-            {"plan": plan.pk, "stamp": stamp},
-        )
+        superseded = memories_patch(_ORIGINALS, {"plan": plan.pk, "stamp": stamp})
 
         # Duplicates: the kept memory carries the provenance of every copy folded into it. The
         # ids of the source rows added are kept on the plan, so a revert removes exactly those.
@@ -322,20 +309,7 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                 + "); undo those changes first.",
                 changed=changed,
             )
-        restored = _sql(
-            f"""WITH p AS ({_ORIGINALS})
-                UPDATE {T_MEMORY} m SET
-                    status = p.b->>'status',
-                    status_reason = p.b->>'status_reason',
-                    superseded_by_id = (p.b->>'superseded_by_id')::bigint,
-                    valid_to = (p.b->>'valid_to')::timestamptz,
-                    queue_reason = p.b->>'queue_reason',
-                    tier = p.b->>'tier',
-                    expires_at = (p.b->>'expires_at')::timestamptz,
-                    updated_at = (p.b->>'updated_at')::timestamptz
-                FROM p WHERE m.id = p.memory_id AND p.a <> '{{}}'::jsonb""",
-            {"plan": plan.pk, "stamp": stamp},
-        )
+        restored = memories_put_back(_ORIGINALS, {"plan": plan.pk, "stamp": stamp})
         removed = (
             _sql(f"DELETE FROM {T_SOURCE} WHERE id = ANY(%s)", [plan.added_sources])
             if plan.added_sources

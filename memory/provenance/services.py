@@ -19,11 +19,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from knowledge.audit.services import (
-    audit_actor_params,
-    audit_event_id_sql,
-    audit_events_sql,
     audit_record,
-    audit_revisions_sql,
 )
 from knowledge.memories.fingerprints import (
     EXTERNAL_KINDS,
@@ -34,6 +30,7 @@ from knowledge.memories.fingerprints import (
     fingerprint_fields,
     internal_states,
 )
+from knowledge.memories.sets import memories_source_changed_act
 from knowledge.models import Memory, MemorySource, SourceState
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
@@ -146,87 +143,6 @@ def _refresh_states(now, kinds=None, refs=None) -> None:
             cursor.execute(INTERNAL_UPDATE.format(sql=internal, only=""), {"now": now, "kind": kind})
 
 
-# What each mode does to a memory with a changed source (f = the finding, with the old values).
-MODE_SET = {
-    "flag": "status = f.status, queue_reason = f.queue_reason, status_reason = f.status_reason,"
-    " valid_to = f.valid_to",
-    "requeue": "status = 'queued', queue_reason = 'requeued', status_reason = f.reason, valid_to = f.valid_to",
-    "invalidate": "status = 'invalidated', queue_reason = f.queue_reason, status_reason = f.reason,"
-    " valid_to = coalesce(f.valid_to, %(now)s)",
-}
-ACTIONS = {"flag": "memory.stale", "requeue": "memory.requeued", "invalidate": "memory.invalidated"}
-LIFECYCLE_JSON = """jsonb_build_object('status', {t}.status, 'stale', {t}.stale, 'stale_reason', {t}.stale_reason,
-    'queue_reason', {t}.queue_reason, 'status_reason', {t}.status_reason, 'valid_to', {t}.valid_to)"""
-
-# One statement: find the live, not-yet-stale memories with a changed or deleted source, change
-# them per the mode, and write one audit event plus one lifecycle revision each. Event ids are
-# drawn in the UPDATE so neither INSERT has to join the CTEs (which the planner does badly).
-ACT = (
-    """
-WITH f AS (
-    SELECT m.id, m.store, m.owner_id, m.status, m.stale, m.stale_reason, m.queue_reason, m.status_reason,
-           m.valid_to,
-           're-check: its source ' || ms.kind || ':' || ms.ref
-             || CASE WHEN ms.state = 'deleted' THEN ' was deleted' ELSE ' changed' END AS reason
-    FROM knowledge_memory m
-    JOIN LATERAL (
-        SELECT s.kind, s.ref, s.state FROM knowledge_memorysource s
-        WHERE s.memory_id = m.id AND s.state IN ('changed', 'deleted') ORDER BY s.id LIMIT 1
-    ) ms ON true
-    WHERE m.stale = false AND m.status IN ('active', 'queued')
-      AND m.id IN (SELECT memory_id FROM knowledge_memorysource WHERE state IN ('changed', 'deleted'))
-    FOR UPDATE OF m
-), upd AS (
-    UPDATE knowledge_memory m SET stale = true, stale_reason = f.reason, updated_at = %(now)s, {set}
-    FROM f WHERE m.id = f.id
-    RETURNING m.id, m.store, f.owner_id, f.reason, {before} AS before, {after} AS after,
-              """
-    + audit_event_id_sql()
-    + """ AS event_id
-), ev AS (
-    """
-    + audit_events_sql(
-        """SELECT upd.event_id, %(action)s, %(actor_kind)s, %(actor_name)s, upd.store, a.name, 'memory',
-           jsonb_build_array(upd.id::text), upd.reason, '{{}}'::jsonb, %(data)s::jsonb, %(batch)s,
-           %(request_id)s, %(now)s
-    FROM upd JOIN knowledge_agent a ON a.id = upd.owner_id"""
-    )
-    + """
-)
-"""
-    + audit_revisions_sql("SELECT upd.event_id, 'memory', upd.id::text, upd.before, upd.after FROM upd")
-    + """
-RETURNING object_id
-"""
-)
-
-
-def _act(mode: str, actor: Principal, now) -> dict:
-    """Act on every new finding at once; returns how many memories became stale / requeued /
-    invalidated."""
-    sql = ACT.format(
-        set=MODE_SET[mode], before=LIFECYCLE_JSON.format(t="f"), after=LIFECYCLE_JSON.format(t="m")
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            sql,
-            {
-                "now": now,
-                "action": ACTIONS[mode],
-                "data": json.dumps({"mode": mode}),
-                **audit_actor_params(actor),
-            },
-        )
-        ids = [int(row[0]) for row in cursor.fetchall()]
-    acted = len(ids)
-    return {
-        "stale": acted,
-        "requeued": acted if mode == "requeue" else 0,
-        "invalidated": acted if mode == "invalidate" else 0,
-        "ids": ids,
-    }
-
-
 def _lifecycle(memory: Memory) -> dict:
     return {f: _json(getattr(memory, f)) for f in LIFECYCLE_FIELDS}
 
@@ -240,7 +156,7 @@ def _act_until_settled(mode: str, actor: Principal, now, counts: dict) -> list[i
     cite it, so repeat (rechecking only those) until nothing more retires (transitive staleness)."""
     ids = []
     for _ in range(MAX_ROUNDS):
-        acted = _act(mode, actor, now)
+        acted = memories_source_changed_act(mode=mode, actor=actor, now=now)
         round_ids = acted.pop("ids")
         ids.extend(round_ids)
         for key, value in acted.items():
