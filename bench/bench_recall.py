@@ -314,7 +314,7 @@ def _latency(report, copilot, gen, rng):
 
 def http_figures(report, copilot, gen, rng, label: str, n: int = QUERIES) -> dict:
     """k=10 and k=50 searches over HTTP against `make run`'s server, the scaling curve's figures
-    (docs/PERFORMANCE.md, "Recall at 10k, 100k and 1M messages")."""
+    (docs/PERFORMANCE.md, "The scaling curve")."""
     connections.settings[DEFAULT_DB_ALIAS]["CONN_MAX_AGE"] = 60
     connection.settings_dict["CONN_MAX_AGE"] = 60
     raw = _token(agent=copilot)

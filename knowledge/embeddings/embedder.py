@@ -121,7 +121,7 @@ class LocalEmbedder:
         # Without this, onnxruntime's idle threads spin-wait after every run, burning ≈ 30 ms of
         # CPU per search that PostgreSQL and the other web workers need: three processes
         # searching at once took ≈ 25 % longer. Single-search latency and backlog throughput
-        # are the same either way (docs/PERFORMANCE.md).
+        # are the same either way (measured in commit 3116982).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
@@ -256,7 +256,7 @@ def embed_texts(texts: list[str], embedder=None) -> np.ndarray:
 # (retries, the context compiled for each turn of one topic). Small: a hit saves one model run.
 # Same run on the kept 100k recall world, 40 repeated questions with the cache on and off
 # alternating (load average 17): query embedding 115.9 → 0.05 ms, memory_search p50 325.6 →
-# 237.1 ms, p95 440.1 → 379.6 ms (docs/PERFORMANCE.md, "Recall at 10k, 100k and 1M messages").
+# 237.1 ms, p95 440.1 → 379.6 ms (docs/perf-notes/2026-12-02-recall.md, "A third of the time").
 QUERY_CACHE_SIZE = 256
 _queries: OrderedDict[tuple, np.ndarray] = OrderedDict()
 

@@ -15,7 +15,8 @@ route) was measured and left out: it moved no question of the LoCoMo dev split a
 own set's 58 either way (fused any@5 and any@10 one question up without it, session@5 one
 down), while its two statements were two thirds of the hop's database time (same run,
 alternating, 100k bench world: the hop 6.3–7.3 → 2.6–2.8 ms, and up to 5.8 ms less database
-CPU per search; docs/PERFORMANCE.md).
+CPU per search; docs/perf-notes/2026-12-02-recall.md,
+"the second hop searches messages only").
 
 A hit's lexemes are those of its stored tsvector (what the keyword routes match), leaving out
 the question's own, numbers, and the name of a message's speaker (every turn names its speaker:

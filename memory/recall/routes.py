@@ -168,7 +168,8 @@ def run_batched(routes: dict, settings_sql: str) -> tuple[dict, dict]:
     trips each route took part in).
 
     One round trip instead of one per statement: on a loaded machine each round trip waits for
-    the database process to be scheduled (measured: see docs/PERFORMANCE.md)."""
+    the database process to be scheduled (measured: see
+    docs/perf-notes/2026-12-02-recall.md, "fewer round trips")."""
     hits: dict = {}
     spent: dict = {name: 0.0 for name in routes}
     pending: dict = {}

@@ -53,7 +53,8 @@ MAX_BUDGET = 100_000
 # rows took a round trip of their own. On the kept 100k bench world (60 searches each): k=10,
 # 36 of 60 searches needed that second round trip with no spare, 24 with 5, 14 with 10, none
 # with 20; k=50, 46 with none, 27 with 20. Same run, alternating with the code before (two
-# pairs): statements per k=10 search 8.7 → 8.18, k=50 9.03 → 8.8 (docs/PERFORMANCE.md).
+# pairs): statements per k=10 search 8.7 → 8.18, k=50 9.03 → 8.8
+# (docs/perf-notes/2026-12-02-recall.md, "A third of the time").
 HYDRATE_SPARE = 20
 
 
@@ -117,7 +118,8 @@ def helper_routes(scope: RecallScope, vector_routes: list[str]) -> list[str]:
     statement of such a search): then the memory route runs on the search's connection, so each
     connection does about half the work. On the kept 100k bench, same run, alternating, 150
     channel-only searches: p50 56.3 / 57.2 → 46.9 / 46.9 ms with the memory route moved; for a
-    large scope, moving it only lengthened the keyword side (docs/PERFORMANCE.md)."""
+    large scope, moving it only lengthened the keyword side
+    (docs/perf-notes/2026-12-02-recall.md, "the vector side beside the keyword side")."""
     try:
         where, params = scope.where(Message)
     except NothingVisible:

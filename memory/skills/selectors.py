@@ -164,7 +164,8 @@ def skills_section(agent: Agent, *, budget: int, exclude_memory_ids=(), include_
 
     One statement reads the enabled skills with their lessons; skill rows come from a cache by
     version (measured by bench_context with 5 skills × 50 lessons: 11 ms with ORM queries and
-    recounting every lesson, 3 ms with the ORM and cached counts, see docs/PERFORMANCE.md)."""
+    recounting every lesson, 3 ms with the ORM and cached counts, see
+    docs/perf-notes/2026-12-01-context-and-events.md)."""
     forced = [m for m in include_memories if m.skill_id]
     excluded = sorted(set(exclude_memory_ids) | {m.pk for m in forced if m.pk})
     overlays = _enabled_overlays(agent, excluded)
