@@ -163,21 +163,22 @@ def memory_write_request(
         conversation_row = Conversation.objects.filter(pk=conversation).first()
         if conversation_row is None or owner is None:
             errors["conversation"] = [f"Agent {agent or owner} has no conversation {conversation}."]
-    text, rule_errors = _write_rules(
-        owner=owner,
-        text=text,
-        key=key,
-        value=value,
-        tier=tier,
-        valid_from=valid_from,
-        valid_to=valid_to,
-        expires_at=expires_at,
-        conversation=conversation_row,
-        owner_label=agent or "",
-    )
-    errors.update(rule_errors)
     if errors:
-        raise Invalid(errors)
+        # every bad field at once: the names' errors with the field rules' (memory_write runs
+        # the rules itself when every name resolved, so they run once)
+        _, rule_errors = _write_rules(
+            owner=owner,
+            text=text,
+            key=key,
+            value=value,
+            tier=tier,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            expires_at=expires_at,
+            conversation=conversation_row,
+            owner_label=agent or "",
+        )
+        raise Invalid({**errors, **rule_errors})
     return memory_write(
         actor=actor,
         owner=owner,

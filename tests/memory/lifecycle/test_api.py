@@ -1,5 +1,7 @@
 """Supersession, strict anti-drift, review and operator actions through the API."""
 
+import pytest
+
 from knowledge.models import AuditEvent, Memory, Revision
 from knowledge.principals.services import setting_set
 from tests import factory
@@ -386,3 +388,29 @@ def test_revising_a_memory_to_the_text_it_has_is_refused_as_nothing_changed(worl
     assert response.status_code == 400 and "Nothing changed" in response.json()["fields"]["text"][0]
     assert Memory.objects.get(pk=memory.pk).version == 1
     assert not AuditEvent.objects.filter(action="memory.revised").exists()
+
+
+def test_the_api_write_walk_never_calls_back_up_from_the_base_layer(world, monkeypatch):
+    """POST /api/memory decides in the lifecycle layer, stores through knowledge.memories and
+    carries out in the lifecycle layer: the activation the base layer holds for entry blocks is
+    never called, not even for a write that supersedes another (its decision retires one)."""
+    from knowledge.memories import activation
+
+    def climbed(**kwargs):
+        raise AssertionError("the write walk called back up through knowledge.memories.activation")
+
+    old = write(world, "scribe", {"text": "Alice likes barbecue"}).json()
+    monkeypatch.setattr(activation, "_decide", climbed)
+    monkeypatch.setattr(activation, "_carry_out", climbed)
+    new = write(world, "scribe", {"text": "Alice is vegetarian", "supersedes": old["id"]})
+    queued = write(world, "copilot", {"text": "Bob is on call on Fridays"})
+    assert (new.status_code, new.json()["status"]) == (201, "active")
+    assert (queued.status_code, queued.json()["status"]) == (201, "queued")
+    assert Memory.objects.get(pk=old["id"]).status == Memory.SUPERSEDED
+    assert AuditEvent.objects.filter(action="memory.written", object_ids=[str(new.json()["id"])]).exists()
+    # The entry-block route does go through it (so the patch above is really in the way).
+    from knowledge.entries.services import block_add
+
+    entry = factory.make_entry(world.copilot)
+    with pytest.raises(AssertionError, match="called back up"):
+        block_add(actor=factory.SYSTEM, entry_id=entry.pk, text="a block")
