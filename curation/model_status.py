@@ -53,11 +53,14 @@ def models_alerts(report: dict) -> list[dict]:
         if p["endpoint"] == "unreachable"
     ]
     if report["distiller_failed"]:
+        # An agent's or integration's report keeps the count but lists none of the failures
+        # (they name other agents' conversations): the alert then says only how many.
+        listed = report["distiller_failures"]
+        last = f"; the last: {listed[0]['reason']}" if listed else ""
         alerts.append(
             {
                 "level": "warning",
-                "text": f"The distiller failed on {report['distiller_failed']} conversation(s); "
-                f"the last: {report['distiller_failures'][0]['reason']}",
+                "text": f"The distiller failed on {report['distiller_failed']} conversation(s){last}",
             }
         )
     return alerts

@@ -89,3 +89,25 @@ def test_stage_a_rows_are_only_of_channels_the_agent_takes_part_in(world, settin
         for c in world.client("copilot").get("/api/status").json()["dreaming_stage_a"]["channels"]
     }
     assert own == {"dm-alice"}
+
+
+def test_a_failed_distiller_run_leaves_status_answering_agents_and_integrations(world):
+    """The report keeps the failure count for everyone but lists another agent's failed
+    conversation to nobody without a role: the alert then says only how many (it read the first
+    listed failure, and answered 500 to every agent and integration)."""
+    from curation.models import DistillerRun
+
+    conversation = factory.make_conversation(world.copilot, world.general)
+    DistillerRun.objects.create(
+        conversation=conversation, state=DistillerRun.FAILED, attempts=3, reason="no model is configured"
+    )
+    for who in ("copilot", "scribe", "integration", "reviewer"):
+        response = world.client(who).get("/api/status")
+        assert response.status_code == 200, who
+        assert response["Content-Type"].startswith("application/json")
+        assert response.json()["models"]["distiller_failed"] == 1
+    listed = world.client("scribe").get("/api/status").json()["models"]["distiller_failures"]
+    assert listed == []
+    assert world.client("reviewer").get("/api/status").json()["models"]["distiller_failures"][0][
+        "reason"
+    ] == ("no model is configured")
