@@ -69,8 +69,15 @@ def job_observed(sender, task: dict, **kwargs) -> None:
         job_duration.labels(name).observe(max((stopped - started).total_seconds(), 0.0))
 
 
+# Labels come from closed sets only, so no client can add series: a method outside these is
+# `other` (the route is a URL pattern, never a raw path; the status a three-digit code).
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 def http_observe(*, route: str, method: str, status: int, seconds: float) -> None:
-    http_requests.labels(route, method, str(status)).inc()
+    method = method if method in HTTP_METHODS else "other"
+    status_label = str(status) if 100 <= status <= 599 else "other"
+    http_requests.labels(route, method, status_label).inc()
     http_duration.labels(route, method).observe(seconds)
 
 

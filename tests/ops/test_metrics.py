@@ -177,3 +177,22 @@ def job_observed_for_test(sender, task, **kwargs):
     from knowledge.metrics import job_observed
 
     job_observed(sender, task=task, **kwargs)
+
+
+def test_made_up_methods_add_no_series(world, metrics_on):
+    """The method label comes from a closed set: requests with invented methods are counted
+    under `other`, so anonymous traffic cannot grow the series without bound."""
+    client = Client()
+    for path in ("/api/memory", "/knowledge/"):  # one `other` series per route may appear, once
+        client.generic("BREW", path)
+    scrape(client)  # and the scrape's own series
+    before = scrape(client)
+    for n in range(30):
+        client.generic(f"M{n}X", "/api/memory")
+        client.generic(f"M{n}Y", "/knowledge/")
+    after = scrape(client)
+    requests = "brain_http_requests"
+    assert len(after[requests]) == len(before[requests])
+    methods = {dict(labels).get("method") for _, labels in after[requests]}
+    assert not any(m.startswith("M") and m[1:-1].isdigit() for m in methods if m)
+    assert "other" in methods
