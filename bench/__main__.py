@@ -123,15 +123,23 @@ def main(argv: list[str]) -> int:
     print()
     print("\n".join(table))
     if not argv:
+        # The whole table goes to a dated file in docs/perf-notes/; PERFORMANCE.md (the current
+        # figures, kept short) links the latest run between its markers.
+        today = datetime.date.today()
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         stamp = (
-            f"Measured {datetime.date.today()} on {platform.machine()}, {os.cpu_count()} cores, `make bench`."
+            f"Measured {today} on {platform.machine()}, {os.cpu_count()} cores, `make bench` "
+            f"(load average at the end {load})."
         )
-        block = f"{BEGIN}\n{stamp}\n\n" + "\n".join(table) + f"\n{END}"
+        notes = DOC.parent / "perf-notes" / f"{today}-make-bench.md"
+        notes.parent.mkdir(exist_ok=True)
+        notes.write_text(f"# `make bench`, {today}\n\n{stamp}\n\n" + "\n".join(table) + "\n")
+        link = f"The last run: [{notes.name}](perf-notes/{notes.name}) ({stamp[:-1].lower()})."
         text = DOC.read_text() if DOC.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
         head, _, rest = text.partition(BEGIN)
         _, _, tail = rest.partition(END)
-        DOC.write_text(head + block + tail)
-        print(f"\nFigures written to {DOC.relative_to(ROOT)}")
+        DOC.write_text(head + f"{BEGIN}\n{link}\n{END}" + tail)
+        print(f"\nFigures written to {notes.relative_to(ROOT)}, linked from {DOC.relative_to(ROOT)}")
     return 0
 
 
