@@ -2,6 +2,8 @@
 
 import json
 
+# One memory's text and value, on every route (knowledge.memories.rows.memory_content_errors).
+MAX_MEMORY_TEXT = 20_000
 MAX_JSON_VALUE_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32
 # The deepest page (and offset) a list may be asked for: far past any real listing, and far

@@ -4,10 +4,11 @@ API serializers, the console forms and other services that take the same kinds o
 import datetime
 
 from knowledge.errors import Invalid
+from knowledge.limits import MAX_MEMORY_TEXT
 from knowledge.models import MemorySource
 
 MAX_BLOCKS_PER_WRITE = 200
-MAX_TEXT = 20_000
+MAX_TEXT = MAX_MEMORY_TEXT  # a block is a memory: the one limit
 
 
 def clean_text(value, field: str, *, max_length: int = MAX_TEXT, required: bool = True) -> str:

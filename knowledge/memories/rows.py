@@ -10,9 +10,32 @@ import datetime
 from django.db import connection
 
 from knowledge.errors import Invalid
+from knowledge.limits import MAX_MEMORY_TEXT, json_scan, json_size_error
 from knowledge.memories.fingerprints import source_rows, source_states
 from knowledge.models import Memory, MemorySource, MemoryVersion
 from knowledge.rowsql import insert_many, insert_with_children, update_fields
+
+
+def memory_content_errors(*, text: str, key: str = "", value=None) -> dict:
+    """The one limit on what a memory holds, on every route (API, MCP, imports, the distiller,
+    Dreaming, merges, blocks): text at most MAX_MEMORY_TEXT characters, a value at most
+    MAX_JSON_VALUE_BYTES as JSON and MAX_JSON_DEPTH deep, and no NUL character anywhere
+    (PostgreSQL cannot store one). So no single row can take a worker's memory with it. Field
+    errors, empty when it holds."""
+    errors = {}
+    if len(text or "") > MAX_MEMORY_TEXT:
+        errors["text"] = [f"Is {len(text):,} characters; at most {MAX_MEMORY_TEXT:,} are stored."]
+    elif "\x00" in (text or ""):
+        errors["text"] = ["Holds a NUL character, which cannot be stored."]
+    if "\x00" in (key or ""):
+        errors["key"] = ["Holds a NUL character, which cannot be stored."]
+    if value is not None:
+        problem = json_size_error(value)
+        if problem is None and json_scan(value)[1]:
+            problem = "Holds a NUL character, which cannot be stored."
+        if problem:
+            errors["value"] = [problem]
+    return errors
 
 
 def memory_row_new(
@@ -25,8 +48,12 @@ def memory_row_new(
     status: str = Memory.QUEUED,
     **fields,
 ) -> Memory:
-    """An unsaved memory at version 1 with its content hash; `memory_row_insert` stores it."""
+    """An unsaved memory at version 1 with its content hash, the entrance
+    (`activation.memory_rows_activate`) stores it. Content past the one limit is Invalid."""
     key, value = fields.get("key", ""), fields.get("value")
+    errors = memory_content_errors(text=text, key=key, value=value)
+    if errors:
+        raise Invalid(errors)
     return Memory(
         owner=owner,
         store=store,
@@ -80,6 +107,11 @@ def memory_row_revise(
     """Give a (row-locked) memory a new text: version + 1, new content hash, a new
     MemoryVersion. The old text stays in the history. Returns the memory, saved."""
     assert connection.in_atomic_block, "memory_row_revise must run inside transaction.atomic()"
+    errors = memory_content_errors(
+        text=text, key=memory.key if key is None else key, value=memory.value if value is ... else value
+    )
+    if errors:
+        raise Invalid(errors)
     if key is not None:
         memory.key = key
     if value is not ...:

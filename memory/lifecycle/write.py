@@ -14,8 +14,9 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Invalid, Refused
+from knowledge.limits import MAX_MEMORY_TEXT
 from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
-from knowledge.memories.rows import memory_row_new
+from knowledge.memories.rows import memory_content_errors, memory_row_new
 from knowledge.models import Agent, Channel, Conversation, Memory, Person
 from knowledge.principals.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
@@ -24,7 +25,7 @@ from memory.lifecycle.common import QUEUE_NEW
 from memory.lifecycle.conflicts import MemoryConflict, policy_violation_record
 from memory.lifecycle.duplicates import exact_duplicate_for_write
 
-MAX_TEXT = 20_000
+MAX_TEXT = MAX_MEMORY_TEXT
 
 
 def _short_term_ttl() -> datetime.timedelta:
@@ -58,6 +59,7 @@ def _write_rules(
             text = f"{key} = {rendered}"[:MAX_TEXT]
         else:
             errors["text"] = ["Give the memory's text (or both key and value)."]
+    errors.update(memory_content_errors(text=text, key=key, value=value))
     if valid_from and valid_to and valid_to <= valid_from:
         errors["valid_to"] = ["valid_to must be after valid_from."]
     if expires_at is not None:

@@ -26,6 +26,7 @@ from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, S
 from knowledge.principals.principal import Principal
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.write import memory_write
+from memory.matching.terms import key_terms, overlap
 from memory.skills.selectors import lesson_tokens, overlay_budget_tokens
 
 LESSON_CATEGORY = "lesson"
@@ -266,7 +267,6 @@ def near_duplicate(text: str, lessons: list[Memory]) -> tuple[Memory | None, obj
     """The first lesson of `lessons` that `text` nearly repeats (see NEAR_COSINE), and the
     vector of `text` (None when embeddings are off), so the new lesson is stored with it."""
     from knowledge.embeddings import embedder as embeddings
-    from memory.consolidation.terms import key_terms, overlap
 
     terms = key_terms(text)
     for lesson in lessons:

@@ -173,3 +173,41 @@ def test_a_memory_repeating_another_is_not_stored_twice_and_a_rerun_says_so(worl
     out, _ = _import(path)
     assert "Imported 0 of 2" in out and "1 were already imported; 1 said exactly" in out
     assert Memory.objects.filter(owner=world.scribe).count() == 1
+
+
+@pytest.mark.parametrize(
+    "item, field",
+    [
+        ({"memory": "x" * 2_000_000}, "text"),
+        ({"memory": "ok", "metadata": {"blob": "y" * 300_000}}, "value"),
+        ({"memory": "a NUL \x00 inside"}, "text"),
+    ],
+)
+def test_an_oversized_or_unstorable_memory_is_refused_before_anything_is_written(
+    world, tmp_path, item, field
+):
+    """One limit for text and value on every route, imports included: the item is refused
+    naming its field, and none of the file's memories is stored."""
+    path = tmp_path / "big.json"
+    items = [{"id": f"id-{n}", "memory": f"fine memory {n}"} for n in range(5)]
+    items.insert(3, {"id": "big", **item})
+    path.write_text(json.dumps(items))
+    with pytest.raises(CommandError) as refused:
+        _import(path)
+    assert "mem0:big" in str(refused.value) and f"{field}:" in str(refused.value)
+    assert Memory.objects.count() == 0
+
+
+def test_the_api_and_the_row_constructor_hold_the_same_limit(world):
+    from knowledge.errors import Invalid
+    from knowledge.memories.rows import memory_row_new
+
+    too_big = {"scope": "agent", "text": "ok", "key": "k", "value": {"blob": "y" * 70_000}}
+    response = world.client("scribe").post("/api/memory", too_big, format="json")
+    assert response.status_code == 400 and "value" in response.json()["fields"]
+    with pytest.raises(Invalid) as refused:
+        memory_row_new(
+            owner=world.scribe, store="self", text="z" * 20_001, author_kind="agent", author_name="x"
+        )
+    assert "text" in refused.value.detail
+    assert Memory.objects.count() == 0
