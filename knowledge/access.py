@@ -21,18 +21,22 @@ from knowledge.models import (
     Conversation,
     CurationGuide,
     Entry,
+    Episode,
     Material,
     Memory,
     Message,
     TaskOutcome,
 )
-from knowledge.principals.principal import Principal
+from knowledge.names import Named, scope_for  # noqa: F401  (the rows a request names, read as access.scope_for)
+from knowledge.principals.principal import ADMIN, REVIEWER, Principal
+from knowledge.refs import refs_among
 from knowledge.stores import (  # noqa: F401  (the store vocabulary, read through access everywhere)
     OWNER_ONLY_PREFIXES,
     SCOPE_ALIASES,
     SELF,
     SHARED,
     channel_store,
+    channels_holding,
     conversation_scope,
     message_store,
     parse_scope,
@@ -58,6 +62,29 @@ def own_agent(principal: Principal) -> Agent | None:
 def another_agents(what: str) -> Refused:
     """The one refusal for an object an agent asks about that is another agent's."""
     return Refused(f"{what} belongs to another agent.")
+
+
+# Reviewers review; admins do all reviewers do, and manage; background jobs hold both. Every role
+# gate (console decorator, DRF permission class, service, view) is `require_role` or `has_role`.
+ROLE_REFUSALS = {REVIEWER: "Reviewers and admins only.", ADMIN: "Admins only."}
+
+
+def has_role(principal: Principal, role: str, *, person: bool = False) -> bool:
+    """Whether `principal` holds `role` (REVIEWER or ADMIN); with `person`, only a person's role
+    counts (never a background job's). Agents and integrations hold none."""
+    if role not in ROLE_REFUSALS:
+        raise ValueError(f"No role {role}.")
+    if person and not principal.is_person:
+        return False
+    return principal.is_admin if role == ADMIN else principal.is_reviewer
+
+
+def require_role(
+    principal: Principal, role: str, refusal: str | None = None, *, person: bool = False
+) -> None:
+    """Raise Refused (saying `refusal`, or who may) unless `principal` holds `role` (`has_role`)."""
+    if not has_role(principal, role, person=person):
+        raise Refused(refusal or ROLE_REFUSALS[role])
 
 
 def _store_q(store: str, agent: Agent, prefix: str) -> Q:
@@ -218,20 +245,6 @@ def _participating_channels(agent: Agent) -> list[tuple[int, str, str, str | Non
         return cursor.fetchall()
 
 
-def _channels_holding(channels, stores) -> list[int]:
-    """The channels among `channels` whose messages can be in one of `stores`: a DM's messages
-    are in its person's private store; a shared channel's in `shared` or its own channel store
-    (whichever its routing rule was when they arrived)."""
-    ids = []
-    for pk, kind, name, person in channels:
-        if kind == Channel.KIND_DM:
-            if private_store(person) in stores:
-                ids.append(pk)
-        elif SHARED in stores or channel_store(name) in stores:
-            ids.append(pk)
-    return ids
-
-
 def message_readable_q(
     principal: Principal, *, conversation: Conversation | None = None, prefix: str = ""
 ) -> Q:
@@ -254,7 +267,7 @@ def message_readable_q(
     if conversation is None:
         return Q(**{f"{prefix}channel_id__in": [c[0] for c in channels]})
     stores = list(conversation.read_stores)
-    others = [pk for pk in _channels_holding(channels, stores) if pk != conversation.channel_id]
+    others = [pk for pk in channels_holding(channels, stores) if pk != conversation.channel_id]
     q = Q(**{f"{prefix}channel_id__in": others, f"{prefix}store__in": stores}) if others else nothing
     if conversation.channel_id is not None and (
         any(c[0] == conversation.channel_id for c in channels) or not _foreign_dm(conversation, agent)
@@ -266,6 +279,57 @@ def message_readable_q(
 def _foreign_dm(conversation: Conversation, agent: Agent) -> bool:
     channel = conversation.channel
     return channel.kind == Channel.KIND_DM and channel.agent_id != agent.pk
+
+
+# --- search and browse ------------------------------------------------------------------------
+
+
+def check_search(
+    principal: Principal,
+    *,
+    agent: Agent,
+    conversation: Conversation | None = None,
+    channel: Channel | None = None,
+) -> None:
+    """Raise Refused unless `principal` may search as `agent` in its `conversation` (or,
+    previewing, in `channel`): an agent only as itself and only in a channel it takes part in
+    (`takes_part`: a direct message is its own agent's, whatever conversation rows say);
+    reviewers and admins through any agent's eyes (the recall playground); integrations never."""
+    if principal.is_agent:
+        if principal.agent.pk != agent.pk:
+            raise Refused("An agent may search only its own memory.")
+    elif not principal.is_reviewer:
+        raise Refused("This token may not search memory.")
+    if conversation is not None:
+        # A conversation row left in another agent's DM is searched and reads nothing of that DM
+        # (`readable_q`, `message_readable_q`).
+        if conversation.agent_id != agent.pk:
+            raise Refused(f"Conversation {conversation.pk} is not a conversation of {agent.name}.")
+    elif channel is not None and principal.is_agent and not takes_part(agent, channel):
+        raise Refused(f"{agent.name} takes no part in {channel.name}: open a conversation there first.")
+
+
+class BrowseScope(NamedTuple):
+    """What a principal may open behind search results (memory_browse)."""
+
+    knowledge_q: Q  # memories and entries
+    message_q: Q  # messages and episodes
+
+    def visible_q(self, model) -> Q:
+        return self.message_q if model in (Message, Episode) else self.knowledge_q
+
+
+def browse_scope(principal: Principal, conversation: Conversation | None = None) -> BrowseScope:
+    """Agents browse what they read (in a conversation: their own, and what it reads); people
+    with a role everything (in a conversation, what it reads); integrations nothing."""
+    if not (principal.is_agent or principal.is_reviewer):
+        raise Refused("This token may not browse memory.")
+    if conversation is not None:
+        check_own_conversation(principal, conversation)
+    return BrowseScope(
+        readable_q(principal, conversation=conversation),
+        message_readable_q(principal, conversation=conversation),
+    )
 
 
 def can_post_message(principal: Principal, channel: Channel) -> bool:
@@ -386,51 +450,14 @@ def task_outcome_readable_q(principal: Principal) -> Q:
     return Q() if principal.is_reviewer else Q(pk__in=[])
 
 
-def _ids(refs) -> dict[int, str]:
-    return {int(r): r for r in refs if r.isdigit() and len(r) < 19}
-
-
-def _readable_materials(principal: Principal, refs) -> set[str]:
-    """A material is cited by its id or `<connector>:<ref>`, either with an optional `#<section>`."""
-    bases = {r: r.partition("#")[0] for r in refs}
-    ids = _ids(set(bases.values()))
-    pairs = [b.partition(":")[::2] for b in set(bases.values()) if ":" in b]
-    wanted = Q(pk__in=list(ids))
-    for connector, external_ref in pairs:
-        wanted |= Q(connector=connector, external_ref=external_ref)
-    if not ids and not pairs:
-        return set()
-    seen = set()
-    for pk, connector, external_ref in (
-        Material.objects.filter(readable_q(principal))
-        .filter(wanted)
-        .values_list("pk", "connector", "external_ref")
-    ):
-        seen.add(str(pk))
-        if connector:
-            seen.add(f"{connector}:{external_ref}")
-    return {r for r, base in bases.items() if base in seen}
-
-
-def _readable_of(model, q: Q):
-    def readable(principal: Principal, refs) -> set[str]:
-        ids = _ids(refs)
-        if not ids:
-            return set()
-        found = model.objects.filter(q(principal)).filter(pk__in=list(ids)).values_list("pk", flat=True)
-        return {ids[pk] for pk in found}
-
-    return readable
-
-
-# One entry per internal source kind: which of these refs `principal` may read.
+# One entry per internal source kind: its model and the filter of the rows `principal` may read.
 SOURCE_READERS = {
-    "memory": _readable_of(Memory, readable_q),
-    "entry": _readable_of(Entry, readable_q),
-    "message": _readable_of(Message, message_readable_q),
-    "conversation": _readable_of(Conversation, conversation_readable_q),
-    "task_outcome": _readable_of(TaskOutcome, task_outcome_readable_q),
-    "material": _readable_materials,
+    "memory": (Memory, readable_q),
+    "entry": (Entry, readable_q),
+    "message": (Message, message_readable_q),
+    "conversation": (Conversation, conversation_readable_q),
+    "task_outcome": (TaskOutcome, task_outcome_readable_q),
+    "material": (Material, readable_q),
 }
 
 
@@ -443,10 +470,10 @@ def readable_sources(principal: Principal, sources) -> set[tuple[str, str]]:
     if principal.is_reviewer:
         return pairs
     out = {p for p in pairs if p[0] in EXTERNAL_KINDS}
-    for kind, reader in SOURCE_READERS.items():
+    for kind, (model, readable) in SOURCE_READERS.items():
         refs = {ref for k, ref in pairs if k == kind}
         if refs:
-            out |= {(kind, ref) for ref in reader(principal, refs)}
+            out |= {(kind, ref) for ref in refs_among(model, refs, lambda q=readable: q(principal))}
     return out
 
 
@@ -550,49 +577,3 @@ def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
     if is_agent_other_than(principal, agent.pk):
         raise Refused(refusal)
     return agent
-
-
-# --- the rows a request names -----------------------------------------------------------------
-
-
-class Named(NamedTuple):
-    """The agent, conversation and channel a request names (None where it names none)."""
-
-    agent: Agent | None
-    conversation: Conversation | None
-    channel: Channel | None
-
-
-def scope_for(
-    principal: Principal,
-    *,
-    agent: str | None = None,
-    conversation: int | None = None,
-    channel: str | None = None,
-    agent_field: str = "agent",
-) -> Named:
-    """Resolve the agent name, conversation id and channel name a request gives into rows: an
-    unknown agent or channel name is Invalid naming its field (both at once), an unknown
-    conversation NotFound. Who may act on them is the caller's check (`check_join`,
-    `check_write`, recall's scope). An agent naming itself gets the agent of its token (no
-    query); a conversation of the named agent carries that agent. `agent_field` names the
-    request's field for the agent where it is not `agent` (a consolidation's `owner`)."""
-    errors, agent_row, conversation_row, channel_row = {}, None, None, None
-    if agent is not None:
-        own = own_agent(principal)
-        agent_row = own if own is not None and own.name == agent else Agent.objects.filter(name=agent).first()
-        if agent_row is None:
-            errors[agent_field] = [f"Unknown agent {agent}."]
-    if conversation and not errors:
-        conversation_row = Conversation.objects.select_related("channel").filter(pk=conversation).first()
-        if conversation_row is None:
-            raise NotFound("No Conversation matches the given query.")
-        if agent_row is not None and conversation_row.agent_id == agent_row.pk:
-            conversation_row.agent = agent_row
-    if channel:
-        channel_row = Channel.objects.filter(name=channel).select_related("person").first()
-        if channel_row is None:
-            errors["channel"] = [f"Unknown channel {channel}."]
-    if errors:
-        raise Invalid(errors)
-    return Named(agent_row, conversation_row, channel_row)

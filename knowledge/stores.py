@@ -51,3 +51,17 @@ def parse_scope(value: str) -> str:
 def message_store(channel: Channel) -> str:
     """The store a message said in `channel` now belongs to: the channel's default write store."""
     return conversation_scope(channel)[1]
+
+
+def channels_holding(channels, stores) -> list[int]:
+    """The channels among `channels` whose messages can be in one of `stores`: a DM's messages
+    are in its person's private store; a shared channel's in `shared` or its own channel store
+    (whichever its routing rule was when they arrived)."""
+    ids = []
+    for pk, kind, name, person in channels:
+        if kind == Channel.KIND_DM:
+            if private_store(person) in stores:
+                ids.append(pk)
+        elif SHARED in stores or channel_store(name) in stores:
+            ids.append(pk)
+    return ids

@@ -11,9 +11,9 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.embeddings.kick import request_embedding_run
-from knowledge.errors import Invalid, Refused
+from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 
 MAX_BATCH = 1000
 
@@ -112,8 +112,8 @@ def channel_open_request(
     unknown = sorted(set(names) - set(found))
     if unknown:
         raise Invalid({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
-    if names and not actor.is_admin:
-        raise Refused("Only admins may name integrations that take part in a channel.")
+    if names:
+        access.require_role(actor, ADMIN, "Only admins may name integrations that take part in a channel.")
     person_row = person_get_or_create(actor=actor, name=person) if person else None
     return channel_open(
         actor=actor,

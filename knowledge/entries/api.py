@@ -6,7 +6,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge import access
@@ -39,6 +38,7 @@ from knowledge.entries.serializers import (
 )
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAgentOrReviewer
+from knowledge.principals.principal import ADMIN
 from knowledge.schema import error_response
 from knowledge.web import page_params, validated
 
@@ -300,8 +300,9 @@ def guide_detail(request, agent_name):
     principal = request.user
     if request.method == "GET":
         return Response(guide_out(access.guide_get_for(principal, owner)))
-    if not (principal.is_person and principal.is_admin):
-        raise PermissionDenied("Only admins edit curation guides; agents and Dreaming only read them.")
+    access.require_role(
+        principal, ADMIN, "Only admins edit curation guides; agents and Dreaming only read them.", person=True
+    )
     data = dict(validated(GuideInSerializer, request.data))
     expected = data.pop("version", None)
     guide = guide_update(actor=principal, owner=owner, expected_version=expected, **data)

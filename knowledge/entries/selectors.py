@@ -11,9 +11,9 @@ from django.utils.dateparse import parse_date, parse_datetime
 from knowledge import access
 from knowledge.entries.search import ranked_ids
 from knowledge.entries.services import BODY_STATUSES
-from knowledge.errors import Invalid, Refused
+from knowledge.errors import Invalid
 from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Revision
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import REVIEWER, Principal
 
 MAX_PAGE_SIZE = 100
 
@@ -181,8 +181,8 @@ def entry_filters_from(params, principal) -> EntryFilters:
     if store:
         store = access.parse_scope(store) if store in access.SCOPE_ALIASES else store
     deleted = params.get("deleted", "") in ("1", "true", "yes", "on")
-    if deleted and not principal.is_reviewer:
-        raise Refused("Only reviewers and admins list deleted entries.")
+    if deleted:
+        access.require_role(principal, REVIEWER, "Only reviewers and admins list deleted entries.")
     sort = params.get("sort", "updated")
     if sort not in ("updated", "name"):
         raise Invalid({"sort": ["updated or name."]})

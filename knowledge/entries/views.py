@@ -3,7 +3,6 @@ editor (Edit, Projection and Audit tabs). Every editor action is a plain form po
 answers htmx requests with the fragment it changed."""
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -34,6 +33,7 @@ from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.limits import console_page
 from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, Memory, MemoryVersion
 from knowledge.principals.permissions import reviewer_required
+from knowledge.principals.principal import ADMIN
 
 EDIT = "knowledge/entries/edit.html"
 
@@ -138,8 +138,7 @@ def guide_edit(request, agent_name):
     form = _guide_form(guide)
     saved = False
     if request.method == "POST":
-        if not request.principal.is_admin:
-            raise DjangoPermissionDenied("Only admins edit curation guides.")
+        access.require_role(request.principal, ADMIN, "Only admins edit curation guides.")
         form = _guide_form(guide, request.POST)
         if form.is_valid():
             data = dict(form.cleaned_data)

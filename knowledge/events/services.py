@@ -22,12 +22,13 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Invalid, Refused
+from knowledge.errors import Invalid
 from knowledge.events.destinations import destination_check
 from knowledge.events.feed import feed_head, feed_read
 from knowledge.models import Webhook, WebhookDelivery
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 
 SIGNATURE_HEADER = "X-Brain-Signature"
 FANOUT_BATCH = 500
@@ -49,16 +50,11 @@ def backoff(attempts: int) -> datetime.timedelta:
     return datetime.timedelta(seconds=min(seconds, 6 * 3600))
 
 
-def _check_admin(actor: Principal) -> None:
-    if not actor.is_admin:
-        raise Refused("Only admins manage webhooks.")
-
-
 def webhook_create(*, actor: Principal, url: str, events: list[str], secret: str) -> Webhook:
     """Register a webhook for `events`; it receives events committed from now on (its cursor
     starts at the feed's head). Audited without the secret. The URL must lead to a public
     address (knowledge.events.destinations) unless its host is allowed by name."""
-    _check_admin(actor)
+    access.require_role(actor, ADMIN, "Only admins manage webhooks.")
     destination_check(url)
     with transaction.atomic():
         webhook = Webhook.objects.create(
@@ -80,7 +76,7 @@ def webhook_create(*, actor: Principal, url: str, events: list[str], secret: str
 
 def webhook_delete(*, actor: Principal, webhook: Webhook) -> None:
     """Remove a webhook and its delivery log."""
-    _check_admin(actor)
+    access.require_role(actor, ADMIN, "Only admins manage webhooks.")
     with transaction.atomic():
         audit_record(
             "webhook.deleted",

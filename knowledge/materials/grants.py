@@ -6,14 +6,9 @@ from django.db import transaction
 
 from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Conflict, Invalid, NotFound, Refused
+from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import Agent, ConnectorGrant, Integration
-from knowledge.principals.principal import Principal
-
-
-def _require_admin(actor: Principal) -> None:
-    if not actor.is_admin:
-        raise Refused("Only admins grant integrations a store.")
+from knowledge.principals.principal import ADMIN, Principal
 
 
 def _snap(grant: ConnectorGrant) -> dict:
@@ -23,7 +18,7 @@ def _snap(grant: ConnectorGrant) -> dict:
 def connector_grant_add(*, actor: Principal, integration: str, agent: str, scope: str) -> ConnectorGrant:
     """Let `integration` mirror connector documents for `agent` into the store `scope` names
     (agent/self, shared, private:<person>, channel:<channel>)."""
-    _require_admin(actor)
+    access.require_role(actor, ADMIN, "Only admins grant integrations a store.")
     store = access.parse_scope(scope)
     errors = {}
     integration_row = Integration.objects.filter(name=integration).first()
@@ -55,7 +50,7 @@ def connector_grant_add(*, actor: Principal, integration: str, agent: str, scope
 def connector_grant_delete(*, actor: Principal, grant_id: int) -> None:
     """Take a grant back: the integration's next write into that store is refused; documents it
     already mirrored stay (withdraw them to retire them)."""
-    _require_admin(actor)
+    access.require_role(actor, ADMIN, "Only admins grant integrations a store.")
     with transaction.atomic():
         grant = (
             ConnectorGrant.objects.select_for_update(of=("self",))

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from django.db import transaction
 from django.utils.dateparse import parse_date, parse_datetime
 
+from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid
 from knowledge.memories.exported import memory_row_exported
@@ -32,7 +33,7 @@ from knowledge.models import (
     PinnedMemo,
     Skill,
 )
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 
 FORMAT, VERSION = "brain-agent-export", 1
 MAX_ERRORS = 50
@@ -296,10 +297,7 @@ def agent_import(*, actor: Principal, lines: Iterable[str | bytes], as_name: str
     of what was written; a second import of the same file writes nothing."""
     from knowledge.principals import services as principals
 
-    if not actor.is_admin:
-        from knowledge.errors import Refused
-
-        raise Refused("Only admins import knowledge.")
+    access.require_role(actor, ADMIN, "Only admins import knowledge.")
     data = parse_export(lines)
     spec = data["agent"][0]
     name = as_name or spec["name"]

@@ -1,57 +1,73 @@
-"""DRF permission classes and console decorators, both reading the one Principal type."""
+"""DRF permission classes and console decorators: thin doors onto the access module's rules
+(`access.require_role` and the Principal type's kinds), so a role is checked one way."""
 
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
-from knowledge.principals.principal import Principal
+from knowledge import access
+from knowledge.principals.principal import ADMIN, REVIEWER, Principal
 
 
-class IsReviewer(BasePermission):
-    message = "Reviewers and admins only."
+class _Allows(BasePermission):
+    """Lets in a principal of the kinds named here, or one holding `role` (an unauthenticated
+    request is left to DRF's 401). `message` is the 403's text."""
 
-    def has_permission(self, request, view):
-        return isinstance(request.user, Principal) and request.user.is_reviewer
-
-
-class IsAdmin(BasePermission):
-    message = "Admins only."
-
-    def has_permission(self, request, view):
-        return isinstance(request.user, Principal) and request.user.is_admin
-
-
-class IsAgentOrReviewer(BasePermission):
-    message = "Agents, reviewers and admins only."
+    agents = integrations = False
+    role: str | None = None
 
     def has_permission(self, request, view):
         p = request.user
-        return isinstance(p, Principal) and (p.is_agent or p.is_reviewer)
+        if not isinstance(p, Principal):
+            return False
+        return (
+            (self.agents and p.is_agent)
+            or (self.integrations and p.is_integration)
+            or (self.role is not None and access.has_role(p, self.role))
+        )
 
 
-class IsIntegrationOrAdmin(BasePermission):
-    message = "Integrations and admins only."
+class IsReviewer(_Allows):
+    role, message = REVIEWER, access.ROLE_REFUSALS[REVIEWER]
 
-    def has_permission(self, request, view):
-        p = request.user
-        return isinstance(p, Principal) and (p.is_integration or p.is_admin)
+
+class IsAdmin(_Allows):
+    role, message = ADMIN, access.ROLE_REFUSALS[ADMIN]
+
+
+class IsAgentOrReviewer(_Allows):
+    agents, role, message = True, REVIEWER, "Agents, reviewers and admins only."
+
+
+class IsIntegrationOrAdmin(_Allows):
+    integrations, role, message = True, ADMIN, "Integrations and admins only."
+
+
+class IsAgentOrAdmin(_Allows):
+    agents, role, message = True, ADMIN, "Agents and admins only."
+
+
+class IsAgentIntegrationOrAdmin(_Allows):
+    agents, integrations, role, message = True, True, ADMIN, "Agents, integrations and admins only."
 
 
 def console_principal(request) -> Principal:
     return Principal.for_user(request.user)
 
 
-def _role_required(check):
+def role_required(role: str):
+    """A console view for people holding `role`: the login page for anyone signed out, the 403
+    page (`access.require_role`'s Refused, through the console's error middleware) for anyone
+    else. Sets `request.principal`."""
+
     def decorator(view):
         @wraps(view)
         def wrapped(request, *args, **kwargs):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             principal = console_principal(request)
-            if not check(principal):
-                raise PermissionDenied("Your role does not allow this page.")
+            access.require_role(principal, role, "Your role does not allow this page.")
             request.principal = principal
             return view(request, *args, **kwargs)
 
@@ -60,5 +76,5 @@ def _role_required(check):
     return decorator
 
 
-reviewer_required = _role_required(lambda p: p.is_reviewer)
-admin_required = _role_required(lambda p: p.is_admin)
+reviewer_required = role_required(REVIEWER)
+admin_required = role_required(ADMIN)

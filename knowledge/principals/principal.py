@@ -12,9 +12,15 @@ ROLES = (REVIEWER, ADMIN)
 
 
 def user_role(user) -> str | None:
-    """A console user's role: admin (superuser or 'admin' group), reviewer, or None."""
+    """A console user's role: admin (superuser or 'admin' group), reviewer, or None (signed out
+    or deactivated)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return None
+    return held_role(user)
+
+
+def held_role(user) -> str | None:
+    """The role a console user holds, active or not (the people page lists both)."""
     if user.is_superuser:
         return ADMIN
     names = {g.name for g in user.groups.all()}

@@ -6,6 +6,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Agent, ApiToken, Integration, Person, Setting
@@ -132,11 +133,6 @@ def consoleuser_create(*, actor: Principal, username: str, role: str, password: 
     return user
 
 
-def _require_admin(actor: Principal, what: str) -> None:
-    if not actor.is_admin:
-        raise Refused(f"Only admins {what}.")
-
-
 def _locked_user(user_id: int):
     user = get_user_model().objects.select_for_update().filter(pk=user_id).first()
     if user is None:
@@ -153,7 +149,7 @@ def _other_active_admins(user) -> bool:
 def consoleuser_set_role(*, actor: Principal, user_id: int, role: str):
     """Give a console user exactly one role. Refused for the last active admin's own demotion,
     so the workspace always keeps someone who can manage people."""
-    _require_admin(actor, "change roles")
+    access.require_role(actor, ADMIN, "Only admins change roles.")
     if role not in ROLES:
         raise Invalid({"role": [f"Role must be one of {', '.join(ROLES)}."]})
     with transaction.atomic():
@@ -181,7 +177,7 @@ def consoleuser_set_active(*, actor: Principal, user_id: int, active: bool):
     """Deactivate a console user (they can no longer log in and their API tokens stop working;
     nothing of theirs is deleted) or activate them again. An admin cannot deactivate themself,
     nor the last active admin."""
-    _require_admin(actor, "deactivate people")
+    access.require_role(actor, ADMIN, "Only admins deactivate people.")
     with transaction.atomic():
         user = _locked_user(user_id)
         if user.is_active == active:
@@ -208,7 +204,7 @@ def consoleuser_password_set(*, actor: Principal, user, password: str) -> None:
     from django.contrib.auth.password_validation import validate_password
     from django.core.exceptions import ValidationError
 
-    if not (actor.is_admin or (actor.user is not None and actor.user.pk == user.pk)):
+    if not (access.has_role(actor, ADMIN) or (actor.user is not None and actor.user.pk == user.pk)):
         raise Refused("You can change only your own password.")
     try:
         validate_password(password, user)

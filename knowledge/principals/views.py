@@ -16,12 +16,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from knowledge import health
+from knowledge import access, health
 from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Heartbeat, Integration
 from knowledge.principals import selectors, services
 from knowledge.principals.forms import AgentEditForm, AgentForm, PersonCreateForm, RoleForm, TokenCreateForm
 from knowledge.principals.permissions import admin_required, console_principal, reviewer_required
+from knowledge.principals.principal import ADMIN, held_role
 from knowledge.settings_store import MODES, setting_get
 from knowledge.web import console_write, error_text
 
@@ -94,7 +95,7 @@ def owner_select(request):
 def agent_list(request):
     form = AgentForm()
     if request.method == "POST":
-        if not request.principal.is_admin:
+        if not access.has_role(request.principal, ADMIN):
             messages.error(request, "Only admins can create agents.")
             return redirect("agent-list")
         form = AgentForm(request.POST)
@@ -112,7 +113,7 @@ def agent_detail(request, name):
     agent = get_object_or_404(Agent, name=name)
     form = AgentEditForm(initial={"trusted": agent.trusted, "instructions": agent.instructions})
     if request.method == "POST":
-        if not request.principal.is_admin:
+        if not access.has_role(request.principal, ADMIN):
             messages.error(request, "Only admins can edit agents.")
             return redirect("agent-detail", name=name)
         form = AgentEditForm(request.POST)
@@ -181,12 +182,7 @@ def settings_page(request):
 def _people_context(request, **extra):
     users = list(selectors.console_users())
     for user in users:
-        groups = {g.name for g in user.groups.all()}
-        user.role = (
-            "admin"
-            if user.is_superuser or "admin" in groups
-            else ("reviewer" if "reviewer" in groups else "")
-        )
+        user.role = held_role(user) or ""
     return {"users": users, "form": PersonCreateForm(), "me": request.user.pk, **extra}
 
 

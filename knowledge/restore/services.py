@@ -18,10 +18,11 @@ from collections import defaultdict
 
 from django.db import transaction
 
+from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Invalid, NotFound, Refused
+from knowledge.errors import Invalid, NotFound
 from knowledge.models import AuditEvent
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 from knowledge.restore.restorers import RESTORERS, Restorer
 
 MAX_EVENTS = 500
@@ -109,8 +110,7 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
     them in, newest event first, in one transaction. Raises RestoreConflict (nothing written)
     when any object changed since its event; with `preview`, plans and checks but writes
     nothing. Admins only."""
-    if not actor.is_admin:
-        raise Refused("Only admins restore from the audit trail.")
+    access.require_role(actor, ADMIN, "Only admins restore from the audit trail.")
     ids = _clean_event_ids(event_ids)
     with transaction.atomic():
         events = list(AuditEvent.objects.filter(pk__in=ids).prefetch_related("revisions"))

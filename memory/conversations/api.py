@@ -4,14 +4,18 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
 from knowledge.models import Channel, Conversation
-from knowledge.principals.permissions import IsAgentOrReviewer, IsIntegrationOrAdmin
+from knowledge.principals.permissions import (
+    IsAgentIntegrationOrAdmin,
+    IsAgentOrAdmin,
+    IsAgentOrReviewer,
+    IsIntegrationOrAdmin,
+)
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
 from knowledge.web import no_body
@@ -28,23 +32,6 @@ from memory.conversations.serializers import (
     conversation_out,
 )
 from memory.conversations.services import conversation_finish
-
-
-class IsAgentIntegrationOrAdmin(BasePermission):
-    message = "Agents, integrations and admins only."
-
-    def has_permission(self, request, view):
-        p = request.user
-        return isinstance(p, Principal) and (p.is_agent or p.is_integration or p.is_admin)
-
-
-class IsAgentOrAdmin(BasePermission):
-    message = "Agents and admins only."
-
-    def has_permission(self, request, view):
-        p = request.user
-        return isinstance(p, Principal) and (p.is_agent or p.is_admin)
-
 
 # --- channels ---------------------------------------------------------------------------------
 

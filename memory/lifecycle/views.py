@@ -14,6 +14,7 @@ from knowledge import access
 from knowledge.errors import Conflict, Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import console_principal, reviewer_required
+from knowledge.principals.principal import REVIEWER
 from knowledge.principals.views import safe_next
 from knowledge.web import error_text
 from memory.lifecycle import common, operate, review, selectors
@@ -84,7 +85,7 @@ def review_queue(request):
 def review_count(request):
     """The navigation badge, polled by htmx. A logged-out or role-less user gets 204 (htmx swaps
     nothing) rather than a login page squeezed into the badge."""
-    if not request.user.is_authenticated or not console_principal(request).is_reviewer:
+    if not request.user.is_authenticated or not access.has_role(console_principal(request), REVIEWER):
         return HttpResponse(status=204)
     return render(request, "memory/lifecycle/_queue_count.html")
 

@@ -6,13 +6,13 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.models import Agent, Conversation
 from knowledge.principals.permissions import IsAgentOrReviewer
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 from knowledge.replica import replica_reads
 from knowledge.schema import error_response
 from memory.recall import ROUTES, memory_search, resolve_scope
@@ -127,8 +127,7 @@ def memo_view(request, agent: str):
         request.user, agent, refusal="An agent may read only its own memo and context."
     )
     if request.method == "PUT":
-        if not request.user.is_admin:
-            raise PermissionDenied("Only admins edit pinned memos.")
+        access.require_role(request.user, ADMIN, "Only admins edit pinned memos.")
         data = MemoIn(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data

@@ -32,17 +32,15 @@ def _messages(qs) -> list[dict]:
 
 
 class Browser:
-    """Browsing as `principal`, optionally inside one of its conversations."""
+    """Browsing as `principal`, optionally inside one of its conversations; what it may open is
+    `access.browse_scope`."""
 
     def __init__(self, principal: Principal, conversation: Conversation | None = None):
-        if not (principal.is_agent or principal.is_reviewer):
-            raise Refused("This token may not browse memory.")
-        if conversation is not None:
-            access.check_own_conversation(principal, conversation)
         self.principal = principal
         self.conversation = conversation
-        self.knowledge_q = access.readable_q(principal, conversation=conversation)
-        self.message_q = access.message_readable_q(principal, conversation=conversation)
+        self.scope = access.browse_scope(principal, conversation)
+        self.knowledge_q = self.scope.knowledge_q
+        self.message_q = self.scope.message_q
 
     def _get(self, model, pk, visible_q: Q):
         obj = model.objects.filter(pk=pk).first()

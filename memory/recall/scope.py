@@ -13,7 +13,7 @@ from django.db import connection, models
 from django.db.models import Q
 
 from knowledge import access
-from knowledge.errors import Invalid, Refused
+from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, Conversation, Episode, Message
 from knowledge.principals.principal import Principal
 
@@ -138,21 +138,13 @@ def resolve_scope(
     """The scope of a search by `principal` for `agent`, set by a conversation (its fixed
     stores) or by a channel (the stores a conversation opened there now would get).
 
-    Agents may search only as themselves, and only in channels they take part in; reviewers and
-    admins may look through any agent's eyes (the recall playground); integrations never."""
-    if principal.is_agent:
-        if principal.agent.pk != agent.pk:
-            raise Refused("An agent may search only its own memory.")
-    elif not principal.is_reviewer:
-        raise Refused("This token may not search memory.")
+    Who may search where is `access.check_search`: agents only as themselves and where they
+    take part; reviewers and admins through any agent's eyes (the recall playground)."""
+    access.check_search(principal, agent=agent, conversation=conversation, channel=channel)
     if conversation is not None:
-        if conversation.agent_id != agent.pk:
-            raise Refused(f"Conversation {conversation.pk} is not a conversation of {agent.name}.")
         if channel is not None and channel.pk != conversation.channel_id:
             raise Invalid({"channel": ["The conversation is in another channel."]})
     elif channel is not None:
-        if principal.is_agent and not Conversation.objects.filter(agent=agent, channel=channel).exists():
-            raise Refused(f"{agent.name} takes no part in {channel.name}: open a conversation there first.")
         read, write = access.conversation_scope(channel)
         conversation = Conversation(agent=agent, channel=channel, read_stores=read, write_store=write)
     else:

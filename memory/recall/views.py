@@ -4,15 +4,16 @@ pinned-memo editor. They call the same scope, search, browse and memo code as th
 from datetime import UTC, datetime
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
+from knowledge import access
 from knowledge.errors import DomainError, Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principals.permissions import reviewer_required
+from knowledge.principals.principal import ADMIN
 from knowledge.tokens import count_tokens
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import KINDS, Browser
@@ -166,8 +167,7 @@ def memo_edit(request, name):
                 "memory/recall/memo.html#budget",
                 {"tokens": count_tokens(text.strip()), "budget": memo_budget_tokens()},
             )
-        if not request.principal.is_admin:
-            raise DjangoPermissionDenied("Only admins edit pinned memos.")
+        access.require_role(request.principal, ADMIN, "Only admins edit pinned memos.")
         version = _int(request.POST.get("version"), None, 0, 2**31)
         try:
             memo_update(

@@ -5,12 +5,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
+from knowledge.principals.principal import ADMIN
 from knowledge.web import validated
 from memory.skills import selectors, services
 from memory.skills.outcomes import outcome_record_request
@@ -56,8 +56,7 @@ def _lesson(lesson: Memory) -> dict:
 @permission_classes([IsAgentOrReviewer])
 def skill_collection(request):
     if request.method == "POST":
-        if not request.user.is_admin:
-            raise PermissionDenied("Only admins create skills.")
+        access.require_role(request.user, ADMIN, "Only admins create skills.")
         data = validated(SkillCreateIn, request.data)
         skill = services.skill_create(actor=request.user, **data)
         return Response(skill_out(skill), status=status.HTTP_201_CREATED)
@@ -79,8 +78,7 @@ def skill_collection(request):
 def skill_detail(request, skill: str):
     skill_obj = selectors.skill_get(skill)
     if request.method == "PATCH":
-        if not request.user.is_admin:
-            raise PermissionDenied("Only admins edit skills.")
+        access.require_role(request.user, ADMIN, "Only admins edit skills.")
         data = validated(SkillUpdateIn, request.data)
         skill_obj = services.skill_update(
             actor=request.user, skill=skill_obj, expected_version=data.pop("version", None), **data
@@ -142,8 +140,7 @@ def agent_skill_detail(request, agent: str, skill: str):
     agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
     skill_obj = selectors.skill_get(skill)
     if request.method == "PUT":
-        if not request.user.is_admin:
-            raise PermissionDenied("Only admins enable or disable skills.")
+        access.require_role(request.user, ADMIN, "Only admins enable or disable skills.")
         data = validated(EnableIn, request.data)
         services.skill_enable(actor=request.user, agent=agent_obj, skill=skill_obj, enabled=data["enabled"])
     return Response(selectors.skill_load(agent_obj, skill_obj))

@@ -20,10 +20,10 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.entries.services import block_snapshot
-from knowledge.errors import Conflict, Invalid, NotFound, Refused
+from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.memories.rows import memory_row_state, memory_text_revise
 from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, Skill, TaskOutcome
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.write import memory_write
 from memory.matching.terms import key_terms, overlap
@@ -78,8 +78,7 @@ def _author(actor: Principal) -> str:
 
 
 def _require_admin(actor: Principal, what: str) -> None:
-    if not (actor.is_person and actor.is_admin):
-        raise Refused(f"Only admins {what}.")
+    access.require_role(actor, ADMIN, f"Only admins {what}.", person=True)
 
 
 def _skill_audit(action, *, actor, skill, before, reason="", data=None):

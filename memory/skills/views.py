@@ -7,9 +7,11 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from knowledge import access
 from knowledge.errors import DomainError
 from knowledge.models import Agent, AgentSkill, Memory
 from knowledge.principals.permissions import admin_required, reviewer_required
+from knowledge.principals.principal import ADMIN
 from knowledge.web import error_text
 from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm
@@ -31,7 +33,7 @@ def experience_tab(request):
 def skill_library(request):
     form = SkillForm()
     if request.method == "POST":
-        if not request.principal.is_admin:
+        if not access.has_role(request.principal, ADMIN):
             messages.error(request, "Only admins create skills.")
             return redirect("skill-library")
         form = SkillForm(request.POST)
@@ -53,7 +55,7 @@ def skill_edit(request, name):
         initial={"title": skill.title, "instructions": skill.instructions, "version": skill.version}
     )
     if request.method == "POST":
-        if not request.principal.is_admin:
+        if not access.has_role(request.principal, ADMIN):
             messages.error(request, "Only admins edit skills.")
             return redirect("skill-edit", name=name)
         form = SkillEditForm(request.POST)

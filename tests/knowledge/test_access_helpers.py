@@ -7,7 +7,7 @@ from django.test import Client, RequestFactory
 
 from knowledge import access
 from knowledge.errors import Conflict, Gone, Invalid, NotFound, Refused
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, REVIEWER, Principal
 from knowledge.web import console_error, limit_offset
 from tests import factory
 
@@ -50,6 +50,30 @@ def test_another_agents_conversation_is_refused_in_one_sentence(world):
     assert access.conversation_get_for(Principal.for_agent(world.copilot), conversation.pk) == conversation
     with pytest.raises(NotFound):
         access.conversation_get_for(Principal.for_agent(world.copilot), 987654)
+
+
+def test_require_role_is_the_one_role_gate(world):
+    reviewer, admin = Principal.for_user(world.reviewer), Principal.for_user(world.admin)
+    agent, job = Principal.for_agent(world.copilot), Principal.system("dreaming")
+    assert [access.has_role(p, ADMIN) for p in (reviewer, admin, agent, job)] == [False, True, False, True]
+    assert [access.has_role(p, REVIEWER) for p in (reviewer, admin, agent, job)] == [True, True, False, True]
+    assert access.has_role(job, ADMIN, person=True) is False
+    access.require_role(admin, ADMIN)
+    with pytest.raises(Refused, match="^Admins only.$"):
+        access.require_role(reviewer, ADMIN)
+    with pytest.raises(Refused, match="^Only admins restore.$"):
+        access.require_role(job, ADMIN, "Only admins restore.", person=True)
+    with pytest.raises(ValueError):
+        access.has_role(admin, "owner")
+
+
+def test_the_role_gates_answer_alike_in_the_console_and_the_api(world):
+    """The console decorator and the DRF permission class are built on require_role: a
+    reviewer gets the 403 page from an admin page and a 403 JSON from an admin API."""
+    console = Client()
+    console.force_login(world.reviewer)
+    assert console.get("/people/").status_code == 403
+    assert world.client("reviewer").post("/api/skills", {"name": "x"}, format="json").status_code == 403
 
 
 def test_memory_get_for_refuses_or_hides_an_unreadable_memory(world):

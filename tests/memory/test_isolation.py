@@ -248,3 +248,28 @@ def test_a_conversation_left_in_another_agents_dm_opens_nothing(world, evidence)
         "/api/memory", {"text": "alice said something", "scope": "private:alice"}, format="json"
     )
     assert write.status_code == 403
+
+
+def test_a_search_previewed_in_a_dm_follows_who_takes_part_not_conversation_rows(world):
+    """`access.takes_part` decides, DM rule included: a conversation row left in another agent's
+    DM does not let that agent search there (the old check in recall's scope only asked whether a
+    row existed, and said 200), while the DM's own agent may before it opens a conversation, as
+    it may post there."""
+    Conversation.objects.create(
+        agent=world.scribe,
+        channel=world.dm_alice,
+        read_stores=["shared", "self", "private:alice"],
+        write_store="private:alice",
+    )
+    search = {"channel": "dm-alice", "q": Q}
+    refused = world.client("scribe").post("/api/memory/search", {**search, "agent": "scribe"}, format="json")
+    assert refused.status_code == 403
+    assert "scribe takes no part in dm-alice" in refused.json()["error"]
+    own = world.client("copilot").post("/api/memory/search", {**search, "agent": "copilot"}, format="json")
+    assert own.status_code == 200, own.content
+    assert own.json()["scope"]["read_stores"] == ["shared", "self", "private:alice"]
+    # A reviewer still looks through any agent's eyes.
+    reviewer = world.client("reviewer").post(
+        "/api/memory/search", {**search, "agent": "scribe"}, format="json"
+    )
+    assert reviewer.status_code == 200
