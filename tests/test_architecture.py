@@ -479,7 +479,8 @@ LAYERS = {
         "middleware", "tasks", "management", "apps", "urls",
     ),
     "memory": (
-        "models",
+        # what every package compares texts and memories by
+        "models", "matching",
         # read side: the recall a context is compiled from, and what it shows
         "history", "recall", "gate",
         # write side: one writer and what runs on top of it
@@ -505,16 +506,12 @@ LAYER_EXCEPTIONS: dict[str, str] = {
     "knowledge.audit → knowledge.restore": "the audit pages sit with the audit trail (issue 46)",
     "knowledge.principals → knowledge.access": "Principal sits below access, its gates above (issue 46)",
     "memory.consolidation → memory.reconciler": "memory links live in reconciler (issue 46)",
-    "memory.history → memory.consolidation": "the model-text rules live in consolidation (issue 46)",
     "memory.history → memory.recall": "the summary fold task builds a RecallScope (issue 46)",
-    "memory.lifecycle → memory.consolidation": "key terms live in consolidation (issue 46)",
     "memory.lifecycle → memory.reconciler": "memory links live in reconciler (issue 46)",
     "memory.provenance → memory.lifecycle": "the stale page retires through lifecycle (issue 46)",
     "memory.recall → memory.conversations": "SLUG lives in conversations (issue 46)",
-    "memory.recall → memory.lifecycle": "text matching lives in lifecycle (issue 46)",
     "memory.recall → memory.reconciler": "memory links live in reconciler (issue 46)",
     "memory.recall → memory.skills": "the skills section lives in skills (issue 46)",
-    "memory.skills → memory.consolidation": "key terms live in consolidation (issue 46)",
 }
 
 

@@ -14,7 +14,6 @@ from memory.consolidation.common import (
 from memory.consolidation.find import find_changes, near_duplicate_groups
 from memory.consolidation.plans import consolidation_run
 from memory.consolidation.selectors import plan_detail, plan_list
-from memory.consolidation.terms import key_terms, overlap
 
 __all__ = [
     "ConsolidationBusy",
@@ -22,11 +21,9 @@ __all__ = [
     "PlanConflict",
     "consolidation_run",
     "find_changes",
-    "key_terms",
     "memory_state",
     "merged_memories_activate",
     "near_duplicate_groups",
-    "overlap",
     "plan_apply",
     "plan_detail",
     "plan_discard",

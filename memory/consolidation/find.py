@@ -24,8 +24,9 @@ from django.utils import timezone
 
 from knowledge.models import Memory, MemorySource
 from memory.consolidation.model import MERGE_SYSTEM, SUMMARY_SYSTEM, ModelGate
-from memory.consolidation.terms import key_terms, overlap
-from memory.lifecycle.selectors import conflict_pairs, windows_overlap
+from memory.lifecycle.selectors import conflict_pairs
+from memory.matching.facts import windows_overlap
+from memory.matching.terms import key_terms, overlap
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
 LONG_TERM = (Memory.SEMANTIC, Memory.PROCEDURAL)

@@ -14,6 +14,7 @@ from knowledge.llm import (
     reply_budget,
 )
 from knowledge.models import Agent
+from memory.matching import rules
 
 if TYPE_CHECKING:
     from memory.consolidation.find import Findings
@@ -134,10 +135,9 @@ class ModelGate:
         return data["winner"], f"arbiter: {data.get('reason', '')}"[:1000]
 
     def merge(self, owner_id: int, texts: list[str], *, purpose: str, system: str, summary: bool = False):
-        """One statement for `texts` from the model, passing the rules (memory.consolidation.
+        """One statement for `texts` from the model, passing the rules (memory.matching.
         rules): a merge must keep every original, a summary may name nothing its sources do not;
         neither may be the prompt's example. None when there is none."""
-        from memory.consolidation import rules
 
         def check(data):
             if summary:

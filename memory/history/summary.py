@@ -15,6 +15,7 @@ oldest lines after it go, with a count of what went."""
 import re
 
 from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.matching.rules import summary_breach
 
 VERSION = "history/2"
 LINE_TOKENS = 40
@@ -54,8 +55,7 @@ def prompt(*, previous: str, turns: list[tuple[str, str]], limit: int) -> list[d
 
 def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int, sources=None) -> str:
     """Why a model's reply may not be stored ("" when it may). With `sources`, the summary may
-    name no person, number or date they do not (memory.consolidation.rules)."""
-    from memory.consolidation.rules import summary_breach
+    name no person, number or date they do not (memory.matching.rules)."""
 
     summary = data["summary"].strip()
     if not summary:

@@ -15,7 +15,7 @@ from knowledge.models import Agent, Memory
 from knowledge.principals.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import REVIEW
-from memory.lifecycle.selectors import contradicts, windows_overlap
+from memory.matching.facts import contradicts, windows_overlap
 
 ANTI_DRIFT_CONFIDENCE = 0.9
 # The decisions a conflict (same store, same key, another value, overlapping validity) needs

@@ -9,7 +9,7 @@ inside one recall answer.
   by `python -m bench.review_duplicates_eval`: precision 0.89, recall 0.85 (docs/PERFORMANCE.md,
   "Duplicate hints"); the vector alone never reached precision 0.85 at a useful recall;
 - near (inside one answer, where vectors are not loaded): key terms nearly the same
-  (Dice ≥ ANSWER_TERM_OVERLAP), the same test consolidation uses for its candidates.
+  (memory.matching.terms.near_identical), the same test consolidation uses for its candidates.
 
 Only live memories (queued or active) count, and only in stores the reader may see."""
 
@@ -22,18 +22,13 @@ from django.db import connection
 from knowledge import access
 from knowledge.models import Memory
 from knowledge.principals.principal import Principal
+from memory.recall.routes import execute_all
 
 LIVE = (Memory.QUEUED, Memory.ACTIVE)
 NORM = r"md5(lower(regexp_replace(btrim({0}.text), '\s+', ' ', 'g')))"
 NEAR_COSINE = 0.76
 NEAR_PER_MEMORY = 3
 NEAR_EF_SEARCH = 16
-ANSWER_TERM_OVERLAP = 0.85
-
-
-def normalised(text: str) -> str:
-    """The text as the exact-duplicate rule compares it (what NORM computes in SQL, before md5)."""
-    return " ".join((text or "").split()).lower()
 
 
 def exact_duplicate_for_write(*, owner, store: str, tier: str, text: str, key: str, value) -> Memory | None:
@@ -159,8 +154,6 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
             WHERE m.id <> q.id AND m.status IN ('queued', 'active') AND m.embedding IS NOT NULL
             ORDER BY m.embedding <=> q.embedding LIMIT %s) n
         WHERE q.id = ANY(%s) AND q.embedding IS NOT NULL AND n.sim >= %s"""
-    from memory.recall.routes import execute_all
-
     # Both in one round trip. A hint needs the few nearest, not an exhaustive search: a small
     # HNSW candidate list returned the same hints at a third of the time on the bench page.
     exact, near = execute_all(
@@ -200,15 +193,3 @@ def same_facts(a: str, b: str) -> bool:
     if sorted(NUMBER.findall(a)) != sorted(NUMBER.findall(b)):
         return False
     return bool(NEGATION.search(a)) == bool(NEGATION.search(b))
-
-
-def key_terms(text: str) -> frozenset[str]:
-    from memory.consolidation.terms import key_terms as terms
-
-    return terms(text)
-
-
-def near_identical(a: frozenset, b: frozenset) -> bool:
-    if not a or not b:
-        return False
-    return 2 * len(a & b) / (len(a) + len(b)) >= ANSWER_TERM_OVERLAP

@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 from knowledge import access
 from knowledge.models import AuditEvent, Memory
 from knowledge.principals.principal import Principal
+from memory.matching.facts import contradicts, windows_overlap
 from memory.models import GateCheck
 
 QUEUE_REASONS = ["new", "conflict", "requeued", "merge", "gate", "supersedes"]
@@ -24,21 +25,6 @@ QUEUE_REASON_LABELS = {
     "conflict": "conflict: same key, another value",
 }
 REVIEW_ACTIONS = ["memory.approved", "memory.rejected", "memory.held"]
-
-
-def contradicts(a: Memory, b: Memory) -> bool:
-    """Whether two memories with the same key say different things: different values, or (for
-    memories without a value) different text once case and spacing are set aside."""
-    if a.value is not None or b.value is not None:
-        return a.value != b.value
-    return " ".join(a.text.split()).casefold() != " ".join(b.text.split()).casefold()
-
-
-def windows_overlap(a_from, a_to, b_from, b_to) -> bool:
-    """Whether two validity windows [from, to) overlap; an open end is unbounded."""
-    return (a_to is None or b_from is None or b_from < a_to) and (
-        b_to is None or a_from is None or a_from < b_to
-    )
 
 
 def memory_label(memory: Memory) -> str:

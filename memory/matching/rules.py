@@ -21,7 +21,7 @@ trusted with the originals: the group is left alone and the run's notes say why.
 import re
 
 from knowledge.llm import echoes_example
-from memory.consolidation.terms import key_terms
+from memory.matching.terms import key_terms
 
 VERSION = "consolidation-rules/1"
 MERGE_COSINE = 0.6

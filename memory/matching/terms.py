@@ -1,4 +1,5 @@
-"""Key terms of a memory's text: what near-duplicate finding and the merge rules compare."""
+"""Key terms of a memory's text, and its folded text: what near-duplicate finding, the merge rules
+and recall's one-copy-of-each-fact rule compare."""
 
 import re
 
@@ -9,6 +10,8 @@ _STOP = """a an and are as at be been but by can could did do does for from had 
     should some such only very"""
 STOPWORDS = frozenset(_STOP.split())
 TOKEN = re.compile(r"[\w][\w.\-/]*")
+# Inside one recall answer (no vectors loaded) two memories are copies from this Dice overlap.
+ANSWER_TERM_OVERLAP = 0.85
 
 
 def key_terms(text: str) -> frozenset[str]:
@@ -31,3 +34,14 @@ def overlap(a: frozenset, b: frozenset) -> float:
     if not a or not b:
         return 0.0
     return 2 * len(a & b) / (len(a) + len(b))
+
+
+def normalised(text: str) -> str:
+    """The text as the exact-duplicate rule compares it (what NORM in memory.lifecycle.duplicates
+    computes in SQL, before md5)."""
+    return " ".join((text or "").split()).lower()
+
+
+def near_identical(a: frozenset, b: frozenset) -> bool:
+    """Whether two sets of key terms make the same statement inside one answer."""
+    return bool(a and b) and overlap(a, b) >= ANSWER_TERM_OVERLAP

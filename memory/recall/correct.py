@@ -2,7 +2,7 @@
 
 Applied to the candidates a search or a context may show, before they are packed:
 - near-identical memories (the same folded text, the same key and value, or key terms nearly
-  the same — memory.lifecycle.duplicates) keep only the best-ranked copy;
+  the same — memory.matching.terms) keep only the best-ranked copy;
 - memories in a conflict still in force (same store and key, another value, overlapping
   validity — the conflict rule of memory.lifecycle) keep only the newest one among those
   ranked, which carries `conflict_with` and a note "(conflicts with #10: Slack)". A conflict
@@ -16,8 +16,8 @@ from django.db.models import Q
 
 from knowledge import access
 from knowledge.models import Memory
-from memory.lifecycle.duplicates import key_terms, near_identical, normalised
-from memory.lifecycle.selectors import contradicts, windows_overlap
+from memory.matching.facts import contradicts, windows_overlap
+from memory.matching.terms import key_terms, near_identical, normalised
 from memory.recall.routes import MEMORY
 
 

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from memory.consolidation.terms import key_terms, overlap
+from memory.matching.terms import key_terms, overlap
 
 NEGATION = re.compile(r"\b(?:not|no|never|none|nobody|nothing|without|cannot)\b|n't\b", re.IGNORECASE)
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")

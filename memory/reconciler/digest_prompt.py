@@ -1,6 +1,8 @@
 """The session digest's model prompt, its JSON schema and the code rules its reply must pass,
 versioned together. Without a usable model the digest is extractive (memory.reconciler.find)."""
 
+from memory.matching.rules import summary_breach
+
 VERSION = 2
 PURPOSE = "reconciler.digest"
 
@@ -21,9 +23,7 @@ SCHEMA = {
 
 def check(text: str, originals: list[str]) -> str:
     """Code rules beyond the schema: '' if the digest may be used, else why not. A digest names
-    no number, date or name its memories do not (memory.consolidation.rules)."""
-    from memory.consolidation.rules import summary_breach
-
+    no number, date or name its memories do not (memory.matching.rules)."""
     if not text.strip():
         return "empty digest"
     if len(text) > max(400, 2 * sum(len(t) for t in originals)):

@@ -19,8 +19,8 @@ from knowledge.llm import model_profile_save
 from knowledge.llm.wire import portable, portable_problems
 from knowledge.models import Conversation, Entry, Memory, ModelUsage
 from memory.consolidation import model as consolidation_model
-from memory.consolidation.rules import merge_breach, summary_breach
 from memory.history import summary as history_summary
+from memory.matching.rules import merge_breach, summary_breach
 from memory.reconciler import arbiter, digest_prompt
 from tests import factory
 from tests.factory import SYSTEM

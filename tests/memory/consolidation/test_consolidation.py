@@ -16,12 +16,11 @@ from memory.consolidation import (
     ConsolidationOff,
     PlanConflict,
     consolidation_run,
-    key_terms,
-    overlap,
     plan_apply,
     plan_discard,
     plan_revert,
 )
+from memory.matching.terms import key_terms, overlap
 from memory.models import ConsolidationGroup, ConsolidationPlan
 from tests.factory import SYSTEM
 
