@@ -480,7 +480,7 @@ LAYERS = {
     ),
     "memory": (
         # what every package compares texts and memories by
-        "models", "matching",
+        "models", "matching", "links",
         # read side: the recall a context is compiled from, and what it shows
         "history", "recall", "gate",
         # write side: one writer and what runs on top of it
@@ -505,12 +505,9 @@ LAYER_EXCEPTIONS: dict[str, str] = {
     "knowledge.audit → knowledge.principals": "the audit pages sit with the audit trail (issue 46)",
     "knowledge.audit → knowledge.restore": "the audit pages sit with the audit trail (issue 46)",
     "knowledge.principals → knowledge.access": "Principal sits below access, its gates above (issue 46)",
-    "memory.consolidation → memory.reconciler": "memory links live in reconciler (issue 46)",
     "memory.history → memory.recall": "the summary fold task builds a RecallScope (issue 46)",
-    "memory.lifecycle → memory.reconciler": "memory links live in reconciler (issue 46)",
     "memory.provenance → memory.lifecycle": "the stale page retires through lifecycle (issue 46)",
     "memory.recall → memory.conversations": "SLUG lives in conversations (issue 46)",
-    "memory.recall → memory.reconciler": "memory links live in reconciler (issue 46)",
     "memory.recall → memory.skills": "the skills section lives in skills (issue 46)",
 }
 

@@ -22,8 +22,8 @@ from memory.consolidation.common import (
     merged_memories_activate,
     merged_memories_retire,
 )
+from memory.links.services import links_apply, links_revert
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
-from memory.reconciler.links import links_apply, links_revert
 
 # --- apply and revert: set-wise SQL over the plan's items --------------------------------------
 #

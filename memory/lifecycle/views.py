@@ -29,8 +29,8 @@ from memory.lifecycle.forms import (
     RevokeForm,
     first_error,
 )
+from memory.links.selectors import memory_links
 from memory.provenance.selectors import memory_provenance
-from memory.reconciler.selectors import memory_links
 
 QUEUE_LIMIT = 100
 PAGE_SIZE = 50

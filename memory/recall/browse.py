@@ -7,7 +7,7 @@ from knowledge import access
 from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Conversation, Entry, Episode, Memory, Message
 from knowledge.principals.principal import Principal
-from memory.reconciler.selectors import memory_links
+from memory.links.selectors import memory_links
 
 KINDS = ("message", "thread", "episode", "entry", "memory", "conversation")
 CONTEXT_MESSAGES = 10

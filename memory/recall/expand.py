@@ -13,12 +13,12 @@ from django.db.models import Q
 
 from knowledge.models import Memory, Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.links.selectors import memory_links
 from memory.recall.fuse import Candidate
 from memory.recall.load import hydrate
 from memory.recall.params import RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
 from memory.recall.scope import NothingVisible
-from memory.reconciler.selectors import memory_links
 
 
 class ContextMessage(NamedTuple):

@@ -1,4 +1,4 @@
-"""Reads for the reconciler: when an agent is due, its last runs, and a memory's links."""
+"""Reads for the reconciler: when an agent is due, and its last runs."""
 
 import datetime
 
@@ -7,7 +7,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from knowledge.models import Agent, Memory, Message
-from memory.models import MemoryLink, ReconcilerRun
+from memory.models import ReconcilerRun
 
 
 def last_run(agent: Agent) -> ReconcilerRun | None:
@@ -70,31 +70,6 @@ def reconciler_due(agent: Agent, *, now=None) -> tuple[str, int]:
     if activity <= now - datetime.timedelta(minutes=settings.BRAIN_RECONCILER_IDLE_MINUTES):
         return ReconcilerRun.IDLE, turns
     return "", turns
-
-
-def memory_links(memory: Memory, *, principal=None, visible_q=None) -> list[dict]:
-    """The memories `memory` links to that the reader may see (`visible_q`, a filter on memories,
-    or what `principal` may read), nearest first."""
-    from knowledge.access import readable_q
-
-    if visible_q is None:
-        visible_q = readable_q(principal)
-    rows = (
-        MemoryLink.objects.filter(memory=memory, neighbour__in=Memory.objects.filter(visible_q).values("pk"))
-        .select_related("neighbour")
-        .order_by("-similarity", "neighbour_id")
-    )
-    return [
-        {
-            "id": link.neighbour_id,
-            "text": link.neighbour.text,
-            "store": link.neighbour.store,
-            "status": link.neighbour.status,
-            "similarity": link.similarity,
-            "plan": link.plan_id,
-        }
-        for link in rows
-    ]
 
 
 def _run_out(run: ReconcilerRun | None) -> dict | None:

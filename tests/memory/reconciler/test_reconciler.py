@@ -11,10 +11,11 @@ from knowledge.models import Memory, MessageVector, ModelUsage
 from knowledge.principals.principal import Principal
 from memory.consolidation import consolidation_run, plan_apply, plan_revert
 from memory.consolidation.find import conflict_score
+from memory.links.selectors import memory_links
 from memory.models import ConsolidationGroup, ConsolidationPlan, MemoryLink, ReconcilerRun
 from memory.reconciler import find
 from memory.reconciler.dedup import same_statement_guard
-from memory.reconciler.selectors import memory_links, reconciler_due
+from memory.reconciler.selectors import reconciler_due
 from memory.reconciler.services import reconciler_run
 from memory.reconciler.tasks import reconciler_tick
 from tests import factory
