@@ -3,22 +3,18 @@ run and a reconciler pass. Registered from MemoryConfig.ready()."""
 
 from django.urls import reverse
 
-from knowledge.errors import Conflict
 from knowledge.llm.jobs import actor_from, job_kind_register
 from knowledge.models import Agent
 
 
 def consolidation_job(*, actor: dict, owner: int | None = None, store: str = "") -> dict:
-    from memory.consolidation import PlanConflict, consolidation_run
+    from memory.consolidation import consolidation_run
 
-    try:
-        plan = consolidation_run(
-            actor=actor_from(actor),
-            owner=Agent.objects.get(pk=owner) if owner else None,
-            store=store,
-        )
-    except PlanConflict as exc:
-        raise Conflict(exc.message) from None
+    plan = consolidation_run(
+        actor=actor_from(actor),
+        owner=Agent.objects.get(pk=owner) if owner else None,
+        store=store,
+    )
     groups = plan.counts.get("groups", 0)
     return {
         "plan": plan.pk,
@@ -28,15 +24,11 @@ def consolidation_job(*, actor: dict, owner: int | None = None, store: str = "")
 
 
 def reconcile_job(*, actor: dict, agent: int) -> dict:
-    from memory.consolidation import PlanConflict
     from memory.models import ReconcilerRun
     from memory.reconciler.services import reconciler_run
 
     owner = Agent.objects.get(pk=agent)
-    try:
-        run = reconciler_run(actor=actor_from(actor), agent=owner, trigger=ReconcilerRun.MANUAL)
-    except PlanConflict as exc:
-        raise Conflict(exc.message) from None
+    run = reconciler_run(actor=actor_from(actor), agent=owner, trigger=ReconcilerRun.MANUAL)
     plan = run.plan
     groups = plan.counts.get("groups", 0) if plan else 0
     return {

@@ -1,21 +1,17 @@
 """Dreaming's manual runs as background jobs (knowledge.llm.jobs): stage A for a channel and
 stage B for an agent, queued by the API and the console, run by a worker."""
 
-from knowledge.errors import Conflict
 from knowledge.llm.jobs import job_kind_register
 from knowledge.models import Agent, Channel
 
 
 def stage_a_job(*, channel: int, started_by: str) -> dict:
-    from curation.dreaming.stage_a.services import ChannelBusy, stage_a_run
+    from curation.dreaming.stage_a.services import stage_a_run
     from curation.models import DreamingRun
 
-    try:
-        run = stage_a_run(
-            channel=Channel.objects.get(pk=channel), trigger=DreamingRun.MANUAL, started_by=started_by
-        )
-    except ChannelBusy as exc:
-        raise Conflict(str(exc)) from None
+    run = stage_a_run(
+        channel=Channel.objects.get(pk=channel), trigger=DreamingRun.MANUAL, started_by=started_by
+    )
     summary = (
         f"Stage A run {run.pk} in {run.channel.name}: {run.state}; {run.episodes} episode(s) over "
         f"{run.messages} message(s), {run.noise} noise, {run.left} left for later."
@@ -26,14 +22,11 @@ def stage_a_job(*, channel: int, started_by: str) -> dict:
 
 
 def stage_b_job(*, agent: int, started_by: str) -> dict:
-    from curation.dreaming.stage_b.services import AgentBusy, stage_b_run
+    from curation.dreaming.stage_b.services import stage_b_run
     from curation.models import DreamingRun
 
     owner = Agent.objects.get(pk=agent)
-    try:
-        run = stage_b_run(agent=owner, trigger=DreamingRun.MANUAL, started_by=started_by)
-    except AgentBusy as exc:
-        raise Conflict(str(exc)) from None
+    run = stage_b_run(agent=owner, trigger=DreamingRun.MANUAL, started_by=started_by)
     return {**_result(run), "agent": owner.name}
 
 

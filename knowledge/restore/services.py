@@ -20,7 +20,7 @@ from django.db import transaction
 
 from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Invalid, NotFound
+from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import AuditEvent
 from knowledge.principals.principal import ADMIN, Principal
 from knowledge.restore.restorers import RESTORERS, Restorer
@@ -28,7 +28,7 @@ from knowledge.restore.restorers import RESTORERS, Restorer
 MAX_EVENTS = 500
 
 
-class RestoreConflict(Exception):
+class RestoreConflict(Conflict):
     """A record's current value differs from the value its event left behind."""
 
     def __init__(self, conflicts: list[dict], plan: "RestorePlan"):

@@ -2,7 +2,6 @@
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -14,7 +13,6 @@ from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import limit_offset, no_body, validated
 from memory.consolidation import (
-    PlanConflict,
     plan_apply,
     plan_discard,
     plan_list,
@@ -29,10 +27,6 @@ from memory.consolidation.serializers import (
     RunInputSerializer,
 )
 from memory.models import ConsolidationPlan
-
-
-def plan_conflict_response(exc: PlanConflict) -> Response:
-    return Response({"error": exc.message, **exc.extra}, status=status.HTTP_409_CONFLICT)
 
 
 @extend_schema(
@@ -52,10 +46,7 @@ def plan_conflict_response(exc: PlanConflict) -> Response:
 @permission_classes([IsReviewer])
 def consolidation_run_view(request):
     data = validated(RunInputSerializer, request.data, principal=request.user)
-    try:
-        job = consolidation_enqueue(actor=request.user, owner=data.get("owner"), store=data.get("scope", ""))
-    except PlanConflict as exc:
-        return plan_conflict_response(exc)
+    job = consolidation_enqueue(actor=request.user, owner=data.get("owner"), store=data.get("scope", ""))
     return job_response(job)
 
 
@@ -128,10 +119,7 @@ def consolidation_detail_view(request, plan_id: int):
 
 def _act(request, plan_id, action, **kwargs):
     get_object_or_404(ConsolidationPlan, pk=plan_id)
-    try:
-        plan = action(actor=request.user, plan_id=plan_id, **kwargs)
-    except PlanConflict as exc:
-        return plan_conflict_response(exc)
+    plan = action(actor=request.user, plan_id=plan_id, **kwargs)
     return Response(PlanDetailSerializer(plan).data)
 
 

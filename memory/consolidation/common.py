@@ -4,6 +4,7 @@ memories, table names, and the activation step of merged memories."""
 from django.db import connection
 
 from knowledge.audit.services import json_value, snapshot
+from knowledge.errors import Conflict
 from knowledge.memories.rows import memory_row_state, memory_rows_state
 from knowledge.models import Memory, MemorySource, Revision
 from memory.lifecycle.activation import memory_activate_stored
@@ -18,7 +19,7 @@ T_GROUP = ConsolidationGroup._meta.db_table
 T_REVISION = Revision._meta.db_table
 
 
-class PlanConflict(Exception):
+class PlanConflict(Conflict):
     """The request cannot be carried out in the plan's (or the memories') current state: 409."""
 
     def __init__(self, message: str, **extra):

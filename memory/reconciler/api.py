@@ -9,8 +9,6 @@ from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
-from memory.consolidation import PlanConflict
-from memory.consolidation.api import plan_conflict_response
 from memory.consolidation.serializers import ConflictSerializer
 
 
@@ -33,10 +31,7 @@ from memory.consolidation.serializers import ConflictSerializer
 @no_body
 def reconcile_view(request, agent: str):
     owner = get_object_or_404(Agent, name=agent)
-    try:
-        job = reconcile_enqueue(actor=request.user, agent=owner)
-    except PlanConflict as exc:
-        return plan_conflict_response(exc)
+    job = reconcile_enqueue(actor=request.user, agent=owner)
     return job_response(job)
 
 

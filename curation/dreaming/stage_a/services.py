@@ -16,6 +16,7 @@ from curation.dreaming.stage_a.selectors import Batch, batch_next
 from curation.models import DreamingRun, StageACursor
 from knowledge.audit.services import audit_record
 from knowledge.embeddings.kick import request_embedding_run
+from knowledge.errors import Conflict
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Channel, Episode, Message
 
@@ -27,7 +28,7 @@ REPLY_TOKENS_BASE, REPLY_TOKENS_PER_MESSAGE, REPLY_TOKENS_MAX = 800, 30, 16000
 SHRINK_AFTER_FAILURES = 4
 
 
-class ChannelBusy(Exception):
+class ChannelBusy(Conflict):
     """Another run holds the channel; nothing was started."""
 
 

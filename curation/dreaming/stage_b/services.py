@@ -18,7 +18,7 @@ from curation.dreaming.stage_b import operations, rules
 from curation.dreaming.stage_b.selectors import open_picked, scan_lines, scan_read
 from curation.models import DreamingRun, StageBCursor
 from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
-from knowledge.errors import DomainError, Invalid
+from knowledge.errors import Conflict, DomainError, Invalid
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Agent, Entry
 from memory.recall.memo import memo_budget_tokens
@@ -28,7 +28,7 @@ SCAN_REPLY_TOKENS = 1000
 REFUSALS = (DomainError,)  # a service said no: drop the operation, keep the rest
 
 
-class AgentBusy(Exception):
+class AgentBusy(Conflict):
     """Another stage B run holds the agent; nothing was started."""
 
 
