@@ -149,6 +149,9 @@ def validated(serializer_class, data, *, partial: bool = False, **context) -> di
 
 # --- serializer fields shared by the APIs ---
 
+# The name of an agent, person or channel as an API request carries it.
+SLUG = r"^[-a-zA-Z0-9_]+$"
+
 
 class StrictCharField(serializers.CharField):
     """Text that must arrive as a JSON string. DRF's CharField turns 5 or 1.5 into "5" and

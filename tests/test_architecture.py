@@ -507,7 +507,6 @@ LAYER_EXCEPTIONS: dict[str, str] = {
     "knowledge.principals → knowledge.access": "Principal sits below access, its gates above (issue 46)",
     "memory.history → memory.recall": "the summary fold task builds a RecallScope (issue 46)",
     "memory.provenance → memory.lifecycle": "the stale page retires through lifecycle (issue 46)",
-    "memory.recall → memory.conversations": "SLUG lives in conversations (issue 46)",
     "memory.recall → memory.skills": "the skills section lives in skills (issue 46)",
 }
 

@@ -5,10 +5,7 @@ from rest_framework import serializers
 
 from knowledge.conversations import services as evidence
 from knowledge.models import Channel, Conversation
-from knowledge.web import StrictCharField, StrictSerializer
-
-SLUG = r"^[-a-zA-Z0-9_]+$"
-
+from knowledge.web import SLUG, StrictCharField, StrictSerializer
 
 SPEAKER = r"^((person|agent):)?[-a-zA-Z0-9_]{1,64}$"
 

@@ -8,8 +8,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
-from knowledge.web import StrictCharField, StrictSerializer
-from memory.conversations.serializers import SLUG
+from knowledge.web import SLUG, StrictCharField, StrictSerializer
 from memory.history.section import DEFAULT_TURNS, MAX_TURNS
 from memory.recall import ROUTES
 from memory.recall.browse import KINDS
