@@ -70,8 +70,6 @@ def home(request):
     return render(request, "knowledge/principals/home.html", {"agents": Agent.objects.count()})
 
 
-@reviewer_required
-@require_POST
 def safe_next(request, target: str | None, default: str = "home") -> str:
     """`target` when it is a path on this site, else `default`: a `next` pointing elsewhere
     (another host, a scheme-relative //host, javascript:) never leaves the site."""
@@ -82,6 +80,8 @@ def safe_next(request, target: str | None, default: str = "home") -> str:
     return resolve_url(default)
 
 
+@reviewer_required
+@require_POST
 def owner_select(request):
     """Remember the owner-principal selector in the session; every Knowledge tab reads it."""
     name = request.POST.get("owner", "")

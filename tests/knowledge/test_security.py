@@ -186,6 +186,18 @@ def test_tls_settings_turn_on_secure_cookies_hsts_and_the_proxy_header():
 # --- redirects --------------------------------------------------------------------------------
 
 
+def test_the_owner_selector_needs_a_reviewer_and_a_post(client, world):
+    """Its guards decorate the view itself (they once decorated a helper, and anyone's GET
+    answered 500 before any check)."""
+    for method in ("get", "post"):
+        response = getattr(client, method)("/owner", {"owner": "x"})
+        assert response.status_code == 302 and "/login/" in response["Location"], method
+    client.force_login(world.reviewer)
+    assert client.get("/owner", {"owner": "copilot"}).status_code == 405
+    assert client.post("/owner", {"owner": "ghost"}).status_code == 400
+    assert "owner" not in client.session
+
+
 def test_the_owner_selector_never_redirects_off_the_site(client, world):
     client.force_login(world.reviewer)
     for target in ["http://elsewhere/", "//elsewhere/x", "https://evil.example/", "javascript:alert(1)"]:
