@@ -28,6 +28,7 @@ from brainsite.ops.metrics import asgi_observed  # noqa: E402
 from memory.mcp.http import (  # noqa: E402  (needs Django set up)
     METADATA_PATH,
     PATH,
+    allowed_hosts_only,
     is_oauth_path,
     mcp_asgi_app,
     metadata_app,
@@ -40,7 +41,10 @@ def build_application():
     Metadata and the OAuth discovery paths to `memory.mcp.http`, the rest to Django. The MCP
     app's lifespan (which runs the SDK's session manager) can run once, so each server gets its
     own from here."""
-    mcp_app = asgi_observed(mcp_asgi_app(), "/mcp/")
+    # What is served beside Django is held to ALLOWED_HOSTS as Django's own paths are.
+    mcp_app = asgi_observed(allowed_hosts_only(mcp_asgi_app()), "/mcp/")
+    metadata = allowed_hosts_only(metadata_app)
+    no_oauth = allowed_hosts_only(no_oauth_app)
     mcp_logged = log_requests(mcp_app)  # Django logs its own requests (RequestLogMiddleware)
     django_app = WSGIMiddleware(django_wsgi, workers=int(os.environ.get("WEB_THREADS", "4")))
     # Whole bodies only: a slow client waits on the event loop, not in a pool thread.
@@ -60,9 +64,9 @@ def build_application():
         if path.startswith(PATH):
             return await mcp_logged(scope, receive, send)
         if path == METADATA_PATH or path.startswith(METADATA_PATH + "/"):
-            return await metadata_app(scope, receive, send)
+            return await metadata(scope, receive, send)
         if is_oauth_path(path):  # no OAuth here: say so in JSON
-            return await no_oauth_app(scope, receive, send)
+            return await no_oauth(scope, receive, send)
         return await django_app(scope, receive, send)
 
     return application

@@ -3,8 +3,11 @@ all with their defaults."""
 
 import json
 import os
+import re
 import secrets
 from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
 
 from brainsite.embedded_db import embedded_url, parse_database_url
 from brainsite.ops.logs import logging_config
@@ -207,6 +210,40 @@ if BRAIN_SECURE_COOKIES:
 # How many proxies in front of Brain append to X-Forwarded-For; 0: the client is REMOTE_ADDR.
 # Login throttling and the API's bad-token throttle count per client address.
 BRAIN_PROXY_HOPS = env_int("BRAIN_PROXY_HOPS", 0)
+
+
+# An origin and nothing more: no user, path, query or quote that could end up inside a header.
+ORIGIN_RE = re.compile(
+    r"(https?://(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?)/?"
+)
+
+
+def public_url(configured: str, *, allowed_hosts: list[str], behind_tls: bool, port: str) -> str:
+    """The origin (scheme://host[:port]) Brain names itself by where a client reads an absolute
+    URL (the MCP resource metadata and its WWW-Authenticate pointer): BRAIN_PUBLIC_URL, else
+    derived from this file's own settings — never from a request's Host header, which the client
+    writes. The fallback is the first concrete ALLOWED_HOSTS entry (not `*` or a `.suffix`
+    pattern): behind TLS (BRAIN_SECURE_COOKIES) the proxy answers https on its default port, as
+    docs/DEPLOY.md sets it up; otherwise `make run` serves plain http on PORT itself."""
+    configured = configured.strip()
+    if configured:
+        origin = ORIGIN_RE.fullmatch(configured)
+        if not origin:
+            raise ImproperlyConfigured(
+                "BRAIN_PUBLIC_URL must be an origin such as https://brain.example.com (http or "
+                f"https, a host, an optional port, nothing else); got {configured!r}."
+            )
+        return origin[1]
+    host = next((h for h in allowed_hosts if h and h != "*" and not h.startswith(".")), "localhost")
+    return f"https://{host}" if behind_tls else f"http://{host}:{port}"
+
+
+BRAIN_PUBLIC_URL = public_url(
+    env("BRAIN_PUBLIC_URL"),
+    allowed_hosts=ALLOWED_HOSTS,
+    behind_tls=BRAIN_SECURE_COOKIES,
+    port=env("PORT", "8000"),
+)
 
 # Content-Security-Policy (django-csp): scripts, styles and everything else from this site only —
 # no inline script or style, no eval (htmx runs with allowEval off; see templates/base.html).

@@ -9,15 +9,20 @@ agent's a 403, each with a JSON error body that says "invalid or missing Brain a
 WWW-Authenticate challenge pointing at the Protected Resource Metadata (RFC 9728, served by
 `metadata_app`), which names no authorization server: clients learn there is no OAuth flow. DNS-rebinding protection (a browser on the user's machine
 reaching a local server) is off because no request gets in without a bearer token, which a
-browser never adds by itself."""
+browser never adds by itself; the Host header is still held to ALLOWED_HOSTS
+(`allowed_hosts_only`), as Django holds its own paths, and Brain's origin in the metadata and
+the challenge comes from configuration, never from that header."""
 
 import json
+import logging
 import math
 from types import SimpleNamespace
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.db import close_old_connections
+from django.http import HttpRequest
 from mcp import types
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework import exceptions
@@ -28,6 +33,7 @@ from memory.mcp.server import build_server
 
 PATH = "/mcp/"
 SCOPE_KEY = "brain.principal"
+disallowed_host_log = logging.getLogger("django.security.DisallowedHost")
 
 
 def _authenticate(raw: str, meta: dict):
@@ -56,30 +62,70 @@ TOKEN_PROBLEM_SENTENCE = TOKEN_PROBLEM[0].upper() + TOKEN_PROBLEM[1:]
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
-def _origin(scope) -> str:
-    headers = {k.lower(): v for k, v in scope.get("headers", [])}
-    host = headers.get(b"host", b"").decode("latin-1") or "{}:{}".format(
-        *(scope.get("server") or ("localhost", 80))
-    )
-    return f"{scope.get('scheme', 'http')}://{host}"
+def _origin() -> str:
+    """Brain's own origin, from configuration (BRAIN_PUBLIC_URL, see brainsite/settings.py),
+    never from the request: a Host header is the client's to write, and what it wrote would be
+    handed back to every client reading the metadata (cached for an hour)."""
+    return settings.BRAIN_PUBLIC_URL
 
 
-def _challenge(scope, *, invalid: bool) -> str:
+def _quoted(value: str) -> str:
+    """`value` as an RFC 9110 quoted-string: a `"` or `\\` is escaped and control characters
+    dropped, so no value can close the string and add a parameter of its own."""
+    kept = "".join(c for c in value if c == "\t" or (c >= " " and c != "\x7f"))
+    return '"' + kept.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _challenge(*, invalid: bool) -> str:
     """RFC 6750's challenge with RFC 9728's pointer to the resource metadata (no `error` code
     when no token was given at all, as RFC 6750 §3.1 asks)."""
-    parts = ['Bearer realm="brain"']
+    params = {"realm": "brain"}
     if invalid:
-        parts.append('error="invalid_token"')
-    parts.append(f'error_description="{TOKEN_PROBLEM}"')
-    parts.append(f'resource_metadata="{_origin(scope)}{METADATA_PATH}{PATH.rstrip("/")}"')
-    return ", ".join(parts)
+        params["error"] = "invalid_token"
+    params["error_description"] = TOKEN_PROBLEM
+    params["resource_metadata"] = f"{_origin()}{METADATA_PATH}{PATH.rstrip('/')}"
+    return "Bearer " + ", ".join(f"{name}={_quoted(value)}" for name, value in params.items())
 
 
-def resource_metadata(scope) -> dict:
+def _host_allowed(scope) -> bool:
+    """Django's own ALLOWED_HOSTS check (`HttpRequest.get_host`, with its DEBUG and
+    USE_X_FORWARDED_HOST rules) for a request Django itself does not see."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    server_name, server_port = scope.get("server") or ("localhost", 80)
+    request = HttpRequest()
+    request.META = {"SERVER_NAME": server_name, "SERVER_PORT": str(server_port or 80)}
+    if "host" in headers:
+        request.META["HTTP_HOST"] = headers["host"]
+    if "x-forwarded-host" in headers:
+        request.META["HTTP_X_FORWARDED_HOST"] = headers["x-forwarded-host"]
+    try:
+        request.get_host()
+    except DisallowedHost as exc:
+        disallowed_host_log.error(str(exc))
+        return False
+    return True
+
+
+def allowed_hosts_only(app):
+    """ASGI middleware: the paths served beside Django (`/mcp/`, its metadata, the OAuth
+    discovery answers) held to ALLOWED_HOSTS as Django's own paths are: another host gets the
+    400 Django gives, in JSON."""
+
+    async def checked(scope, receive, send):
+        if scope["type"] == "http" and not _host_allowed(scope):
+            return await _answer(
+                send, 400, {"error": "Bad Request: this host is not one Brain serves (ALLOWED_HOSTS)."}
+            )
+        return await app(scope, receive, send)
+
+    return checked
+
+
+def resource_metadata() -> dict:
     """OAuth 2.0 Protected Resource Metadata (RFC 9728) for `/mcp/`: bearer tokens in the
     Authorization header, from Brain's own token store; no authorization server is named, because
     none issues them (an admin does, in the console or with `manage.py createagent`)."""
-    origin = _origin(scope)
+    origin = _origin()
     return {
         "resource": f"{origin}{PATH}",
         "resource_name": "Brain MCP server",
@@ -97,7 +143,7 @@ async def metadata_app(scope, receive, send):
     derives from `/mcp/`)."""
     if scope.get("method") not in ("GET", "HEAD"):
         return await _answer(send, 405, {"error": "Use GET."}, {"Allow": "GET, HEAD"})
-    return await _answer(send, 200, resource_metadata(scope), {"Cache-Control": "max-age=3600"})
+    return await _answer(send, 200, resource_metadata(), {"Cache-Control": "max-age=3600"})
 
 
 # Where an OAuth client looks for an authorization server when the metadata names none (it falls
@@ -145,7 +191,7 @@ class BearerAuth:
                 send,
                 401,
                 {"error": f"{TOKEN_PROBLEM_SENTENCE}: use the header 'Authorization: Bearer <token>'."},
-                {"WWW-Authenticate": _challenge(scope, invalid=False)},
+                {"WWW-Authenticate": _challenge(invalid=False)},
             )
         client = scope.get("client") or ("", 0)
         meta = {
@@ -160,14 +206,14 @@ class BearerAuth:
             extra = {k: v for k, v in response.items() if k.lower() == "retry-after"}
             if response.status_code == 401:
                 body["error"] = f"{TOKEN_PROBLEM_SENTENCE}: {body['error']}"
-                extra["WWW-Authenticate"] = _challenge(scope, invalid=True)
+                extra["WWW-Authenticate"] = _challenge(invalid=True)
             return await _answer(send, response.status_code, body, extra)
         if not principal.is_agent:
             return await _answer(
                 send,
                 403,
                 {"error": f"{TOKEN_PROBLEM_SENTENCE}: the MCP server serves agent tokens only."},
-                {"WWW-Authenticate": _challenge(scope, invalid=True)},
+                {"WWW-Authenticate": _challenge(invalid=True)},
             )
         await self.app({**scope, SCOPE_KEY: principal}, receive, _json_too_large(send, headers))
 

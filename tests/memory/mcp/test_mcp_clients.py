@@ -235,8 +235,9 @@ def test_an_oversized_mcp_request_is_a_json_rpc_error(world, settings):
 TOLD = "Invalid or missing Brain agent token"
 
 
-def test_the_protected_resource_metadata_names_brains_own_tokens(world):
+def test_the_protected_resource_metadata_names_brains_own_tokens(world, settings):
     server = AsgiServer()
+    settings.BRAIN_PUBLIC_URL = server.url  # the origin Brain names comes from configuration
     try:
         for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
             meta = httpx.get(f"{server.url}{path}")
@@ -255,8 +256,9 @@ def test_the_protected_resource_metadata_names_brains_own_tokens(world):
         server.close()
 
 
-def test_a_missing_or_bad_token_is_a_401_that_says_so(world):
+def test_a_missing_or_bad_token_is_a_401_that_says_so(world, settings):
     server = AsgiServer()
+    settings.BRAIN_PUBLIC_URL = server.url  # the origin Brain names comes from configuration
     try:
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
         for headers, invalid in (({}, False), ({"Authorization": "Bearer nope"}, True)):
@@ -276,8 +278,9 @@ def test_a_missing_or_bad_token_is_a_401_that_says_so(world):
         server.close()
 
 
-def test_the_inspector_tells_a_missing_or_bad_token_over_http(world, inspector):
+def test_the_inspector_tells_a_missing_or_bad_token_over_http(world, settings, inspector):
     server = AsgiServer()
+    settings.BRAIN_PUBLIC_URL = server.url  # the origin Brain names comes from configuration
     try:
         # Non-interactive, as the Inspector asks for CI: Brain's 401 body is what it shows.
         code, out, err = inspector(
