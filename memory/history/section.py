@@ -67,7 +67,9 @@ def history_section(scope, *, budget: int, turns: int = DEFAULT_TURNS) -> dict:
     recent = list(messages.order_by("-ts", "-id")[:turns])[::-1]
     boundary = recent[0] if recent else None
     if model_availability(LIGHT, agent=scope.agent):
-        stored = summary_advance(scope, messages, boundary=boundary, model=False)
+        stored = summary_advance(
+            messages, conversation=conversation, agent=scope.agent, boundary=boundary, model=False
+        )
     else:
         stored = summary_pending(scope, messages, boundary=boundary)
 
@@ -192,23 +194,23 @@ def summary_pending(scope, messages, *, boundary: Message | None) -> Conversatio
 
 
 def summary_advance(
-    scope, messages, *, boundary: Message | None, model: bool = True
+    messages, *, conversation, agent, boundary: Message | None, model: bool = True
 ) -> ConversationSummary | None:
-    """Fold the turns between the stored summary's cursor and `boundary` (the oldest verbatim
-    turn) into the summary and store it — with the light model when `model` and it is available
-    (the background fold), else extractively. Returns the summary as stored (None when there is
+    """Fold the turns of `messages` (what `agent` may read of `conversation`) between the stored
+    summary's cursor and `boundary` (the oldest verbatim turn) into the summary and store it —
+    with the light model when `model` and it is available (the background fold), else
+    extractively. Returns the summary as stored (None when there is
     none and nothing to fold). The model is called outside any transaction; the write locks the
     row and keeps a fold another compilation stored meanwhile."""
-    conversation = scope.conversation
     stored, new, skipped = _stored_and_gap(conversation, messages, boundary)
     if not new:
         return stored
     previous = stored.text if stored is not None else ""
     limit = settings.BRAIN_HISTORY_SUMMARY_TOKENS
     if model:
-        text, method, note, usage = _fold(scope.agent, previous, [_turn(m) for m in new], limit)
+        text, method, note, usage = _fold(agent, previous, [_turn(m) for m in new], limit)
     else:
-        why = model_availability(LIGHT, agent=scope.agent)
+        why = model_availability(LIGHT, agent=agent)
         text, method, note, usage = (
             job.extractive_fold(previous, [_turn(m) for m in new], limit=limit),
             ConversationSummary.EXTRACTIVE,

@@ -7,7 +7,6 @@ from knowledge import access
 from knowledge.models import Conversation, Message
 from knowledge.principals.principal import Principal
 from memory.history.section import QUEUED_KEY, summary_advance
-from memory.recall.scope import RecallScope
 
 
 def summary_fold(conversation_id: int, boundary_id: int) -> str:
@@ -19,14 +18,10 @@ def summary_fold(conversation_id: int, boundary_id: int) -> str:
     if conversation is None or boundary is None:
         return "nothing to fold: the conversation or its message is gone"
     as_agent = Principal.for_agent(conversation.agent)
-    scope = RecallScope(
-        agent=conversation.agent,
-        conversation=conversation,
-        knowledge_q=access.readable_q(as_agent, conversation=conversation),
-        message_q=access.message_readable_q(as_agent, conversation=conversation),
-    )
     messages = Message.objects.filter(
-        scope.message_q, channel_id=conversation.channel_id, thread=conversation.thread
+        access.message_readable_q(as_agent, conversation=conversation),
+        channel_id=conversation.channel_id,
+        thread=conversation.thread,
     ).only("pk", "ts", "speaker_name", "text")
-    row = summary_advance(scope, messages, boundary=boundary)
+    row = summary_advance(messages, conversation=conversation, agent=conversation.agent, boundary=boundary)
     return f"folded: {row.method}" if row is not None else "nothing to fold"
