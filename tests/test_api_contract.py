@@ -1,6 +1,6 @@
 """The API keeps its OpenAPI contract. Schemathesis generates requests from /api/schema/ for
-every operation and sends them through the real WSGI application with an admin's and an agent's
-token. No answer may be a server error, and every answer's status code, content type, headers
+every operation and sends them through the real WSGI application with an admin's, an agent's and
+an integration's token. No answer may be a server error, and every answer's status code, content type, headers
 and body must be ones the schema documents.
 
 Each generated request is sent twice: as generated (mostly unknown ids: the error answers) and
@@ -121,7 +121,7 @@ def no_token_throttle(settings):
     settings.BRAIN_API_BAD_TOKENS_PER_MINUTE = 1_000_000
 
 
-@pytest.mark.parametrize("who", ["admin", "copilot"])
+@pytest.mark.parametrize("who", ["admin", "copilot", "integration"])
 @schema.parametrize()
 @settings(
     max_examples=10,
