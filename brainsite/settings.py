@@ -115,6 +115,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "knowledge.principals.context_processors.console",
                 "memory.lifecycle.context_processors.review_queue",
+                "brainsite.navigation.navigation",
             ],
         },
     }
