@@ -2,7 +2,7 @@
 
 Sections, in order: the agent's instructions, its pinned memo, its enabled skills (each skill's
 base instructions followed by the agent's overlay of lessons, each overlay within
-BRAIN_OVERLAY_BUDGET_TOKENS; see memory.skills.selectors.skills_section), the conversation's
+BRAIN_OVERLAY_BUDGET_TOKENS; see memory.recall.skills.skills_section), the conversation's
 history when `history_turns` > 0 (its last turns verbatim and a rolling summary of the earlier
 ones; see memory.history.section — recalled memory leaves out the turns shown there), and
 recalled memory.
@@ -43,7 +43,7 @@ from memory.recall.params import DEFAULT_PARAMS, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.scope import RecallScope
 from memory.recall.search import recall_candidates
-from memory.skills.selectors import skills_section
+from memory.recall.skills import skills_section
 
 DENSITY_TOKENS = 120
 MAX_RECALLED_ITEMS = 30

@@ -1,7 +1,7 @@
 """Skills, task outcomes and experience through the API."""
 
 from knowledge.models import AgentSkill, AuditEvent, Memory, Skill, TaskOutcome
-from memory.skills.selectors import overlay_budget_tokens
+from memory.recall.skills import overlay_budget_tokens
 from tests.memory.skills.conftest import BASE, context, experience, outcome, section
 
 LESSON = "Ask for the affected user's ticket number before searching the knowledge base."
@@ -247,7 +247,7 @@ def test_a_skill_edit_is_restored_from_the_audit_trail(world, triage):
 
 def test_the_skills_section_counts_exactly_its_text_and_cuts_an_overlay_at_the_context_budget(world, triage):
     from knowledge.tokens import count_tokens
-    from memory.skills.selectors import skills_section
+    from memory.recall.skills import skills_section
 
     for text in (
         LESSON,
