@@ -328,21 +328,21 @@ def bad_request(request, exception):
 
 
 # --- paging of list APIs ---
-# Two parameter pairs, parsed here only: `page` / `page_size` (entries, audit) and `limit` /
+# Two parameter pairs, parsed here only: `page` / `page_size` (entries, audit, memories) and `limit` /
 # `offset` (consolidation plans; DRF's LimitOffsetPagination reads the same pair where a list
 # answers with next/previous links). Both refuse values PostgreSQL could not take.
 
 
-def page_params(params) -> tuple[int, int]:
-    """page and page_size from query parameters (25 a page by default, at most 100; page at most
-    MAX_PAGE)."""
+def page_params(params, *, size_default: int = 25, size_most: int = 100) -> tuple[int, int]:
+    """page and page_size from query parameters (`size_default` a page, at most `size_most`;
+    page at most MAX_PAGE)."""
     try:
         page = int(params.get("page") or 1)
-        size = int(params.get("page_size") or 25)
+        size = int(params.get("page_size") or size_default)
     except ValueError:
         raise Invalid({"page": ["Whole numbers for page and page_size."]})
-    if not 1 <= page <= MAX_PAGE or not 1 <= size <= 100:
-        raise Invalid({"page": [f"1 ≤ page ≤ {MAX_PAGE:,} and 1 ≤ page_size ≤ 100."]})
+    if not 1 <= page <= MAX_PAGE or not 1 <= size <= size_most:
+        raise Invalid({"page": [f"1 ≤ page ≤ {MAX_PAGE:,} and 1 ≤ page_size ≤ {size_most}."]})
     return page, size
 
 

@@ -3,18 +3,25 @@
 import math
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge import access
+from knowledge.limits import MAX_PAGE
 from knowledge.models import Agent, Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
 from knowledge.replica import safe_only
 from knowledge.schema import error_response
-from knowledge.web import no_body, validated
+from knowledge.web import no_body, page_params, validated
 from memory.lifecycle import expiry, operate, review, selectors, write
 from memory.lifecycle.serializers import (
     ApproveSerializer,
@@ -33,6 +40,8 @@ from memory.lifecycle.serializers import (
     version_out,
 )
 
+# The list's paging parameters: knowledge.web.page_params reads them, the filters' serializer not.
+PAGE_PARAMS = ("page", "page_size")
 ERROR = error_response('JSON error: {"error": "...", ...}')
 CONFLICT = OpenApiResponse(
     inline_serializer(
@@ -105,7 +114,11 @@ def _reloaded(memory: Memory) -> dict:
     tags=TAG,
     summary="List memories",
     description="Memories the token may read (agents: the stores they may browse), newest first.",
-    parameters=[MemoryListQuerySerializer],
+    parameters=[
+        MemoryListQuerySerializer,
+        OpenApiParameter("page", int, description=f"1 to {MAX_PAGE:,} (default 1)."),
+        OpenApiParameter("page_size", int, description="1 to 200 (default 50)."),
+    ],
     responses={200: MemoryPageSerializer, 400: ERROR},
 )
 @api_view(["GET", "POST"])
@@ -115,12 +128,15 @@ def memory_collection(request):
     principal = request.user
     if request.method == "POST":
         data = validated(MemoryWriteSerializer, request.data, principal=principal)
-        memory = write.memory_write_request(actor=principal, **data)
+        memory = write.memory_write(actor=principal, **access.write_named(principal, data))
         created = not getattr(memory, "duplicate_of", None)
         return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
-    query = validated(MemoryListQuerySerializer, request.query_params)
-    page, size = query.pop("page"), query.pop("page_size")
+    filters = request.query_params.copy()
+    for name in PAGE_PARAMS:
+        filters.pop(name, None)
+    query = validated(MemoryListQuerySerializer, filters)
+    page, size = page_params(request.query_params, size_default=50, size_most=200)
     qs = selectors.memory_list(principal, **query)
     count = qs.count()
     results = [memory_out(m) for m in qs[(page - 1) * size : page * size]] if count else []

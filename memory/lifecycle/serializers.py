@@ -65,8 +65,7 @@ class MemoryListQuerySerializer(StrictSerializer):
     q = serializers.CharField(max_length=200, required=False, help_text="Words in the text or key.")
     stale = serializers.BooleanField(required=False, allow_null=True, default=None)
     pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
-    page = serializers.IntegerField(min_value=1, default=1)
-    page_size = serializers.IntegerField(min_value=1, max_value=200, default=50)
+    # page and page_size are read by knowledge.web.page_params, as every paged list reads them.
 
     def validate_store(self, value):
         return access.SCOPE_ALIASES.get(value, value)

@@ -357,6 +357,22 @@ def test_list_filters_and_pagination(world):
     assert client.get("/api/memory", {"colour": "red"}).status_code == 400
 
 
+def test_a_page_past_the_deepest_is_a_400_json_as_for_entries(world):
+    factory.make_memory(world.copilot, "one fact to page through")
+    client = world.client("copilot")
+    for page in ("9223372036854775807", "1000001", "0", "two"):
+        answer = client.get("/api/memory", {"page": page})
+        entries = client.get("/api/entries", {"page": page})
+        assert answer.status_code == entries.status_code == 400, page
+        assert answer.json()["error"] == entries.json()["error"] == "invalid"
+        assert list(answer.json()["fields"]) == ["page"]
+    too_deep = client.get("/api/memory", {"page": "9223372036854775807"}).json()
+    assert too_deep["fields"]["page"] == ["1 ≤ page ≤ 1,000,000 and 1 ≤ page_size ≤ 200."]
+    # The deepest page there is still answers, empty.
+    deepest = client.get("/api/memory", {"page": 1_000_000, "page_size": 200})
+    assert deepest.status_code == 200 and deepest.json()["results"] == []
+
+
 def test_list_queries_do_not_grow_with_the_page(world, django_assert_max_num_queries):
     for i in range(30):
         factory.make_memory(world.copilot, f"fact {i}", sources=[{"kind": "kb", "ref": f"KB-{i}"}])
