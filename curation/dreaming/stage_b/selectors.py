@@ -190,12 +190,11 @@ def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[rules.Opened, d
 # --- due agents, Status, lints, fitness ----------------------------------------------------------
 
 
-def _new_episode_counts() -> dict[int, int]:
-    """Per agent with a cursor or a conversation: episodes past its cursor in channels it takes
-    part in (one query per agent; agents are few)."""
+def _new_episode_counts(agents: list[Agent], cursors: dict[int, StageBCursor]) -> dict[int, int]:
+    """Per agent of `agents`: episodes past its cursor in channels it takes part in (one query
+    per agent; agents are few)."""
     out = {}
-    cursors = {c.agent_id: c for c in StageBCursor.objects.all()}
-    for agent in Agent.objects.order_by("name"):
+    for agent in agents:
         cursor = cursors.get(agent.pk)
         out[agent.pk] = Episode.objects.filter(
             _episodes_q(agent), pk__gt=cursor.episode_id if cursor else 0
@@ -248,16 +247,20 @@ def stage_b_status(now=None) -> dict:
     row, and the lints for people's review."""
     now = now or timezone.now()
     unavailable = model_availability(LIGHT)
+    # The agent list is read once and every count is keyed by that one read: agents created
+    # meanwhile (a script making several) wait for the next call rather than meet counts that
+    # were never taken for them.
+    everyone = list(Agent.objects.order_by("name"))
     cursors = {c.agent_id: c for c in StageBCursor.objects.select_related("last_run")}
-    lags = _new_episode_counts()
+    lags = _new_episode_counts(everyone, cursors)
     outcome_lag = {}
-    for agent in Agent.objects.all():
+    for agent in everyone:
         cursor = cursors.get(agent.pk)
         outcome_lag[agent.pk] = TaskOutcome.objects.filter(
             agent=agent, pk__gt=cursor.outcome_id if cursor else 0
         ).count()
     agents = []
-    for agent in Agent.objects.order_by("name"):
+    for agent in everyone:
         cursor = cursors.get(agent.pk)
         if cursor is None and not lags[agent.pk] and not outcome_lag[agent.pk]:
             continue

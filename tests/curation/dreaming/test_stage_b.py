@@ -711,6 +711,25 @@ def test_the_status_api_reports_stage_b(opened_world):
     }
 
 
+def test_the_status_api_answers_while_an_agent_is_created_between_its_reads(opened_world, monkeypatch):
+    """A script creating agents beside GET /api/status: an agent that appears after the section
+    counted the lags is not met with counts never taken for it (it was a KeyError, a 500)."""
+    from curation.dreaming.stage_b import selectors
+
+    counted = selectors._new_episode_counts
+
+    def then_an_agent_is_created(*args, **kwargs):
+        counts = counted(*args, **kwargs)
+        factory.make_agent("newcomer")
+        return counts
+
+    monkeypatch.setattr(selectors, "_new_episode_counts", then_an_agent_is_created)
+    answer = opened_world.client("reviewer").get("/api/status")
+    assert answer.status_code == 200
+    (row,) = answer.json()["dreaming_stage_b"]["agents"]
+    assert (row["agent"], row["lag_episodes"], row["lag_outcomes"], row["failures"]) == ("copilot", 1, 0, 0)
+
+
 def test_an_entry_deleted_while_the_model_read_is_a_refusal_not_a_crash(world):
     """Between the scan and the write a person may delete an opened entry: the operation on it
     is refused (and so dropped), it does not fail the run."""
