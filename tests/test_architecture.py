@@ -505,7 +505,6 @@ LAYER_EXCEPTIONS: dict[str, str] = {
     "knowledge.audit → knowledge.principals": "the audit pages sit with the audit trail (issue 46)",
     "knowledge.audit → knowledge.restore": "the audit pages sit with the audit trail (issue 46)",
     "knowledge.principals → knowledge.access": "Principal sits below access, its gates above (issue 46)",
-    "memory.provenance → memory.lifecycle": "the stale page retires through lifecycle (issue 46)",
 }
 
 

@@ -18,6 +18,7 @@ urlpatterns = [
     path("memories/<int:memory_id>/revoke", views.memory_revoke, name="memory-revoke"),
     path("memories/<int:memory_id>/promote", views.memory_promote, name="memory-promote"),
     path("memories/<int:memory_id>/revise", views.memory_revise, name="memory-revise"),
+    path("memories/stale/<int:memory_id>", views.stale_action, name="stale-action"),
 ]
 
 api_urlpatterns = [

@@ -4,7 +4,7 @@ action also works as a plain form post (post, redirect, message)."""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -30,6 +30,7 @@ from memory.lifecycle.forms import (
     first_error,
 )
 from memory.links.selectors import memory_links
+from memory.provenance import services as provenance
 from memory.provenance.selectors import memory_provenance
 
 QUEUE_LIMIT = 100
@@ -401,3 +402,38 @@ def memory_revise(request, memory_id: int):
         text=form.cleaned_data["text"],
         reason=form.cleaned_data["reason"],
     )
+
+
+# --- the stale list's actions (its pages are memory.provenance's; retiring is a lifecycle write)
+
+
+@reviewer_required
+@require_POST
+def stale_action(request, memory_id: int):
+    """Confirm a stale memory still holds, or retire it (revoke, reason required)."""
+    memory = access.memory_get_for(request.principal, memory_id)
+    action, reason = request.POST.get("action"), request.POST.get("reason", "").strip()
+    error = done = ""
+    try:
+        if action == "confirm":
+            provenance.memory_confirm_sources(actor=request.principal, memory_id=memory.pk, reason=reason)
+            done = "confirmed: its sources are re-baselined"
+        elif action == "retire":
+            operate.memory_revoke(actor=request.principal, memory_id=memory.pk, reason=reason)
+            done = "retired"
+        else:
+            raise Http404("Unknown action.")
+    except Invalid as exc:
+        error = error_text(exc)
+    except common.MemoryStateConflict as exc:
+        error = str(exc)
+    memory = Memory.objects.select_related("owner").get(pk=memory.pk)
+    if request.htmx:
+        return render(
+            request, "memory/provenance/stale_list.html#row", {"m": memory, "done": done, "error": error}
+        )
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"Memory #{memory.pk} {done}.")
+    return redirect("stale-list")

@@ -6,7 +6,6 @@ urlpatterns = [
     path("memories/stale/", views.stale_list, name="stale-list"),
     path("sources/<slug:kind>/<path:ref>", views.source_state, name="source-state"),
     path("memories/stale/check", views.stale_check, name="stale-check"),
-    path("memories/stale/<int:memory_id>", views.stale_action, name="stale-action"),
     path(
         "memories/<int:memory_id>/confirm-sources",
         views.memory_confirm_sources,

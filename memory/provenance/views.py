@@ -7,12 +7,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from knowledge import access
-from knowledge.errors import Invalid
 from knowledge.models import Memory
 from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
-from knowledge.web import error_text
-from memory.lifecycle import common, operate
 from memory.provenance import services as provenance
 from memory.provenance.selectors import stale_memories
 
@@ -40,38 +37,6 @@ def stale_check(request):
             f"Checked {counts['checked']} sources: {counts['stale']} memories newly stale, "
             f"{counts['requeued']} requeued, {counts['invalidated']} invalidated.",
         )
-    return redirect("stale-list")
-
-
-@reviewer_required
-@require_POST
-def stale_action(request, memory_id: int):
-    """Confirm a stale memory still holds, or retire it (revoke, reason required)."""
-    memory = access.memory_get_for(request.principal, memory_id)
-    action, reason = request.POST.get("action"), request.POST.get("reason", "").strip()
-    error = done = ""
-    try:
-        if action == "confirm":
-            provenance.memory_confirm_sources(actor=request.principal, memory_id=memory.pk, reason=reason)
-            done = "confirmed: its sources are re-baselined"
-        elif action == "retire":
-            operate.memory_revoke(actor=request.principal, memory_id=memory.pk, reason=reason)
-            done = "retired"
-        else:
-            raise Http404("Unknown action.")
-    except Invalid as exc:
-        error = error_text(exc)
-    except common.MemoryStateConflict as exc:
-        error = str(exc)
-    memory = Memory.objects.select_related("owner").get(pk=memory.pk)
-    if request.htmx:
-        return render(
-            request, "memory/provenance/stale_list.html#row", {"m": memory, "done": done, "error": error}
-        )
-    if error:
-        messages.error(request, error)
-    else:
-        messages.success(request, f"Memory #{memory.pk} {done}.")
     return redirect("stale-list")
 
 
