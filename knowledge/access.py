@@ -11,7 +11,6 @@ from typing import NamedTuple
 from django.db import connection
 from django.db.models import Q
 
-from knowledge.entries.guides import guide_for
 from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.memories.fingerprints import EXTERNAL_KINDS
 from knowledge.models import (
@@ -547,7 +546,7 @@ def guide_get_for(principal: Principal, owner: Agent) -> CurationGuide:
     """Readable by people with a role and by the owner agent itself (it is in its self store)."""
     if not can_read_store(principal, owner=owner, store=CurationGuide.STORE):
         raise NotFound("No such curation guide.")
-    return guide_for(owner)
+    return CurationGuide.for_owner(owner)
 
 
 def check_own_conversation(principal: Principal, conversation: Conversation) -> None:

@@ -1,7 +1,6 @@
 """Curation guides: one per principal, edited only by people with the admin role (never by an
-agent, never by Dreaming); Dreaming reads them. This module imports the models and the audit
-writer only, so the access layer (`knowledge.access.guide_get_for`) and the entries package both
-use it without importing each other."""
+agent, never by Dreaming); Dreaming reads them. A guide is read with `CurationGuide.for_owner`
+(through `knowledge.access.guide_get_for` where a principal asks)."""
 
 from django.db import transaction
 
@@ -10,20 +9,6 @@ from knowledge.entries.cleaning import clean_aliases, clean_text
 from knowledge.errors import Conflict, Invalid, Refused
 from knowledge.models import Agent, CurationGuide
 from knowledge.principals.principal import Principal
-
-
-def guide_for(owner: Agent) -> CurationGuide:
-    """The principal's curation guide, or an unsaved one with the defaults (version 0)."""
-    guide = CurationGuide.objects.filter(owner=owner).first()
-    if guide is None:
-        guide = CurationGuide(
-            owner=owner,
-            domain_types=list(CurationGuide.DEFAULT_DOMAIN_TYPES),
-            page_thresholds=dict(CurationGuide.DEFAULT_PAGE_THRESHOLDS),
-            update_rules=CurationGuide.DEFAULT_UPDATE_RULES,
-            version=0,
-        )
-    return guide
 
 
 def guide_snapshot(guide: CurationGuide) -> dict:

@@ -19,7 +19,7 @@ from knowledge.entries.forms import (
     GuideForm,
     RelationForm,
 )
-from knowledge.entries.guides import guide_for, guide_update
+from knowledge.entries.guides import guide_update
 from knowledge.entries.projection import entry_markdown, render_markdown, source_url
 from knowledge.entries.selectors import (
     entry_body,
@@ -112,7 +112,7 @@ def entry_list(request):
     if request.htmx and request.htmx.target == "results":
         return render(request, template + "#results", context)
     if owner:
-        guide = guide_for(owner)
+        guide = CurationGuide.for_owner(owner)
         context["guide"] = guide
         context["guide_form"] = _guide_form(guide)
     return render(request, template, context)
@@ -134,7 +134,7 @@ def _guide_form(guide, data=None):
 def guide_edit(request, agent_name):
     """The curation guide card (GET), and its edit (POST, admins only)."""
     owner = get_object_or_404(Agent, name=agent_name)
-    guide = guide_for(owner)
+    guide = CurationGuide.for_owner(owner)
     form = _guide_form(guide)
     saved = False
     if request.method == "POST":
@@ -153,7 +153,7 @@ def guide_edit(request, agent_name):
             )
             if result is not None:
                 saved = True
-                guide = guide_for(owner)
+                guide = CurationGuide.for_owner(owner)
                 form = _guide_form(guide)
         if not request.htmx:
             if saved:

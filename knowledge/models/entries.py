@@ -145,3 +145,17 @@ class CurationGuide(models.Model):
 
     def __str__(self) -> str:
         return f"curation guide of {self.owner_id}"
+
+    @classmethod
+    def for_owner(cls, owner) -> "CurationGuide":
+        """The owner's curation guide, or an unsaved one with the defaults (version 0)."""
+        guide = cls.objects.filter(owner=owner).first()
+        if guide is None:
+            guide = cls(
+                owner=owner,
+                domain_types=list(cls.DEFAULT_DOMAIN_TYPES),
+                page_thresholds=dict(cls.DEFAULT_PAGE_THRESHOLDS),
+                update_rules=cls.DEFAULT_UPDATE_RULES,
+                version=0,
+            )
+        return guide
