@@ -211,6 +211,8 @@ def material_original(request, material_id):
 
 @extend_schema(
     summary="Retry learning (or learn again) from the stored original",
+    description="Queues the material for learning again. An original missing from the material "
+    "storage queues nothing: the material is answered failed, its `reason` saying so.",
     request=RetryIn,
     responses={200: MaterialOut, 409: CONFLICT},
 )

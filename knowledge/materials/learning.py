@@ -21,7 +21,13 @@ from django.db import DatabaseError, transaction
 
 from knowledge.materials import extract
 from knowledge.materials.plain import learn_plain
-from knowledge.materials.services import _learned, extract_limits, learning_claim, learning_fail
+from knowledge.materials.services import (
+    _learned,
+    extract_limits,
+    learning_claim,
+    learning_fail,
+    original_missing,
+)
 from knowledge.materials.storage import original_read
 from knowledge.models import Material
 
@@ -93,7 +99,11 @@ def material_learn(material_id: int) -> str:
     material = Material.objects.select_related("owner", "version").get(pk=material_id)
     version = material.version
     try:
-        data = original_read(version.path)
+        try:
+            data = original_read(version.path)
+        except FileNotFoundError:
+            # Failed with the reason now, not left `learning` for the stuck sweep to find.
+            raise LearnFailed(original_missing(version)) from None
         if hashlib.sha256(data).hexdigest() != version.sha256:
             raise LearnFailed("the stored original does not match its recorded sha256")
         try:

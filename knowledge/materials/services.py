@@ -16,7 +16,7 @@ from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.materials import extract
 from knowledge.materials.plain import learn_plain
-from knowledge.materials.storage import original_save
+from knowledge.materials.storage import original_exists, original_save
 from knowledge.models import Agent, Material, MaterialVersion
 from knowledge.principals.principal import Principal
 from knowledge.signals import material_changed
@@ -219,12 +219,25 @@ def _learned(
     )
 
 
+def original_missing(version: MaterialVersion) -> str:
+    """Why a version cannot be learned because its bytes are gone (a restore without the media,
+    a file removed by hand)."""
+    return (
+        f"the original file (version {version.number}) is missing from the material storage; "
+        "restore the storage from its backup, or add the file again"
+    )
+
+
 def material_retry(*, actor: Principal, material: Material, again: bool = False) -> Material:
     """Learn the stored original again: **Retry** for a failed material or one stuck in learning
-    past the job timeout; **Learn again** (`again`) for a learned one. Anything else is a 409."""
+    past the job timeout; **Learn again** (`again`) for a learned one. Anything else is a 409.
+    An original missing from the storage fails the material at once with that reason and queues
+    nothing (the job could only fail later); the caller reads the returned state."""
     with transaction.atomic():
         material = (
-            Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material.pk)
+            Material.objects.select_for_update(of=("self",))
+            .select_related("owner", "version")
+            .get(pk=material.pk)
         )
         stuck = (
             material.state == Material.LEARNING
@@ -248,15 +261,23 @@ def material_retry(*, actor: Principal, material: Material, again: bool = False)
                 state=material.state,
             )
         previous = material.state
-        material.state, material.reason = Material.QUEUED, ""
+        missing = material.version is not None and not original_exists(material.version.path)
+        if missing:
+            # Recorded, not refused: the material's state should say why it cannot be learned
+            # (it would otherwise keep its old state, or sit in `learning` until the sweep).
+            material.state, material.reason = Material.FAILED, original_missing(material.version)
+        else:
+            material.state, material.reason = Material.QUEUED, ""
         material.save(update_fields=["state", "reason", "updated_at"])
         _audit(
             "material.learn_again" if again else "material.retried",
             actor=actor,
             material=material,
-            data={"was": previous, "attempts": material.attempts},
+            reason=material.reason,
+            data={"was": previous, "attempts": material.attempts, "queued": not missing},
         )
-        _enqueue(material.pk)
+        if not missing:
+            _enqueue(material.pk)
     return material
 
 

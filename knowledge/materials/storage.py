@@ -26,6 +26,10 @@ def original_read(path: str) -> bytes:
         return handle.read()
 
 
+def original_exists(path: str) -> bool:
+    return material_storage().exists(path)
+
+
 def original_open(path: str):
     return material_storage().open(path, "rb")
 

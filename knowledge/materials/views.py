@@ -129,8 +129,11 @@ def material_download(request, pk):
 def material_retry(request, pk):
     material = material_get_for(request.principal, pk)
     again = request.POST.get("again") == "1"
-    with console_write(request, "Learning again." if again else "Retrying."):
-        services.material_retry(actor=request.principal, material=material, again=again)
+    with console_write(request, "Learning again." if again else "Retrying.") as write:
+        material = services.material_retry(actor=request.principal, material=material, again=again)
+        if material.state == Material.FAILED:  # not queued: the page's reason says why
+            write.done = ""
+            messages.error(request, f"Not queued: {material.reason}.")
     return redirect(reverse("material-page", args=[material.pk]))
 
 

@@ -201,6 +201,21 @@ def test_a_material_whose_stored_original_is_missing_answers_410_json(world, cli
     assert page.status_code == 410 and b"missing" in page.content
 
 
+def test_a_queued_material_whose_original_went_missing_fails_with_the_reason_not_learning(world):
+    from knowledge.materials.storage import material_storage
+
+    admin = world.client("admin")
+    material_id = upload(admin, "notes.txt", FILES["notes.txt"]).json()["material"]["id"]
+    material_storage().delete(Material.objects.get(pk=material_id).version.path)
+    assert learned(material_id).startswith("failed: the original file (version 1) is missing")
+    body = admin.get(f"/api/materials/{material_id}").json()["material"]
+    assert body["state"] == "failed" and "missing from the material storage" in body["reason"]
+    # Retry through the API says the same at once, and queues nothing.
+    retry = admin.post(f"/api/materials/{material_id}/retry", {}, format="json")
+    assert retry.status_code == 200 and retry.json()["state"] == "failed"
+    assert "missing from the material storage" in retry.json()["reason"]
+
+
 def test_pasted_text_and_web_content_become_an_entry_at_once_citing_the_material(world):
     client = world.client("admin")
     response = client.post(

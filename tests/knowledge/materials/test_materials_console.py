@@ -75,6 +75,33 @@ def test_retry_of_a_failed_material_queues_it_and_learned_ones_refuse_plain_retr
     assert Material.objects.get().state == "queued"
 
 
+def test_learn_again_with_the_original_missing_fails_at_once_with_the_reason_and_queues_nothing(
+    client, world, django_capture_on_commit_callbacks
+):
+    """A restore without the media, a file removed by hand: the material used to sit in
+    `learning` with no reason until the stuck sweep found it, ~14 minutes later."""
+    from knowledge.materials.storage import material_storage
+
+    client.force_login(world.admin)
+    client.post(
+        "/knowledge/materials/new",
+        {"agent": "copilot", "file": SimpleUploadedFile("plan.md", b"# A\nalpha\n# B\nbeta")},
+    )
+    material = Material.objects.get()
+    material_learn(material.pk)
+    assert Material.objects.get().state == "learned"
+    material_storage().delete(material.version.path)
+    with django_capture_on_commit_callbacks() as queued:
+        page = client.post(f"/knowledge/materials/{material.pk}/retry", {"again": "1"}, follow=True)
+    assert queued == []  # no learning job
+    material.refresh_from_db()
+    assert material.state == "failed"
+    assert material.reason.startswith("the original file (version 1) is missing from the material storage")
+    html = page.content.decode()
+    assert "Not queued: the original file (version 1) is missing" in html and "Learning again." not in html
+    assert "Retry" in html  # once the file is back, Retry learns it
+
+
 def test_materials_outside_the_reviewers_reach_are_404_and_rules_are_admin_only(client, world):
     client.force_login(world.reviewer)
     assert client.get("/knowledge/materials/999/").status_code == 404
