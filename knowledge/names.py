@@ -1,12 +1,14 @@
 """The rows a request names, resolved once at the edge: `scope_for` turns the agent name,
-conversation id and channel name a request gives into rows. Names only; what the principal may do
+conversation id and channel name a request gives into rows, `write_target` what a memory write
+names. Names only; what the principal may do
 with them is `knowledge.access`, which re-exports these (callers read `access.scope_for`)."""
 
 from typing import NamedTuple
 
 from knowledge.errors import Invalid, NotFound
-from knowledge.models import Agent, Channel, Conversation
+from knowledge.models import Agent, Channel, Conversation, Memory, Person
 from knowledge.principals.principal import Principal
+from knowledge.stores import parse_scope
 
 
 class Named(NamedTuple):
@@ -50,3 +52,73 @@ def scope_for(
     if errors:
         raise Invalid(errors)
     return Named(agent_row, conversation_row, channel_row)
+
+
+class WriteTarget(NamedTuple):
+    """The rows a memory write names: its owner agent and store, and the memory it supersedes
+    and the conversation it comes from (None where it names none)."""
+
+    owner: Agent
+    store: str
+    supersedes: Memory | None
+    conversation: Conversation | None
+
+
+def write_target(
+    principal: Principal,
+    *,
+    scope: str,
+    agent: str | None = None,
+    supersedes: int | None = None,
+    conversation: int | None = None,
+) -> WriteTarget:
+    """Resolve what a memory write names — the scope (`agent`, `shared`, `private:<person>`,
+    `channel:<channel>`), the owner agent (an agent token names only itself, and is the default
+    owner), the superseded memory and the conversation by id — into rows, every unknown name
+    reported at once (Invalid). Whether the writer may write there, supersede that memory or
+    cite that conversation is the write service's check (`access.check_write` and the rest)."""
+    errors = {}
+    store = ""
+    try:
+        store = parse_scope(scope)
+    except Invalid as exc:
+        errors.update(exc.detail)
+    if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no person named {store[8:]}."]
+    if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
+        errors["scope"] = [f"There is no channel named {store[8:]}."]
+    owner = None
+    if agent is None:
+        if principal.is_agent:
+            owner = principal.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    elif principal.is_agent and agent == principal.agent.name:
+        owner = principal.agent
+    else:
+        owner = Agent.objects.filter(name=agent).first()
+        if owner is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+    target = None
+    if supersedes is not None:
+        target = Memory.objects.select_related("owner").filter(pk=supersedes).first()
+        if target is None:
+            errors["supersedes"] = [f"There is no memory {supersedes} you can see."]
+    conversation_row = None
+    if conversation is not None:
+        conversation_row = Conversation.objects.filter(pk=conversation).first()
+        if conversation_row is None or owner is None or conversation_row.agent_id != owner.pk:
+            errors["conversation"] = [f"Agent {agent or owner} has no conversation {conversation}."]
+    if errors:
+        raise Invalid(errors)
+    return WriteTarget(owner, store, target, conversation_row)
+
+
+WRITE_NAMES = ("scope", "agent", "supersedes", "conversation")
+
+
+def write_named(principal: Principal, data: dict) -> dict:
+    """A parsed memory write request (API, MCP) with the names it carries resolved into rows
+    (write_target): the keyword arguments of the write service."""
+    target = write_target(principal, **{name: data[name] for name in WRITE_NAMES if name in data})
+    return {**target._asdict(), **{k: v for k, v in data.items() if k not in WRITE_NAMES}}

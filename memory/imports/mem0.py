@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 from django.utils.dateparse import parse_datetime
 
+from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Memory, MemorySource
 from knowledge.principals.principal import Principal
 from knowledge.web import error_text
-from memory.lifecycle import write
 from memory.lifecycle.bulk import CHUNK, ItemRefused, memory_write_many
 
 SOURCE_PREFIX = "mem0:"
@@ -169,9 +169,7 @@ def mem0_import(
     written: a refused one (the store, a text too long) raises Invalid naming its Mem0 id and
     nothing is written."""
     actor = Principal.for_agent(agent)
-    owner, store, errors = write.memory_write_target(actor=actor, scope=scope)
-    if errors:
-        raise Invalid(errors)
+    owner, store, _, _ = access.write_target(actor, scope=scope)
     result = ImportResult()
     done = already_imported(agent, [m.id for m in memories])
     todo = [m for m in memories if m.id not in done]

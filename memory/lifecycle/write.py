@@ -17,7 +17,7 @@ from knowledge.errors import Invalid, Refused
 from knowledge.limits import MAX_MEMORY_TEXT
 from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
 from knowledge.memories.rows import memory_content_errors, memory_row_new
-from knowledge.models import Agent, Channel, Conversation, Memory, Person
+from knowledge.models import Agent, Conversation, Memory
 from knowledge.principals.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE
@@ -99,102 +99,6 @@ def memory_written_audit(
             **(data or {}),
         },
         revisions=[("memory", memory.pk, None, snapshot(memory))],
-    )
-
-
-def memory_write_target(*, actor: Principal, scope: str, agent: str | None = None) -> tuple:
-    """(owner, store, field errors) of a write that names its scope (`agent`, `shared`,
-    `private:<person>`, `channel:<channel>`) and owner agent (an agent token names only itself,
-    and is the default owner) — for memory_write_request and a writer of many memories to one
-    store (memory.lifecycle.bulk)."""
-    errors = {}
-    store = ""
-    try:
-        store = access.parse_scope(scope)
-    except Invalid as exc:
-        errors.update(exc.detail)
-    if store.startswith("private:") and not Person.objects.filter(name=store[8:]).exists():
-        errors["scope"] = [f"There is no person named {store[8:]}."]
-    if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
-        errors["scope"] = [f"There is no channel named {store[8:]}."]
-
-    owner = None
-    if agent is None:
-        if actor.is_agent:
-            owner = actor.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    elif actor.is_agent and agent == actor.agent.name:
-        owner = actor.agent
-    else:
-        owner = Agent.objects.filter(name=agent).first()
-        if owner is None:
-            errors["agent"] = [f"There is no agent named {agent}."]
-    return owner, store, errors
-
-
-def memory_write_request(
-    *,
-    actor: Principal,
-    scope: str,
-    agent: str | None = None,
-    text: str = "",
-    key: str = "",
-    value=None,
-    tier: str = Memory.SEMANTIC,
-    supersedes: int | None = None,
-    conversation: int | None = None,
-    valid_from: datetime.datetime | None = None,
-    valid_to: datetime.datetime | None = None,
-    expires_at: datetime.datetime | None = None,
-    **fields,
-) -> Memory:
-    """memory_write for a caller that names things (the API, MCP, a command): the owner agent by
-    name (an agent token names only itself, and is the default owner), the scope (`agent`,
-    `shared`, `private:<person>`, `channel:<channel>`), the superseded memory and the
-    conversation by id. Every bad field is reported at once (Invalid); then memory_write."""
-    owner, store, errors = memory_write_target(actor=actor, scope=scope, agent=agent)
-
-    target = None
-    if supersedes is not None:
-        target = Memory.objects.select_related("owner").filter(pk=supersedes).first()
-        if target is None:
-            errors["supersedes"] = [f"There is no memory {supersedes} you can see."]
-    conversation_row = None
-    if conversation is not None:
-        conversation_row = Conversation.objects.filter(pk=conversation).first()
-        if conversation_row is None or owner is None:
-            errors["conversation"] = [f"Agent {agent or owner} has no conversation {conversation}."]
-    if errors:
-        # every bad field at once: the names' errors with the field rules' (memory_write runs
-        # the rules itself when every name resolved, so they run once)
-        _, rule_errors = _write_rules(
-            owner=owner,
-            text=text,
-            key=key,
-            value=value,
-            tier=tier,
-            valid_from=valid_from,
-            valid_to=valid_to,
-            expires_at=expires_at,
-            conversation=conversation_row,
-            owner_label=agent or "",
-        )
-        raise Invalid({**errors, **rule_errors})
-    return memory_write(
-        actor=actor,
-        owner=owner,
-        store=store,
-        text=text,
-        key=key,
-        value=value,
-        tier=tier,
-        supersedes=target,
-        conversation=conversation_row,
-        valid_from=valid_from,
-        valid_to=valid_to,
-        expires_at=expires_at,
-        **fields,
     )
 
 
@@ -281,7 +185,7 @@ def memory_write(
     actor: Principal,
     owner: Agent,
     store: str,
-    text: str,
+    text: str = "",
     sources: Iterable[dict] = (),
     tier: str = Memory.SEMANTIC,
     category: str = "",

@@ -107,7 +107,7 @@ def memory_search_tool(principal: Principal, args: dict) -> dict:
 
 def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = validated(MemoryWriteSerializer, args, principal=principal)
-    return memory_out(write.memory_write_request(actor=principal, **data))
+    return memory_out(write.memory_write(actor=principal, **access.write_named(principal, data)))
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:
