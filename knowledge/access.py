@@ -26,7 +26,14 @@ from knowledge.models import (
     Message,
     TaskOutcome,
 )
-from knowledge.names import Named, WriteTarget, scope_for, write_named, write_target  # noqa: F401  (the rows a request names, read as access.scope_for)
+from knowledge.names import (  # noqa: F401  (the rows a request names, read as access.scope_for …)
+    Named,
+    WriteTarget,
+    integrations_named,
+    scope_for,
+    write_named,
+    write_target,
+)
 from knowledge.principals.principal import ADMIN, REVIEWER, Principal
 from knowledge.refs import refs_among
 from knowledge.stores import (  # noqa: F401  (the store vocabulary, read through access everywhere)

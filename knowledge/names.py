@@ -6,7 +6,7 @@ with them is `knowledge.access`, which re-exports these (callers read `access.sc
 from typing import NamedTuple
 
 from knowledge.errors import Invalid, NotFound
-from knowledge.models import Agent, Channel, Conversation, Memory, Person
+from knowledge.models import Agent, Channel, Conversation, Integration, Memory, Person
 from knowledge.principals.principal import Principal
 from knowledge.stores import parse_scope
 
@@ -122,3 +122,12 @@ def write_named(principal: Principal, data: dict) -> dict:
     (write_target): the keyword arguments of the write service."""
     target = write_target(principal, **{name: data[name] for name in WRITE_NAMES if name in data})
     return {**target._asdict(), **{k: v for k, v in data.items() if k not in WRITE_NAMES}}
+
+
+def integrations_named(names: list[str]) -> list[Integration]:
+    """The integrations a request names, in its order; unknown names are Invalid, all at once."""
+    found = {i.name: i for i in Integration.objects.filter(name__in=names)}
+    unknown = sorted(set(names) - set(found))
+    if unknown:
+        raise Invalid({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
+    return [found[name] for name in dict.fromkeys(names)]

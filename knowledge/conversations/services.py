@@ -14,6 +14,7 @@ from knowledge.embeddings.kick import request_embedding_run
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
 from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principals.services import person_get_or_create
 
 MAX_BATCH = 1000
 
@@ -79,66 +80,29 @@ def conversation_start(*, actor: Principal, agent: Agent, channel: Channel, thre
     return conversation
 
 
-def channel_open_request(
-    *,
-    actor: Principal,
-    name: str,
-    kind: str = Channel.KIND_SHARED,
-    person: str | None = None,
-    agent: str | None = None,
-    memory_scope: str = Channel.SCOPE_SHARED,
-    integrations: list[str] = (),
-) -> Channel:
-    """channel_open for a caller that names things (the API): a direct message names its person
-    and the agent it belongs to, a shared channel neither; the agent and the integrations must
-    exist, and only admins name integrations. The person is created when new."""
-    from knowledge.principals.services import person_get_or_create
-
-    if kind == Channel.KIND_DM and not person:
-        raise Invalid({"person": ["A direct-message channel needs the person it is with."]})
-    if kind == Channel.KIND_DM and not agent:
-        raise Invalid({"agent": ["A direct-message channel needs the agent it belongs to."]})
-    if kind == Channel.KIND_SHARED and person:
-        raise Invalid({"person": ["Only a direct-message channel has a person."]})
-    if kind == Channel.KIND_SHARED and agent:
-        raise Invalid({"agent": ["Only a direct-message channel belongs to an agent."]})
-    agent_row = access.scope_for(actor, agent=agent).agent if agent else None
-    if kind == Channel.KIND_DM and memory_scope != Channel.SCOPE_SHARED:
-        raise Invalid({"memory_scope": ["A direct message always uses the person's private store."]})
-    if Channel.objects.filter(name=name).exists():
-        raise Invalid({"name": [f"A channel named {name} already exists."]})
-    names = list(integrations or [])
-    found = {i.name: i for i in Integration.objects.filter(name__in=names)}
-    unknown = sorted(set(names) - set(found))
-    if unknown:
-        raise Invalid({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
-    if names:
-        access.require_role(actor, ADMIN, "Only admins may name integrations that take part in a channel.")
-    person_row = person_get_or_create(actor=actor, name=person) if person else None
-    return channel_open(
-        actor=actor,
-        name=name,
-        kind=kind,
-        person=person_row,
-        agent=agent_row,
-        memory_scope=memory_scope,
-        integrations=[found[n] for n in names],
-    )
-
-
 def channel_open(
     *,
     actor: Principal,
     name: str,
     kind: str = Channel.KIND_SHARED,
-    person: Person | None = None,
+    person: Person | str | None = None,
     agent: Agent | None = None,
     memory_scope: str = Channel.SCOPE_SHARED,
     integrations: list[Integration] = (),
 ) -> Channel:
-    """Create a channel (channel_create) and let integrations take part in
-    it: the creating integration always, plus any an admin names."""
+    """Create a channel (channel_create) and let integrations take part in it: the creating
+    integration always, plus any an admin names. A direct message is with `person` — a row, or
+    a name, the person then created when new, in the same transaction — and belongs to `agent`;
+    it always uses the person's private store."""
+    if kind == Channel.KIND_SHARED and person:
+        raise Invalid({"person": ["Only a direct-message channel has a person."]})
+    if kind == Channel.KIND_DM and memory_scope != Channel.SCOPE_SHARED:
+        raise Invalid({"memory_scope": ["A direct message always uses the person's private store."]})
+    if integrations:
+        access.require_role(actor, ADMIN, "Only admins may name integrations that take part in a channel.")
     with transaction.atomic():
+        if isinstance(person, str):
+            person = person_get_or_create(actor=actor, name=person)
         channel = channel_create(
             actor=actor, name=name, kind=kind, person=person, agent=agent, memory_scope=memory_scope
         )

@@ -18,7 +18,7 @@ from knowledge.principals.permissions import (
 )
 from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
-from knowledge.web import no_body
+from knowledge.web import no_body, validated
 from memory.conversations.serializers import (
     ChannelIn,
     ChannelOut,
@@ -49,9 +49,10 @@ from memory.conversations.services import conversation_finish
 @api_view(["POST"])
 @permission_classes([IsIntegrationOrAdmin])
 def channel_create(request):
-    data = ChannelIn(data=request.data)
-    data.is_valid(raise_exception=True)
-    channel = evidence.channel_open_request(actor=request.user, **data.validated_data)
+    data = validated(ChannelIn, request.data)
+    agent = access.scope_for(request.user, agent=data.pop("agent", None)).agent
+    integrations = access.integrations_named(data.pop("integrations"))
+    channel = evidence.channel_open(actor=request.user, agent=agent, integrations=integrations, **data)
     return Response(channel_out(channel), status=status.HTTP_201_CREATED)
 
 
