@@ -4,11 +4,12 @@ agent, never by Dreaming); Dreaming reads them. A guide is read with `CurationGu
 
 from django.db import transaction
 
+from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.entries.cleaning import clean_aliases, clean_text
-from knowledge.errors import Conflict, Invalid, Refused
+from knowledge.errors import Conflict, Invalid
 from knowledge.models import Agent, CurationGuide
-from knowledge.principals.principal import Principal
+from knowledge.principals.principal import ADMIN, Principal
 
 
 def guide_snapshot(guide: CurationGuide) -> dict:
@@ -27,8 +28,7 @@ def guide_update(
 ) -> CurationGuide:
     """Create or edit a principal's curation guide. Only people with the admin role may: never an
     agent, never Dreaming. Each edit is a new version with an audited before/after."""
-    if not (actor.is_person and actor.is_admin):
-        raise Refused("Only admins edit curation guides.")
+    access.require_role(actor, ADMIN, "Only admins edit curation guides.", person=True)
     changes = {}
     if domain_types is not None:
         types = clean_aliases(domain_types, "domain_types")
