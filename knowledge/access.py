@@ -28,8 +28,10 @@ from knowledge.models import (
 )
 from knowledge.names import (  # noqa: F401  (the rows a request names, read as access.scope_for …)
     Named,
+    OutcomeTarget,
     WriteTarget,
     integrations_named,
+    outcome_target,
     scope_for,
     write_named,
     write_target,

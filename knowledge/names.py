@@ -6,7 +6,7 @@ with them is `knowledge.access`, which re-exports these (callers read `access.sc
 from typing import NamedTuple
 
 from knowledge.errors import Invalid, NotFound
-from knowledge.models import Agent, Channel, Conversation, Integration, Memory, Person
+from knowledge.models import Agent, Channel, Conversation, Integration, Memory, Person, Skill
 from knowledge.principals.principal import Principal
 from knowledge.stores import parse_scope
 
@@ -131,3 +131,41 @@ def integrations_named(names: list[str]) -> list[Integration]:
     if unknown:
         raise Invalid({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
     return [found[name] for name in dict.fromkeys(names)]
+
+
+class OutcomeTarget(NamedTuple):
+    """The rows a task outcome report names."""
+
+    agent: Agent
+    skill: Skill
+    conversation: Conversation | None
+
+
+def outcome_target(
+    principal: Principal, *, skill: str, agent: str | None = None, conversation: int | None = None
+) -> OutcomeTarget:
+    """Resolve what a task outcome report names — the agent (an agent token reports for itself
+    by default), the skill, the conversation by id (one of the agent's) — into rows, every
+    unknown name reported at once (Invalid)."""
+    errors = {}
+    agent_row = None
+    if agent is None:
+        if principal.is_agent:
+            agent_row = principal.agent
+        else:
+            errors["agent"] = ["This field is required for tokens that are not an agent's."]
+    else:
+        agent_row = Agent.objects.filter(name=agent).first()
+        if agent_row is None:
+            errors["agent"] = [f"There is no agent named {agent}."]
+    skill_row = Skill.objects.filter(name=skill).first()
+    if skill_row is None:
+        errors["skill"] = [f"There is no skill named {skill}."]
+    conversation_row = None
+    if conversation is not None:
+        conversation_row = Conversation.objects.filter(pk=conversation).first()
+        if conversation_row is None or (agent_row is not None and conversation_row.agent_id != agent_row.pk):
+            errors["conversation"] = [f"No conversation {conversation} of this agent."]
+    if errors:
+        raise Invalid(errors)
+    return OutcomeTarget(agent_row, skill_row, conversation_row)

@@ -13,7 +13,7 @@ from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from knowledge.principals.principal import ADMIN
 from knowledge.web import validated
 from memory.skills import selectors, services
-from memory.skills.outcomes import outcome_record_request
+from memory.skills.outcomes import outcome_record
 from memory.skills.serializers import (
     EnableIn,
     ExperienceIn,
@@ -265,15 +265,18 @@ def outcome_collection(request):
 
 
 def outcome_report(principal, data: dict) -> tuple[dict, bool]:
-    """Record a task outcome from validated `OutcomeIn` data (`outcomes.outcome_record_request`).
-    Returns the outcome and whether it was new."""
-    outcome, created = outcome_record_request(
+    """Record a task outcome from validated `OutcomeIn` data (the names it carries resolved by
+    `access.outcome_target`). Returns the outcome and whether it was new."""
+    target = access.outcome_target(
+        principal, skill=data["skill"], agent=data.get("agent"), conversation=data["conversation"]
+    )
+    outcome, created = outcome_record(
         actor=principal,
-        agent=data.get("agent"),
-        skill=data["skill"],
+        agent=target.agent,
+        skill=target.skill,
+        conversation=target.conversation,
         task=data["task"],
         result=data["result"],
-        conversation=data["conversation"],
         steps=data["steps"],
         correction=dict(data["correction"]) if data["correction"] else None,
         external_id=data["external_id"],

@@ -8,7 +8,6 @@ from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Conversation, Skill, TaskOutcome
 from knowledge.principals.principal import Principal
-from memory.skills.selectors import skill_list
 from memory.skills.services import (
     LESSON_STORE,
     MAX_CORRECTION,
@@ -46,43 +45,6 @@ def _clean_correction(correction) -> dict | None:
         "text": clean_text(correction.get("text"), "correction", max_length=MAX_CORRECTION),
         "by": clean_text(correction.get("by"), "correction", max_length=150, required=False),
     }
-
-
-def outcome_record_request(
-    *,
-    actor: Principal,
-    skill: str,
-    agent: str | None = None,
-    conversation: int | None = None,
-    **fields,
-) -> tuple[TaskOutcome, bool]:
-    """outcome_record for a caller that names things (the API, MCP): the agent by name (an agent
-    token reports for itself by default), the skill by name, the conversation by id (one of the
-    agent's). Every unknown name is reported at once (Invalid)."""
-    errors = {}
-    agent_row = None
-    if agent is None:
-        if actor.is_agent:
-            agent_row = actor.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    else:
-        agent_row = Agent.objects.filter(name=agent).first()
-        if agent_row is None:
-            errors["agent"] = [f"There is no agent named {agent}."]
-    skill_row = skill_list().filter(name=skill).first()
-    if skill_row is None:
-        errors["skill"] = [f"There is no skill named {skill}."]
-    conversation_row = None
-    if conversation is not None:
-        conversation_row = Conversation.objects.filter(pk=conversation).first()
-        if conversation_row is None or (agent_row is not None and conversation_row.agent_id != agent_row.pk):
-            errors["conversation"] = [f"No conversation {conversation} of this agent."]
-    if errors:
-        raise Invalid(errors)
-    return outcome_record(
-        actor=actor, agent=agent_row, skill=skill_row, conversation=conversation_row, **fields
-    )
 
 
 def outcome_record(
