@@ -19,9 +19,11 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import tarfile
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -212,8 +214,116 @@ def manifest_read(tar: tarfile.TarFile) -> dict:
         manifest = json.loads(tar.extractfile(MANIFEST).read())
     except (KeyError, AttributeError, ValueError) as exc:
         raise BackupError(f"not a Brain backup (no readable {MANIFEST}): {exc}")
-    if manifest.get("format") != FORMAT:
-        raise BackupError(f"unknown backup format {manifest.get('format')!r} (this Brain reads {FORMAT})")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else manifest
+        raise BackupError(f"unknown backup format {found!r} (this Brain reads {FORMAT})")
+    return manifest
+
+
+SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _safe_path(path) -> bool:
+    """A storage path from an archive: relative, inside the storage, nothing that could name a
+    place above it (`..`, an absolute path, a backslash a storage might read as a separator)."""
+    if not isinstance(path, str) or not path or "\\" in path or "\x00" in path:
+        return False
+    # Split by hand: PurePosixPath would fold away the empty and `.` parts this refuses.
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def _manifest_problems(manifest: dict) -> list[str]:
+    """What makes the manifest unusable (nothing: [])."""
+    problems = []
+    database = manifest.get("database")
+    if not isinstance(database, dict) or database.get("file") != DUMP:
+        problems.append(f"database: must name {DUMP}")
+    else:
+        if not isinstance(database.get("sha256"), str) or not SHA256_RE.fullmatch(database["sha256"]):
+            problems.append("database: sha256 must be 64 hexadecimal digits")
+        if type(database.get("size")) is not int or database["size"] < 0:
+            problems.append("database: size must be a whole number of bytes")
+    counts = manifest.get("counts")
+    if not isinstance(counts, dict) or not all(
+        isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()
+    ):
+        problems.append("counts: must map each table to its row count")
+    materials = manifest.get("materials")
+    originals = materials.get("originals") if isinstance(materials, dict) else None
+    if not isinstance(originals, list):
+        return [*problems, "materials: must list the originals"]
+    seen = set()
+    for i, original in enumerate(originals):
+        if not isinstance(original, dict):
+            problems.append(f"materials.originals[{i}]: not an object")
+            continue
+        path = original.get("path")
+        if not _safe_path(path):
+            problems.append(
+                f"materials.originals[{i}]: path {path!r} is not a relative path inside the storage"
+            )
+        elif path in seen:
+            problems.append(f"materials.originals[{i}]: path {path!r} is listed twice")
+        seen.add(path)
+        if not isinstance(original.get("sha256"), str) or not SHA256_RE.fullmatch(original["sha256"]):
+            problems.append(f"materials.originals[{i}]: sha256 must be 64 hexadecimal digits")
+        if type(original.get("size")) is not int or original["size"] < 0:
+            problems.append(f"materials.originals[{i}]: size must be a whole number of bytes")
+    return problems
+
+
+def _member_digest(tar: tarfile.TarFile, member: tarfile.TarInfo, copy_to: Path | None = None) -> str:
+    """The sha256 of one archive member, read in blocks (and written to `copy_to` as it goes)."""
+    digest = hashlib.sha256()
+    with tar.extractfile(member) as src, open(copy_to, "wb") if copy_to else nullcontext() as dst:
+        for block in iter(lambda: src.read(1 << 20), b""):
+            digest.update(block)
+            if dst:
+                dst.write(block)
+    return digest.hexdigest()
+
+
+def archive_check(tar: tarfile.TarFile, dump_to: Path) -> dict:
+    """The whole archive checked before a restore touches anything, its manifest returned: the
+    manifest well-formed; every member a regular file at a relative path the manifest names
+    (the manifest, the dump, `materials/<path>` for each original); every size and sha256 as the
+    manifest says; and the dump (copied to `dump_to`) readable by `pg_restore --list`. Raises
+    BackupError listing what is wrong."""
+    manifest = manifest_read(tar)
+    problems = _manifest_problems(manifest)
+    if problems:
+        raise BackupError("The manifest is malformed: " + "; ".join(problems[:20]))
+    originals = {MATERIALS + o["path"]: o for o in manifest["materials"]["originals"]}
+    members = {}
+    for member in tar.getmembers():
+        name = member.name
+        if not _safe_path(name):
+            problems.append(f"{name!r}: not a relative path inside the archive")
+        elif not member.isfile():
+            problems.append(f"{name}: not a regular file")
+        elif name in members:
+            problems.append(f"{name}: in the archive twice")
+        elif name not in (MANIFEST, DUMP) and name not in originals:
+            problems.append(f"{name}: not listed in the manifest")
+        members[name] = member
+    expected = {DUMP: manifest["database"], **originals}
+    for name, listed in expected.items():
+        member = members.get(name)
+        if member is None or not member.isfile():
+            problems.append(f"{name}: listed in the manifest, missing from the archive")
+        elif member.size != listed["size"]:
+            problems.append(f"{name}: {member.size:,} bytes, the manifest says {listed['size']:,}")
+        elif _member_digest(tar, member, dump_to if name == DUMP else None) != listed["sha256"]:
+            problems.append(f"{name}: its sha256 differs from the manifest's")
+    if problems:
+        raise BackupError(
+            "The archive is damaged or not as its manifest describes; nothing was restored: "
+            + "; ".join(problems[:20])
+        )
+    try:
+        _run("pg_restore", "--list", str(dump_to), env=dict(os.environ))
+    except BackupError as exc:
+        raise BackupError(f"{DUMP} is not a dump pg_restore can read; nothing was restored: {exc}")
     return manifest
 
 
@@ -241,11 +351,15 @@ class RestoreResult:
 def restore_read(path: Path, *, force: bool = False) -> RestoreResult:
     """Restore an archive into the configured database and material storage, which must be
     empty unless `force` (then the database's public schema is dropped first and originals at
-    the archive's paths are replaced). Afterwards every table's row count and every original's
+    the archive's paths are replaced). The whole archive is checked first (`archive_check`);
+    one that fails touches neither the database nor the storage. Afterwards every table's row count and every original's
     sha256 are checked against the manifest; a difference raises BackupError."""
     storage = material_storage()
-    with tarfile.open(path, "r") as tar:
-        manifest = manifest_read(tar)
+    with tarfile.open(path, "r") as tar, tempfile.TemporaryDirectory(prefix="brain-restore-") as tmp:
+        dump = Path(tmp) / DUMP
+        # All of the archive is checked before the database or the storage is touched: a damaged
+        # or foreign archive must not leave a dropped schema or half-restored originals.
+        manifest = archive_check(tar, dump)
         tables = _database_tables()
         used = _storage_used(storage)
         if (tables or used) and not force:
@@ -256,34 +370,23 @@ def restore_read(path: Path, *, force: bool = False) -> RestoreResult:
                 "storage, or pass --force to replace what is there."
             )
         args, env = _client()
-        with tempfile.TemporaryDirectory(prefix="brain-restore-") as tmp:
-            dump = Path(tmp) / DUMP
-            with tar.extractfile(DUMP) as src, open(dump, "wb") as dst:
-                digest = hashlib.sha256()
-                for block in iter(lambda: src.read(1 << 20), b""):
-                    digest.update(block)
-                    dst.write(block)
-            if digest.hexdigest() != manifest["database"]["sha256"]:
-                raise BackupError(
-                    "database.dump does not match the sha256 in the manifest: the archive is damaged."
-                )
-            if tables:
-                with connection.cursor() as cur:
-                    cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-            connection.close()
-            _run(
-                "pg_restore",
-                "--no-owner",
-                "--no-privileges",
-                # COMMENT ON EXTENSION needs the extension's owner, which a managed database's
-                # Brain role is not; Brain keeps no comments of its own.
-                "--no-comments",
-                "--single-transaction",
-                "--exit-on-error",
-                str(dump),
-                *args,
-                env=env,
-            )
+        if tables:
+            with connection.cursor() as cur:
+                cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        connection.close()
+        _run(
+            "pg_restore",
+            "--no-owner",
+            "--no-privileges",
+            # COMMENT ON EXTENSION needs the extension's owner, which a managed database's
+            # Brain role is not; Brain keeps no comments of its own.
+            "--no-comments",
+            "--single-transaction",
+            "--exit-on-error",
+            str(dump),
+            *args,
+            env=env,
+        )
         for original in manifest["materials"]["originals"]:
             data = tar.extractfile(MATERIALS + original["path"]).read()
             if hashlib.sha256(data).hexdigest() != original["sha256"]:

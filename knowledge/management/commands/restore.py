@@ -8,8 +8,10 @@ from knowledge.backup import BackupError, restore_read
 class Command(BaseCommand):
     help = (
         "Restore an archive written by `manage.py backup` into the configured database and material "
-        "storage. Both must be empty (a new data directory or database) unless --force is given; "
-        "afterwards every row count and every original's sha256 is checked against the manifest."
+        "storage. The whole archive is checked first (manifest, paths, sizes, sha256s, the dump "
+        "readable by pg_restore) and a damaged one touches nothing. Both must be empty (a new data "
+        "directory or database) unless --force is given; afterwards every row count and every "
+        "original's sha256 is checked against the manifest."
     )
 
     def add_arguments(self, parser):
