@@ -13,8 +13,8 @@ def run(report):
     from django.test import Client
 
     from bench.bench_entries import _p95, _timed, seed
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
 
     rng = random.Random(11)
     _, seconds, names_vocab, body_vocab = seed(rng)

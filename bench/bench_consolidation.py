@@ -12,8 +12,8 @@ DUPLICATES = TOTAL // 10
 
 
 def seed() -> None:
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
 
     actor = Principal.system("bench")
     owners = [services.agent_create(actor=actor, name=f"bench-consolidation-{n}") for n in range(4)]
@@ -64,7 +64,7 @@ def seed() -> None:
 
 def run(report) -> None:
     from knowledge.models import Memory
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
     from memory.consolidation import consolidation_run, plan_revert
 
     seed()

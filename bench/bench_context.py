@@ -17,8 +17,8 @@ from bench.textgen import TextGen, question
 from knowledge.conversations import services as messages
 from knowledge.embeddings.backlog import run_backlog
 from knowledge.models import Memory, Skill
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 from memory.recall import resolve_scope
 from memory.recall.context import context_compile
 from memory.skills import services as skills

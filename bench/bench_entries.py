@@ -291,8 +291,8 @@ def run(report):
 
     from knowledge.entries import services as entries
     from knowledge.models import AuditEvent, Entry, Memory
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
     from knowledge.restore.services import audit_restore
 
     rng = random.Random(5)

@@ -14,8 +14,8 @@ from bench.recall_seed import ACTOR, agent, reset_recall_tables
 from bench.textgen import TextGen
 from knowledge.events.services import webhook_create, webhooks_fanout
 from knowledge.models import WebhookDelivery
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 from memory.lifecycle.write import memory_write
 
 WRITES = 3_000

@@ -15,8 +15,8 @@ from pathlib import Path
 from django.core.management import call_command
 
 from knowledge.models import AuditEvent, Memory
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 
 N = 1_000
 TOPICS = ["VPN", "mail quota", "laptop", "printer", "badge", "wifi", "payroll", "SSO", "backup", "phone"]

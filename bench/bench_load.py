@@ -37,7 +37,7 @@ def _setup_channel() -> dict:
     within a conversation or a channel)."""
     from knowledge.conversations import services as conversations
     from knowledge.models import Agent
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
 
     tokens = _setup()
     actor = Principal.system("bench")

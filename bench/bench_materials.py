@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 from knowledge.materials.learning import material_learn
 from knowledge.materials.services import material_upload
 from knowledge.models import Agent, Material
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 from tests.knowledge.materials.documents import pdf_bytes
 
 PDFS, PAGES, UPLOADS = 100, 10, 30

@@ -40,8 +40,8 @@ def _database_url() -> str:
 
 
 def _setup() -> dict:
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
 
     actor = Principal.system("bench")
     trusted = services.agent_create(actor=actor, name="bench-trusted", trusted=True)

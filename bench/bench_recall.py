@@ -22,8 +22,8 @@ from knowledge.conversations import services as messages
 from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import backlog_counts, run_backlog
 from knowledge.models import Channel, Conversation, Integration, Memory
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 from memory.recall import memory_search, resolve_scope
 
 # BRAIN_BENCH_SCALE=0.05 makes a quick trial run; the reported figures are at scale 1.

@@ -168,8 +168,8 @@ def seed(owner, conversations) -> None:
 
 def reconciler_pass(report) -> None:
     from knowledge.models import Channel, Conversation, Memory
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
     from memory.consolidation import plan_revert
     from memory.models import ReconcilerRun
     from memory.reconciler.find import LINK_BATCH

@@ -24,8 +24,8 @@ def seed() -> None:
 
     from knowledge.memories.rows import memory_row_new
     from knowledge.models import Memory
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
 
     system = Principal.system("bench")
     agents = [services.agent_create(actor=system, name=f"rq-agent-{i}") for i in range(4)]
@@ -81,8 +81,8 @@ def seed() -> None:
 def run(report):
     from django.test import Client
 
+    from knowledge.principal import Principal
     from knowledge.principals import services
-    from knowledge.principals.principal import Principal
 
     start = time.perf_counter()
     seed()

@@ -19,7 +19,7 @@ CHANNELS = 10
 
 def seed():
     from knowledge.conversations import services as messages
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
 
     actor = Principal.system("bench")
     channels = [messages.channel_create(actor=actor, name=f"bench-stage-a-{n}") for n in range(CHANNELS)]

@@ -30,7 +30,7 @@ BLOCK_LINE = re.compile(r"^  \[block #(\d+), [a-z]+, [^–]+ – (\S+)\]")
 def seed():
     from knowledge.conversations import services as messages
     from knowledge.models import Agent, Episode, Message
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
 
     actor = Principal.system("bench")
     agent = Agent.objects.create(name="bench-curator", trusted=True)

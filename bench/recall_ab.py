@@ -127,7 +127,7 @@ def time_searches(label: str, n: int, seed: int, http: bool = False) -> dict:
     from bench import bench_recall as B
     from bench.textgen import TextGen, question
     from knowledge.models import Agent, Conversation
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
     from memory.recall import memory_search, resolve_scope
 
     rng = random.Random(seed)

@@ -12,8 +12,8 @@ from django.db.utils import DatabaseError
 from bench.textgen import TextGen
 from knowledge.conversations import services as messages
 from knowledge.models import Agent, Channel, Entry, Memory, MemoryVersion
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 
 ACTOR = Principal.system("bench")
 EVAL_PATH = Path(__file__).resolve().parent / "data" / "recall_eval.json"

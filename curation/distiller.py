@@ -17,7 +17,7 @@ from knowledge.audit.services import audit_record
 from knowledge.llm import LIGHT, ModelError, echoes_example, fits, model_ask, reply_budget
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Conversation, Memory, Message
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.activation import memory_activate_stored
 from memory.lifecycle.activation_hooks import DISTILLER
 from memory.lifecycle.conflicts import MemoryConflict

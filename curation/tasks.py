@@ -1,6 +1,6 @@
 """django-q2 entry points for curation: the distiller and scheduled consolidation."""
 
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 def distill_conversation(conversation_id: int) -> str:

@@ -36,7 +36,7 @@ from knowledge.names import (  # noqa: F401  (the rows a request names, read as 
     write_named,
     write_target,
 )
-from knowledge.principals.principal import ADMIN, REVIEWER, Principal
+from knowledge.principal import ADMIN, REVIEWER, Principal
 from knowledge.refs import refs_among
 from knowledge.stores import (  # noqa: F401  (the store vocabulary, read through access everywhere)
     OWNER_ONLY_PREFIXES,

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from knowledge.errors import Invalid, NotFound
 from knowledge.models import Agent, Channel, Conversation, Integration, Memory, Person, Skill
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.stores import parse_scope
 
 

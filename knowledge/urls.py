@@ -1,18 +1,18 @@
 """The knowledge app's URLs: each package's console pages and API paths, in one list each."""
 
-from knowledge.audit import urls as audit_urls
 from knowledge.entries import urls as entries_urls
 from knowledge.events import urls as events_urls
 from knowledge.llm import urls as llm_urls
 from knowledge.materials import urls as materials_urls
 from knowledge.portability import urls as portability_urls
 from knowledge.principals import urls as principals_urls
+from knowledge.restore import urls as restore_urls
 
 PACKAGES = [
     portability_urls,
     principals_urls,
     entries_urls,
-    audit_urls,
+    restore_urls,
     llm_urls,
     materials_urls,
     events_urls,

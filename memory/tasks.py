@@ -21,7 +21,7 @@ def expire_short_term_memory() -> int:
 
 def gate_run_pending() -> int:
     """Every 15 minutes (shadow mode): run the queued eval-gate checks."""
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
     from memory.gate.services import gate_run_pending as run
 
     return run(actor=Principal.system("eval-gate"))

@@ -4,8 +4,8 @@ import itertools
 
 from knowledge.conversations import services as conversations
 from knowledge.models import Channel
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 
 SYSTEM = Principal.system("tests")
 _seq = itertools.count(1)

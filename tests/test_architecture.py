@@ -122,7 +122,7 @@ def test_no_import_cycles_between_modules():
     assert cycles == [], "import cycles:\n" + "\n".join(" ⇄ ".join(c) for c in cycles)
 
 
-PRINCIPAL_MODULE = "knowledge/principals/principal.py"
+PRINCIPAL_MODULE = "knowledge/principal.py"
 # Where a principal's kind may be read: the Principal type's own predicates and the access module.
 KIND_READERS = (PRINCIPAL_MODULE, "knowledge/access.py")
 
@@ -470,8 +470,8 @@ LAYERS = {
         "errors", "health", "limits", "metrics", "rowsql", "schema", "signals", "termstats",
         "tokens", "replica", "web",
         # the rows, and what every layer above reads about them
-        "models", "settings_store", "stores", "refs", "audit", "memories", "principals", "names",
-        "access",
+        "models", "settings_store", "stores", "principal", "refs", "audit", "memories", "names",
+        "access", "principals",
         # the domains
         "embeddings", "llm", "entries", "conversations", "events", "materials", "restore",
         "portability", "backup",
@@ -496,21 +496,10 @@ LAYERS = {
     ),
 }  # fmt: skip
 
-# Known imports against LAYERS, each with why it is still there. Every entry is a debt: the
-# order test and the cycle test pass over it, and an entry no import needs fails the test.
-LAYER_EXCEPTIONS: dict[str, str] = {
-    # The audit package holds the audit trail's writer (services.py: audit_record, which memories,
-    # principals, entries and restore all call, so it sits low) and the audit pages and API
-    # (api.py, views.py: the event list, parse_when from entries, the role gates from principals,
-    # the restore action). To untie: move the pages up beside restore, or the writer down.
-    "knowledge.audit → knowledge.entries": "audit/api.py reads entries.selectors.parse_when",
-    "knowledge.audit → knowledge.principals": "audit/api.py and views.py gate with principals.permissions",
-    "knowledge.audit → knowledge.restore": "audit/api.py and views.py offer restore.services.audit_restore",
-    # principals holds the Principal class (principal.py, below access, which decides by it) and
-    # the role gates and people services built on access (permissions.py, services.py, views.py).
-    # To untie: Principal moves down to its own module (124 importers), or the gates join access.
-    "knowledge.principals → knowledge.access": "permissions/services/views use access; access uses Principal",
-}
+# Known imports against LAYERS ("app.a → app.b": why it is still there), none today. Every entry
+# would be a debt: the order test and the cycle test pass over it, and an entry no import needs
+# fails the test.
+LAYER_EXCEPTIONS: dict[str, str] = {}
 
 
 def _layer_unit(name):

@@ -5,7 +5,7 @@ entry. Idempotent: entries that exist (deleted or not) are left alone."""
 from knowledge.entries import services as entries
 from knowledge.entries.guides import guide_update
 from knowledge.models import CurationGuide, Entry
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 def _src(*refs):

@@ -6,7 +6,7 @@ import datetime
 from django.utils import timezone
 
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle import common, expiry, operate, review
 from memory.lifecycle.write import memory_write
 

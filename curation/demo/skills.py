@@ -2,7 +2,7 @@
 scribe's experience with it (two task outcomes and the lessons they taught)."""
 
 from knowledge.models import Skill
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills import outcomes, services
 
 ADMIN = Principal(kind="person", name="demo-admin", role="admin")  # skills are written by people

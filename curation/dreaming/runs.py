@@ -11,7 +11,7 @@ from django.utils import timezone
 from curation.models import DreamingRun, StageACursor, StageBCursor
 from knowledge.errors import Conflict
 from knowledge.llm.jobs import job_enqueue
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 ACTOR = Principal.system("dreaming")
 # A claim older than this belongs to a worker that died: a run takes at most a few minutes (its

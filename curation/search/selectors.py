@@ -10,7 +10,7 @@ from knowledge.audit.selectors import AuditFilters, audit_events
 from knowledge.entries.selectors import EntryFilters, entry_search
 from knowledge.materials.selectors import materials_for
 from knowledge.models import Agent
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.selectors import memory_list
 from memory.skills.selectors import skill_list
 

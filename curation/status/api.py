@@ -9,7 +9,7 @@ from curation.status.serializers import (
     StatusOut,
 )
 from knowledge import access
-from knowledge.principals.principal import REVIEWER
+from knowledge.principal import REVIEWER
 from knowledge.replica import replica_reads
 
 

@@ -13,7 +13,7 @@ from knowledge.audit.services import audit_record
 from knowledge.embeddings.kick import request_embedding_run
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 from knowledge.principals.services import person_get_or_create
 
 MAX_BATCH = 1000

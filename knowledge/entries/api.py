@@ -37,8 +37,8 @@ from knowledge.entries.serializers import (
     relation_out,
 )
 from knowledge.models import Agent, Memory
+from knowledge.principal import ADMIN
 from knowledge.principals.permissions import IsAgentOrReviewer
-from knowledge.principals.principal import ADMIN
 from knowledge.schema import error_response
 from knowledge.web import page_params, validated
 

@@ -9,7 +9,7 @@ from knowledge.audit.services import audit_record, snapshot
 from knowledge.entries.cleaning import clean_aliases, clean_text
 from knowledge.errors import Conflict, Invalid
 from knowledge.models import Agent, CurationGuide
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 
 
 def guide_snapshot(guide: CurationGuide) -> dict:

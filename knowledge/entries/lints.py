@@ -25,7 +25,7 @@ from django.db.models.functions import Length
 from knowledge import access
 from knowledge.entries.services import BODY_STATUSES
 from knowledge.models import Agent, Entry, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.tokens import count_tokens
 
 OVERSIZED_TOKENS = 2000

@@ -13,7 +13,7 @@ from knowledge.entries.search import ranked_ids
 from knowledge.entries.services import BODY_STATUSES
 from knowledge.errors import Invalid
 from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Revision
-from knowledge.principals.principal import REVIEWER, Principal
+from knowledge.principal import REVIEWER, Principal
 
 MAX_PAGE_SIZE = 100
 

@@ -37,7 +37,7 @@ from knowledge.memories.activation import (
 )
 from knowledge.memories.rows import memory_row_new, memory_row_state, memory_text_revise
 from knowledge.models import Agent, Entry, EntryRelation, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 BODY_STATUSES = (Memory.ACTIVE, Memory.QUEUED)
 REMOVED_STATUS = Memory.INVALIDATED

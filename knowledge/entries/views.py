@@ -32,8 +32,8 @@ from knowledge.entries.selectors import (
 from knowledge.errors import Conflict, DomainError, Invalid, NotFound
 from knowledge.limits import console_page
 from knowledge.models import Agent, AuditEvent, CurationGuide, Entry, Memory, MemoryVersion
+from knowledge.principal import ADMIN
 from knowledge.principals.permissions import reviewer_required
-from knowledge.principals.principal import ADMIN
 
 EDIT = "knowledge/entries/edit.html"
 

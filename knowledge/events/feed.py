@@ -23,7 +23,7 @@ from django.db import connection
 
 from knowledge import access
 from knowledge.errors import Invalid
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 # The audit action of a memory change → its event type. Review approval is an activation; the
 # other lifecycle actions keep their name; any other change of a memory row (entry blocks,

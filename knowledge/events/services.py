@@ -28,7 +28,7 @@ from knowledge.errors import Invalid
 from knowledge.events.destinations import destination_check
 from knowledge.events.feed import feed_head, feed_read
 from knowledge.models import Webhook, WebhookDelivery
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 
 SIGNATURE_HEADER = "X-Brain-Signature"
 FANOUT_BATCH = 500

@@ -105,6 +105,6 @@ def actor_args(actor) -> dict:
 
 
 def actor_from(args: dict):
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
 
     return Principal(kind=args["kind"], name=args["name"], role=args.get("role"))

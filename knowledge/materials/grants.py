@@ -8,7 +8,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import Agent, ConnectorGrant, Integration
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 
 
 def _snap(grant: ConnectorGrant) -> dict:

@@ -5,7 +5,7 @@ paste (`services.material_paste`); beside both so neither imports the other."""
 from knowledge.entries import services as entry_services
 from knowledge.materials import extract
 from knowledge.models import Entry, Material, MaterialVersion, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 ACTOR = Principal.system("materials")
 ENTRY_TYPE = "document"

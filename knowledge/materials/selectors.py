@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.models import Entry, Material, MaterialVersion, Memory, MemorySource
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 def materials_for(principal: Principal, *, listed_only: bool = False, state: str = ""):

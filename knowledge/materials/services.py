@@ -18,7 +18,7 @@ from knowledge.materials import extract
 from knowledge.materials.plain import learn_plain
 from knowledge.materials.storage import original_exists, original_save
 from knowledge.models import Agent, Material, MaterialVersion
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.signals import material_changed
 
 LEARN_TASK = "knowledge.materials.tasks.material_learn"

@@ -15,7 +15,7 @@ from knowledge.audit.services import audit_record
 from knowledge.conversations.services import MessageIn, channel_open, message_ingest
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import Channel, Message, Signal, SignalRule
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 def rule_for(source: str, type: str) -> SignalRule | None:

@@ -33,7 +33,7 @@ from knowledge.models import (
     PinnedMemo,
     Skill,
 )
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 
 FORMAT, VERSION = "brain-agent-export", 1
 MAX_ERRORS = 50

@@ -8,7 +8,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from knowledge import rowsql
 from knowledge.models import Agent, ApiToken
 from knowledge.models.principals import hash_token
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.principals.throttle import bad_token_record
 
 # last_used_at is written at most this often per token, so a busy agent does not turn every

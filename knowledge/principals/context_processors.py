@@ -1,5 +1,5 @@
 from knowledge.models import Agent
-from knowledge.principals.principal import Principal, user_role
+from knowledge.principal import Principal, user_role
 
 
 def console_user(request):

@@ -7,7 +7,7 @@ from django.contrib.auth.views import redirect_to_login
 from rest_framework.permissions import BasePermission
 
 from knowledge import access
-from knowledge.principals.principal import ADMIN, REVIEWER, Principal
+from knowledge.principal import ADMIN, REVIEWER, Principal
 
 
 class _Allows(BasePermission):

@@ -11,7 +11,7 @@ from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Agent, ApiToken, Integration, Person, Setting
 from knowledge.models.principals import hash_token
-from knowledge.principals.principal import ADMIN, ROLES, Principal, user_role
+from knowledge.principal import ADMIN, ROLES, Principal, user_role
 from knowledge.settings_store import MODES
 
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from knowledge.audit.services import audit_record
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 WINDOW_SECONDS = 60
 

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_GET, require_POST
 from knowledge import access, health
 from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Heartbeat, Integration
+from knowledge.principal import ADMIN, held_role
 from knowledge.principals import selectors, services
 from knowledge.principals.forms import AgentEditForm, AgentForm, PersonCreateForm, RoleForm, TokenCreateForm
 from knowledge.principals.permissions import admin_required, console_principal, reviewer_required
-from knowledge.principals.principal import ADMIN, held_role
 from knowledge.settings_store import MODES, setting_get
 from knowledge.web import console_write, error_text
 

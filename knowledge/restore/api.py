@@ -8,7 +8,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge.audit.selectors import AuditFilters, audit_events
-from knowledge.audit.serializers import (
+from knowledge.entries.selectors import parse_when
+from knowledge.principals.permissions import IsAdmin, IsReviewer
+from knowledge.restore.serializers import (
     AuditEventSerializer,
     AuditRevisionSerializer,
     RestoreInSerializer,
@@ -17,8 +19,6 @@ from knowledge.audit.serializers import (
     outcome_out,
     record_out,
 )
-from knowledge.entries.selectors import parse_when
-from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.restore.services import RestoreConflict, audit_restore
 from knowledge.schema import error_response
 from knowledge.web import page_params

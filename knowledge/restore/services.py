@@ -22,7 +22,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import AuditEvent
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 from knowledge.restore.restorers import RESTORERS, Restorer
 
 MAX_EVENTS = 500

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge.audit import api, views
+from knowledge.restore import api, views
 
 urlpatterns = [
     path("knowledge/audit/", views.audit_list, name="audit-list"),

@@ -7,12 +7,12 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge.audit.api import audit_filters_from
 from knowledge.audit.selectors import AuditFilters, audit_actions, audit_events, changed_fields
 from knowledge.errors import Invalid, NotFound
 from knowledge.limits import console_page
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.restore import services as restore
+from knowledge.restore.api import audit_filters_from
 from knowledge.restore.restorers import RESTORERS
 from knowledge.restore.services import RestoreConflict
 

@@ -10,13 +10,13 @@ from knowledge import access
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
 from knowledge.models import Channel, Conversation
+from knowledge.principal import Principal
 from knowledge.principals.permissions import (
     IsAgentIntegrationOrAdmin,
     IsAgentOrAdmin,
     IsAgentOrReviewer,
     IsIntegrationOrAdmin,
 )
-from knowledge.principals.principal import Principal
 from knowledge.schema import error_response
 from knowledge.web import no_body, validated
 from memory.conversations.serializers import (

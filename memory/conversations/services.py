@@ -6,7 +6,7 @@ from django.utils import timezone
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict
 from knowledge.models import Conversation
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.signals import conversation_finished
 from memory.lifecycle.expiry import memory_clear_working
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from knowledge.audit.services import audit_record
 from knowledge.llm import ModelError, model_call
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import CACHE_SECONDS, setting_get
 from memory.models import EvalDataset, GateCheck
 from memory.recall.context import context_compile, context_text

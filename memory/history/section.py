@@ -22,7 +22,7 @@ from django.db.models import Q
 
 from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
 from knowledge.models import Message
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.history import summary as job
 from memory.models import ConversationSummary

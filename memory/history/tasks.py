@@ -5,7 +5,7 @@ from django.core.cache import cache
 
 from knowledge import access
 from knowledge.models import Conversation, Message
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.history.section import QUEUED_KEY, summary_advance
 
 

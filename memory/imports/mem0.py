@@ -24,7 +24,7 @@ from django.utils.dateparse import parse_datetime
 from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Memory, MemorySource
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.web import error_text
 from memory.lifecycle.bulk import CHUNK, ItemRefused, memory_write_many
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from knowledge.memories.activation import ENTRY_BLOCK, Activation
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.activation_hooks import (
     REVIEW,
     ROUTES,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from knowledge.memories.activation import ENTRY_BLOCK, entry_block_goes_active
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.gate import services as gate
 

@@ -25,7 +25,7 @@ from knowledge.audit.services import audit_held
 from knowledge.errors import DomainError
 from knowledge.memories.activation import NewRow, memory_rows_activate
 from knowledge.models import Agent, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, activation_reads_memories, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.duplicates import exact_duplicate_for_write, exact_duplicates_for_writes

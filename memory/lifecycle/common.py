@@ -9,7 +9,7 @@ from django.utils import timezone
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Conflict, NotFound
 from knowledge.models import AgentSkill, AuditEvent, Entry, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.rowsql import update_fields
 
 QUEUE_NEW, QUEUE_REQUEUED, QUEUE_MERGE, QUEUE_GATE = "new", "requeued", "merge", "gate"

@@ -12,7 +12,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
 from knowledge.models import Agent, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import REVIEW
 from memory.matching.facts import contradicts, windows_overlap

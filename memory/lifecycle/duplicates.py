@@ -21,7 +21,7 @@ from django.db import connection
 
 from knowledge import access
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.recall.routes import execute_all
 
 LIVE = (Memory.QUEUED, Memory.ACTIVE)

@@ -9,7 +9,7 @@ from django.utils import timezone
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.memories.rows import memory_row_state, memory_rows_save
 from knowledge.models import Agent, Conversation, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.models import ConsolidationItem, ConsolidationPlan
 
 

@@ -8,7 +8,7 @@ from knowledge.audit.services import snapshot
 from knowledge.errors import Invalid
 from knowledge.memories.rows import memory_row_state, memory_text_revise
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.common import (
     MemoryStateConflict,
     memory_audit,

@@ -14,7 +14,7 @@ from knowledge.audit.services import current_batch_id, snapshot
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.memories.rows import memory_row_revise, memory_row_state
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.activation import memory_activate_stored
 from memory.lifecycle.activation_hooks import REVIEW
 from memory.lifecycle.common import (

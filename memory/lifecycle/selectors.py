@@ -11,7 +11,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from knowledge import access
 from knowledge.models import AuditEvent, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.matching.facts import contradicts, windows_overlap
 from memory.models import GateCheck
 

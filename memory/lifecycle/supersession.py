@@ -9,7 +9,7 @@ from django.utils import timezone
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.memories.rows import memory_row_state, memory_rows_state
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.common import entry_touched, memory_audit, memory_lock, memory_lock_in, memory_save
 from memory.provenance.services import provenance_recheck_memory_sources

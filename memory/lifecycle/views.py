@@ -13,8 +13,8 @@ from django.views.decorators.vary import vary_on_headers
 from knowledge import access
 from knowledge.errors import Conflict, Invalid
 from knowledge.models import Memory
+from knowledge.principal import REVIEWER
 from knowledge.principals.permissions import console_principal, reviewer_required
-from knowledge.principals.principal import REVIEWER
 from knowledge.principals.views import safe_next
 from knowledge.web import error_text
 from memory.lifecycle import common, operate, review, selectors

@@ -18,7 +18,7 @@ from knowledge.limits import MAX_MEMORY_TEXT
 from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
 from knowledge.memories.rows import memory_content_errors, memory_row_new
 from knowledge.models import Agent, Conversation, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.common import QUEUE_NEW

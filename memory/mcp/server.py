@@ -16,7 +16,7 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from rest_framework.exceptions import APIException
 
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.mcp import schemas
 from memory.mcp.tools import RESOURCES, TOOLS, ToolRefused, call_tool, read_resource, refusal_of
 

@@ -24,7 +24,7 @@ from knowledge.materials import services as material_services
 from knowledge.materials.api import owner_for
 from knowledge.materials.selectors import citing_entries
 from knowledge.materials.serializers import material_out, version_out
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.web import StrictCharField, StrictSerializer, api_exception_handler, validated
 from memory.conversations.api import conversation_open, messages_post
 from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out

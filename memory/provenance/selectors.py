@@ -3,7 +3,7 @@
 from knowledge import access
 from knowledge.memories.fingerprints import EXTERNAL_KINDS, fingerprint_fields, internal_states
 from knowledge.models import Memory, SourceState
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 def _current_fields(source) -> dict | None:

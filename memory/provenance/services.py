@@ -32,7 +32,7 @@ from knowledge.memories.fingerprints import (
 )
 from knowledge.memories.sets import memories_source_changed_act
 from knowledge.models import Memory, MemorySource, SourceState
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 
 LIFECYCLE_FIELDS = ("status", "stale", "stale_reason", "queue_reason", "status_reason", "valid_to")

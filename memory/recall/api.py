@@ -11,8 +11,8 @@ from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.models import Agent, Conversation
+from knowledge.principal import ADMIN, Principal
 from knowledge.principals.permissions import IsAgentOrReviewer
-from knowledge.principals.principal import ADMIN, Principal
 from knowledge.replica import replica_reads
 from knowledge.schema import error_response
 from memory.recall import ROUTES, memory_search, resolve_scope

@@ -6,7 +6,7 @@ from django.db.models import Q
 from knowledge import access
 from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Conversation, Entry, Episode, Memory, Message
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.links.selectors import memory_links
 
 KINDS = ("message", "thread", "episode", "entry", "memory", "conversation")

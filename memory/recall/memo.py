@@ -6,7 +6,7 @@ from django.db import transaction
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Conflict, Invalid
 from knowledge.models import Agent, PinnedMemo
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.tokens import count_tokens
 
 

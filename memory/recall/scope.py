@@ -15,7 +15,7 @@ from django.db.models import Q
 from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, Conversation, Episode, Message
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 class NothingVisible(Exception):

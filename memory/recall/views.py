@@ -12,8 +12,8 @@ from django.views.decorators.vary import vary_on_headers
 from knowledge import access
 from knowledge.errors import DomainError, Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation
+from knowledge.principal import ADMIN
 from knowledge.principals.permissions import reviewer_required
-from knowledge.principals.principal import ADMIN
 from knowledge.tokens import count_tokens
 from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import KINDS, Browser

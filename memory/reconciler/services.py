@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_record
 from knowledge.models import Agent
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.consolidation import ConsolidationBusy, ConsolidationOff, consolidation_run
 from memory.models import ReconcilerRun

@@ -3,7 +3,7 @@
 from django.utils import timezone
 
 from knowledge.models import Agent
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.consolidation import ConsolidationBusy, ConsolidationOff
 from memory.reconciler.selectors import reconciler_due

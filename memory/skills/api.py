@@ -9,8 +9,8 @@ from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.models import Agent, Memory
+from knowledge.principal import ADMIN
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
-from knowledge.principals.principal import ADMIN
 from knowledge.web import validated
 from memory.skills import selectors, services
 from memory.skills.outcomes import outcome_record

@@ -7,7 +7,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Conversation, Skill, TaskOutcome
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills.services import (
     LESSON_STORE,
     MAX_CORRECTION,

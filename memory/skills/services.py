@@ -23,7 +23,7 @@ from knowledge.entries.services import block_snapshot
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.memories.rows import memory_row_state, memory_text_revise
 from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, Skill, TaskOutcome
-from knowledge.principals.principal import ADMIN, Principal
+from knowledge.principal import ADMIN, Principal
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.write import memory_write
 from memory.matching.terms import key_terms, overlap

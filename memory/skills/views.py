@@ -10,8 +10,8 @@ from django.views.decorators.http import require_POST
 from knowledge import access
 from knowledge.errors import DomainError
 from knowledge.models import Agent, AgentSkill, Memory
+from knowledge.principal import ADMIN
 from knowledge.principals.permissions import admin_required, reviewer_required
-from knowledge.principals.principal import ADMIN
 from knowledge.web import error_text
 from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm

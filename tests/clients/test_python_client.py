@@ -29,7 +29,7 @@ from django.urls import resolve
 
 from knowledge.models import Channel
 from knowledge.models import Memory as MemoryRow
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills import services as skill_services
 from tests import factory
 

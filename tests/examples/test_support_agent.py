@@ -7,7 +7,7 @@ from brain_client import Brain
 
 from examples.support_agent import SYSTEM, Model, handle
 from knowledge.models import Conversation, Memory, Message, TaskOutcome
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills import services as skill_services
 from tests import factory
 

@@ -5,7 +5,7 @@ import pytest
 from knowledge import access
 from knowledge.errors import Refused as PermissionDenied
 from knowledge.models import Entry
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from tests import factory
 
 

@@ -7,7 +7,7 @@ from django.test import Client, RequestFactory
 
 from knowledge import access
 from knowledge.errors import Conflict, Gone, Invalid, NotFound, Refused
-from knowledge.principals.principal import ADMIN, REVIEWER, Principal
+from knowledge.principal import ADMIN, REVIEWER, Principal
 from knowledge.web import console_error, limit_offset
 from tests import factory
 

@@ -44,7 +44,7 @@ def test_a_revision_that_changes_nothing_is_refused_and_writes_nothing(world):
 
     from knowledge.errors import Invalid
     from knowledge.memories.rows import memory_text_revise
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
 
     memory = memory_row_create(
         owner=world.copilot,

@@ -14,7 +14,7 @@ from knowledge.entries import services as entries
 from knowledge.errors import DomainError
 from knowledge.materials import services as materials
 from knowledge.models import Entry, EntryRelation, Memory, MemorySource
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.mcp import tools
 from memory.provenance.services import provenance_check
 from memory.skills import outcomes

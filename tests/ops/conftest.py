@@ -90,7 +90,7 @@ def make_token(env: dict, agent: str) -> str:
     code = (
         "from knowledge.conversations import services as conversations\n"
         "from knowledge.principals import services\n"
-        "from knowledge.principals.principal import Principal\n"
+        "from knowledge.principal import Principal\n"
         "a = Principal.system('ops-test')\n"
         f"agent = services.agent_create(actor=a, name={agent!r}, trusted=True)\n"
         f"channel = conversations.channel_create(actor=a, name={agent!r}, kind='shared', person=None, agent=None, memory_scope='shared')\n"

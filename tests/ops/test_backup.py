@@ -32,7 +32,7 @@ SEARCH = r"""
 import json
 from knowledge.backup import table_counts
 from knowledge.models import Agent, Channel
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.recall import memory_search, resolve_scope
 agent = Agent.objects.get(name="drill")
 scope = resolve_scope(Principal.system("drill"), agent=agent, channel=Channel.objects.get(name="drill-room"))

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from brainsite.ops.tracing import tracing_enabled
 from knowledge import metrics
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.recall import memory_search, resolve_scope
 from tests import factory
 

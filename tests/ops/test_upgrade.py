@@ -32,7 +32,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 from knowledge.models import Agent, Entry, Memory, Message
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 expect = json.loads(EXPECT)
 executor = MigrationExecutor(connection)
 pending = executor.migration_plan(executor.loader.graph.leaf_nodes())

@@ -26,7 +26,7 @@ from knowledge.models import (
     Message,
     TaskOutcome,
 )
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 MAX_EPISODES = 50  # per run: the scan prompt stays small; the next run continues a backlog
 MAX_OUTCOMES = 50

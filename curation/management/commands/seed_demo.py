@@ -6,8 +6,8 @@ from django.db import transaction
 
 from knowledge.conversations import services as conversations
 from knowledge.models import Agent, Channel, Conversation
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 
 AGENTS = [
     (

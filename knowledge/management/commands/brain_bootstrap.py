@@ -4,8 +4,8 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 
 
 class Command(BaseCommand):

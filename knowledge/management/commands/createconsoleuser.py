@@ -4,8 +4,8 @@ import secrets
 from django.core.management.base import BaseCommand, CommandError
 
 from knowledge.errors import Invalid
+from knowledge.principal import ROLES, Principal
 from knowledge.principals import services
-from knowledge.principals.principal import ROLES, Principal
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from knowledge.errors import Invalid
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 
 
 class Command(BaseCommand):

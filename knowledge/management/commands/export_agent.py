@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from knowledge.models import Agent
 from knowledge.portability.services import agent_export
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 class Command(BaseCommand):

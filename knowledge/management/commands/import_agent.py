@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from knowledge.errors import DomainError
 from knowledge.portability.services import agent_import
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 
 
 class Command(BaseCommand):

@@ -17,7 +17,7 @@ from curation.dreaming.stage_b.selectors import fitness, review_lints, stage_b_d
 from curation.dreaming.stage_b.services import stage_b_run
 from curation.models import DreamingRun, StageBCursor
 from knowledge.models import AuditEvent, Entry, EntryRelation, Episode, Memory, PinnedMemo
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)

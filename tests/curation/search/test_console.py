@@ -6,7 +6,7 @@ from django.test import Client
 
 from curation.search.selectors import PER_KIND, site_search
 from knowledge.materials import services as materials
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.review import memory_reject
 from memory.skills import services as skills
 from tests import factory

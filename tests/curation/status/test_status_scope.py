@@ -8,7 +8,7 @@ from django.utils import timezone
 from knowledge.materials import services as materials
 from knowledge.materials.learning import material_learn
 from knowledge.models import Material
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.recall.memo import memo_update
 from tests import factory
 

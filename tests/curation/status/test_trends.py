@@ -8,7 +8,7 @@ from django.test import override_settings
 
 from curation.status.trends import DAYS, trends
 from knowledge.models import Memory, ModelUsage
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.review import memory_approve, memory_reject
 from memory.models import GateCheck
 from tests import factory

@@ -7,7 +7,7 @@ from knowledge.entries import services as entries
 from knowledge.entries.guides import guide_update
 from knowledge.errors import Refused as PermissionDenied
 from knowledge.models import AuditEvent, CurationGuide, Entry, EntryRelation, Memory, Setting
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.restore.services import RestoreConflict, audit_restore
 from knowledge.settings_store import setting_get
 from tests.factory import make_entry

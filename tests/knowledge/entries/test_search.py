@@ -8,7 +8,7 @@ from django.utils import timezone
 from knowledge.entries.selectors import EntryFilters, entry_search
 from knowledge.memories.activation import memory_row_create
 from knowledge.models import Entry, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from tests.factory import make_entry
 
 ADMIN = Principal(kind="person", name="adam", role="admin")

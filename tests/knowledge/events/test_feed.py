@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from knowledge.events.feed import feed_read
 from knowledge.models import Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from tests import factory
 
 pytestmark = pytest.mark.django_db(transaction=True)

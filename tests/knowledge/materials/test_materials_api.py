@@ -271,7 +271,7 @@ def test_materials_follow_store_visibility_for_two_agents(world):
 def _grant(world, agent="copilot", scope="shared", integration="tickets"):
     """An admin lets the integration mirror documents into the agent's store."""
     from knowledge.materials.grants import connector_grant_add
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
 
     admin = Principal(kind="person", name="tests", role="admin")
     return connector_grant_add(actor=admin, integration=integration, agent=agent, scope=scope)

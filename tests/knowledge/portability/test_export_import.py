@@ -25,7 +25,7 @@ from knowledge.models import (
     Skill,
 )
 from knowledge.portability.services import agent_export, agent_import
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.lifecycle.operate import memory_revise
 from memory.recall.memo import memo_update
 from memory.skills import services as skills

@@ -5,7 +5,7 @@ message ingestion holds the rule through `knowledge.access.check_speaker`)."""
 import pytest
 
 from knowledge.models import Message, Person
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.mcp import tools
 from tests import factory
 

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from knowledge.models import AuditEvent, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.imports.mem0 import Mem0Memory, mem0_import
 from memory.lifecycle.bulk import ItemRefused, memory_write_many
 from memory.lifecycle.write import memory_write

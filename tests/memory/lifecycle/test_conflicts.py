@@ -10,7 +10,7 @@ from django.utils import timezone
 from curation.distiller import distilled_activate
 from knowledge.entries.services import block_correct
 from knowledge.models import AuditEvent, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.principals.services import setting_set
 from memory.consolidation.common import PlanConflict, merged_memories_activate
 from memory.consolidation.find import Findings, find_conflicts_across_owners

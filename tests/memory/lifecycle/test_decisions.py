@@ -3,7 +3,7 @@ block belongs to; a lesson card names its skill and agent; the entry's "changed 
 person or agent who made the change."""
 
 from knowledge.models import Entry, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills import outcomes
 from memory.skills import services as skills
 from tests import factory

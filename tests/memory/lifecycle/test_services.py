@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.models import AuditEvent, Memory
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from knowledge.principals.services import setting_set
 from memory.lifecycle import (
     activation,

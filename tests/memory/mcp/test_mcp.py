@@ -16,7 +16,7 @@ from django.db import connection
 from mcp import Client, StdioServerParameters
 
 from knowledge.models import Channel, Memory, Message, TaskOutcome
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills import services as skill_services
 from tests import factory
 from tests.mcp_helpers import AsgiServer, subprocess_database_url

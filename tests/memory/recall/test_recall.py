@@ -609,7 +609,7 @@ def test_outside_a_transaction_the_vector_routes_run_on_a_connection_of_their_ow
     connection after the keyword routes."""
     from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
-    from knowledge.principals.principal import Principal
+    from knowledge.principal import Principal
     from memory.recall import resolve_scope
     from memory.recall import search as S
 

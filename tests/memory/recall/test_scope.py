@@ -5,7 +5,7 @@ import datetime
 from django.db.models import Q
 
 from knowledge.models import Memory, Message
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.recall import memory_search, resolve_scope
 from memory.recall import scope as S
 from tests import factory

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from knowledge.models import Memory, MessageVector, ModelUsage
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.consolidation import consolidation_run, plan_apply, plan_revert
 from memory.consolidation.find import conflict_score
 from memory.links.selectors import memory_links

@@ -1,7 +1,7 @@
 import pytest
 
 from knowledge.models import Conversation
-from knowledge.principals.principal import Principal
+from knowledge.principal import Principal
 from memory.skills import services
 from tests import factory
 

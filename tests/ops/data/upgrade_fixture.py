@@ -10,8 +10,8 @@ from rest_framework.test import APIClient
 
 from knowledge.conversations import services as conversations
 from knowledge.embeddings.backlog import run_backlog
+from knowledge.principal import Principal
 from knowledge.principals import services
-from knowledge.principals.principal import Principal
 from tests import factory
 
 system = Principal.system("upgrade-fixture")
