@@ -441,12 +441,38 @@ def test_the_one_writer_check_sees_a_status_write_whatever_it_is_called(tmp_path
     assert memory_row_writes(*_planted(tmp_path, "memory/recall/innocent.py", innocent)) == []
 
 
-def test_every_package_with_an_api_has_serializers():
-    missing = []
+def api_without_its_serializers(rel, tree):
+    """An `api.py` that does not import from the `serializers.py` beside it (its shapes then
+    live elsewhere, or in the view module itself)."""
+    package = rel[: -len("/api.py")].replace("/", ".")
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.module == f"{package}.serializers" or (
+            node.module == package and any(alias.name == "serializers" for alias in node.names)
+        ):
+            return []
+    return [f"{rel} imports nothing from {package}.serializers"]
+
+
+def test_every_api_module_takes_its_shapes_from_its_serializers():
+    found = []
     for rel, path in _modules():
-        if path.name == "api.py" and not (path.parent / "serializers.py").exists():
-            missing.append(rel)
-    assert missing == [], "api.py without serializers.py beside it:\n" + "\n".join(missing)
+        if path.name == "api.py":
+            if not (path.parent / "serializers.py").exists():
+                found.append(f"{rel} has no serializers.py beside it")
+            else:
+                found += api_without_its_serializers(rel, _tree(path))
+    assert found == [], "api.py without its serializers:\n" + "\n".join(found)
+
+
+def test_the_serializers_check_sees_an_api_that_imports_another_packages_shapes(tmp_path):
+    elsewhere = "from memory.consolidation.serializers import ConflictSerializer\n"
+    assert api_without_its_serializers(*_planted(tmp_path, "memory/reconciler/api.py", elsewhere))
+    own = "from memory.reconciler.serializers import ConflictSerializer\n"
+    assert api_without_its_serializers(*_planted(tmp_path, "memory/reconciler/api.py", own)) == []
+    module = "from memory.reconciler import serializers\n"
+    assert api_without_its_serializers(*_planted(tmp_path, "memory/reconciler/api.py", module)) == []
 
 
 @pytest.mark.parametrize("app", APPS)

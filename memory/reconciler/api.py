@@ -9,7 +9,7 @@ from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
-from memory.consolidation.serializers import ConflictSerializer
+from memory.reconciler.serializers import ConflictSerializer
 
 
 @extend_schema(

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from memory.consolidation.serializers import ConflictSerializer  # noqa: F401  (a reconcile's 409 is a plan's)
 from memory.models import ReconcilerRun
 
 
