@@ -171,6 +171,18 @@ def memory_text_revise(
     return from_version
 
 
+def memory_sources_add(memory: Memory, sources) -> list[MemorySource]:
+    """Add to a stored (row-locked) memory the sources it does not cite yet, each fingerprinted
+    as its source is now (source_rows): a duplicate write's corroboration. Returns the rows
+    added (none when it already cites them all). The caller audits them."""
+    assert connection.in_atomic_block, "memory_sources_add must run inside transaction.atomic()"
+    have = {(s.kind, s.ref) for s in MemorySource.objects.filter(memory=memory)}
+    new = [s for s in sources if (s["kind"], str(s["ref"])) not in have]
+    rows = source_rows(memory, new) if new else []
+    MemorySource.objects.bulk_create(rows)
+    return rows
+
+
 def _sources_replace(memory: Memory, sources: list[dict]) -> None:
     wanted = {(s["kind"], s["ref"]) for s in sources}
     have = {(s.kind, s.ref): s.pk for s in MemorySource.objects.filter(memory=memory)}

@@ -31,6 +31,7 @@ from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.duplicates import exact_duplicate_for_write, exact_duplicates_for_writes
 from memory.lifecycle.write import (
     duplicate_answers,
+    duplicate_corroborate,
     memory_row_for_write,
     memory_write,
     memory_write_check,
@@ -201,9 +202,9 @@ class _Chunk:
                     if repeated is not None:
                         existing[other] = repeated
                 if other is not None:
-                    answer = existing[other]
-                    answer.duplicate_of = answer.pk
-                    self.out[w.index] = answer
+                    self.out[w.index] = duplicate_corroborate(
+                        actor=self.actor, memory=existing[other], sources=w.sources
+                    )
                     continue
             said.add(folded)
             self._hold(w, row)

@@ -176,7 +176,11 @@ class MemorySerializer(serializers.Serializer):
     duplicate_of = serializers.IntegerField(
         required=False,
         help_text="A write that repeats a live memory exactly (same folded text, or same key and "
-        "value): nothing was stored, and this is the memory that already says it.",
+        "value): nothing was stored, and this is the memory that already says it. The sources "
+        "the write cited that it lacked were added to it (audited as memory.sources_added).",
+    )
+    written = serializers.BooleanField(
+        required=False, help_text="false beside `duplicate_of`: the write stored no new memory."
     )
 
 
@@ -241,7 +245,11 @@ def memory_out(memory: Memory, sources=None) -> dict:
         "entry": memory.entry_id,
         "created_at": _dt(memory.created_at),
         "updated_at": _dt(memory.updated_at),
-        **({"duplicate_of": memory.duplicate_of} if getattr(memory, "duplicate_of", None) else {}),
+        **(
+            {"duplicate_of": memory.duplicate_of, "written": False}
+            if getattr(memory, "duplicate_of", None)
+            else {}
+        ),
     }
 
 

@@ -16,12 +16,12 @@ from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Invalid, Refused
 from knowledge.limits import MAX_MEMORY_TEXT
 from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
-from knowledge.memories.rows import memory_content_errors, memory_row_new
+from knowledge.memories.rows import memory_content_errors, memory_row_new, memory_sources_add
 from knowledge.models import Agent, Conversation, Memory
 from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE
-from memory.lifecycle.common import QUEUE_NEW
+from memory.lifecycle.common import QUEUE_NEW, memory_lock
 from memory.lifecycle.conflicts import MemoryConflict, policy_violation_record
 from memory.lifecycle.duplicates import exact_duplicate_for_write
 
@@ -147,6 +147,35 @@ def duplicate_answers(*, actor: Principal, supersedes: Memory | None, attach: di
     return actor.is_agent and supersedes is None and not attach
 
 
+def duplicate_corroborate(*, actor: Principal, memory: Memory, sources: list[dict]) -> Memory:
+    """The answer to an exact duplicate write: the live memory that already says it, with
+    `duplicate_of` set. The sources the write cites that the memory lacks are added to it
+    (fingerprinted now) and audited as `memory.sources_added`, in one transaction, so its
+    provenance keeps every source that stated the fact and stays supported when one of them
+    changes. The writer may read the memory: it lies in the store the writer writes into."""
+    added = []
+    if sources:
+        with transaction.atomic():
+            locked = memory_lock(memory.pk)
+            added = memory_sources_add(locked, sources)
+            if added:
+                audit_record(
+                    "memory.sources_added",
+                    actor=actor,
+                    store=locked.store,
+                    owner=locked.owner.name,
+                    object_type="memory",
+                    object_ids=[locked.pk],
+                    reason="an exact duplicate write cited them",
+                    counts={"sources": len(added)},
+                    data={"sources": [f"{row.kind}:{row.ref}" for row in added]},
+                )
+        if added:
+            memory = Memory.objects.select_related("owner").prefetch_related("sources").get(pk=memory.pk)
+    memory.duplicate_of = memory.pk
+    return memory
+
+
 def memory_row_for_write(
     *,
     actor: Principal,
@@ -239,8 +268,7 @@ def memory_write(
             owner=owner, store=store, tier=tier, text=text, key=key, value=value
         )
         if existing is not None:
-            existing.duplicate_of = existing.pk
-            return existing
+            return duplicate_corroborate(actor=actor, memory=existing, sources=sources)
     now = now or timezone.now()
     memory = memory_row_for_write(
         actor=actor,

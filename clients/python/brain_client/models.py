@@ -71,6 +71,7 @@ class Memory(Model):
     created_at: str
     updated_at: str
     duplicate_of: int | None = None  # set when the write repeated a live memory (nothing stored)
+    written: bool | None = None  # False beside duplicate_of (its new sources were added to it)
 
 
 @dataclass(kw_only=True)

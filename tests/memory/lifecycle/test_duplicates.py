@@ -86,3 +86,54 @@ def test_reject_as_duplicate_needs_a_live_original(client, world):
     client.force_login(world.reviewer)
     client.post(f"/review/{memory.pk}/duplicate", {"of": 999999})
     assert Memory.objects.get(pk=memory.pk).status == "queued"
+
+
+def test_a_duplicate_write_adds_the_sources_it_cites_and_loses_none(world):
+    """Three writes of one fact citing three KB articles: one memory citing all three, each
+    added source fingerprinted and audited, and the answer says nothing new was stored."""
+    from knowledge.models import AuditEvent, MemorySource
+
+    client = world.client("scribe")
+    body = {"scope": "shared", "text": "VPN-4012 is fixed by client 5.2.1"}
+    first = client.post("/api/memory", {**body, "sources": [{"kind": "kb", "ref": "KB-1"}]}, format="json")
+    second = client.post("/api/memory", {**body, "sources": [{"kind": "kb", "ref": "KB-2"}]}, format="json")
+    recased = {
+        "scope": "shared",
+        "text": "vpn-4012 is FIXED by client 5.2.1",
+        "sources": [{"kind": "kb", "ref": "KB-3"}],
+    }
+    third = client.post("/api/memory", recased, format="json")
+    repeat = client.post("/api/memory", {**body, "sources": [{"kind": "kb", "ref": "KB-2"}]}, format="json")
+    assert first.status_code == 201
+    for answer in (second, third, repeat):
+        assert answer.status_code == 200
+        assert (answer.json()["duplicate_of"], answer.json()["written"]) == (first.json()["id"], False)
+    assert sorted(s["ref"] for s in third.json()["sources"]) == ["KB-1", "KB-2", "KB-3"]
+    memory = Memory.objects.get(pk=first.json()["id"])
+    assert sorted(memory.sources.values_list("ref", flat=True)) == ["KB-1", "KB-2", "KB-3"]
+    assert Memory.objects.filter(text__icontains="vpn-4012").count() == 1
+    added = AuditEvent.objects.filter(action="memory.sources_added", object_ids=[str(memory.pk)])
+    assert sorted(e.data["sources"][0] for e in added) == ["kb:KB-2", "kb:KB-3"]  # the repeat adds none
+    assert MemorySource.objects.filter(memory=memory).count() == 3
+
+
+def test_an_import_repeating_a_memory_adds_its_source_to_it(world):
+    """The bulk path answers duplicates with the same helper."""
+    from knowledge.principal import Principal
+    from memory.lifecycle.bulk import memory_write_many
+
+    actor = Principal.for_agent(world.scribe)
+    first = memory_write_many(
+        actor=actor,
+        owner=world.scribe,
+        store="self",
+        items=[{"text": "Acme renews in May", "sources": [{"kind": "kb", "ref": "KB-9"}]}],
+    )[0]
+    again = memory_write_many(
+        actor=actor,
+        owner=world.scribe,
+        store="self",
+        items=[{"text": "acme renews in may", "sources": [{"kind": "kb", "ref": "KB-10"}]}],
+    )[0]
+    assert again.duplicate_of == first.pk
+    assert sorted(Memory.objects.get(pk=first.pk).sources.values_list("ref", flat=True)) == ["KB-10", "KB-9"]
