@@ -30,9 +30,15 @@ from knowledge.names import (  # noqa: F401  (the rows a request names, read as 
     Named,
     OutcomeTarget,
     WriteTarget,
+    agent_named,
+    channel_named,
+    channels_named,
+    grant_target,
     integrations_named,
     outcome_target,
+    owner_selected,
     scope_for,
+    skill_named,
     write_named,
     write_target,
 )
@@ -429,7 +435,7 @@ def owner_for_write(
         return principal.agent
     if not name:
         raise Invalid({field: [missing]})
-    owner = Agent.objects.filter(name=name).first()
+    owner = owner_selected(name)
     if owner is None:
         raise Invalid({field: [f"No agent named {name}."]})
     return owner
@@ -579,9 +585,7 @@ def conversation_get_for(principal: Principal, pk: int) -> Conversation:
 def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
     """The agent named (404 if none); an agent token may name only itself (`refusal` says what
     it may not do otherwise)."""
-    agent = Agent.objects.filter(name=name).first()
-    if agent is None:
-        raise NotFound("No Agent matches the given query.")
+    agent = agent_named(name)
     if is_agent_other_than(principal, agent.pk):
         raise Refused(refusal)
     return agent

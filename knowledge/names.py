@@ -1,7 +1,10 @@
 """The rows a request names, resolved once at the edge: `scope_for` turns the agent name,
 conversation id and channel name a request gives into rows, `write_target` what a memory write
-names. Names only; what the principal may do
-with them is `knowledge.access`, which re-exports these (callers read `access.scope_for`)."""
+names, `agent_named` / `skill_named` / `channel_named` the one row a URL names (404 when there is
+none), `owner_selected` the console's owner selector. Names only; what the principal may do
+with them is `knowledge.access`, which re-exports these (callers read `access.scope_for`). Views,
+API views, serializers, forms and MCP tools look no row up by name themselves
+(tests/test_architecture.py checks it)."""
 
 from typing import NamedTuple
 
@@ -9,6 +12,49 @@ from knowledge.errors import Invalid, NotFound
 from knowledge.models import Agent, Channel, Conversation, Integration, Memory, Person, Skill
 from knowledge.principal import Principal
 from knowledge.stores import parse_scope
+
+
+def owner_selected(name: str | None) -> Agent | None:
+    """The agent a console owner selector or an owner filter names (the session's `owner`, an
+    `owner` or `agent` field): None for an empty name or an unknown one — for the selector, an
+    agent gone since it was chosen means none is selected; a caller that must have an agent says
+    so in its own words."""
+    return Agent.objects.filter(name=name).first() if name else None
+
+
+def agent_named(name: str) -> Agent:
+    """The agent a URL names; NotFound (404) when there is none. Who may act on it is the
+    caller's check (`access.agent_get_for` for a token that may name only itself)."""
+    agent = Agent.objects.filter(name=name).first()
+    if agent is None:
+        raise NotFound("No Agent matches the given query.")
+    return agent
+
+
+def skill_named(name: str) -> Skill:
+    """The skill a URL or a request names; NotFound (404) when there is none."""
+    skill = Skill.objects.filter(name=name).first()
+    if skill is None:
+        raise NotFound(f"There is no skill named {name}.", skill=name)
+    return skill
+
+
+def channel_named(name: str) -> Channel:
+    """The channel a URL or a query names; NotFound (404) when there is none."""
+    channel = Channel.objects.filter(name=name).select_related("person").first()
+    if channel is None:
+        raise NotFound("No Channel matches the given query.")
+    return channel
+
+
+def channels_named(names) -> dict[str, Channel]:
+    """The channels a batch of messages names, by name; unknown names are Invalid, all at once."""
+    names = set(names)
+    found = {c.name: c for c in Channel.objects.filter(name__in=names).select_related("person")}
+    unknown = sorted(names - set(found))
+    if unknown:
+        raise Invalid({"channel": [f"Unknown channel(s): {', '.join(unknown)}."]})
+    return found
 
 
 class Named(NamedTuple):
@@ -131,6 +177,21 @@ def integrations_named(names: list[str]) -> list[Integration]:
     if unknown:
         raise Invalid({"integrations": [f"Unknown integration(s): {', '.join(unknown)}."]})
     return [found[name] for name in dict.fromkeys(names)]
+
+
+def grant_target(*, integration: str, agent: str) -> tuple[Integration, Agent]:
+    """The integration and agent a connector grant names; unknown names are Invalid, both at
+    once."""
+    errors = {}
+    integration_row = Integration.objects.filter(name=integration).first()
+    if integration_row is None:
+        errors["integration"] = [f"There is no integration named {integration}."]
+    agent_row = Agent.objects.filter(name=agent).first()
+    if agent_row is None:
+        errors["agent"] = [f"There is no agent named {agent}."]
+    if errors:
+        raise Invalid(errors)
+    return integration_row, agent_row
 
 
 class OutcomeTarget(NamedTuple):

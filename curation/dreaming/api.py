@@ -1,7 +1,6 @@
 """API for Dreaming: run stage A for one channel or stage B for one agent now (admins), list runs
 (reviewers)."""
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
@@ -14,18 +13,19 @@ from curation.dreaming.serializers import (
     StageBRunInput,
 )
 from curation.models import DreamingRun
+from knowledge import access
 from knowledge.llm.api import job_response
 from knowledge.llm.serializers import ModelJobSerializer
-from knowledge.models import Agent, Channel
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.schema import error_response
 
 
-def _run_now(request, *, stage: str, serializer, model, field: str):
-    """A manual run of `stage` for the channel or agent the request names (run_request)."""
+def _run_now(request, *, stage: str, serializer, named, field: str):
+    """A manual run of `stage` for the channel or agent the request names (`named` resolves it:
+    404 when there is none), through run_request."""
     data = serializer(data=request.data)
     data.is_valid(raise_exception=True)
-    subject = get_object_or_404(model, name=data.validated_data[field])
+    subject = named(data.validated_data[field])
     return job_response(run_request(stage=stage, of=subject, actor=request.user))
 
 
@@ -46,7 +46,11 @@ def _run_now(request, *, stage: str, serializer, model, field: str):
 @permission_classes([IsAdmin])
 def stage_a_run_view(request):
     return _run_now(
-        request, stage=DreamingRun.STAGE_A, serializer=StageARunInput, model=Channel, field="channel"
+        request,
+        stage=DreamingRun.STAGE_A,
+        serializer=StageARunInput,
+        named=access.channel_named,
+        field="channel",
     )
 
 
@@ -64,7 +68,7 @@ def stage_a_run_view(request):
 def dreaming_run_list_view(request):
     channel = None
     if name := request.query_params.get("channel"):
-        channel = get_object_or_404(Channel, name=name)
+        channel = access.channel_named(name)
     stage = request.query_params.get("stage", "")
     if stage not in ("", DreamingRun.STAGE_A, DreamingRun.STAGE_B):
         raise ValidationError({"stage": ["Choose a or b."]})
@@ -93,4 +97,6 @@ def dreaming_run_list_view(request):
 @api_view(["POST"])
 @permission_classes([IsAdmin])
 def stage_b_run_view(request):
-    return _run_now(request, stage=DreamingRun.STAGE_B, serializer=StageBRunInput, model=Agent, field="agent")
+    return _run_now(
+        request, stage=DreamingRun.STAGE_B, serializer=StageBRunInput, named=access.agent_named, field="agent"
+    )

@@ -9,8 +9,9 @@ from django.views.decorators.http import require_POST
 
 from curation.dreaming.runs import run_request
 from curation.models import DreamingRun
+from knowledge import access
 from knowledge.errors import Conflict, DomainError
-from knowledge.models import AuditEvent, Channel
+from knowledge.models import AuditEvent
 from knowledge.principals.permissions import admin_required, reviewer_required
 
 
@@ -19,7 +20,7 @@ from knowledge.principals.permissions import admin_required, reviewer_required
 def stage_a_run_page(request, name):
     """Queue a stage A run for the channel and show its progress (the model is never waited
     for inside the request)."""
-    channel = get_object_or_404(Channel, name=name)
+    channel = access.channel_named(name)
     try:
         job = run_request(stage=DreamingRun.STAGE_A, of=channel, actor=request.principal)
     except Conflict as exc:
@@ -32,10 +33,9 @@ def stage_a_run_page(request, name):
 
 
 def _agent_of(request):
-    from knowledge.models import Agent
-
-    name = request.GET.get("agent") or request.POST.get("agent") or request.session.get("owner", "")
-    return Agent.objects.filter(name=name).first() if name else None
+    return access.owner_selected(
+        request.GET.get("agent") or request.POST.get("agent") or request.session.get("owner")
+    )
 
 
 @reviewer_required

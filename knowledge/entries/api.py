@@ -36,7 +36,7 @@ from knowledge.entries.serializers import (
     guide_out,
     relation_out,
 )
-from knowledge.models import Agent, Memory
+from knowledge.models import Memory
 from knowledge.principal import ADMIN
 from knowledge.principals.permissions import IsAgentOrReviewer
 from knowledge.schema import error_response
@@ -296,7 +296,7 @@ def relation_detail(request, entry_id, relation_id):
 @api_view(["GET", "PUT"])
 @permission_classes([IsAgentOrReviewer])
 def guide_detail(request, agent_name):
-    owner = get_object_or_404(Agent, name=agent_name)
+    owner = access.agent_named(agent_name)
     principal = request.user
     if request.method == "GET":
         return Response(guide_out(access.guide_get_for(principal, owner)))

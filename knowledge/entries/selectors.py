@@ -174,7 +174,7 @@ def entry_filters_from(params, principal) -> EntryFilters:
     """EntryFilters from query parameters (API) or GET form fields (console); 400 on bad input."""
     owner = None
     if params.get("owner"):
-        owner = Agent.objects.filter(name=params["owner"]).first()
+        owner = access.owner_selected(params["owner"])
         if owner is None:
             raise Invalid({"owner": [f"No agent named {params['owner']}."]})
     store = params.get("store", "").strip()

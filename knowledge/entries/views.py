@@ -38,11 +38,6 @@ from knowledge.principals.permissions import reviewer_required
 EDIT = "knowledge/entries/edit.html"
 
 
-def _session_owner(request) -> Agent | None:
-    name = request.session.get("owner", "")
-    return Agent.objects.filter(name=name).first() if name else None
-
-
 def _form_errors(form, exc: DomainError) -> None:
     """Put a service's refusal on the form: per-field messages where the form has the field."""
     detail = exc.detail
@@ -81,7 +76,7 @@ def knowledge_home(request):
 @reviewer_required
 def entry_list(request):
     principal = request.principal
-    owner = _session_owner(request)
+    owner = access.owner_selected(request.session.get("owner"))
     params = request.GET.copy()
     params["owner"] = owner.name if owner else ""
     error = ""
@@ -133,7 +128,7 @@ def _guide_form(guide, data=None):
 @reviewer_required
 def guide_edit(request, agent_name):
     """The curation guide card (GET), and its edit (POST, admins only)."""
-    owner = get_object_or_404(Agent, name=agent_name)
+    owner = access.agent_named(agent_name)
     guide = CurationGuide.for_owner(owner)
     form = _guide_form(guide)
     saved = False
@@ -209,7 +204,7 @@ def _flat_errors(form) -> list[str]:
 
 @reviewer_required
 def entry_create(request):
-    owner = _session_owner(request)
+    owner = access.owner_selected(request.session.get("owner"))
     form = EntryCreateForm(initial={"owner": owner.name if owner else None, "scope": "shared"})
     if request.method == "POST":
         form = EntryCreateForm(request.POST)

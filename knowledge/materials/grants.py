@@ -6,8 +6,8 @@ from django.db import transaction
 
 from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Conflict, Invalid, NotFound
-from knowledge.models import Agent, ConnectorGrant, Integration
+from knowledge.errors import Conflict, NotFound
+from knowledge.models import ConnectorGrant
 from knowledge.principal import ADMIN, Principal
 
 
@@ -20,15 +20,7 @@ def connector_grant_add(*, actor: Principal, integration: str, agent: str, scope
     (agent/self, shared, private:<person>, channel:<channel>)."""
     access.require_role(actor, ADMIN, "Only admins grant integrations a store.")
     store = access.parse_scope(scope)
-    errors = {}
-    integration_row = Integration.objects.filter(name=integration).first()
-    if integration_row is None:
-        errors["integration"] = [f"There is no integration named {integration}."]
-    agent_row = Agent.objects.filter(name=agent).first()
-    if agent_row is None:
-        errors["agent"] = [f"There is no agent named {agent}."]
-    if errors:
-        raise Invalid(errors)
+    integration_row, agent_row = access.grant_target(integration=integration, agent=agent)
     with transaction.atomic():
         if ConnectorGrant.objects.filter(integration=integration_row, agent=agent_row, store=store).exists():
             raise Conflict(f"{integration} may already mirror documents into {agent}'s store {store}.")

@@ -51,7 +51,7 @@ def material_new(request):
     """Ask an agent to learn a source: a file (stored, then learned by a job), pasted text or
     pasted web content (an entry at once; the console opens it)."""
     principal = request.principal
-    agent = Agent.objects.filter(name=request.POST.get("agent", "")).first()
+    agent = access.owner_selected(request.POST.get("agent"))
     try:
         if agent is None:
             raise DomainError("Pick the agent that learns it.")

@@ -2,11 +2,11 @@
 
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from knowledge import access
 from knowledge.errors import DomainError
-from knowledge.models import Agent
 from knowledge.portability.services import agent_export, agent_import
 from knowledge.principals.permissions import admin_required
 
@@ -16,7 +16,7 @@ MAX_FILE_BYTES = 50 * 1024 * 1024
 @admin_required
 @require_GET
 def agent_export_file(request, name):
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     lines = agent_export(actor=request.principal, agent=agent)
     response = HttpResponse("".join(lines), content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{agent.name}.brain.jsonl"'

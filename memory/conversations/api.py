@@ -3,13 +3,13 @@
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
-from knowledge.models import Channel, Conversation
+from knowledge.models import Conversation
 from knowledge.principal import Principal
 from knowledge.principals.permissions import (
     IsAgentIntegrationOrAdmin,
@@ -64,11 +64,7 @@ def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], 
     (400) and take the principal's posts (`can_post_message`, 403). Returns one row per message
     (`id`, `channel`, `external_id`, `duplicate`) and the ingestion result. The API and the MCP
     server both post through here."""
-    names = {i["channel"] for i in items}
-    channels = {c.name: c for c in Channel.objects.filter(name__in=names).select_related("person")}
-    unknown = sorted(names - set(channels))
-    if unknown:
-        raise ValidationError({"channel": [f"Unknown channel(s): {', '.join(unknown)}."]})
+    channels = access.channels_named(i["channel"] for i in items)
     for channel in channels.values():
         if not can_post_message(principal, channel):
             raise PermissionDenied(f"You take no part in channel {channel.name}.")

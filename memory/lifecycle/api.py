@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.limits import MAX_PAGE
-from knowledge.models import Agent, Memory
+from knowledge.models import Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
 from knowledge.replica import safe_only
 from knowledge.schema import error_response
@@ -325,6 +325,6 @@ def run_finish(request, run_id: str):
         if data.get("agent", owner.name) != owner.name:
             raise PermissionDenied("An agent may finish only its own runs.")
     elif "agent" in data:
-        owner = get_object_or_404(Agent, name=data["agent"])
+        owner = access.agent_named(data["agent"])
     ids = expiry.memory_clear_working(actor=principal, run_id=run_id, owner=owner)
     return Response({"run_id": run_id, "cleared": len(ids), "memory_ids": ids})

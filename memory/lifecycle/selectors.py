@@ -381,11 +381,10 @@ def conflicts_in_force(
     may read. `owner` keeps groups that involve that agent."""
     owner_id = None
     if owner:
-        from knowledge.models import Agent
-
-        owner_id = Agent.objects.filter(name=owner).values_list("pk", flat=True).first()
-        if owner_id is None:
+        owner_row = access.owner_selected(owner)
+        if owner_row is None:
             return []
+        owner_id = owner_row.pk
     pairs = conflict_pairs(owner_id=owner_id)
     if not pairs:
         return []

@@ -125,7 +125,7 @@ class ExperienceToolIn(ExperienceIn):
 
 def experience_add_tool(principal: Principal, args: dict) -> dict:
     v = validated(ExperienceToolIn, args)
-    skill = skill_selectors.skill_get(v.pop("skill"))
+    skill = access.skill_named(v.pop("skill"))
     return experience_add_for(principal, principal.agent, skill, v)
 
 

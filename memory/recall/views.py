@@ -67,18 +67,17 @@ def playground(request):
     }
     if form["q"] and form["agent"]:
         try:
-            agent = Agent.objects.filter(name=form["agent"]).first()
-            if agent is None:
-                raise Invalid({"agent": ["Unknown agent."]})
-            conversation = channel = None
+            # A conversation names its channel; the channel field counts only without one.
+            named = access.scope_for(
+                request.principal,
+                agent=form["agent"],
+                channel=None if form["conversation"] else form["channel"] or None,
+            )
+            agent, channel, conversation = named.agent, named.channel, None
             if form["conversation"]:
                 conversation = Conversation.objects.filter(pk=_int(form["conversation"], 0, 0, 2**62)).first()
                 if conversation is None:
                     raise Invalid({"conversation": ["Unknown conversation."]})
-            elif form["channel"]:
-                channel = Channel.objects.filter(name=form["channel"]).select_related("person").first()
-                if channel is None:
-                    raise Invalid({"channel": ["Unknown channel."]})
             now = None
             if form["now"]:
                 try:
@@ -156,7 +155,7 @@ def browse(request, kind, pk):
 def memo_edit(request, name):
     """The pinned memo of one agent: everyone with a role sees it and its budget; admins edit it.
     `preview` (htmx, while typing) only recounts tokens."""
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     memo = memo_for(agent)
     text = memo.text
     if request.method == "POST":

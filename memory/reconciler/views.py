@@ -1,9 +1,9 @@
 """Console: "Reconcile now" for one agent (reviewers and admins), and the agent page's panel."""
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 
-from knowledge.models import Agent
+from knowledge import access
 from knowledge.principals.permissions import reviewer_required
 from memory.consolidation import PlanConflict
 from memory.reconciler.selectors import last_run, reconciler_due
@@ -15,7 +15,7 @@ def reconcile_now(request, name):
     then back to the agent page (or the panel, for htmx)."""
     from memory.reconciler.api import reconcile_enqueue
 
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     job_context = {}  # the queued pass, shown in the panel and polled until done
     if request.method == "POST":
         try:

@@ -4,7 +4,6 @@ memory.recall.skills), the Skill experience summary, task outcomes, overlays ove
 
 from django.db.models import Count, Q
 
-from knowledge.errors import NotFound
 from knowledge.models import Agent, AgentSkill, Memory, Skill, TaskOutcome
 from knowledge.tokens import count_tokens
 from memory.recall.skills import lesson_tokens, overlay_budget_tokens, render_skill
@@ -12,13 +11,6 @@ from memory.recall.skills import lesson_tokens, overlay_budget_tokens, render_sk
 
 def skill_list():
     return Skill.objects.all().order_by("name")
-
-
-def skill_get(name: str) -> Skill:
-    skill = Skill.objects.filter(name=name).first()
-    if skill is None:
-        raise NotFound(f"There is no skill named {name}.", skill=name)
-    return skill
 
 
 def agent_skills(agent: Agent) -> list[AgentSkill]:

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from knowledge import access
 from knowledge.errors import DomainError
-from knowledge.models import Agent, AgentSkill, Memory
+from knowledge.models import AgentSkill, Memory
 from knowledge.principal import ADMIN
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.web import error_text
@@ -17,14 +17,9 @@ from memory.skills import selectors, services
 from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, SkillForm
 
 
-def _owner(request) -> Agent | None:
-    name = request.session.get("owner", "")
-    return Agent.objects.filter(name=name).first() if name else None
-
-
 @reviewer_required
 def experience_tab(request):
-    owner = _owner(request)
+    owner = access.owner_selected(request.session.get("owner"))
     rows = selectors.experience_summary(owner=owner)
     return render(request, "memory/skills/experience.html", {"tab": "skills", "owner": owner, "rows": rows})
 
@@ -50,7 +45,7 @@ def skill_library(request):
 
 @reviewer_required
 def skill_edit(request, name):
-    skill = get_object_or_404(selectors.skill_list(), name=name)
+    skill = access.skill_named(name)
     form = SkillEditForm(
         initial={"title": skill.title, "instructions": skill.instructions, "version": skill.version}
     )
@@ -81,7 +76,7 @@ def skill_edit(request, name):
 
 @reviewer_required
 def agent_skills(request, name):
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     enabled = {link.skill_id: link for link in selectors.agent_skills(agent)}
     sizes = selectors.overlay_sizes(owner=agent)
     rows = [
@@ -99,8 +94,8 @@ def agent_skills(request, name):
 @admin_required
 @require_POST
 def skill_toggle(request, name, skill):
-    agent = get_object_or_404(Agent, name=name)
-    skill_obj = get_object_or_404(selectors.skill_list(), name=skill)
+    agent = access.agent_named(name)
+    skill_obj = access.skill_named(skill)
     enabled = request.POST.get("enabled") == "1"
     services.skill_enable(actor=request.principal, agent=agent, skill=skill_obj, enabled=enabled)
     messages.success(request, f"{skill_obj.name} is {'enabled' if enabled else 'disabled'} for {agent.name}.")
@@ -124,8 +119,8 @@ def _overlay_context(agent, skill, **extra) -> dict:
 
 @reviewer_required
 def overlay_edit(request, name, skill):
-    agent = get_object_or_404(Agent, name=name)
-    skill_obj = get_object_or_404(selectors.skill_list(), name=skill)
+    agent = access.agent_named(name)
+    skill_obj = access.skill_named(skill)
     return render(request, "memory/skills/overlay.html", _overlay_context(agent, skill_obj))
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from knowledge import access
 from knowledge.errors import DomainError
-from knowledge.models import Agent
 from knowledge.web import error_text
 from memory.imports.mem0 import BadFile, mem0_import, mem0_parse
 
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file, agent, scope, **options):
-        owner = Agent.objects.filter(name=agent).first()
+        owner = access.owner_selected(agent)
         if owner is None:
             raise CommandError(f"There is no agent named {agent}.")
         try:
