@@ -21,7 +21,8 @@ from knowledge.embeddings import embedder as embeddings
 from knowledge.embeddings.backlog import coverage
 from knowledge.llm.profiles import DEFAULT, LIGHT, model_availability
 from knowledge.materials.selectors import materials_alerts, materials_status
-from knowledge.models import Agent, Channel, Conversation, Episode, Heartbeat, Message, PinnedMemo
+from knowledge.models import Agent, Channel, Conversation, Episode, Message, PinnedMemo
+from knowledge.principals.selectors import worker_beat
 from knowledge.replica import replica_configured, replica_lag_seconds
 from knowledge.tokens import count_tokens
 from memory.lifecycle.selectors import conflicts_alerts, conflicts_status
@@ -91,7 +92,7 @@ def recall_status() -> dict:
     except embeddings.EmbeddingError as exc:
         config, config_error = {"backend": "invalid"}, str(exc)
     cover = coverage() if not config_error else {}
-    beat = Heartbeat.objects.filter(name="worker").values_list("beat_at", flat=True).first()
+    beat = worker_beat()
     memos = []
     budget = memo_budget_tokens()
     for memo in PinnedMemo.objects.select_related("agent").order_by("agent__name"):

@@ -9,10 +9,7 @@ class AgentForm(forms.Form):
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
 
     def clean_name(self):
-        name = self.cleaned_data["name"].lower()
-        if Agent.objects.filter(name=name).exists():
-            raise forms.ValidationError("An agent with this name already exists.")
-        return name
+        return self.cleaned_data["name"].lower()  # whether it is taken is agent_create's check
 
 
 class AgentEditForm(forms.Form):

@@ -1,10 +1,15 @@
 """Reads used by more than one view: principals and tokens."""
 
-from knowledge.models import Agent, ApiToken
+from knowledge.models import Agent, ApiToken, Heartbeat
 
 
 def agent_list():
     return Agent.objects.prefetch_related("tokens").order_by("name")
+
+
+def worker_beat():
+    """When the worker last beat (None: never); `knowledge.health` judges it."""
+    return Heartbeat.objects.filter(name="worker").values_list("beat_at", flat=True).first()
 
 
 def token_list_for_agent(agent: Agent):

@@ -101,6 +101,14 @@ def integration_create(*, actor: Principal, name: str) -> Integration:
     return integration
 
 
+def integration_get_or_create(*, actor: Principal, name: str) -> Integration:
+    """The integration with this name, created (and audited) if unknown: a token made for a new
+    integration names it."""
+    with transaction.atomic():
+        integration = Integration.objects.filter(name=name).first()
+        return integration or integration_create(actor=actor, name=name)
+
+
 def person_get_or_create(*, actor: Principal, name: str, display_name: str = "") -> Person:
     """The person with this name, created (and audited) if unknown."""
     with transaction.atomic():

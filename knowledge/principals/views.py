@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import access, health
 from knowledge.errors import Invalid
-from knowledge.models import Agent, ApiToken, Heartbeat, Integration
+from knowledge.models import Agent, ApiToken, Integration
 from knowledge.principal import ADMIN, held_role
 from knowledge.principals import selectors, services
 from knowledge.principals.forms import AgentEditForm, AgentForm, PersonCreateForm, RoleForm, TokenCreateForm
@@ -40,7 +40,7 @@ def healthz(request):
             cursor.execute("SELECT 1")
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-        beat = Heartbeat.objects.filter(name="worker").values_list("beat_at", flat=True).first()
+        beat = selectors.worker_beat()
     except DatabaseError as exc:
         body.update(status="error", database_reachable=False, error=str(exc).splitlines()[0][:200])
         return JsonResponse(body, status=503)
@@ -85,7 +85,7 @@ def safe_next(request, target: str | None, default: str = "home") -> str:
 def owner_select(request):
     """Remember the owner-principal selector in the session; every Knowledge tab reads it."""
     name = request.POST.get("owner", "")
-    if name and not Agent.objects.filter(name=name).exists():
+    if name and access.owner_selected(name) is None:
         return HttpResponseBadRequest("Unknown agent.")
     request.session["owner"] = name
     return redirect(safe_next(request, request.POST.get("next")))
@@ -100,9 +100,13 @@ def agent_list(request):
             return redirect("agent-list")
         form = AgentForm(request.POST)
         if form.is_valid():
-            agent = services.agent_create(actor=request.principal, **form.cleaned_data)
-            messages.success(request, f"Agent {agent.name} created.")
-            return redirect("agent-detail", name=agent.name)
+            try:
+                agent = services.agent_create(actor=request.principal, **form.cleaned_data)
+            except Invalid as exc:  # the name is taken
+                form.add_error(None, error_text(exc))
+            else:
+                messages.success(request, f"Agent {agent.name} created.")
+                return redirect("agent-detail", name=agent.name)
     return render(
         request, "knowledge/principals/agent_list.html", {"agents": selectors.agent_list(), "form": form}
     )
@@ -110,7 +114,7 @@ def agent_list(request):
 
 @reviewer_required
 def agent_detail(request, name):
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     form = AgentEditForm(initial={"trusted": agent.trusted, "instructions": agent.instructions})
     if request.method == "POST":
         if not access.has_role(request.principal, ADMIN):
@@ -128,7 +132,7 @@ def agent_detail(request, name):
 @admin_required
 @require_POST
 def agent_token_create(request, name):
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     raw = services.token_create(
         actor=request.principal, agent=agent, label=request.POST.get("label", "")[:100]
     )
@@ -147,7 +151,7 @@ def agent_token_create(request, name):
 @admin_required
 @require_POST
 def agent_token_revoke(request, name, token_id):
-    agent = get_object_or_404(Agent, name=name)
+    agent = access.agent_named(name)
     token = get_object_or_404(ApiToken, pk=token_id, agent=agent)
     services.token_revoke(actor=request.principal, token_id=token.pk)
     if request.htmx:
@@ -265,9 +269,9 @@ def tokens_page(request):
             if data["kind"] == "agent":
                 owner["agent"] = data["agent"]
             else:
-                owner["integration"] = Integration.objects.filter(
-                    name=data["integration"]
-                ).first() or services.integration_create(actor=request.principal, name=data["integration"])
+                owner["integration"] = services.integration_get_or_create(
+                    actor=request.principal, name=data["integration"]
+                )
             raw = services.token_create(actor=request.principal, label=data["label"], **owner)
     except Invalid as exc:
         form.add_error(None, error_text(exc))
