@@ -59,7 +59,7 @@ def datasets(request):
 @api_view(["GET", "PUT", "DELETE"])
 @permission_classes([IsAdmin])
 def dataset_detail(request, name):
-    dataset = get_object_or_404(EvalDataset, name=name)
+    dataset = eval_datasets.dataset_named(name)
     if request.method == "GET":
         return Response(dataset_out(dataset))
     if request.method == "DELETE":

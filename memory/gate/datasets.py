@@ -6,7 +6,7 @@ import re
 from django.db import transaction
 
 from knowledge.audit.services import audit_record, snapshot
-from knowledge.errors import Invalid
+from knowledge.errors import Invalid, NotFound
 from memory.gate.services import gate_cache_clear
 from memory.models import EvalDataset
 
@@ -14,6 +14,15 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 EXPECT_KEYS = ("contains", "regex", "excludes")
 MAX_CASES = 500
 MAX_TEXT = 20_000
+
+
+def dataset_named(name: str) -> EvalDataset:
+    """The eval dataset a URL names; NotFound (404) when there is none. (Datasets are memory's
+    rows, so their name is resolved here rather than in knowledge/names.py.)"""
+    dataset = EvalDataset.objects.filter(name=name).first()
+    if dataset is None:
+        raise NotFound("No EvalDataset matches the given query.")
+    return dataset
 
 
 def normalise_case(raw, index: int) -> dict:

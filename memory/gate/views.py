@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import access
@@ -88,7 +88,7 @@ def dataset_list(request):
 
 @admin_required
 def dataset_edit(request, name):
-    dataset = get_object_or_404(EvalDataset, name=name)
+    dataset = eval_datasets.dataset_named(name)
     text = eval_datasets.cases_to_jsonl(dataset.cases)
     if request.method == "POST":
         if request.POST.get("action") == "delete":
@@ -122,7 +122,7 @@ def dataset_edit(request, name):
 @admin_required
 @require_GET
 def dataset_export(request, name):
-    dataset = get_object_or_404(EvalDataset, name=name)
+    dataset = eval_datasets.dataset_named(name)
     response = HttpResponse(eval_datasets.cases_to_jsonl(dataset.cases), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{dataset.name}.jsonl"'
     return response
