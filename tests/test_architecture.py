@@ -628,3 +628,71 @@ def test_the_layer_checks_catch_a_planted_upward_import(tmp_path):
     assert len(knots) == 1 and knots[0].startswith("memory.high ⇄ memory.low\n")
     assert "memory.low → memory.high (memory/low/a.py:2)" in knots[0]
     assert _package_knots(edges, allowed={"memory.low → memory.high"}) == []
+
+
+# Where a request's names arrive: these modules turn a name into a row only through
+# knowledge/names.py (re-exported by knowledge/access.py) or an access `*_get_for`, so an unknown
+# name gets one answer and visibility is decided once. A lookup by name of their own is a second
+# resolver.
+NAME_EDGE_MODULES = ("views.py", "api.py", "serializers.py", "forms.py")
+
+
+def _where_names_arrive(rel):
+    return rel.rpartition("/")[2] in NAME_EDGE_MODULES or rel.startswith("memory/mcp/")
+
+
+def _by_name(call):
+    return any(k.arg == "name" or (k.arg or "").startswith("name__") for k in call.keywords)
+
+
+def name_lookups(rel, tree):
+    """Where a view, API view, serializer, form or MCP tool module looks a row up by name itself:
+    `….filter/get/exclude(name=…)` (or `name__in=…`, any `name__` lookup) on a manager or
+    queryset, or `get_object_or_404(…, name=…)`."""
+    if not _where_names_arrive(rel):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _by_name(node)):
+            continue
+        called = _raised_name(node.func)
+        if called in ("get_object_or_404", "get_list_or_404"):
+            found.append(f"{rel}:{node.lineno} {called}(…, name=…)")
+        elif isinstance(node.func, ast.Attribute) and called in ("filter", "get", "exclude"):
+            found.append(f"{rel}:{node.lineno} .{called}(name=…)")
+    return found
+
+
+def test_names_resolve_in_names_or_access_only():
+    found = [v for rel, path in _modules() for v in name_lookups(rel, _tree(path))]
+    assert found == [], (
+        "resolve the name through knowledge/names.py (access.agent_named, access.owner_selected, "
+        "access.scope_for …) or an access *_get_for:\n" + "\n".join(found)
+    )
+
+
+def test_the_name_check_sees_a_lookup_by_name_at_the_edge(tmp_path):
+    planted = {
+        "memory/skills/views.py": (
+            "from knowledge.models import Agent\n\ndef f(request, x):\n"
+            "    return Agent.objects.filter(name=x).first()\n"
+        ),
+        "memory/reconciler/api.py": (
+            "from django.shortcuts import get_object_or_404\nfrom knowledge.models import Agent\n\n"
+            "def f(request, n):\n    return get_object_or_404(Agent, name=n)\n"
+        ),
+        "memory/mcp/tools.py": (
+            "from knowledge.models import Channel\n\ndef f(names):\n"
+            "    return Channel.objects.select_related('person').filter(name__in=names)\n"
+        ),
+        "knowledge/principals/forms.py": (
+            "from knowledge.models import Agent\n\ndef f(name):\n    return Agent.objects.get(name=name)\n"
+        ),
+    }
+    for rel, source in planted.items():
+        assert name_lookups(*_planted(tmp_path, rel, source)), rel
+    # names.py, access.py and services resolve names; the edge may filter by a related name.
+    for rel in ("knowledge/names.py", "knowledge/access.py", "memory/skills/services.py"):
+        assert name_lookups(*_planted(tmp_path, rel, planted["memory/skills/views.py"])) == [], rel
+    related = "def f(qs, owner):\n    return qs.filter(owner__name=owner)\n"
+    assert name_lookups(*_planted(tmp_path, "knowledge/materials/views.py", related)) == []
