@@ -4,10 +4,16 @@ list, or `{"results": [...]}`), or the same items one per line (JSON Lines).
 
 Each item is one Mem0 memory: `id`, `memory` (the text), the `user_id` / `agent_id` / `run_id`
 (and `actor_id`, `role`) it belongs to, `metadata`, `categories`, `hash`, `created_at`,
-`updated_at`. It becomes one Brain memory of the named agent through the normal write path,
-batched (`memory_write_many` as the agent: an untrusted agent's imports wait for review), citing
+`updated_at`. It becomes one Brain memory through the normal write path, batched
+(`memory_write_many`, route `import`: an untrusted agent's imports wait for review), citing
 `{"kind": "record", "ref": "mem0:<id>"}`, in category `mem0`, with Mem0's fields kept in its
 `value` and `valid_from` set to Mem0's `created_at`.
+
+Whose memory it is stays apart: a memory with a `user_id` lands in the private store of that
+person (`private:<person>`, the person matched by name or created; `mapping` renames Mem0 user
+ids that are not person names), one with an `agent_id` naming a Brain agent is that agent's, and
+the rest land in the import's scope (the agent's own store by default). `mem0_plan` says where
+each memory would land before anything is written (the command's `--dry-run`).
 
 `mem0_parse` checks the whole file first and names the first bad line or item (nothing is
 written then); `mem0_import` checks every memory before it writes the first, then writes them a
@@ -16,23 +22,28 @@ source), so a re-run imports nothing twice and an interrupted one carries on."""
 
 import datetime
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.utils.dateparse import parse_datetime
 
 from knowledge import access
-from knowledge.errors import Invalid
-from knowledge.models import Agent, Memory, MemorySource
+from knowledge.errors import DomainError, Invalid
+from knowledge.models import Agent, Memory, MemorySource, Person
 from knowledge.principal import Principal
+from knowledge.principals.services import person_get_or_create
 from knowledge.web import error_text
+from memory.lifecycle.activation_hooks import IMPORT
 from memory.lifecycle.bulk import CHUNK, ItemRefused, memory_write_many
+from memory.lifecycle.write import memory_write_check
 
 SOURCE_PREFIX = "mem0:"
 CATEGORY = "mem0"
 IDS = ("user_id", "agent_id", "run_id", "actor_id", "role")
 KEPT = (*IDS, "metadata", "categories", "hash", "app_id", "created_at", "updated_at")
 MAX_ID = 300 - len(SOURCE_PREFIX)  # a source ref holds at most 300 characters
+PERSON_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")  # what a Person's name may be (a slug)
 
 
 class BadFile(ValueError):
@@ -46,6 +57,27 @@ class Mem0Memory:
     created_at: datetime.datetime | None
     value: dict
 
+    @property
+    def user_id(self) -> str | None:
+        return self.value.get("mem0", {}).get("user_id")
+
+    @property
+    def agent_id(self) -> str | None:
+        return self.value.get("mem0", {}).get("agent_id")
+
+
+@dataclass
+class Landing:
+    """Where some memories of an import land: an owner agent's store (and the person of a
+    private store, `new` when the import creates it)."""
+
+    owner: Agent
+    store: str
+    person: str = ""
+    new: bool = False
+    memories: list = field(default_factory=list)
+    already: int = 0  # imported by an earlier run (left where they are)
+
 
 @dataclass
 class ImportResult:
@@ -54,6 +86,7 @@ class ImportResult:
     skipped: int = 0  # already in Brain from an earlier run
     duplicates: int = 0  # said exactly what a live memory of the agent says: answered with it
     ids: list[int] = field(default_factory=list)
+    landings: list[Landing] = field(default_factory=list)
 
 
 def _items(raw: str) -> list[tuple[str, object]]:
@@ -140,6 +173,11 @@ def mem0_parse(raw: str) -> list[Mem0Memory]:
 
 
 def already_imported(agent: Agent, ids: list[str]) -> set[str]:
+    return set(imported_where(agent, ids))
+
+
+def imported_where(agent: Agent, ids: list[str]) -> dict[str, str]:
+    """The store each of these Mem0 ids already landed in, among `agent`'s memories."""
     # Two lookups by index, not one join: planned with statistics from before the agent had
     # memories, the join read all of them once per source (1.5 s for a re-run of 1,000).
     cited = list(
@@ -147,12 +185,53 @@ def already_imported(agent: Agent, ids: list[str]) -> set[str]:
             "memory_id", "ref"
         )
     )
-    own = set(
-        Memory.objects.filter(pk__in={memory for memory, _ in cited}, owner=agent).values_list(
-            "pk", flat=True
-        )
+    own = dict(
+        Memory.objects.filter(pk__in={memory for memory, _ in cited}, owner=agent).values_list("pk", "store")
     )
-    return {ref[len(SOURCE_PREFIX) :] for memory, ref in cited if memory in own}
+    return {ref[len(SOURCE_PREFIX) :]: own[memory] for memory, ref in cited if memory in own}
+
+
+def mem0_plan(
+    *, agent: Agent, memories: list[Mem0Memory], scope: str = "agent", mapping: dict | None = None
+) -> list[Landing]:
+    """Where each memory lands (nothing is written): by its `user_id` the person's private store
+    of its agent (`mapping` renames user ids; a name that cannot be a person's is Invalid, saying
+    to map it), by its `agent_id` that Brain agent where one exists, else `scope`. Memories an
+    earlier run imported are counted where they are and left there."""
+    mapping = mapping or {}
+    default_owner, default_store, _, _ = access.write_target(
+        Principal.system("import_mem0"), scope=scope, agent=agent.name
+    )
+    agents = {a.name: a for a in Agent.objects.filter(name__in={m.agent_id for m in memories if m.agent_id})}
+    people = set(
+        Person.objects.filter(
+            name__in={mapping.get(m.user_id, m.user_id) for m in memories if m.user_id}
+        ).values_list("name", flat=True)
+    )
+    landings: dict[tuple, Landing] = {}
+    errors = {}
+    for memory in memories:
+        owner = agents.get(memory.agent_id, default_owner)
+        store, person = (default_store if owner == default_owner else access.SELF), ""
+        if memory.user_id:
+            person = mapping.get(memory.user_id, memory.user_id)
+            if not PERSON_NAME.match(person):
+                errors[f"{SOURCE_PREFIX}{memory.id}"] = [
+                    f"user_id {memory.user_id!r} is not a person's name; map it with --map {memory.user_id}=<person>."
+                ]
+                continue
+            store = f"private:{person}"
+        landing = landings.setdefault(
+            (owner.pk, store), Landing(owner, store, person, bool(person) and person not in people)
+        )
+        landing.memories.append(memory)
+    if errors:
+        raise Invalid(errors)
+    for landing in landings.values():
+        where = imported_where(landing.owner, [m.id for m in landing.memories])
+        landing.already = len(where)
+        landing.memories = [m for m in landing.memories if m.id not in where]
+    return list(landings.values())
 
 
 def mem0_import(
@@ -160,42 +239,66 @@ def mem0_import(
     agent: Agent,
     memories: list[Mem0Memory],
     scope: str = "agent",
+    mapping: dict | None = None,
+    actor: Principal | None = None,
     progress: Callable[[int, int], None] | None = None,
     chunk: int = CHUNK,
 ) -> ImportResult:
-    """Write each memory the agent does not have yet, as the agent, through the normal write
-    path batched (memory_write_many: the same checks, duplicate rule, activation and audit event
-    per memory), `chunk` memories per transaction. Every memory is checked before the first is
-    written: a refused one (the store, a text too long) raises Invalid naming its Mem0 id and
-    nothing is written."""
-    actor = Principal.for_agent(agent)
-    owner, store, _, _ = access.write_target(actor, scope=scope)
-    result = ImportResult()
-    done = already_imported(agent, [m.id for m in memories])
-    todo = [m for m in memories if m.id not in done]
-    result.skipped = len(memories) - len(todo)
-    try:
-        rows = memory_write_many(
-            actor=actor,
-            owner=owner,
-            store=store,
-            items=[_item(m) for m in todo],
-            chunk=chunk,
-            progress=progress and (lambda n, _: progress(result.skipped + n, len(memories))),
-        )
-    except ItemRefused as exc:
-        bad = todo[exc.index]
-        raise Invalid({f"{SOURCE_PREFIX}{bad.id}": [error_text(exc.error, fields=True)]}) from None
-    if progress and not todo:
-        progress(len(memories), len(memories))
-    for row in rows:
-        if getattr(row, "duplicate_of", None):
-            result.duplicates += 1
-            continue
-        result.imported += 1
-        result.queued += row.status == Memory.QUEUED
-        result.ids.append(row.pk)
+    """Write each memory not imported yet where mem0_plan lands it, through the normal write path
+    batched (memory_write_many, route `import`: the same checks, duplicate rule, activation and
+    audit event per memory; an untrusted agent's memories wait for review), `chunk` memories per
+    transaction. `actor` is who imports (an admin; the command's system principal): the
+    memories are authored by it, their Mem0 origin kept as their record source. Every memory of
+    every landing is checked before the first is written: a refused one raises Invalid naming
+    its Mem0 id and nothing is written; the people the plan creates are created only then."""
+    actor = actor or Principal.system("import_mem0")
+    landings = mem0_plan(agent=agent, memories=memories, scope=scope, mapping=mapping)
+    result = ImportResult(landings=landings, skipped=sum(landing.already for landing in landings))
+    for landing in landings:
+        for memory in landing.memories:
+            try:
+                memory_write_check(actor=actor, owner=landing.owner, store=landing.store, **_checked(memory))
+            except DomainError as exc:
+                raise Invalid({f"{SOURCE_PREFIX}{memory.id}": [error_text(exc, fields=True)]}) from None
+    total, done = len(memories), result.skipped
+    for landing in landings:
+        if landing.new and landing.memories:
+            person_get_or_create(actor=actor, name=landing.person)
+        start = done
+        try:
+            rows = memory_write_many(
+                actor=actor,
+                owner=landing.owner,
+                store=landing.store,
+                items=[_item(m) for m in landing.memories],
+                route=IMPORT,
+                chunk=chunk,
+                progress=progress and (lambda n, _, start=start: progress(start + n, total)),
+            )
+        except ItemRefused as exc:
+            bad = landing.memories[exc.index]
+            raise Invalid({f"{SOURCE_PREFIX}{bad.id}": [error_text(exc.error, fields=True)]}) from None
+        done += len(landing.memories)
+        for row in rows:
+            if getattr(row, "duplicate_of", None):
+                result.duplicates += 1
+                continue
+            result.imported += 1
+            result.queued += row.status == Memory.QUEUED
+            result.ids.append(row.pk)
+    if progress and done == result.skipped:
+        progress(total, total)
     return result
+
+
+def _checked(memory: Mem0Memory) -> dict:
+    item = _item(memory)
+    return {
+        "text": item["text"],
+        "value": item["value"],
+        "valid_from": item["valid_from"],
+        "sources": item["sources"],
+    }
 
 
 def _item(memory: Mem0Memory) -> dict:

@@ -19,7 +19,8 @@ from knowledge.settings_store import setting_get
 from memory.gate import services as gate
 
 API_WRITE, DISTILLER, DREAMING, REVIEW = "api_write", "distiller", "dreaming", "review"
-ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW, ENTRY_BLOCK)
+IMPORT = "import"  # an admin's import into an agent's memory (manage.py import_mem0)
+ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW, ENTRY_BLOCK, IMPORT)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def gate_checks_stored_memory() -> bool:
 def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
     """Whether a memory arriving by `route` goes into force without a review:
     a trusted agent's API write, a write by a reviewer or admin, Dreaming stage B, a reviewer's
-    approval, the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on, and an entry block by the
+    approval, an import into a trusted agent's memory, the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on, and an entry block by the
     base layer's rule (people and trusted agents)."""
     if route in (REVIEW, DREAMING):
         return True
@@ -64,4 +65,6 @@ def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
         if actor.is_agent:
             return bool(actor.agent.trusted)
         return actor.is_reviewer
+    if route == IMPORT:  # what the agent would write itself: a trusted agent's goes active
+        return bool(memory.owner.trusted)
     raise ValueError(f"unknown activation route {route!r}")

@@ -94,7 +94,7 @@ def memory_write_many(
         except DomainError as exc:
             raise ItemRefused(index, exc) from None
         answers = duplicate_answers(
-            actor=actor, supersedes=fields.get("supersedes"), attach=fields.get("attach")
+            actor=actor, supersedes=fields.get("supersedes"), attach=fields.get("attach"), route=route
         )
         writes.append(_Write(index, fields, sources, answers))
 

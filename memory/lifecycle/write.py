@@ -20,7 +20,7 @@ from knowledge.memories.rows import memory_content_errors, memory_row_new, memor
 from knowledge.models import Agent, Conversation, Memory
 from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
-from memory.lifecycle.activation_hooks import API_WRITE
+from memory.lifecycle.activation_hooks import API_WRITE, IMPORT
 from memory.lifecycle.common import QUEUE_NEW, memory_lock
 from memory.lifecycle.conflicts import MemoryConflict, policy_violation_record
 from memory.lifecycle.duplicates import exact_duplicate_for_write
@@ -140,11 +140,14 @@ def memory_write_check(
     return text
 
 
-def duplicate_answers(*, actor: Principal, supersedes: Memory | None, attach: dict | None) -> bool:
-    """Whether an exact duplicate answers this write: an agent repeating what a live memory
-    already says gets that memory back, never stored twice (the answer carries `duplicate_of`).
-    A write that supersedes or attaches to something is its own."""
-    return actor.is_agent and supersedes is None and not attach
+def duplicate_answers(
+    *, actor: Principal, supersedes: Memory | None, attach: dict | None, route: str = API_WRITE
+) -> bool:
+    """Whether an exact duplicate answers this write: an agent (or an import into an agent's
+    memory) repeating what a live memory already says gets that memory back, never stored twice
+    (the answer carries `duplicate_of`). A write that supersedes or attaches to something is its
+    own."""
+    return (actor.is_agent or route == IMPORT) and supersedes is None and not attach
 
 
 def duplicate_corroborate(*, actor: Principal, memory: Memory, sources: list[dict]) -> Memory:
@@ -263,7 +266,7 @@ def memory_write(
         supersedes=supersedes,
         sources=sources,
     )
-    if duplicate_answers(actor=actor, supersedes=supersedes, attach=attach):
+    if duplicate_answers(actor=actor, supersedes=supersedes, attach=attach, route=route):
         existing = exact_duplicate_for_write(
             owner=owner, store=store, tier=tier, text=text, key=key, value=value
         )

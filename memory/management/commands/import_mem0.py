@@ -1,5 +1,7 @@
 """`manage.py import_mem0 FILE --agent NAME`: bring an agent's memories over from Mem0 (the JSON of
-`Memory.get_all()` or of Mem0's REST export; see memory.imports.mem0). The file is checked whole
+`Memory.get_all()` or of Mem0's REST export; see memory.imports.mem0). Each Mem0 user's memories
+land in that person's private store (`--map` renames user ids; `--dry-run` shows where everything
+would land and writes nothing). The file is checked whole
 first: a bad one writes nothing and the error names its line or item; then every memory is
 checked before the first is written, so a write Brain refuses also leaves nothing behind. The
 memories are written 200 to a transaction (the progress bar moves per chunk). Re-running imports
@@ -13,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from knowledge import access
 from knowledge.errors import DomainError
 from knowledge.web import error_text
-from memory.imports.mem0 import BadFile, mem0_import, mem0_parse
+from memory.imports.mem0 import BadFile, mem0_import, mem0_parse, mem0_plan
 
 
 class Command(BaseCommand):
@@ -23,10 +25,23 @@ class Command(BaseCommand):
         parser.add_argument("file", help="The Mem0 export (JSON, or JSON Lines); - for stdin.")
         parser.add_argument("--agent", required=True, help="The Brain agent the memories belong to.")
         parser.add_argument(
-            "--scope", default="agent", help="The Brain scope to write into (default: the agent's own store)."
+            "--scope",
+            default="agent",
+            help="Where memories without a user_id land (default: the agent's own store).",
+        )
+        parser.add_argument(
+            "--map",
+            action="append",
+            default=[],
+            metavar="USER_ID=PERSON",
+            help="Land a Mem0 user id in this person's private store (repeatable); by default a "
+            "user_id is the person's name.",
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Say where every memory would land; write nothing."
         )
 
-    def handle(self, *args, file, agent, scope, **options):
+    def handle(self, *args, file, agent, scope, map, dry_run, **options):
         owner = access.owner_selected(agent)
         if owner is None:
             raise CommandError(f"There is no agent named {agent}.")
@@ -39,13 +54,31 @@ class Command(BaseCommand):
         except BadFile as exc:
             raise CommandError(f"{file}: {exc} Nothing was imported.")
 
+        mapping = {}
+        for pair in map:
+            user_id, sep, person = pair.partition("=")
+            if not sep or not user_id or not person:
+                raise CommandError(f"--map {pair}: expected USER_ID=PERSON.")
+            mapping[user_id] = person
+
+        if dry_run:
+            try:
+                landings = mem0_plan(agent=owner, memories=memories, scope=scope, mapping=mapping)
+            except DomainError as exc:
+                raise CommandError(f"Refused: {error_text(exc, fields=True)} Nothing would be imported.")
+            self._landings(landings)
+            self.stdout.write("Dry run: nothing was written.")
+            return
         bar = _Bar(self.stderr)
         try:
-            result = mem0_import(agent=owner, memories=memories, scope=scope, progress=bar.show)
+            result = mem0_import(
+                agent=owner, memories=memories, scope=scope, mapping=mapping, progress=bar.show
+            )
         except DomainError as exc:
             bar.end()
             raise CommandError(f"Refused: {error_text(exc, fields=True)} Nothing was imported.")
         bar.end()
+        self._landings(result.landings)
         review = f", {result.queued} waiting for review" if result.queued else ""
         repeats = (
             f"; {result.duplicates} said exactly what a memory of {owner.name} says (not stored twice)"
@@ -56,6 +89,14 @@ class Command(BaseCommand):
             f"Imported {result.imported} of {len(memories)} Mem0 memories for {owner.name}{review}; "
             f"{result.skipped} were already imported{repeats}."
         )
+
+    def _landings(self, landings) -> None:
+        for landing in landings:
+            person = f" (person {landing.person}{', new' if landing.new else ''})" if landing.person else ""
+            already = f", {landing.already} already there (left where they are)" if landing.already else ""
+            self.stdout.write(
+                f"  {landing.owner.name} · {landing.store}{person}: {len(landing.memories)} to import{already}"
+            )
 
 
 class _Bar:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from knowledge.models import AuditEvent, Memory, MemorySource
+from knowledge.models import AuditEvent, Memory, MemorySource, Person
 from memory.imports.mem0 import mem0_parse
+from tests import factory
 
 GET_ALL = Path(__file__).with_name("mem0_get_all.json")
 REST_EXPORT = [
@@ -59,7 +60,8 @@ def test_a_get_all_export_becomes_the_agents_memories_once(world):
     }
     vpn = rows["mem0:7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90"]
     assert vpn.text == "Uses VPN client 5.2.1 on a work laptop"
-    assert vpn.status == Memory.ACTIVE and vpn.store == "self" and vpn.category == "mem0"
+    # Alice's memories land in her private store of the agent (the person is created).
+    assert vpn.status == Memory.ACTIVE and vpn.store == "private:alice" and vpn.category == "mem0"
     assert vpn.sources.get().kind == "record"
     assert vpn.value["mem0"] == {
         "id": "7d2a9e41-1c55-4e0b-8f3a-2b9c6d7e8f90",
@@ -76,7 +78,9 @@ def test_a_get_all_export_becomes_the_agents_memories_once(world):
         "priority": 2,
     }
     # Each write went the normal way, with its audit event.
-    written = AuditEvent.objects.filter(action="memory.written", object_type="memory", actor_name="scribe")
+    written = AuditEvent.objects.filter(
+        action="memory.written", object_type="memory", actor_name="import_mem0"
+    )
     assert sorted(int(i) for e in written for i in e.object_ids) == sorted(m.pk for m in rows.values())
 
     out, _ = _import(GET_ALL)
@@ -161,7 +165,7 @@ def test_a_memory_repeating_another_is_not_stored_twice_and_a_rerun_says_so(worl
         json.dumps(
             [
                 {"id": "a", "memory": "Prefers answers in French"},
-                {"id": "b", "memory": "prefers answers in  French", "user_id": "bob"},
+                {"id": "b", "memory": "prefers answers in  French"},
             ]
         )
     )
@@ -214,3 +218,54 @@ def test_the_api_and_the_row_constructor_hold_the_same_limit(world):
         )
     assert "text" in refused.value.detail
     assert Memory.objects.count() == 0
+
+
+TWO_PEOPLE = [
+    {"id": f"a-{n}", "memory": text, "user_id": "alice"}
+    for n, text in enumerate(["Works in the Berlin office", "Prefers tea", "Has a dog named Rex"])
+] + [
+    {"id": f"b-{n}", "memory": text, "user_id": "bob"}
+    for n, text in enumerate(["Works in the Lisbon office", "Prefers coffee"])
+]
+
+
+def test_a_two_person_migration_keeps_each_persons_memories_apart(world, tmp_path):
+    """Mem0's user_id becomes the person's private store of the agent: in the agent's direct
+    message with Alice, "Where does Alice work?" finds her office and never Bob's."""
+    world.copilot.trusted = True
+    world.copilot.save(update_fields=["trusted"])
+    path = tmp_path / "people.json"
+    path.write_text(json.dumps({"results": TWO_PEOPLE}))
+    out, _ = _import(path, agent="copilot")
+    assert "copilot · private:alice (person alice): 3 to import" in out
+    assert "copilot · private:bob (person bob): 2 to import" in out
+    stores = dict(Memory.objects.filter(owner=world.copilot).values_list("text", "store"))
+    assert stores["Works in the Berlin office"] == "private:alice"
+    assert stores["Works in the Lisbon office"] == "private:bob"
+    conversation = factory.make_conversation(world.copilot, world.dm_alice)
+    found = world.client("copilot").post(
+        "/api/memory/search",
+        {"agent": "copilot", "conversation": conversation.pk, "q": "Where does Alice work? office"},
+        format="json",
+    )
+    texts = " ".join(item.get("text", "") for item in found.json()["results"])
+    assert "Berlin" in texts and "Lisbon" not in texts
+
+
+def test_a_dry_run_says_where_everything_lands_and_writes_nothing(world, tmp_path):
+    path = tmp_path / "people.json"
+    path.write_text(
+        json.dumps(TWO_PEOPLE + [{"id": "x", "memory": "Team standup is at 9", "user_id": "a@b.c"}])
+    )
+    before = (Memory.objects.count(), AuditEvent.objects.count(), Person.objects.count())
+    with pytest.raises(CommandError, match="map it with --map a@b.c=<person>"):
+        _import(path, dry_run=True)
+    out, _ = _import(path, dry_run=True, map=["a@b.c=carol"])
+    assert "scribe · private:carol (person carol, new): 1 to import" in out
+    assert "Dry run: nothing was written." in out
+    assert (Memory.objects.count(), AuditEvent.objects.count(), Person.objects.count()) == before
+    # The real run follows the same plan; a rerun leaves what is there where it is.
+    _import(path, map=["a@b.c=carol"])
+    assert Memory.objects.get(text="Team standup is at 9").store == "private:carol"
+    out, _ = _import(path, map=["a@b.c=carol"])
+    assert "private:carol (person carol): 0 to import, 1 already there (left where they are)" in out

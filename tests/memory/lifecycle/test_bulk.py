@@ -183,4 +183,4 @@ def test_statements_grow_with_chunks_not_memories(world):
     small, large = counts
     assert large < 2 * small, counts  # four times the memories, not four times the statements
     assert large <= 40, counts
-    assert AuditEvent.objects.filter(action="memory.written", actor_name="copilot").count() == 500
+    assert AuditEvent.objects.filter(action="memory.written", actor_name="import_mem0").count() == 500
