@@ -7,7 +7,8 @@ OpenAI's strict mode and the grammar converters of vLLM and llama.cpp all accept
 
 - every object lists all its properties in `required` and has `additionalProperties: false`;
   a property the job's schema leaves optional becomes nullable (`null` means "not given", and
-  `strip_nulls` removes it again before validation);
+  `strip_nulls` removes it again before validation): `anyOf: [X, {"type": "null"}]` where X has
+  items, properties or an enum (llama.cpp's converter drops them from `[X, "null"]`);
 - no string or array bounds (`maxLength`, `minLength`, `maxItems`, `minimum`, …): llama.cpp
   turns each into a repetition in its grammar, and 2000 characters × 20 items gave a grammar
   over its limits that stopped the server; the bounds stay in the job's schema and are checked
@@ -46,17 +47,35 @@ DROPPED_BOUNDS = {
 }
 
 
+# What a grammar converter must keep of a nullable node. llama-cpp-python's converter drops
+# `items`, `properties` and `enum` of a node typed `[X, "null"]` (materials came back as
+# `sources: ["1"]`), and keeps them inside `anyOf: [X, {"type": "null"}]`.
+STRUCTURE = ("items", "properties", "enum")
+
+
 def _nullable(node: dict) -> dict:
-    node = dict(node)
-    if "enum" in node:
-        values = list(node["enum"])
-        node["enum"] = values if None in values else [*values, None]
+    """`node`, also allowing null: a plain scalar as `[type, "null"]`, anything with structure as
+    `anyOf` (see STRUCTURE)."""
+    if "anyOf" in node:
+        options = node["anyOf"]
+        return node if {"type": "null"} in options else {**node, "anyOf": [*options, {"type": "null"}]}
     kind = node.get("type")
-    if kind is None:
-        return node if "enum" in node else {"anyOf": [node, {"type": "null"}]}
-    kinds = kind if isinstance(kind, list) else [kind]
-    node["type"] = kinds if "null" in kinds else [*kinds, "null"]
-    return node
+    kinds = [] if kind is None else kind if isinstance(kind, list) else [kind]
+    if "null" in kinds:
+        return node
+    if kind is None or any(key in node for key in STRUCTURE):
+        return {"anyOf": [node, {"type": "null"}]}
+    return {**node, "type": [*kinds, "null"]}
+
+
+def _structured_null(node: dict) -> dict:
+    """A job schema's own `[X, "null"]` on a node with structure, in the form converters keep."""
+    kind = node.get("type")
+    if not (isinstance(kind, list) and "null" in kind and any(key in node for key in STRUCTURE)):
+        return node
+    rest = [k for k in kind if k != "null"]
+    inner = {**node, "type": rest[0] if len(rest) == 1 else rest}
+    return {"anyOf": [inner, {"type": "null"}]}
 
 
 def portable(schema: dict) -> dict:
@@ -86,7 +105,7 @@ def _walk(node: Any) -> Any:
         out["properties"] = props
         out["required"] = list(props)
         out["additionalProperties"] = False
-    return out
+    return _structured_null(out)
 
 
 def strip_nulls(data: Any, schema: dict) -> Any:

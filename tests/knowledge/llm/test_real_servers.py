@@ -235,3 +235,25 @@ def test_portable_turns_optional_into_nullable_and_drops_bounds():
         "additionalProperties": False,
     }
     assert portable_problems({"type": "object"}) == ["$: a free-form object (no properties)"]
+
+
+def test_nullable_structure_goes_over_the_wire_as_anyof_so_grammars_keep_it():
+    """llama-cpp-python's grammar converter drops items, properties and enum from a node typed
+    [X, "null"] (materials came back as sources ["1"], aliases [["1"], ["2"]]); inside
+    anyOf [X, null] it keeps them. Plain scalars stay [X, "null"]."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "sources": {"type": "array", "items": {"type": "integer"}},
+            "aliases": {"type": ["array", "null"], "items": {"type": "string"}, "maxItems": 5},
+            "kind": {"type": "string", "enum": ["fact", "rule"]},
+            "note": {"type": "string"},
+        },
+        "required": ["aliases"],
+    }
+    wire = portable(schema)["properties"]
+    assert wire["sources"] == {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}
+    assert wire["aliases"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}
+    assert wire["kind"] == {"anyOf": [{"type": "string", "enum": ["fact", "rule"]}, {"type": "null"}]}
+    assert wire["note"] == {"type": ["string", "null"]}
+    assert portable_problems(portable(schema)) == []
