@@ -110,7 +110,7 @@ def profile_resolve(name: str | None = None, *, agent: Agent | None = None) -> P
         settings.BRAIN_MODEL_STRUCTURED_OUTPUT
     )
     structured = setting if setting != "auto" else (state.structured_output if state else "") or "json_schema"
-    context = (row.context_tokens if row else None) or (state.context_tokens if state else None)
+    context = (row.context_tokens if row else None) or (learned_context(state) if state else None)
     return Profile(
         context_tokens=int(context or settings.BRAIN_MODEL_CONTEXT_TOKENS),
         structured_output=structured,
@@ -129,6 +129,21 @@ def profile_resolve(name: str | None = None, *, agent: Agent | None = None) -> P
     )
 
 
+# How long a context size learned from the server (its /v1/models, or a 400 naming it) holds.
+# After that the profile falls back to its setting until the server says again, so a server
+# restarted with a larger context is not held to the old one for good.
+CONTEXT_TTL = datetime.timedelta(hours=1)
+
+
+def learned_context(state: ModelEndpointState) -> int | None:
+    """The context size learned about this endpoint, while it holds (CONTEXT_TTL)."""
+    if state.context_tokens is None:
+        return None
+    if state.context_learned_at is not None and timezone.now() - state.context_learned_at > CONTEXT_TTL:
+        return None
+    return state.context_tokens
+
+
 def endpoint_state(name: str, base_url: str) -> ModelEndpointState | None:
     """What was found out about this profile's endpoint (None when nothing was, or the profile
     now points somewhere else: the findings were about another server)."""
@@ -143,8 +158,11 @@ def endpoint_record(profile: "Profile", **fields) -> None:
     state, _ = ModelEndpointState.objects.get_or_create(profile=profile.name)
     if state.base_url != profile.base_url:  # findings about another server do not carry over
         state.structured_output, state.structured_note, state.context_tokens = "", "", None
+        state.context_learned_at = None
         state.reachable, state.reach_error, state.checked_at = None, "", None
         state.base_url = profile.base_url
+    if "context_tokens" in fields:
+        fields.setdefault("context_learned_at", timezone.now())
     for key, value in fields.items():
         setattr(state, key, value)
     state.save()

@@ -85,6 +85,9 @@ class ModelEndpointState(models.Model):
     structured_output = models.CharField(max_length=20, blank=True)  # what it takes ("" = untried)
     structured_note = models.CharField(max_length=300, blank=True)
     context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # When the context was learned (from /v1/models or a 400): it holds CONTEXT_TTL, then the
+    # server is asked again (a server restarted with a larger context is used as such).
+    context_learned_at = models.DateTimeField(null=True, blank=True)
     reachable = models.BooleanField(null=True)
     reach_error = models.CharField(max_length=300, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True)

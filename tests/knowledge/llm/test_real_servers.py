@@ -257,3 +257,26 @@ def test_nullable_structure_goes_over_the_wire_as_anyof_so_grammars_keep_it():
     assert wire["kind"] == {"anyOf": [{"type": "string", "enum": ["fact", "rule"]}, {"type": "null"}]}
     assert wire["note"] == {"type": ["string", "null"]}
     assert portable_problems(portable(schema)) == []
+
+
+def test_a_context_learned_from_a_refusal_expires_and_a_larger_server_is_used_again(world, model_stub):
+    """A server restarted from 512 to 2,048 tokens: the 512 learned from its 400 holds for a
+    while (no request is sent that it would refuse), then the profile asks the server again."""
+    import datetime
+
+    from knowledge.llm.profiles import CONTEXT_TTL
+
+    model_stub.context_tokens = 512
+    with pytest.raises(ModelUnavailable):
+        model_call(**ask(max_tokens=1000))
+    assert profile_resolve("light").context_tokens == 512
+    model_stub.context_tokens = 2048  # the restart
+    with pytest.raises(ModelPromptTooLong):  # still held to what it learned
+        model_call(**ask(max_tokens=1000))
+    learned = ModelEndpointState.objects.get(profile="light")
+    ModelEndpointState.objects.filter(pk=learned.pk).update(
+        context_learned_at=learned.context_learned_at - CONTEXT_TTL - datetime.timedelta(minutes=1)
+    )
+    assert profile_resolve("light").context_tokens > 512
+    model_stub.reply_json({"text": "fits now"})
+    assert model_call(**ask(max_tokens=1000)).data["text"] == "fits now"
