@@ -1,7 +1,11 @@
 from django import forms
 
-from knowledge.models import Memory
+from knowledge.models import Memory, MemorySource
+from memory.lifecycle.queue import IMPORTS, OLDEST, ORDERS, PAGE_SIZE, PAGE_SIZES, QueueFilter
+from memory.lifecycle.selectors import QUEUE_REASONS
 from memory.lifecycle.serializers import MAX_TEXT
+
+FILTER_FIELDS = ("agent", "store", "category", "reason", "source", "imported", "q")
 
 
 class RejectForm(forms.Form):
@@ -74,3 +78,33 @@ def first_error(form: forms.Form) -> str:
     for errors in form.errors.values():
         return str(errors[0])
     return "Invalid input."
+
+
+class QueueFilterForm(forms.Form):
+    """The review queue's filter, order and page, as its URL carries them. A value that does not
+    parse is dropped (the queue shows everything for that facet) rather than refused: a stale
+    shared link still opens."""
+
+    agent = forms.SlugField(required=False, max_length=64)
+    store = forms.CharField(required=False, max_length=120)
+    category = forms.CharField(required=False, max_length=40)
+    reason = forms.ChoiceField(choices=[("", "")] + [(r, r) for r in QUEUE_REASONS], required=False)
+    source = forms.ChoiceField(choices=[("", "")] + [(k, k) for k in MemorySource.KINDS], required=False)
+    imported = forms.ChoiceField(choices=[("", "")] + [(k, k) for k in IMPORTS], required=False)
+    q = forms.CharField(required=False, max_length=200)
+    order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], required=False)
+    size = forms.TypedChoiceField(choices=[(str(n), n) for n in PAGE_SIZES], coerce=int, required=False)
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, data=None, **kwargs):
+        if data is not None and "import" in data:
+            data = data.copy()
+            data["imported"] = data.get("import")
+        super().__init__(data, **kwargs)
+
+    def parsed(self) -> tuple[QueueFilter, str, int, int]:
+        """(filter, order, page size, page number), with defaults for what is missing or wrong."""
+        self.is_valid()
+        data = {name: self.cleaned_data.get(name) for name in self.fields if name not in self.errors}
+        where = QueueFilter(**{name: (data.get(name) or "").strip() for name in FILTER_FIELDS})
+        return where, data.get("order") or OLDEST, data.get("size") or PAGE_SIZE, data.get("page") or 1

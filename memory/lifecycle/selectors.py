@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -112,17 +112,6 @@ def queue_count(owner: str = "") -> int:
     return qs.count()
 
 
-def queue_reason_counts(owner: str = "") -> dict[str, int]:
-    qs = Memory.objects.filter(status=Memory.QUEUED)
-    if owner:
-        qs = qs.filter(owner__name=owner)
-    rows = qs.values("queue_reason").annotate(n=Count("id"))
-    counts = {reason: 0 for reason in QUEUE_REASONS}
-    for row in rows:
-        counts[row["queue_reason"] or "new"] = counts.get(row["queue_reason"] or "new", 0) + row["n"]
-    return counts
-
-
 @dataclass
 class QueueItem:
     memory: Memory
@@ -184,10 +173,6 @@ def review_queue(
         for item in items:
             item.dups = hints.get(item.memory.pk)
     return items
-
-
-def review_queue_total(*, owner: str = "", reason: str = "") -> int:
-    return _queued(owner=owner, reason=reason).count()
 
 
 def _queue_items(memories: list[Memory]) -> list[QueueItem]:

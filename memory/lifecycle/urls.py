@@ -7,6 +7,7 @@ urlpatterns = [
     path("review/", views.review_queue, name="review-queue"),
     path("review/count", views.review_count, name="review-count"),
     path("review/bulk", views.review_bulk, name="review-bulk"),
+    path("review/all", views.review_bulk_filter, name="review-bulk-filter"),
     path("review/<int:memory_id>/approve", views.review_approve, name="review-approve"),
     path("review/<int:memory_id>/reject", views.review_reject, name="review-reject"),
     path("review/<int:memory_id>/edit", views.review_edit, name="review-edit"),

@@ -2,13 +2,17 @@
 pages. Each view returns the full page, or for an htmx request the fragment it changed; every
 action also works as a plain form post (post, redirect, message)."""
 
+import math
+from urllib.parse import urlencode, urlsplit
+
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import retarget
 
 from knowledge import access
 from knowledge.errors import Conflict, Invalid
@@ -17,13 +21,14 @@ from knowledge.principal import REVIEWER
 from knowledge.principals.permissions import console_principal, reviewer_required
 from knowledge.principals.views import safe_next
 from knowledge.web import error_text
-from memory.lifecycle import common, operate, review, selectors
+from memory.lifecycle import common, operate, queue, review, selectors
 from memory.lifecycle.forms import (
     ApproveForm,
     BulkReviewForm,
     EditApproveForm,
     MemoryFilterForm,
     PromoteForm,
+    QueueFilterForm,
     RejectForm,
     ReviseForm,
     RevokeForm,
@@ -33,8 +38,8 @@ from memory.links.selectors import memory_links
 from memory.provenance import services as provenance
 from memory.provenance.selectors import memory_provenance
 
-QUEUE_LIMIT = 100
 PAGE_SIZE = 50
+BULK_MOST = 1000  # one decision on a filter's matches decides at most this many
 
 
 def _owner(request) -> str:
@@ -48,23 +53,60 @@ def _next(request, default: str) -> str:
 # --- the review queue ---------------------------------------------------------------------
 
 
+def _filter_data(request) -> QueryDict:
+    """The queue's URL parameters behind a request: its own query string, or for a decision
+    posted from the queue (no query of its own) the page it was made on — htmx says which in
+    HX-Current-URL, a plain form in `next` — so what is re-rendered keeps the reviewer's filter."""
+    if request.method == "GET" or request.GET:
+        return request.GET
+    url = (request.htmx.current_url if request.htmx else "") or request.POST.get("next", "")
+    return QueryDict(urlsplit(url or "").query)
+
+
+def _query(where: queue.QueueFilter, order: str, size: int, **extra) -> str:
+    """The queue's query string for a filter, an order, a page size (defaults left out)."""
+    params = dict(where.params())
+    if order != queue.OLDEST:
+        params["order"] = order
+    if size != queue.PAGE_SIZE:
+        params["size"] = size
+    params.update({k: v for k, v in extra.items() if v not in ("", None)})
+    return urlencode(params, safe=":")
+
+
 def _queue_context(
     request, *, notice: str = "", notice_kind: str = "success", selected: frozenset = frozenset()
 ) -> dict:
-    owner, reason = _owner(request), request.GET.get("reason", "")
-    if reason not in selectors.QUEUE_REASONS:
-        reason = ""
-    items = selectors.review_queue(owner=owner, reason=reason, limit=QUEUE_LIMIT, principal=request.principal)
+    owner = _owner(request)
+    where, order, size, number = QueueFilterForm(_filter_data(request)).parsed()
+    total = queue.queued_matching(where, owner=owner).count()
+    pages = max(1, math.ceil(total / size))
+    number = min(number, pages)
+    items = queue.queue_page(
+        where, owner=owner, order=order, offset=(number - 1) * size, size=size, principal=request.principal
+    )
+    facets = queue.queue_facets(where, owner=owner)
+    query = _query(where, order, size)
     return {
         "items": items,
         "conflicts": selectors.conflicts_in_force(request.principal, owner=owner),
-        "total": selectors.review_queue_total(owner=owner, reason=reason)
-        if len(items) == QUEUE_LIMIT
-        else len(items),
-        "limit": QUEUE_LIMIT,
-        "reason": reason,
-        "reason_counts": selectors.queue_reason_counts(owner),
-        "reason_labels": selectors.QUEUE_REASON_LABELS,
+        "where": where,
+        "order": order,
+        "orders": queue.ORDERS,
+        "size": size,
+        "sizes": queue.PAGE_SIZES,
+        "total": total,
+        "page_number": number,
+        "pages": pages,
+        "query": query,
+        "page_query": _query(where, order, size, page=number if number > 1 else None),
+        "prev_query": _query(where, order, size, page=number - 1 if number > 2 else None)
+        if number > 1
+        else "",
+        "next_query": _query(where, order, size, page=number + 1) if number < pages else "",
+        **_tabs_context(request, where, order, size, counts=facets["reason"]),
+        "facets": facets,
+        "imports": {name: label for name, (label, _c, _p) in queue.IMPORTS.items()},
         "decisions": selectors.recent_review_decisions(owner=owner),
         "notice": notice,
         "notice_kind": notice_kind,
@@ -108,12 +150,25 @@ def _item_response(request, memory_id: int, *, done: str = "", error: str = ""):
         "error": error,
         "item": items[0] if items else None,
         "oob": True,
-        "reason_counts": selectors.queue_reason_counts(_owner(request)),
-        "reason_labels": selectors.QUEUE_REASON_LABELS,
-        "reason": request.GET.get("reason", ""),
+        **_tabs_context(request),
         "decisions": selectors.recent_review_decisions(owner=_owner(request)),
     }
     return render(request, "memory/lifecycle/queue.html#item-result", context)
+
+
+def _tabs_context(request, where=None, order=queue.OLDEST, size=queue.PAGE_SIZE, counts=None) -> dict:
+    """The reason tabs: each reason's count and link under the rest of the reviewer's filter."""
+    if where is None:
+        where, order, size, _page = QueueFilterForm(_filter_data(request)).parsed()
+    if counts is None:
+        counts = queue.queue_reason_counts(where, owner=_owner(request))
+    return {
+        "reason": where.reason,
+        "reason_counts": counts,
+        "reason_labels": selectors.QUEUE_REASON_LABELS,
+        "reason_queries": {r: _query(where.without("reason"), order, size, reason=r) for r in counts},
+        "all_query": _query(where.without("reason"), order, size),
+    }
 
 
 def _approved(memory: Memory, edited: bool = False) -> str:
@@ -244,15 +299,7 @@ def review_bulk(request):
             actor=request.principal, memory_ids=data["ids"], action=data["action"], reason=data["reason"]
         )
         verb = "Approved" if data["action"] == "approve" else "Rejected"
-        done = result["done"]
-        parts = []
-        if done:
-            parts.append(
-                f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'} ({', '.join(map(str, done))})."
-            )
-        parts.extend(result["failed"].values())
-        notice = " ".join(parts) or "Nothing was changed."
-        kind = "success" if not result["failed"] else ("warning" if done else "error")
+        notice, kind = _bulk_notice(result, verb)
     if not request.htmx:
         getattr(messages, {"success": "success", "warning": "warning", "error": "error"}[kind])(
             request, notice
@@ -264,6 +311,84 @@ def review_bulk(request):
     context = _queue_context(request, notice=notice, notice_kind=kind, selected=selected)
     context["oob"] = True
     return render(request, "memory/lifecycle/queue.html#queue-swap", context)
+
+
+def _bulk_notice(result: dict, verb: str, *, matched: str = "") -> tuple[str, str]:
+    done, failed = result["done"], result["failed"]
+    parts = []
+    if done:
+        ids = ", ".join(map(str, done[:20])) + (f", … {len(done) - 20} more" if len(done) > 20 else "")
+        parts.append(f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'}{matched} ({ids}).")
+    if failed:
+        shown = list(failed.values())[:5]
+        more = len(failed) - len(shown)
+        parts.append(" ".join(shown) + (f" And {more} more not decided." if more > 0 else ""))
+    kind = "success" if not failed else ("warning" if done else "error")
+    return " ".join(parts) or "Nothing was changed.", kind
+
+
+def _terms(where: queue.QueueFilter) -> list[tuple[str, str]]:
+    """The filter in words, for the confirmation: [("agent", "copilot"), ("import", "Mem0 import")]."""
+    labels = {
+        "reason": selectors.QUEUE_REASON_LABELS.get(where.reason, where.reason),
+        "imported": queue.IMPORTS[where.imported][0] if where.imported in queue.IMPORTS else "",
+    }
+    names = {"imported": "origin", "source": "a source of kind", "q": "text"}
+    return [(names.get(name, name), labels.get(name) or value) for name, value in vars(where).items() if value]
+
+
+@vary_on_headers("HX-Request")
+@reviewer_required
+@require_http_methods(["GET", "POST"])
+def review_bulk_filter(request):
+    """Approve or reject everything the queue's current filter matches: a GET shows the count and
+    asks for confirmation; the confirming POST decides each match through memory_review_bulk (its
+    checks and audit event per memory, one audit batch an admin can restore). If the filter has
+    come to match another number in between, nothing is decided and the new count is asked for
+    again."""
+    data = request.POST if request.method == "POST" else request.GET
+    where, order, size, _page = QueueFilterForm(request.GET).parsed()  # the filter is in the URL
+    action = data.get("action") if data.get("action") in ("approve", "reject") else "approve"
+    ids = queue.queue_matching_ids(where, owner=_owner(request), order=order)[:BULK_MOST]
+    context = {
+        "where": where,
+        "order": order,
+        "size": size,
+        "query": _query(where, order, size),
+        "action": action,
+        "count": len(ids),
+        "capped": len(ids) == BULK_MOST,
+        "terms": _terms(where),
+        "reject_reason": data.get("reason", ""),
+    }
+    if request.method == "POST":
+        expected = data.get("expected", "")
+        reason = (data.get("reason") or "").strip()
+        if action == "reject" and not reason:
+            context["error"] = "Say why the memories are rejected."
+        elif expected != str(len(ids)):
+            context["error"] = (
+                f"The filter now matches {len(ids)} memories, not {expected}: nothing was decided. Confirm again."
+            )
+        else:
+            result = review.memory_review_bulk(
+                actor=request.principal, memory_ids=ids, action=action, reason=reason
+            )
+            verb = "Approved" if action == "approve" else "Rejected"
+            notice, kind = _bulk_notice(result, verb, matched=" matching the filter")
+            if not request.htmx:
+                getattr(messages, kind)(request, notice)
+                return redirect(
+                    reverse("review-queue") + (f"?{context['query']}" if context["query"] else "")
+                )
+            swap = _queue_context(request, notice=notice, notice_kind=kind)
+            swap["oob"] = True
+            return render(request, "memory/lifecycle/queue.html#queue-swap", swap)
+    template = "memory/lifecycle/queue_confirm.html"
+    if not request.htmx:
+        return render(request, template, context)
+    # The confirming form targets the queue; asked again, it stays where it was.
+    return retarget(render(request, template + "#confirm", context), "#bulk-confirm")
 
 
 # --- memories pages -------------------------------------------------------------------------

@@ -86,8 +86,9 @@ def test_the_queue_page_uses_a_fixed_number_of_queries(rita, world, django_asser
     for i in range(3):
         queued(world, f"q{i}", sources=[{"kind": "kb", "ref": f"KB-{i}"}], key="k", value=i)
     rita.get("/review/")
-    # + 1: the duplicate hints of the whole page (exact and near, one round trip)
-    with django_assert_max_num_queries(15) as few:
+    # + 1: the duplicate hints of the whole page (exact and near, one round trip); + 7: the
+    # matching count, the page's ids and the facet counts (agent, store, category, source, import)
+    with django_assert_max_num_queries(22) as few:
         rita.get("/review/")
     for i in range(12):
         queued(
@@ -312,14 +313,16 @@ def test_console_pages_escape_memory_text(rita, world):
         assert "&lt;script&gt;" in body
 
 
-def test_a_long_queue_shows_the_oldest_first_up_to_the_limit(rita, world, monkeypatch):
-    from memory.lifecycle import views
-
-    monkeypatch.setattr(views, "QUEUE_LIMIT", 3)
+def test_a_long_queue_shows_a_page_of_the_oldest_first(rita, world):
     memories = [queued(world, f"waiting {i}") for i in range(5)]
+    body = rita.get("/review/?size=10&order=oldest").content.decode()
+    assert "page 1 of 1 · 5 matches" in body
+    body = rita.get("/review/?size=3").content.decode()  # not a page size: the default
+    assert [f'id="memory-{m.pk}"' in body for m in memories] == [True] * 5
+    memories += [queued(world, f"waiting {i}") for i in range(5, 12)]
     body = rita.get("/review/").content.decode()
-    assert "5 waiting, the oldest 3 shown" in body
-    assert [f'id="memory-{m.pk}"' in body for m in memories] == [True, True, True, False, False]
+    assert "page 1 of 2 · 12 matches" in body
+    assert [f'id="memory-{m.pk}"' in body for m in memories] == [True] * 10 + [False] * 2
 
 
 def test_a_reviewer_corrects_an_active_memory_with_a_reason(rita, world):

@@ -1,0 +1,158 @@
+"""The review queue at volume (issue 53): filters in the URL, facet counts, pages, and a decision
+on everything a filter matches — confirmed with its count, each memory through the review
+service, one audit batch."""
+
+import re
+
+import pytest
+
+from knowledge.models import AuditEvent, Memory
+from knowledge.principal import Principal
+from tests import factory
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def rita(client, world):
+    client.force_login(world.reviewer)
+    return client
+
+
+def mem0(world, text, person="alice"):
+    """A memory as the Mem0 import writes it for an untrusted agent: queued, in the person's
+    private store, category mem0, citing its Mem0 record, authored by the importer."""
+    from memory.lifecycle.write import memory_write
+
+    return memory_write(
+        actor=Principal.system("import_mem0"),
+        owner=world.copilot,
+        store=f"private:{person}",
+        text=text,
+        route="import",
+        category="mem0",
+        sources=[{"kind": "record", "ref": f"mem0:{abs(hash(text))}"}],
+    )
+
+
+def shown(body: str) -> set[int]:
+    return {int(i) for i in re.findall(r'<article class="card qitem" id="memory-(\d+)"', body)}
+
+
+def test_each_filter_narrows_the_queue_and_stays_in_the_url(rita, world):
+    alice = [mem0(world, f"Alice fact {i}") for i in range(2)]
+    bob = mem0(world, "Bob likes tea", person="bob")
+    ticket = factory.make_queued_memory(
+        world.copilot, "VPN-4012 is fixed", category="fact", sources=[{"kind": "ticket", "ref": "INC-1"}]
+    )
+    scribe = factory.make_queued_memory(world.scribe, "scribe proposes a procedure", category="procedure")
+    everyone = {*(m.pk for m in alice), bob.pk, ticket.pk, scribe.pk}
+    assert shown(rita.get("/review/?size=25").content.decode()) == everyone
+    cases = {
+        "agent=scribe": {scribe.pk},
+        "store=private:alice": {m.pk for m in alice},
+        "category=fact": {ticket.pk},
+        "source=ticket": {ticket.pk},
+        "source=record": {*(m.pk for m in alice), bob.pk},
+        "import=mem0": {*(m.pk for m in alice), bob.pk},
+        "import=mem0&store=private:bob": {bob.pk},
+        "q=vpn-4012": {ticket.pk},
+        "reason=new&agent=copilot": everyone - {scribe.pk},
+    }
+    for query, expected in cases.items():
+        assert shown(rita.get(f"/review/?{query}").content.decode()) == expected, query
+    # The reason tabs keep the rest of the filter, and an unknown value is dropped, not refused.
+    body = rita.get("/review/?agent=scribe").content.decode()
+    assert "/review/?agent=scribe&amp;reason=merge" in body
+    assert shown(rita.get("/review/?source=nonsense&order=sideways").content.decode()) == everyone
+    # htmx gets the queue fragment, with the facet counts under the rest of the filter.
+    fragment = rita.get("/review/?store=private:alice", **HX).content.decode()
+    assert "<html" not in fragment and 'id="queue-filters"' in fragment
+    assert '<option value="copilot">copilot (2)</option>' in fragment
+    assert '<option value="private:bob">private:bob (1)</option>' in fragment
+
+
+def test_the_queue_pages_in_either_order(rita, world):
+    memories = [factory.make_queued_memory(world.copilot, f"waiting {i}") for i in range(12)]
+    first = rita.get("/review/").content.decode()
+    assert shown(first) == {m.pk for m in memories[:10]}
+    assert "page 1 of 2 · 12 matches" in first and 'rel="next" href="/review/?page=2"' in first
+    assert shown(rita.get("/review/?page=2").content.decode()) == {m.pk for m in memories[10:]}
+    newest = rita.get("/review/?order=newest&size=25").content.decode()
+    ids = [int(i) for i in re.findall(r'<article class="card qitem" id="memory-(\d+)"', newest)]
+    assert ids == [m.pk for m in reversed(memories)]
+    assert shown(rita.get("/review/?page=99").content.decode()) == {m.pk for m in memories[10:]}
+
+
+def test_a_page_of_fifty_takes_a_bounded_number_of_queries(rita, world, django_assert_max_num_queries):
+    old = factory.make_memory(world.copilot, "old", key="k", value=-1)
+    for i in range(50):
+        factory.make_queued_memory(
+            world.copilot,
+            f"q{i}",
+            sources=[{"kind": "kb", "ref": f"KB-{i}"}],
+            key="k",
+            value=i,
+            supersedes=old if i % 2 else None,
+            category="fact" if i % 3 else "mem0",
+        )
+    with django_assert_max_num_queries(30):
+        body = rita.get("/review/?size=50&source=kb&q=q").content.decode()
+    assert len(shown(body)) == 50
+
+
+def test_approve_everything_a_filter_matches_after_confirming_its_count(rita, world):
+    alice = [mem0(world, f"Alice fact {i}") for i in range(3)]
+    bob = mem0(world, "Bob likes tea", person="bob")
+    other = factory.make_queued_memory(world.copilot, "not from the import")
+    query = "import=mem0&store=private:alice"
+    ask = rita.get(f"/review/all?{query}&action=approve").content.decode()
+    assert "Approve 3 memories?" in ask and 'name="expected" value="3"' in ask
+    # The filter matched another number by the time it is confirmed: nothing is decided.
+    extra = mem0(world, "Alice fact late")
+    again = rita.post(f"/review/all?{query}", {"action": "approve", "expected": "3"}).content.decode()
+    assert "now matches 4 memories, not 3" in again
+    assert Memory.objects.filter(status=Memory.ACTIVE).count() == 0
+    response = rita.post(f"/review/all?{query}", {"action": "approve", "expected": "4"}, follow=True)
+    assert response.redirect_chain[-1][0] == "/review/?store=private:alice&import=mem0"
+    assert "Approved 4 memories matching the filter" in response.content.decode()
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert {statuses[m.pk] for m in [*alice, extra]} == {Memory.ACTIVE}
+    assert statuses[bob.pk] == statuses[other.pk] == Memory.QUEUED
+    events = AuditEvent.objects.filter(action="memory.approved")
+    assert events.count() == 4 and len({e.batch_id for e in events}) == 1
+    assert {e.actor_name for e in events} == {"rita"}
+
+
+def test_reject_everything_matching_needs_a_reason_and_htmx_swaps_the_queue(rita, world):
+    tickets = [
+        factory.make_queued_memory(world.copilot, f"ticket {i}", sources=[{"kind": "ticket", "ref": f"I-{i}"}])
+        for i in range(2)
+    ]
+    keep = factory.make_queued_memory(world.copilot, "no source")
+    ask = rita.get("/review/all?source=ticket&action=reject", **HX)
+    assert ask["HX-Retarget"] == "#bulk-confirm" and "Reject 2 memories?" in ask.content.decode()
+    refused = rita.post("/review/all?source=ticket", {"action": "reject", "expected": "2"}, **HX)
+    assert "Say why the memories are rejected." in refused.content.decode()
+    done = rita.post(
+        "/review/all?source=ticket",
+        {"action": "reject", "expected": "2", "reason": "tickets are not facts"},
+        HTTP_HX_CURRENT_URL="http://testserver/review/?source=ticket",
+        **HX,
+    ).content.decode()
+    assert "Rejected 2 memories matching the filter" in done and 'id="queue-count"' in done
+    assert "Nothing waiting matches this filter." in done
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert [statuses[m.pk] for m in [*tickets, keep]] == [Memory.REJECTED, Memory.REJECTED, Memory.QUEUED]
+    reasons = set(AuditEvent.objects.filter(action="memory.rejected").values_list("reason", flat=True))
+    assert reasons == {"tickets are not facts"}
+
+
+def test_a_decision_on_a_filter_is_for_reviewers_only(client, world):
+    mem0(world, "Alice fact")
+    assert client.get("/review/all?import=mem0").status_code == 302
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.create_user("nobody", password="x" * 12))
+    assert client.post("/review/all?import=mem0", {"action": "approve", "expected": "1"}).status_code == 403
+    assert Memory.objects.get().status == Memory.QUEUED
