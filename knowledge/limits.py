@@ -6,6 +6,8 @@ import json
 MAX_MEMORY_TEXT = 20_000
 MAX_JSON_VALUE_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32
+# An agent file (knowledge.portability) imported in the console.
+AGENT_FILE_MAX_BYTES = 50 * 1024 * 1024
 # The deepest page (and offset) a list may be asked for: far past any real listing, and far
 # below PostgreSQL's bigint, which a 20-digit page once overflowed as a 500.
 MAX_PAGE = 1_000_000

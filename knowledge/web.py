@@ -23,7 +23,14 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from knowledge.errors import Conflict, DomainError, Gone, Invalid, NotFound, Refused
-from knowledge.limits import MAX_JSON_DEPTH, MAX_OFFSET, MAX_PAGE, json_scan, json_size_error
+from knowledge.limits import (
+    AGENT_FILE_MAX_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_OFFSET,
+    MAX_PAGE,
+    json_scan,
+    json_size_error,
+)
 
 # A refused body is still read (and thrown away) up to this size, so the client, which sends
 # its whole body before reading the answer, gets the 413 instead of a broken connection.
@@ -63,14 +70,19 @@ def _drain(request, size: int) -> None:
 # the multipart envelope) instead; the material services refuse an original over the limit.
 UPLOAD_PATHS = ("/api/materials", "/api/connectors/", "/knowledge/materials/")
 UPLOAD_ENVELOPE = 1024 * 1024
+# The console's agent-file import takes files up to AGENT_FILE_MAX_BYTES: held to the ordinary
+# body limit, a file the import page accepts was refused before it (a plain-text 413 at 5 MB).
+AGENT_FILE_PATH = "/agents/import"
 
 
 def is_upload(path: str, method: str) -> bool:
-    return path.startswith(UPLOAD_PATHS) and method in ("POST", "PUT")
+    return (path.startswith(UPLOAD_PATHS) or path == AGENT_FILE_PATH) and method in ("POST", "PUT")
 
 
 def body_limit_for(path: str, method: str) -> int | None:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if path == AGENT_FILE_PATH and method == "POST":
+        return max(limit or 0, AGENT_FILE_MAX_BYTES + UPLOAD_ENVELOPE)
     if is_upload(path, method):
         upload = settings.BRAIN_MATERIAL_MAX_MB * 1024 * 1024 + UPLOAD_ENVELOPE
         return max(limit or 0, upload)

@@ -1,3 +1,5 @@
+import re
+
 from django.db import models
 from django.db.models import Q
 
@@ -9,6 +11,10 @@ class Skill(models.Model):
     enables skills (AgentSkill); what an agent learnt doing that work is its overlay, the
     ordered `procedural` lesson memories attached to (agent, skill) through `Memory.skill`.
     An overlay never changes the base skill."""
+
+    # The skills API's name rule (its SlugField and skill_create together), for every route that
+    # names a skill (the agent file too): a name the console's <slug:> URLs can always hold.
+    NAME_RULE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
     name = models.SlugField(max_length=64, unique=True, help_text=NAME_HELP)
     title = models.CharField(max_length=200)

@@ -2,54 +2,58 @@
 curation guide and pinned memo, its skills' overlays, its entries with their blocks and
 relations, and its memories with their versions, sources (fingerprints included) and validity.
 
-The file names rows by export-local refs ("e1", "m7"), never by database ids, so an export of an
-import reads the same as the file imported. An import is an admin's restore of knowledge as it
-was: rows come back in the state they were exported in (no review queue, no gate), in one
-transaction with one `agent.imported` audit event. It validates the whole file before writing
-anything (every bad line is named), and matches what is already there (an entry by owner, name
-and store; a memory by owner, store, attachment, content hash and version; a relation by its
-ends and predicate), so importing a file twice changes nothing."""
+The file names rows by export-local refs ("e1", "m7"), never by database ids. An import is
+checked like the API before anything is written (every line and field, `checks.parse_export`;
+every store it writes into, against the store vocabulary and who may write there) and written
+in one transaction with one `agent.imported` audit event, authored by the importer. It never
+overwrites an agent's own memo or guide unless told to (`replace`), leaves the workspace's
+stores alone when it copies an agent under another name (unless `with_shared`), and skips what
+is already there (an own row with that content; the same content in a workspace store; an entry
+of that name in that store), so importing a file twice changes nothing. `preview` says all of
+this without writing."""
 
 import json
-import re
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 
 from django.db import transaction
-from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.dateparse import parse_date
 
 from knowledge import access
 from knowledge.audit.services import audit_record
-from knowledge.errors import Invalid
+from knowledge.errors import Invalid, Refused
 from knowledge.memories.exported import memory_row_exported
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import (
     Agent,
     AgentSkill,
+    Channel,
     CurationGuide,
     Entry,
     EntryRelation,
     Memory,
     MemorySource,
+    Person,
     PinnedMemo,
     Skill,
 )
+from knowledge.portability.checks import (
+    AGENT_NAME,
+    DATETIMES,
+    ENTRY_FIELDS,
+    FORMAT,
+    GUIDE_FIELDS,
+    MAX_ERRORS,
+    MEMORY_FIELDS,
+    RELATION_FIELDS,
+    SOURCE_FIELDS,
+    VERSION,
+    VERSION_FIELDS,
+    parse_export,
+    when,
+)
 from knowledge.principal import ADMIN, Principal
-
-FORMAT, VERSION = "brain-agent-export", 1
-MAX_ERRORS = 50
-SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
-
-MEMORY_FIELDS = (
-    "store", "text", "key", "value", "tier", "category", "confidence", "status", "queue_reason",
-    "status_reason", "stale", "stale_reason", "pinned", "valid_from", "valid_to", "expires_at",
-    "author_kind", "author_name", "run_id", "turn", "event_id", "created_at",
-)  # fmt: skip
-DATETIMES = ("valid_from", "valid_to", "expires_at", "created_at")
-ENTRY_FIELDS = ("name", "type", "aliases", "summary", "properties", "store", "author_kind", "author_name")
-GUIDE_FIELDS = ("domain_types", "taxonomy", "page_thresholds", "update_rules")
-VERSION_FIELDS = ("version", "text", "key", "value", "author_kind", "author_name", "reason")
-SOURCE_FIELDS = ("kind", "ref", "fingerprint", "snapshot", "state")
-RELATION_FIELDS = ("predicate", "sources", "valid_from", "valid_to", "author_kind", "author_name")
+from knowledge.stores import parse_scope
 
 
 def _iso(value):
@@ -135,302 +139,395 @@ def export_rows(agent: Agent) -> list[dict]:
     return rows
 
 
-# --- validation -----------------------------------------------------------------------------
-
-
-def _check(errors: list, line: int, ok: bool, message: str) -> bool:
-    if not ok:
-        errors.append(f"line {line}: {message}")
-    return ok
-
-
-REQUIRED = {
-    "agent": {"name": str},
-    "guide": {},
-    "memo": {"text": str},
-    "skill": {"name": str, "title": str},
-    "entry": {"ref": str, "name": str, "store": str},
-    "memory": {
-        "ref": str,
-        "text": str,
-        "store": str,
-        "status": str,
-        "tier": str,
-        "version": int,
-        "versions": list,
-    },
-    "relation": {"source": str, "target": str, "predicate": str},
-}
-STATUSES = {s for s, _ in Memory.STATUSES}
-TIERS = {t for t, _ in Memory.TIERS}
-
-
-def parse_export(lines: Iterable[str | bytes]) -> dict:
-    """The file's rows grouped by type, after checking every line; an Invalid naming each bad
-    line (up to MAX_ERRORS) otherwise. Nothing is looked up in the database here."""
-    errors: list[str] = []
-    rows: dict[str, list] = {k: [] for k in REQUIRED}
-    header = None
-    for n, raw in enumerate(lines, 1):
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except ValueError as exc:
-            errors.append(f"line {n}: not JSON ({exc.msg})")
-            continue
-        if not _check(errors, n, isinstance(row, dict), "each line must be a JSON object"):
-            continue
-        kind = row.get("type")
-        if header is None:
-            if _check(
-                errors, n, kind == FORMAT, f'the first line must be the header {{"type": "{FORMAT}", ...}}'
-            ):
-                header = row
-                _check(
-                    errors,
-                    n,
-                    row.get("version") == VERSION,
-                    f"format version {row.get('version')!r} is not {VERSION}",
-                )
-            else:
-                break
-            continue
-        if not _check(errors, n, kind in REQUIRED, f"unknown type {kind!r}"):
-            continue
-        missing = [
-            f
-            for f, t in REQUIRED[kind].items()
-            if not isinstance(row.get(f), t) or isinstance(row.get(f), bool) and t is int
-        ]
-        if not _check(errors, n, not missing, f"{kind} needs {', '.join(missing)}"):
-            continue
-        if kind == "memory":
-            _check(errors, n, row["status"] in STATUSES, f"unknown status {row['status']!r}")
-            _check(errors, n, row["tier"] in TIERS, f"unknown tier {row['tier']!r}")
-            versions = [v.get("version") for v in row["versions"] if isinstance(v, dict)]
-            _check(
-                errors,
-                n,
-                versions == list(range(1, row["version"] + 1)),
-                "versions must run 1..version, in order",
-            )
-            for f in DATETIMES:
-                if row.get(f) is not None:
-                    _check(
-                        errors,
-                        n,
-                        isinstance(row[f], str) and parse_datetime(row[f]) is not None,
-                        f"{f} is not a date-time",
-                    )
-            for s in row.get("sources") or []:
-                ok = (
-                    isinstance(s, dict)
-                    and s.get("kind") in MemorySource.KINDS
-                    and isinstance(s.get("ref"), str)
-                )
-                _check(errors, n, ok, f"bad source {s!r}")
-            conf = row.get("confidence", 1.0)
-            _check(
-                errors,
-                n,
-                isinstance(conf, int | float) and 0 <= conf <= 1,
-                "confidence must be between 0 and 1",
-            )
-        if kind == "relation":
-            for f in ("valid_from", "valid_to"):
-                if row.get(f) is not None:
-                    _check(
-                        errors,
-                        n,
-                        isinstance(row[f], str) and parse_date(row[f]) is not None,
-                        f"{f} is not a date",
-                    )
-        rows[kind].append((n, row))
-    if header is None and not errors:
-        errors.append("line 1: the file is empty")
-    if header is not None:
-        _check(errors, 1, len(rows["agent"]) == 1, "the file must hold exactly one agent line")
-        for kind, field in (("entry", "ref"), ("memory", "ref")):
-            seen = set()
-            for n, row in rows[kind]:
-                _check(errors, n, row[field] not in seen, f"{kind} ref {row[field]} appears twice")
-                seen.add(row[field])
-        entries = {row["ref"] for _, row in rows["entry"]}
-        memories = {row["ref"] for _, row in rows["memory"]}
-        skills = {row["name"] for _, row in rows["skill"]}
-        for n, row in rows["memory"]:
-            _check(
-                errors,
-                n,
-                row.get("entry") in entries | {None},
-                f"entry {row.get('entry')} is not in the file",
-            )
-            _check(
-                errors, n, row.get("skill") in skills | {None}, f"skill {row.get('skill')} is not in the file"
-            )
-            for f in ("supersedes", "superseded_by"):
-                _check(errors, n, row.get(f) in memories | {None}, f"{f} {row.get(f)} is not in the file")
-        for n, row in rows["relation"]:
-            _check(
-                errors,
-                n,
-                row["source"] in entries and row["target"] in entries,
-                "a relation's entries must be in the file",
-            )
-    if errors:
-        more = f" (and {len(errors) - MAX_ERRORS} more)" if len(errors) > MAX_ERRORS else ""
-        raise Invalid({"file": errors[:MAX_ERRORS] + ([more.strip()] if more else [])})
-    return {"header": header, **{k: [row for _, row in v] for k, v in rows.items()}}
-
-
 # --- import ---------------------------------------------------------------------------------
 
-
-def _dt(value):
-    return parse_datetime(value) if value else None
+COUNTS = ("agent", "guide", "memo", "skills", "entries", "memories", "relations")
 
 
-def agent_import(*, actor: Principal, lines: Iterable[str | bytes], as_name: str = "") -> dict:
-    """Import a file from `agent_export` (into the agent it names, or `as_name`). Returns counts
-    of what was written; a second import of the same file writes nothing."""
-    from knowledge.principals import services as principals
+@dataclass
+class ImportPlan:
+    """What an import writes (or, for a preview, would write): counts by kind and memories by
+    store, what it skips as already present, the shared stores it leaves out, and the memo or
+    guide it keeps because the agent has its own (`replace` not given)."""
 
+    agent: str
+    new_agent: bool
+    written: dict = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
+    by_store: dict = field(default_factory=dict)  # store -> memories written
+    queued: int = 0  # of the memories written, waiting for review
+    present: dict = field(default_factory=lambda: {"entries": 0, "memories": 0})
+    left_out: dict = field(default_factory=lambda: {"entries": 0, "memories": 0})
+    kept: list = field(default_factory=list)  # "memo", "guide": not overwritten
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Preview(Exception):
+    """Raised inside the import's transaction to roll a preview back."""
+
+
+def is_shared_store(store: str) -> bool:
+    """Shared and channel stores belong to the workspace; self and private stores to the agent."""
+    return not store.startswith(access.OWNER_ONLY_PREFIXES)
+
+
+def agent_import(
+    *,
+    actor: Principal,
+    lines: Iterable[str | bytes],
+    as_name: str = "",
+    replace: bool = False,
+    with_shared: bool = False,
+    preview: bool = False,
+) -> dict:
+    """Import a file from `agent_export` into the agent it names, or `as_name`. The whole file
+    is checked (parse_export, then every store and name against the database) before the first
+    write, and written in one transaction with one `agent.imported` audit event.
+
+    The importer is the author of what comes in (the file's authors are kept in each version's
+    reason); a live memory goes into force only for a trusted agent and without conflicting with
+    an active one (else it waits for review, as the agent's own write would). An existing
+    agent's memo and guide are overwritten only with `replace`. Under another agent's name the
+    workspace's stores (shared, channel) are left alone unless `with_shared`. Anything already
+    present (an own row as exported, or the same content in that store) is skipped, so a second
+    import writes nothing. `preview` runs it all and rolls back: the plan of what it would do."""
     access.require_role(actor, ADMIN, "Only admins import knowledge.")
     data = parse_export(lines)
     spec = data["agent"][0]
     name = as_name or spec["name"]
-    if not SLUG.fullmatch(name):
+    if not AGENT_NAME.fullmatch(name):
         raise Invalid({"as_name": [f"{name!r} is not an agent name (letters, digits, - and _)."]})
-    counts = dict.fromkeys(("agent", "guide", "memo", "skills", "entries", "memories", "relations"), 0)
-    with transaction.atomic():
-        agent = Agent.objects.filter(name=name).first()
-        if agent is None:
-            agent = principals.agent_create(
-                actor=actor,
-                name=name,
-                trusted=bool(spec.get("trusted")),
-                instructions=spec.get("instructions") or "",
-            )
-            counts["agent"] = 1
-        for g in data["guide"]:
-            guide, created = CurationGuide.objects.get_or_create(owner=agent)
-            changed = {f: g[f] for f in GUIDE_FIELDS if f in g and getattr(guide, f) != g[f]}
-            if changed or created:
-                for f, v in changed.items():
-                    setattr(guide, f, v)
-                guide.updated_by = actor.name
-                guide.save()
-                counts["guide"] = 1
-        for m in data["memo"]:
-            memo, _ = PinnedMemo.objects.get_or_create(agent=agent)
-            if memo.text != m["text"]:
-                memo.text, memo.version = m["text"], memo.version + 1
-                memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
-                memo.save()
-                counts["memo"] = 1
-        skills = {}
-        for s in data["skill"]:
-            skill, created = Skill.objects.get_or_create(
-                name=s["name"],
-                defaults={
-                    "title": s["title"],
-                    "instructions": s.get("instructions") or "",
-                    "updated_by": actor.name,
-                },
-            )
-            link, linked = AgentSkill.objects.get_or_create(
-                agent=agent,
-                skill=skill,
-                defaults={"enabled": bool(s.get("enabled", True)), "updated_by": actor.name},
-            )
-            counts["skills"] += int(created or linked)
-            skills[s["name"]] = skill
-
-        entries = {}
-        for e in data["entry"]:
-            entry = Entry.objects.filter(owner=agent, name=e["name"], store=e["store"]).first()
-            if entry is None:
-                fields = {f: e.get("entry_type" if f == "type" else f) for f in ENTRY_FIELDS}
-                entry = Entry.objects.create(
-                    owner=agent, **{f: v for f, v in fields.items() if v is not None}
-                )
-                counts["entries"] += 1
-            entries[e["ref"]] = entry
-
-        memories, links = {}, []
-        for m in data["memory"]:
-            entry, skill = entries.get(m.get("entry")), skills.get(m.get("skill"))
-            content_hash = Memory.hash_content(m["text"], m.get("key") or "", m.get("value"))
-            found = Memory.objects.filter(
-                owner=agent,
-                store=m["store"],
-                entry=entry,
-                skill=skill,
-                content_hash=content_hash,
-                version=m["version"],
-            ).first()
-            if found is None:
-                found = _memory_insert(agent, m, entry=entry, skill=skill, content_hash=content_hash)
-                counts["memories"] += 1
-                links.append(m)
-            memories[m["ref"]] = found
-        for m in links:  # supersession between imported memories, once all of them have ids
-            update = {
-                f"{f}_id": memories[m[f]].pk for f in ("supersedes", "superseded_by") if m.get(f) in memories
-            }
-            if update:
-                memory_row_state(memories[m["ref"]], **update)
-
-        for r in data["relation"]:
-            source, target = entries[r["source"]], entries[r["target"]]
-            if not EntryRelation.objects.filter(
-                source=source, target=target, predicate=r["predicate"]
-            ).exists():
-                EntryRelation.objects.create(
-                    source=source,
-                    target=target,
-                    predicate=r["predicate"],
-                    sources=r.get("sources") or [],
-                    valid_from=parse_date(r["valid_from"]) if r.get("valid_from") else None,
-                    valid_to=parse_date(r["valid_to"]) if r.get("valid_to") else None,
-                    author_kind=r.get("author_kind") or actor.kind,
-                    author_name=r.get("author_name") or actor.name,
-                )
-                counts["relations"] += 1
-        if any(counts.values()):
-            audit_record(
-                "agent.imported",
-                actor=actor,
-                owner=agent.name,
-                object_type="agent",
-                object_ids=[agent.pk],
-                counts=counts,
-            )
-    return {"agent": agent.name, "written": counts}
+    existing = Agent.objects.filter(name=name).first()
+    shared = with_shared or name == spec["name"]
+    _check_targets(actor, data, existing or Agent(name=name), shared)
+    try:
+        with transaction.atomic():
+            plan = _write(actor, data, name=name, existing=existing, replace=replace, shared=shared)
+            if preview:
+                raise _Preview
+    except _Preview:
+        pass
+    return plan.as_dict()
 
 
-def _memory_insert(agent: Agent, m: dict, *, entry, skill, content_hash: str) -> Memory:
-    """One exported memory with its whole version history and its sources as they were recorded
-    (fingerprints and snapshots kept: the provenance check compares against them)."""
-    fields = {f: m[f] for f in MEMORY_FIELDS if f in m and m[f] is not None and f not in DATETIMES}
+def _check_targets(actor: Principal, data: dict, agent: Agent, shared: bool) -> None:
+    """Every store the file writes into is a store (the API's vocabulary, in its canonical
+    spelling), names a person who can be one or a channel that exists, and is one `actor` may
+    write for `agent`. Invalid naming every line otherwise; nothing is written."""
+    uses: dict[str, list[int]] = {}
+    for kind in ("entry", "memory"):
+        for row in data[kind]:
+            uses.setdefault(row["store"], []).append(row["_line"])
+    channels = set(
+        Channel.objects.filter(name__in=[s[8:] for s in uses if s.startswith("channel:")]).values_list(
+            "name", flat=True
+        )
+    )
+    errors = []
+    for store, lines in sorted(uses.items()):
+        problem = _store_form(store)
+        if problem is None and (shared or not is_shared_store(store)):  # else nothing goes there
+            problem = _store_access(actor, agent, store, channels)
+        errors.extend(f"line {n}: store: {problem}" for n in lines if problem)
+    if errors:
+        more = [f"(and {len(errors) - MAX_ERRORS} more)"] if len(errors) > MAX_ERRORS else []
+        raise Invalid({"file": errors[:MAX_ERRORS] + more})
+
+
+def _store_form(store: str) -> str | None:
+    """Why `store` is not a store string as the API's vocabulary spells it, or None."""
+    try:
+        canonical = parse_scope(store)
+    except Invalid:
+        canonical = None
+    if canonical != store:
+        return f"{store!r} is not a store (self, shared, private:<person> or channel:<channel>)"
+    if store.startswith("private:") and not AGENT_NAME.fullmatch(store[8:]):
+        return f"{store!r} is not a store: {store[8:]!r} cannot be a person's name"
+    return None
+
+
+def _store_access(actor: Principal, agent: Agent, store: str, channels: set) -> str | None:
+    if store.startswith("channel:") and store[8:] not in channels:
+        return f"there is no channel named {store[8:]}"
+    try:
+        access.check_write(actor, owner=agent, store=store)
+    except Refused as exc:
+        return str(exc.detail)
+    return None
+
+
+def _write(actor, data, *, name, existing, replace, shared) -> ImportPlan:
+    from knowledge.principals import services as principals
+
+    spec = data["agent"][0]
+    plan = ImportPlan(agent=name, new_agent=existing is None)
+    agent = existing
+    if agent is None:
+        agent = principals.agent_create(
+            actor=actor,
+            name=name,
+            trusted=bool(spec.get("trusted")),
+            instructions=spec.get("instructions") or "",
+        )
+        plan.written["agent"] = 1
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)  # one import of an agent at a time
+    _guide_and_memo(actor, agent, data, plan, replace=replace)
+    skills = _skills(actor, agent, data, plan)
+    included = [row for row in data["memory"] if shared or not is_shared_store(row["store"])]
+    plan.left_out["memories"] = len(data["memory"]) - len(included)
+    people = {row["store"][8:] for row in included if row["store"].startswith("private:")}
+    people |= {row["store"][8:] for row in data["entry"] if row["store"].startswith("private:")}
+    known = set(Person.objects.filter(name__in=people).values_list("name", flat=True))
+    for person in sorted(people - known):
+        principals.person_get_or_create(actor=actor, name=person)
+    entries = _entries(actor, agent, data, plan, shared=shared)
+    memories = _memories(actor, agent, spec["name"], included, plan, entries=entries, skills=skills)
+    _relations(actor, data, plan, entries)
+    if memories:
+        _link(memories)
+    if any(plan.written.values()):
+        audit_record(
+            "agent.imported",
+            actor=actor,
+            owner=agent.name,
+            object_type="agent",
+            object_ids=[agent.pk],
+            counts=plan.written,
+            data={"by_store": plan.by_store, "kept": plan.kept, "left_out": plan.left_out},
+        )
+    return plan
+
+
+def _guide_and_memo(actor, agent, data, plan, *, replace: bool) -> None:
+    """The file's guide and memo; an agent's own non-empty ones are overwritten only with
+    `replace` (an import into an existing agent once silently replaced them)."""
+    for g in data["guide"]:
+        guide = CurationGuide.objects.filter(owner=agent).first()
+        changed = {f: g[f] for f in GUIDE_FIELDS if g.get(f) is not None}
+        if guide is not None:
+            changed = {f: v for f, v in changed.items() if getattr(guide, f) != v}
+            if changed and not replace:
+                plan.kept.append("guide")
+                continue
+            guide.version += bool(changed)
+        if changed or guide is None:
+            guide = guide or CurationGuide(owner=agent)
+            for f, v in changed.items():
+                setattr(guide, f, v)
+            guide.updated_by = actor.name
+            guide.save()
+            plan.written["guide"] = 1
+    for m in data["memo"]:
+        memo = PinnedMemo.objects.filter(agent=agent).first()
+        if memo is not None and memo.text == m["text"]:
+            continue
+        if memo is not None and memo.text and not replace:
+            plan.kept.append("memo")
+            continue
+        memo = memo or PinnedMemo(agent=agent)
+        memo.text, memo.version = m["text"], memo.version + 1
+        memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
+        memo.save()
+        plan.written["memo"] = 1
+
+
+def _skills(actor, agent, data, plan) -> dict:
+    """The skills the file names: a skill of that name is used as it is (its base instructions
+    are a person's, never overwritten by a file); a new one is created. The agent's overlay
+    enablement comes with it."""
+    skills = {}
+    for s in data["skill"]:
+        skill, created = Skill.objects.get_or_create(
+            name=s["name"],
+            defaults={
+                "title": s["title"],
+                "instructions": s.get("instructions") or "",
+                "updated_by": actor.name,
+            },
+        )
+        enabled = s.get("enabled")
+        _, linked = AgentSkill.objects.get_or_create(
+            agent=agent,
+            skill=skill,
+            defaults={"enabled": True if enabled is None else enabled, "updated_by": actor.name},
+        )
+        plan.written["skills"] += int(created or linked)
+        skills[s["name"]] = skill
+    return skills
+
+
+def _entries(actor, agent, data, plan, *, shared: bool) -> dict:
+    """ref -> the entry each file entry is now: the agent's own entry of that name in that store,
+    or a new one. A workspace-store entry another agent already holds under that name is
+    present (its blocks and relations are skipped); one in a store left out is left out."""
+    entries = {}
+    for e in data["entry"]:
+        if not shared and is_shared_store(e["store"]):
+            plan.left_out["entries"] += 1
+            continue
+        entry = Entry.objects.filter(owner=agent, name=e["name"], store=e["store"]).first()
+        held = entry is None and is_shared_store(e["store"])
+        if held and Entry.objects.filter(name=e["name"], store=e["store"]).exists():
+            plan.present["entries"] += 1
+            continue
+        if entry is None:
+            fields = {f: e.get("entry_type" if f == "type" else f) for f in ENTRY_FIELDS}
+            fields.update(author_kind=actor.kind, author_name=actor.name)
+            entry = Entry.objects.create(owner=agent, **{f: v for f, v in fields.items() if v is not None})
+            plan.written["entries"] += 1
+        entries[e["ref"]] = entry
+    return entries
+
+
+def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> dict:
+    """Insert each memory not present yet; ref -> the new memory and its file row."""
+    hashes = {
+        row["ref"]: Memory.hash_content(row["text"], row.get("key") or "", row.get("value")) for row in rows
+    }
+    stores = {row["store"] for row in rows}
+    own, anyones = set(), set()
+    for owner, store, entry, skill, content in Memory.objects.filter(
+        content_hash__in=set(hashes.values()), store__in=stores
+    ).values_list("owner_id", "store", "entry_id", "skill_id", "content_hash"):
+        if owner == agent.pk:
+            own.add((store, entry, skill, content))
+        if entry is None and skill is None:
+            anyones.add((store, content))
+    active = _active_by_key(agent, rows)
+    new = {}
+    for row in rows:
+        if row.get("entry") is not None and row["entry"] not in entries:
+            plan.present["memories"] += 1  # its entry is present as another agent's
+            continue
+        entry, skill, content = (
+            entries.get(row.get("entry")),
+            skills.get(row.get("skill")),
+            hashes[row["ref"]],
+        )
+        loose_shared = entry is None and skill is None and is_shared_store(row["store"])
+        if (row["store"], entry and entry.pk, skill and skill.pk, content) in own or (
+            loose_shared and (row["store"], content) in anyones
+        ):
+            plan.present["memories"] += 1
+            continue
+        status, reason = _status(agent, row, content, active)
+        memory = _memory_insert(
+            actor,
+            agent,
+            file_agent,
+            row,
+            entry=entry,
+            skill=skill,
+            content_hash=content,
+            status=status,
+            reason=reason,
+        )
+        new[row["ref"]] = (memory, row)
+        plan.written["memories"] += 1
+        plan.by_store[row["store"]] = plan.by_store.get(row["store"], 0) + 1
+        plan.queued += status == Memory.QUEUED
+    return new
+
+
+def _active_by_key(agent, rows) -> dict:
+    """(store, key) -> [(content hash, valid_from, valid_to)] of the active memories a keyed
+    memory of the file would sit beside (the agent's own in its own stores, anyone's in a
+    workspace store)."""
+    keys = {(row["store"], row["key"]) for row in rows if row.get("key")}
+    found: dict = {}
+    if not keys:
+        return found
+    for owner, store, key, content, start, end in Memory.objects.filter(
+        status=Memory.ACTIVE, store__in={s for s, _ in keys}, key__in={k for _, k in keys}
+    ).values_list("owner_id", "store", "key", "content_hash", "valid_from", "valid_to"):
+        if owner == agent.pk or is_shared_store(store):
+            found.setdefault((store, key), []).append((content, start, end))
+    return found
+
+
+def _status(agent, row, content, active) -> tuple[str, str]:
+    """The state a file memory comes in with: what it was when it is no longer live (history
+    stays history); a live one goes into force only as the agent's own write would — for a
+    trusted agent, and not beside an active memory with its key and another value over the same
+    time (no silent conflicts); otherwise it waits for review."""
+    status, reason = row["status"], row.get("queue_reason") or ""
+    if status not in Memory.LIVE:
+        return status, reason
+    if not agent.trusted:
+        return Memory.QUEUED, reason or "new"
+    start, end = when(row.get("valid_from")), when(row.get("valid_to"))
+    for other, other_start, other_end in active.get((row["store"], row.get("key")), []):
+        apart = (end and other_start and end <= other_start) or (other_end and start and other_end <= start)
+        if other != content and not apart and status == Memory.ACTIVE:
+            return Memory.QUEUED, "conflict"
+    return status, reason
+
+
+def _link(new: dict) -> None:
+    """Supersession between the imported memories, once all of them have ids."""
+    for memory, row in new.values():
+        update = {f"{f}_id": new[row[f]][0].pk for f in ("supersedes", "superseded_by") if row.get(f) in new}
+        if update:
+            memory_row_state(memory, **update)
+
+
+def _relations(actor, data, plan, entries) -> None:
+    for r in data["relation"]:
+        source, target = entries.get(r["source"]), entries.get(r["target"])
+        if source is None or target is None:  # an end left out or held by another agent
+            continue
+        if EntryRelation.objects.filter(source=source, target=target, predicate=r["predicate"]).exists():
+            continue
+        EntryRelation.objects.create(
+            source=source,
+            target=target,
+            predicate=r["predicate"],
+            sources=r["sources"],
+            valid_from=when(r.get("valid_from"), parse_date),
+            valid_to=when(r.get("valid_to"), parse_date),
+            author_kind=actor.kind,
+            author_name=actor.name,
+        )
+        plan.written["relations"] += 1
+
+
+def _imported(reason: str, row: dict, file_agent: str) -> str:
+    """A version's reason with the author the file gave it: kept as a record, not as a claim."""
+    said = f"{row.get('author_kind') or '?'}:{row.get('author_name') or '?'}"
+    return "; ".join(filter(None, [reason, f"imported from {file_agent}'s file, written there by {said}"]))
+
+
+def _memory_insert(actor, agent, file_agent, m, *, entry, skill, content_hash, status, reason) -> Memory:
+    """One file memory with its whole version history and its sources as they were recorded
+    (fingerprints and snapshots kept: the provenance check compares against them), authored by
+    the importer."""
+    # The state _status decided and the importer as author, over what the file says; the row
+    # goes in through the import's one row function.
+    decided = {"status": status, "queue_reason": reason, "author_kind": actor.kind, "author_name": actor.name}
+    fields = {f: m[f] for f in MEMORY_FIELDS if m.get(f) is not None and f not in DATETIMES} | decided
     return memory_row_exported(
         fields={
             "owner": agent,
             "entry": entry,
             "skill": skill,
-            "position": m.get("position") if entry is not None else None,
+            "position": m.get("position") if entry is not None or skill is not None else None,
             "version": m["version"],
             "content_hash": content_hash,
             **fields,
-            **{f: _dt(m.get(f)) for f in DATETIMES if f != "created_at"},
+            **{f: when(m.get(f)) for f in DATETIMES if f != "created_at"},
         },
         versions=[
             {
-                "content_hash": Memory.hash_content(v["text"], v.get("key") or "", v.get("value")),
-                **{f: v.get(f) if v.get(f) is not None else "" for f in VERSION_FIELDS if f != "value"},
+                "version": v["version"],
+                "text": v["text"],
+                "key": v.get("key") or "",
                 "value": v.get("value"),
+                "content_hash": Memory.hash_content(v["text"], v.get("key") or "", v.get("value")),
+                "author_kind": actor.kind,
+                "author_name": actor.name,
+                "reason": _imported(v.get("reason") or "", v, file_agent),
             }
             for v in m["versions"]
         ],
@@ -441,9 +538,9 @@ def _memory_insert(agent: Agent, m: dict, *, entry, skill, content_hash: str) ->
                 "fingerprint": s.get("fingerprint") or "",
                 "snapshot": s.get("snapshot"),
                 "state": s.get("state") or MemorySource.UNCHANGED,
-                "checked_at": _dt(s.get("checked_at")),
+                "checked_at": when(s.get("checked_at")),
             }
             for s in m.get("sources") or []
         ],
-        created_at=_dt(m.get("created_at")),
+        created_at=when(m.get("created_at")),
     )

@@ -11,8 +11,6 @@ Each service is one transaction that writes its audit event inside it. Every ove
 locks the (agent, skill) enablement row first, so two writers of one overlay take turns (no
 duplicate slips past the near-duplicate check, no two new lessons take one position)."""
 
-import re
-
 import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -42,7 +40,7 @@ MAX_CORRECTION = 2_000
 MAX_EXTERNAL_ID = 200
 MAX_SOURCES = 20
 EVIDENCE_KINDS = ("task_outcome", "message", "conversation")
-SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+SLUG = Skill.NAME_RULE  # no dots: the console's <slug:> URLs must hold every skill's name
 
 # Near-duplicate lessons, chosen on 18 labelled pairs of support-desk lessons (the pairs are in
 # tests/memory/skills/test_near_duplicates.py): 8 paraphrases had cosine 0.77–0.97 (local
@@ -101,8 +99,8 @@ def skill_create(*, actor: Principal, name: str, title: str, instructions: str =
     Dreaming run). 400 for a bad or taken name."""
     _require_admin(actor, "create skills")
     name = clean_text(name, "name", max_length=64)
-    if not SLUG.match(name):
-        raise Invalid({"name": "Lower-case letters, digits, dots, dashes and underscores."})
+    if not SLUG.fullmatch(name):
+        raise Invalid({"name": "Lower-case letters, digits, dashes and underscores."})
     title = clean_text(title, "title", max_length=MAX_TITLE)
     instructions = clean_text(instructions, "instructions", max_length=MAX_INSTRUCTIONS, required=False)
     try:
