@@ -14,7 +14,16 @@ from django.utils import timezone
 
 from curation.models import DistillerRun
 from knowledge.audit.services import audit_record
-from knowledge.llm import LIGHT, ModelError, echoes_example, fits, model_ask, reply_budget
+from knowledge.llm import (
+    LIGHT,
+    ModelError,
+    ModelUnreachable,
+    echoes_example,
+    endpoint_down,
+    fits,
+    model_ask,
+    reply_budget,
+)
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Conversation, Memory, Message
 from knowledge.principal import Principal
@@ -125,6 +134,14 @@ def _finish(run: DistillerRun, state: str, reason: str = "", usage_id=None, memo
     return run
 
 
+def _defer(run: DistillerRun, reason: str, usage_id=None) -> DistillerRun:
+    """An outage: the run waits (pending) with the same input and its attempt not counted, so
+    the sweep tries again once the endpoint answers; an outage never fails a conversation."""
+    DistillerRun.objects.filter(pk=run.pk).update(attempts=F("attempts") - 1)
+    run.refresh_from_db(fields=["attempts"])
+    return _finish(run, DistillerRun.PENDING, f"deferred: {reason}", usage_id=usage_id)
+
+
 def _stamp(at) -> str:
     if isinstance(at, str):  # conversation_transcript gives ISO strings
         try:
@@ -178,11 +195,15 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
     transcript = conversation_transcript(conversation)
     if not transcript:
         return _finish(run, DistillerRun.SKIPPED, "nothing to read: the conversation has no messages")
+    down = endpoint_down(LIGHT, agent=conversation.agent)
+    if down:  # Status already knows: no call, and the attempt does not count
+        return _defer(run, down)
     reply_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=conversation.agent)
     read = _fitted(conversation, transcript, reply_tokens)
     if run.attempts > 1 and len(read) > 1:
         # A retry after a failure reads the newer half (a quarter …): the sweep never sends the
-        # request that already failed again.
+        # request that already failed again. (An outage is not a failure of the request: it
+        # defers the run without counting, so the next try sends the same input.)
         read = read[len(read) - max(len(read) >> (run.attempts - 1), 1) :]
 
     def shrink():  # a cut reply: the newer half of what was read, once
@@ -204,6 +225,8 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
             check=rule_breach,
             shrink=shrink,
         )
+    except ModelUnreachable as exc:
+        return _defer(run, exc.reason, usage_id=exc.usage_id)
     except ModelError as exc:
         return _finish(run, DistillerRun.FAILED, exc.reason, usage_id=exc.usage_id)
     note = ""
@@ -268,11 +291,13 @@ def distill_enqueue(conversation: Conversation) -> None:
 
 
 def distill_pending(limit: int = 20) -> int:
-    """Distil finished conversations the worker missed (no run yet, or a failed attempt left)."""
+    """Distil finished conversations the worker missed (no run yet, one deferred by an outage, or
+    a failed attempt left)."""
     ids = list(
         Conversation.objects.filter(status=Conversation.FINISHED)
         .filter(
             Q(distiller_run__isnull=True)
+            | Q(distiller_run__state=DistillerRun.PENDING)
             | Q(
                 distiller_run__state=DistillerRun.FAILED,
                 distiller_run__attempts__lt=DistillerRun.MAX_ATTEMPTS,

@@ -62,6 +62,12 @@ class ModelUnavailable(ModelError):
     """Not configured, disabled, over budget, or failing (timeouts, HTTP errors)."""
 
 
+class ModelUnreachable(ModelUnavailable):
+    """The server did not answer usefully (no connection, a timeout, a 5xx or 429 after the
+    retries): an outage. A job defers and asks again with the same input once the endpoint
+    answers; it does not shrink its input nor count the attempt against it."""
+
+
 class ModelOutputInvalid(ModelError):
     """The endpoint answered, but not with output that validates against the schema."""
 
@@ -276,7 +282,7 @@ def model_call(
     backoff = settings.BRAIN_MODEL_RETRY_BACKOFF_SECONDS
     started = time.monotonic()
     attempts, last_error, outcome = 0, "", ModelUsage.ERROR
-    payload = None
+    payload, outage = None, True  # outage: no answer that says anything about the request
     with httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
         attempt = 0
         while attempt <= resolved.max_retries:
@@ -306,6 +312,7 @@ def model_call(
                     break
                 outcome = ModelUsage.ERROR
                 last_error = f"HTTP {response.status_code}: {response.text[:300]}"
+                outage = response.status_code >= 500 or response.status_code in (408, 429)
                 if (
                     response.status_code in (400, 422, 500)
                     and structured in FALLBACK
@@ -349,7 +356,7 @@ def model_call(
             usage_id, outcome=outcome, attempts=attempts, latency_ms=latency_ms, total_tokens=0, error=reason
         )
         _log(outcome=outcome, usage=usage_id, **logged)
-        raise ModelUnavailable(reason, usage_id=usage_id)
+        raise (ModelUnreachable if outage else ModelUnavailable)(reason, usage_id=usage_id)
 
     try:
         choice = payload["choices"][0]

@@ -265,6 +265,16 @@ def unreachable_reason(state: ModelEndpointState) -> str:
     return f"unreachable: the endpoint did not answer the background check{when} ({state.reach_error})"
 
 
+def endpoint_down(name: str | None = None, *, agent: Agent | None = None) -> str:
+    """Why this profile's endpoint is down now, as the background check last found it ("" when
+    it answered, or was never checked): a job defers instead of calling it."""
+    profile = profile_resolve(name, agent=agent)
+    if profile.missing:
+        return ""
+    state = endpoint_state(profile.name, profile.base_url)
+    return unreachable_reason(state) if state is not None and state.reachable is False else ""
+
+
 def model_availability(name: str | None = None, *, agent: Agent | None = None, now=None) -> str:
     """Why a call through this profile would not be made now ("" when it would be tried).
     Cheap: no network. Failures only show once a call has failed."""

@@ -178,3 +178,36 @@ def test_a_distilled_memory_strict_anti_drift_refuses_stays_queued_with_the_reas
     assert Memory.objects.get(pk=fact.pk).status == Memory.ACTIVE
     written = AuditEvent.objects.get(action="memory.written", object_ids=[str(memory.pk)])
     assert (written.data["route"], written.data["status"]) == ("distiller", "queued")
+
+
+def test_an_outage_defers_the_run_with_the_same_input_and_never_fails_it(
+    world, finished, model_stub, settings
+):
+    """A transport failure is not the request's fault: the run waits (pending, the attempt not
+    counted) and the next try reads the same messages; an endpoint the background check marks
+    unreachable is not called at all; nothing is failed for good by an outage."""
+    from knowledge.llm import profile_resolve
+    from knowledge.llm.profiles import endpoint_record
+
+    settings.BRAIN_MODEL_MAX_RETRIES = 0
+    for _ in range(4):  # more outages than a run has attempts
+        model_stub.reply_error(503, "loading model")
+        run = distill_pending() and DistillerRun.objects.get(conversation=finished)
+        assert (run.state, run.attempts) == (DistillerRun.PENDING, 0)
+        assert run.reason.startswith("deferred: failing: HTTP 503")
+    assert Memory.objects.count() == 0
+
+    endpoint_record(profile_resolve("light"), reachable=False, reach_error="ConnectError")
+    calls = len(model_stub.chat_requests())
+    distill_pending()
+    assert len(model_stub.chat_requests()) == calls  # Status knew: not called
+    run.refresh_from_db()
+    assert run.state == DistillerRun.PENDING and "did not answer the background check" in run.reason
+
+    endpoint_record(profile_resolve("light"), reachable=True, reach_error="")
+    model_stub.reply_json(LEARNT)
+    assert distill_pending() == 1
+    run.refresh_from_db()
+    assert (run.state, run.attempts) == (DistillerRun.DONE, 1)
+    prompt = model_stub.prompt(model_stub.chat_requests()[-1])
+    assert "never call me" in prompt and "vpn-reset" in prompt  # both messages: nothing was halved
