@@ -1,22 +1,36 @@
-// The review queue by keyboard: j/k move between memories, a/r/e approve, reject and edit the
-// one in focus, x ticks it for a bulk action, ? lists the keys. After a decision focus moves to
-// the next memory. Without this file every card still works with Tab and the buttons.
+// The review queue by keyboard: every decision has a key (? lists them). j/k move between
+// memories and on across pages; a approves, 1 / 2 settle a conflict (replace / keep both from
+// the date filled in, Enter approves), r rejects with a reason, d rejects as a duplicate, e edits,
+// o opens the source, x ticks for a bulk action, A / R decide everything the filter matches
+// (after a confirmation). After a decision focus moves to the next memory. Without this file
+// every card still works with Tab and the buttons.
 (() => {
   const cards = () => Array.from(document.querySelectorAll("#queue-items article.qitem"));
   const current = () => document.activeElement && document.activeElement.closest("article.qitem");
   // The card a decision was made on, and the one to focus once htmx has swapped in the result.
   let decided = null;
   let pendingFocus = null;
+  // After moving to another page: focus its "first" or "last" memory once it has settled.
+  let pageFocus = null;
 
   const focusCard = (card) => {
     if (!card) return;
     card.focus({ preventScroll: true });
     card.scrollIntoView({ block: "nearest" });
   };
+  const follow = (rel, focus) => {
+    const link = document.querySelector(`#queue nav.pager a[rel=${rel}]`);
+    if (!link) return false;
+    pageFocus = focus;
+    link.click(); // htmx swaps the page in (a plain link without it)
+    return true;
+  };
   const move = (step) => {
     const list = cards();
-    if (!list.length) return;
     const index = list.indexOf(current());
+    if (index >= 0 && index + step >= list.length && follow("next", "first")) return;
+    if (index === 0 && step < 0 && follow("prev", "last")) return;
+    if (!list.length) return;
     const next = index < 0 ? (step > 0 ? 0 : list.length - 1) : Math.min(Math.max(index + step, 0), list.length - 1);
     focusCard(list[next]);
   };
@@ -27,6 +41,44 @@
   };
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   const actionForm = (card, verb) => card.querySelector(`form[action$="/${verb}"]`);
+
+  // A conflict's choice: check it, and for "replace" approve at once; for "keep both" focus the
+  // boundary (filled in by the server), where Enter approves.
+  const decide = (card, value) => {
+    const form = card && actionForm(card, "approve");
+    const radio = form && form.querySelector(`input[name=decision][value=${value}]`);
+    if (!radio) return false;
+    radio.checked = true;
+    if (value === "replace") {
+      form.requestSubmit();
+    } else {
+      const field = form.querySelector("input[name=boundary]");
+      field.focus();
+      if (field.select) field.select();
+    }
+    return true;
+  };
+  // Approve; a conflict without a choice says which keys choose, instead of the browser's
+  // "Please select one of these options".
+  const approve = (card) => {
+    const form = actionForm(card, "approve");
+    if (!form) return;
+    const radios = form.querySelectorAll("input[name=decision]");
+    if (radios.length && !form.querySelector("input[name=decision]:checked")) {
+      const hint = form.querySelector(".decide-hint");
+      if (hint) hint.textContent = "Decide first: 1 replaces, 2 keeps both (then Enter), r rejects.";
+      return;
+    }
+    form.requestSubmit(); // the submit listener below notes where to go next
+  };
+  const openSource = (card) => {
+    const link = card.querySelector(".sources a[href]") || card.querySelector(".qhead a[href]");
+    if (link) window.location.assign(link.href);
+  };
+  const matching = (id) => {
+    const link = document.getElementById(id);
+    if (link) link.click(); // the confirmation's button takes focus: Enter confirms
+  };
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) {
@@ -43,21 +95,40 @@
       focusCard(event.target.closest("article.qitem"));
       return;
     }
+    // Enter in a "keep both" date approves (a date field does not submit by itself everywhere).
+    if (event.key === "Enter" && event.target.matches("article.qitem input[name=boundary]")) {
+      event.preventDefault();
+      event.target.form.requestSubmit();
+      return;
+    }
     if (typing(event.target) || (dialog && dialog.open)) return;
     const card = current();
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
+      case "n": if (!follow("next", "first")) return; break;
+      case "p": if (!follow("prev", "first")) return; break;
       case "?": if (dialog) dialog.showModal(); break;
-      case "a": {
-        if (!card) return;
-        const form = actionForm(card, "approve");
-        if (form) form.requestSubmit(); // the submit listener below notes where to go next
+      case "/": {
+        const field = document.querySelector("#queue-filters input[name=q]");
+        if (!field) return;
+        field.focus();
         break;
       }
+      case "A": matching("approve-matching"); break;
+      case "R": matching("reject-matching"); break;
+      case "a": if (!card) return; approve(card); break;
+      case "1": if (!decide(card, "replace")) return; break;
+      case "2": if (!decide(card, "keep_both")) return; break;
       case "r": {
         const form = card && actionForm(card, "reject");
         if (form) form.querySelector("input[name=reason]").focus();
+        break;
+      }
+      case "d": {
+        const button = card && card.querySelector("button[data-duplicate]");
+        if (!button) return;
+        button.form.requestSubmit();
         break;
       }
       case "e": {
@@ -67,6 +138,7 @@
         edit.querySelector("textarea").focus();
         break;
       }
+      case "o": if (!card) return; openSource(card); break;
       case "x": {
         const box = card && card.querySelector("input[type=checkbox][name=ids]");
         if (box) box.checked = !box.checked;
@@ -87,6 +159,13 @@
 
   // Out-of-band swaps settle too; act once, when the decided card itself has been replaced.
   document.addEventListener("htmx:afterSettle", () => {
+    if (pageFocus) {
+      const list = cards();
+      const card = pageFocus === "last" ? list[list.length - 1] : list[0];
+      pageFocus = null;
+      if (card) focusCard(card);
+      return;
+    }
     if (!decided) return;
     const now = document.getElementById(decided.id);
     if (now === decided) return;

@@ -95,6 +95,7 @@ class QueueFilterForm(forms.Form):
     order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], required=False)
     size = forms.TypedChoiceField(choices=[(str(n), n) for n in PAGE_SIZES], coerce=int, required=False)
     page = forms.IntegerField(required=False, min_value=1)
+    after = forms.IntegerField(required=False, min_value=1)  # "next page": after this memory
 
     def __init__(self, data=None, **kwargs):
         if data is not None and "import" in data:
@@ -108,3 +109,9 @@ class QueueFilterForm(forms.Form):
         data = {name: self.cleaned_data.get(name) for name in self.fields if name not in self.errors}
         where = QueueFilter(**{name: (data.get(name) or "").strip() for name in FILTER_FIELDS})
         return where, data.get("order") or OLDEST, data.get("size") or PAGE_SIZE, data.get("page") or 1
+
+    @property
+    def after_id(self) -> int | None:
+        """The memory "next page" starts after, if the URL names one."""
+        self.is_valid()
+        return None if "after" in self.errors else self.cleaned_data.get("after")

@@ -83,6 +83,20 @@ def queue_ordered(qs: QuerySet, order: str = OLDEST) -> QuerySet:
     return qs.order_by("-created_at", "-id") if order == NEWEST else qs.order_by("created_at", "id")
 
 
+def queue_offset_after(where: QueueFilter, *, owner: str = "", order: str = OLDEST, after: int) -> int | None:
+    """How many matching memories come up to and including memory `after` in queue order (None
+    when there is no such memory): where "next page" starts, counted afresh, so memories decided
+    on this page since it was shown do not make the next page skip the ones after them."""
+    anchor = Memory.objects.filter(pk=after).values_list("created_at", flat=True).first()
+    if anchor is None:
+        return None
+    if order == NEWEST:
+        upto = Q(created_at__gt=anchor) | Q(created_at=anchor, pk__gte=after)
+    else:
+        upto = Q(created_at__lt=anchor) | Q(created_at=anchor, pk__lte=after)
+    return queued_matching(where, owner=owner).filter(upto).count()
+
+
 def queue_page(
     where: QueueFilter,
     *,

@@ -1,5 +1,6 @@
 """Reads of memories for the API and the console — every one through knowledge.access."""
 
+import datetime
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -121,6 +122,17 @@ class QueueItem:
     gate_check: object = None  # the latest finished eval-gate verdict, if any
     labels: dict = field(default_factory=dict)  # id → memory_label of every memory it touches
     dups: object = None  # memory.lifecycle.duplicates.DuplicateHints, for the reader
+
+    @property
+    def boundary_default(self):
+        """Where "keep both" starts the new value unless the reviewer says otherwise: when the
+        memory holds from (its valid_from, else when it was written), moved to the first whole
+        minute after every memory it conflicts with began (the field has minutes; the rule wants
+        the boundary after their start)."""
+        starts = [self.memory.valid_from or self.memory.created_at]
+        starts += [c.valid_from or c.created_at for c in self.contradicts]
+        latest = max(s for s in starts if s is not None)
+        return latest.replace(second=0, microsecond=0) + datetime.timedelta(minutes=1)
 
     @property
     def compare_label(self) -> str:

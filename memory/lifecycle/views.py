@@ -78,13 +78,21 @@ def _queue_context(
     request, *, notice: str = "", notice_kind: str = "success", selected: frozenset = frozenset()
 ) -> dict:
     owner = _owner(request)
-    where, order, size, number = QueueFilterForm(_filter_data(request)).parsed()
+    form = QueueFilterForm(_filter_data(request))
+    where, order, size, number = form.parsed()
     total = queue.queued_matching(where, owner=owner).count()
     pages = max(1, math.ceil(total / size))
-    number = min(number, pages)
+    offset = (min(number, pages) - 1) * size
+    if form.after_id:
+        # "next" names the last memory shown rather than a page number (see queue_offset_after).
+        found = queue.queue_offset_after(where, owner=owner, order=order, after=form.after_id)
+        if found is not None:
+            offset = found if found < total else (pages - 1) * size
+    number = offset // size + 1
     items = queue.queue_page(
-        where, owner=owner, order=order, offset=(number - 1) * size, size=size, principal=request.principal
+        where, owner=owner, order=order, offset=offset, size=size, principal=request.principal
     )
+    last = items[-1].memory.pk if items else None
     facets = queue.queue_facets(where, owner=owner)
     query = _query(where, order, size)
     return {
@@ -103,7 +111,7 @@ def _queue_context(
         "prev_query": _query(where, order, size, page=number - 1 if number > 2 else None)
         if number > 1
         else "",
-        "next_query": _query(where, order, size, page=number + 1) if number < pages else "",
+        "next_query": _query(where, order, size, after=last) if offset + size < total and last else "",
         **_tabs_context(request, where, order, size, counts=facets["reason"]),
         "facets": facets,
         "imports": {name: label for name, (label, _c, _p) in queue.IMPORTS.items()},
@@ -334,7 +342,9 @@ def _terms(where: queue.QueueFilter) -> list[tuple[str, str]]:
         "imported": queue.IMPORTS[where.imported][0] if where.imported in queue.IMPORTS else "",
     }
     names = {"imported": "origin", "source": "a source of kind", "q": "text"}
-    return [(names.get(name, name), labels.get(name) or value) for name, value in vars(where).items() if value]
+    return [
+        (names.get(name, name), labels.get(name) or value) for name, value in vars(where).items() if value
+    ]
 
 
 @vary_on_headers("HX-Request")

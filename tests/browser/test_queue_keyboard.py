@@ -94,3 +94,96 @@ def test_the_selection_is_kept_after_a_refused_bulk_action(page, world):
     assert not page.is_checked(f"#memory-{second.pk} input[name=ids]")
     assert page.is_checked(f"#memory-{third.pk} input[name=ids]")
     assert set(Memory.objects.values_list("status", flat=True)) == {"queued"}
+
+
+def test_every_decision_of_a_mixed_queue_has_a_key_across_two_pages(page, world):
+    """Issue 53: approve, both conflict choices (no browser validation prompt, no arrow keys in
+    the date), reject as a duplicate, reject with a reason, and on to the next page — keys only."""
+    copilot = world.copilot
+    slack = factory.make_memory(copilot, "Acme prefers Slack", key="acme.channel", value="slack")
+    nine = factory.make_memory(copilot, "The office opens at 9", key="office.opens", value="9")
+    priya = factory.make_memory(world.scribe, "Priya is on call this week.", store="shared")
+    plain = factory.make_queued_memory(copilot, "Bob owns the billing service.")
+    email = factory.make_queued_memory(copilot, "Acme prefers e-mail", key="acme.channel", value="email")
+    eight = factory.make_queued_memory(copilot, "The office opens at 8", key="office.opens", value="8")
+    dup = factory.make_queued_memory(copilot, "priya is on call this week.", store="shared", tier="episodic")
+    wrong = factory.make_queued_memory(copilot, "The moon is made of cheese.")
+    filler = _queued(world, 6)  # the 11th memory is on page 2
+    login(page, "rita")
+    page.goto("/review/")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    _wait_focus(page, f"memory-{plain.pk}")
+
+    page.keyboard.press("a")
+    _wait_focus(page, f"memory-{email.pk}")
+    page.keyboard.press("a")  # a conflict without a choice: the keys are named, nothing is sent
+    expect(page.locator(f"#memory-{email.pk} .decide-hint")).to_contain_text("1 replaces, 2 keeps both")
+    page.keyboard.press("1")
+    page.locator(f"#memory-{email.pk}.result").wait_for()
+    _wait_focus(page, f"memory-{eight.pk}")
+
+    page.keyboard.press("2")  # the boundary is filled in and focused; Enter approves
+    assert page.evaluate("document.activeElement.name") == "boundary"
+    page.keyboard.press("Enter")
+    page.locator(f"#memory-{eight.pk}.result").wait_for()
+    _wait_focus(page, f"memory-{dup.pk}")
+
+    page.keyboard.press("d")
+    page.locator(f"#memory-{dup.pk}.result").wait_for()
+    _wait_focus(page, f"memory-{wrong.pk}")
+    page.keyboard.press("r")
+    page.keyboard.type("not a fact")
+    page.keyboard.press("Enter")
+    page.locator(f"#memory-{wrong.pk}.result").wait_for()
+    _wait_focus(page, f"memory-{filler[0].pk}")
+
+    page.keyboard.press("n")  # the next page, its first memory in focus
+    _wait_focus(page, f"memory-{filler[-1].pk}")
+    assert f"after={filler[4].pk}" in page.url  # the next page starts after the last one shown
+    page.keyboard.press("?")
+    keys = page.locator("#queue-keys").inner_text()
+    assert "reject as a duplicate" in keys and "keep both" in keys and "everything the filter matches" in keys
+
+    rows = {
+        m.pk: m
+        for m in Memory.objects.filter(
+            pk__in=[slack.pk, nine.pk, plain.pk, email.pk, eight.pk, dup.pk, wrong.pk]
+        )
+    }
+    assert rows[plain.pk].status == rows[email.pk].status == rows[eight.pk].status == "active"
+    assert rows[slack.pk].status == "superseded"
+    assert rows[nine.pk].status == "active" and rows[nine.pk].valid_to == rows[eight.pk].valid_from
+    assert (rows[dup.pk].status, rows[dup.pk].status_reason) == ("rejected", f"duplicate of #{priya.pk}")
+    assert (rows[wrong.pk].status, rows[wrong.pk].status_reason) == ("rejected", "not a fact")
+
+
+def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world):
+    from knowledge.models import AuditEvent
+    from knowledge.principal import Principal
+    from memory.lifecycle.write import memory_write
+
+    def mem0(i, person):
+        return memory_write(
+            actor=Principal.system("import_mem0"),
+            owner=world.copilot,
+            store=f"private:{person}",
+            text=f"{person} fact {i}",
+            route="import",
+            category="mem0",
+            sources=[{"kind": "record", "ref": f"mem0:{person}-{i}"}],
+        )
+
+    alice = [mem0(i, "alice") for i in range(12)]
+    bob = mem0(0, "bob")
+    login(page, "rita")
+    page.goto("/review/?import=mem0&store=private:alice")
+    page.keyboard.press("A")
+    expect(page.locator("#confirm-matching")).to_be_focused()
+    expect(page.locator("#confirm-bulk")).to_contain_text("Approve 12 memories?")
+    page.keyboard.press("Enter")
+    expect(page.locator("#queue-notice")).to_contain_text("Approved 12 memories matching the filter")
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert {statuses[m.pk] for m in alice} == {"active"} and statuses[bob.pk] == "queued"
+    batches = set(AuditEvent.objects.filter(action="memory.approved").values_list("batch_id", flat=True))
+    assert len(batches) == 1  # one batch, restorable from the Audit tab
