@@ -66,8 +66,8 @@ def test_distiller_failures_show_on_status(world, model_stub, client):
     Conversation.objects.filter(pk=conversation.pk).update(
         status=Conversation.FINISHED, finished_at=timezone.now()
     )
-    for _ in range(6):
-        model_stub.reply_error(500)
+    for _ in range(2):  # a reply that is not JSON, and its repair the same (a 5xx only defers)
+        model_stub.reply_text("not json at all")
     run = distill_conversation(conversation.pk)
     assert run.state == DistillerRun.FAILED
     client.force_login(world.reviewer)
