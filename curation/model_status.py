@@ -2,6 +2,8 @@
 answered the background check (knowledge.llm.reach), and the distiller's failed conversations
 with their reasons. Registered from curation/apps.py; also in GET /api/status as `models`."""
 
+from django.urls import reverse
+
 from curation.models import DistillerRun
 from knowledge.llm.profiles import endpoint_state, profile_names, profile_resolve
 
@@ -21,6 +23,7 @@ def models_status() -> dict:
         profiles.append(
             {
                 "name": name,
+                "base_url": profile.base_url,
                 "model": profile.model,
                 "endpoint": reach,
                 "error": state.reach_error if state else "",
@@ -47,11 +50,28 @@ def models_status() -> dict:
 
 
 def models_alerts(report: dict) -> list[dict]:
-    alerts = [
-        {"level": "error", "text": f"Model profile {p['name']} is unreachable: {p['error']}"}
-        for p in report["profiles"]
-        if p["endpoint"] == "unreachable"
-    ]
+    """One alert per cause: a model server that does not answer is one alert naming every
+    profile it serves (not one per profile, and never called a budget)."""
+    down: dict[str, list[dict]] = {}
+    for p in report["profiles"]:
+        if p["endpoint"] == "unreachable":
+            down.setdefault(p.get("base_url", p["name"]), []).append(p)
+    alerts = []
+    for where, profiles in down.items():
+        names = " and ".join(p["name"] for p in profiles)
+        since = (
+            f" since {profiles[0]['checked_at'][:16].replace('T', ' ')} UTC"
+            if profiles[0]["checked_at"]
+            else ""
+        )
+        alerts.append(
+            {
+                "level": "error",
+                "text": f"The model server at {where} does not answer{since} ({profiles[0]['error']}): "
+                f"the {names} profile{'s' if len(profiles) > 1 else ''} wait until it does.",
+                "fix": {"label": "Check the server on the Models page", "url": reverse("model-list")},
+            }
+        )
     if report["distiller_failed"]:
         # An agent's or integration's report keeps the count but lists none of the failures
         # (they name other agents' conversations): the alert then says only how many.

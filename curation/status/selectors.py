@@ -192,8 +192,9 @@ WAITING_TOO_LONG = timedelta(minutes=5)
 GATE_ERRORS_SINCE = timedelta(days=14)
 # What stops without a model, per built-in profile, in words a reviewer knows.
 MODEL_STAGES = {
-    DEFAULT: "the distiller, near-duplicate merges, Dreaming stage B and the eval gate",
-    LIGHT: "Dreaming stage A (episodes)",
+    DEFAULT: "the eval gate's checks (an agent's own profile is the default one unless set)",
+    LIGHT: "the distiller, merges and summaries, Dreaming (stages A and B), material learning and "
+    "conversation summaries",
 }
 # A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
 # this many texts it is a re-embedding or a worker falling behind, worth a warning.
@@ -332,28 +333,28 @@ def model_alerts(now=None) -> list[dict]:
     now = now or timezone.now()
     out = []
     unavailable = {name: model_availability(name, now=now) for name in MODEL_STAGES}
+    models_page = reverse("model-list")
     for name, why in unavailable.items():
         if not why or (name == LIGHT and unavailable[DEFAULT] and why.startswith("not configured")):
             continue
+        if why.startswith("unreachable"):
+            continue  # the Models section's one alert per server says it (curation.model_status)
+        fix = "Set up a model on the Models page"
         if why.startswith("not configured"):
             text = f"No model is set up for the {name} profile, so {MODEL_STAGES[name]} do not run"
             if name == DEFAULT:
                 text = (
-                    "No model is set up, so the distiller, near-duplicate merges, Dreaming (stages A "
-                    "and B) and the eval gate do not run"
+                    "No model is set up, so the distiller, merges and summaries, Dreaming (stages A "
+                    "and B), material learning and the eval gate do not run"
                 )
             text += ". Recall, review, provenance and exact-duplicate consolidation work without one."
         elif why.startswith("disabled"):
             text = f"The {name} model profile is switched off: {MODEL_STAGES[name]} do not run."
+            fix = "Switch it on on the Models page"
         else:
             text = f"The {name} model profile is over its budget ({why}): {MODEL_STAGES[name]} wait."
-        out.append(
-            {
-                "level": "error",
-                "text": text,
-                "fix": {"label": "Set up a model on the Models page", "url": reverse("model-list")},
-            }
-        )
+            fix = "Raise its budget on the Models page"
+        out.append({"level": "error", "text": text, "fix": {"label": fix, "url": models_page}})
     errors = GateCheck.objects.filter(verdict=GateCheck.ERROR, created_at__gte=now - GATE_ERRORS_SINCE)
     count = errors.count()
     if count:

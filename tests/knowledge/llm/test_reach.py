@@ -34,7 +34,7 @@ def test_a_profile_whose_endpoint_does_not_answer_is_unreachable(world, model_st
     client.force_login(world.reviewer)
     status = client.get("/knowledge/status/").content.decode()
     assert 'id="status-models"' in status and "unreachable" in status
-    assert "Model profile light is unreachable" in status  # an alert
+    assert "does not answer" in status and "the light profile wait" in status  # an alert
     models = client.get("/models/").content.decode()
     assert '<span class="badge bad">unreachable</span>' in models
     api = world.client("reviewer").get("/api/status").json()
@@ -74,3 +74,18 @@ def test_distiller_failures_show_on_status(world, model_stub, client):
     status = client.get("/knowledge/status/").content.decode()
     assert "Distiller failures" in status and f"conversation {conversation.pk}" in status
     assert "The distiller failed on 1 conversation(s)" in status
+
+
+def test_one_down_server_is_one_alert_with_the_right_words(world, model_stub, client):
+    """Both profiles on one server that does not answer: one alert naming the server and both
+    profiles, none calling it a budget or offering to set a model up."""
+    down = _closed_port_url()
+    for name in ("default", "light"):
+        model_profile_save(actor=SYSTEM, name=name, base_url=down, model="m")
+    endpoints_check()
+    alerts = world.client("reviewer").get("/api/status").json()["alerts"]
+    about = [a for a in alerts if "model" in a["text"].lower()]
+    assert len(about) == 1, about
+    assert down in about[0]["text"] and "default and light profiles" in about[0]["text"]
+    texts = " ".join(a["text"] for a in alerts)
+    assert "budget" not in texts and "Set up a model" not in str(alerts)
