@@ -20,7 +20,8 @@ from memory.gate import services as gate
 
 API_WRITE, DISTILLER, DREAMING, REVIEW = "api_write", "distiller", "dreaming", "review"
 IMPORT = "import"  # an admin's import into an agent's memory (manage.py import_mem0)
-ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW, ENTRY_BLOCK, IMPORT)
+AGENT_STATE = "agent_state"  # an agent's own machine state (a write with `state`: LangGraph store items)
+ROUTES = (API_WRITE, DISTILLER, DREAMING, REVIEW, ENTRY_BLOCK, IMPORT, AGENT_STATE)
 
 
 @dataclass(frozen=True)
@@ -67,4 +68,6 @@ def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
         return actor.is_reviewer
     if route == IMPORT:  # what the agent would write itself: a trusted agent's goes active
         return bool(memory.owner.trusted)
+    if route == AGENT_STATE:  # the owner's own working memory, read by no one else (writers: check_write)
+        return (memory.tier, memory.store) == ("working", "self")
     raise ValueError(f"unknown activation route {route!r}")

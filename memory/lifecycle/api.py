@@ -38,6 +38,7 @@ from memory.lifecycle.serializers import (
     RunFinishSerializer,
     memory_out,
     version_out,
+    write_route,
 )
 
 # The list's paging parameters: knowledge.web.page_params reads them, the filters' serializer not.
@@ -128,7 +129,8 @@ def memory_collection(request):
     principal = request.user
     if request.method == "POST":
         data = validated(MemoryWriteSerializer, request.data, principal=principal)
-        memory = write.memory_write(actor=principal, **access.write_named(principal, data))
+        route = write_route(data)
+        memory = write.memory_write(actor=principal, route=route, **access.write_named(principal, data))
         created = not getattr(memory, "duplicate_of", None)
         return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -4,7 +4,9 @@ from rest_framework import serializers
 
 from knowledge import access
 from knowledge.models import Memory, MemorySource
+from knowledge.stores import SELF
 from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
+from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE
 from memory.lifecycle.write import MAX_TEXT
 
 MAX_SOURCES = 50
@@ -51,6 +53,31 @@ class MemoryWriteSerializer(StrictSerializer):
         default=None,
         help_text="One of the agent's conversations; its working memories are cleared when it finishes.",
     )
+    state = serializers.BooleanField(
+        default=False,
+        help_text="Machine state (a counter, a cursor, a LangGraph store item), not a fact: the agent's "
+        "own working memory in its own store (scope agent, tier working, the default then), active at "
+        "once without review — recalled only for that agent, expiring like any working memory.",
+    )
+
+    def validate(self, attrs):
+        if attrs.get("state"):
+            errors = {}
+            if access.SCOPE_ALIASES.get(attrs.get("scope"), attrs.get("scope")) != SELF:
+                errors["scope"] = ["State lives in the agent's own store: use scope agent."]
+            if "tier" not in self.initial_data:
+                attrs["tier"] = Memory.WORKING
+            elif attrs["tier"] != Memory.WORKING:
+                errors["tier"] = ["State is working memory: use tier working (or leave it out)."]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return attrs
+
+
+def write_route(data: dict) -> str:
+    """The activation route of a parsed write (taking `state` out of `data`): the agent's own
+    state (AGENT_STATE), or an ordinary API write that an untrusted agent's review decides."""
+    return AGENT_STATE if data.pop("state", False) else API_WRITE
 
 
 class MemoryListQuerySerializer(StrictSerializer):

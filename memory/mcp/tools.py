@@ -30,7 +30,7 @@ from memory.conversations.api import conversation_open, messages_post
 from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out
 from memory.conversations.services import conversation_finish
 from memory.lifecycle import write
-from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out
+from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out, write_route
 from memory.recall.api import browse_open, context_for, search_for
 from memory.recall.memo import memo_for, memo_out
 from memory.recall.serializers import BrowseIn, ContextIn, SearchIn
@@ -107,7 +107,8 @@ def memory_search_tool(principal: Principal, args: dict) -> dict:
 
 def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = validated(MemoryWriteSerializer, args, principal=principal)
-    return memory_out(write.memory_write(actor=principal, **access.write_named(principal, data)))
+    route = write_route(data)
+    return memory_out(write.memory_write(actor=principal, route=route, **access.write_named(principal, data)))
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:

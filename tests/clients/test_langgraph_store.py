@@ -7,6 +7,7 @@ deterministic node that remembers across two runs."""
 import asyncio
 import operator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, TypedDict
 
 import pytest
@@ -212,3 +213,33 @@ def test_a_langgraph_graph_remembers_across_two_runs(live_server, world):
     assert (
         MemoryRow.objects.filter(key=memory_key(("visits", "alice"), "count"), status="active").count() == 1
     )
+
+
+def test_an_untrusted_agents_graph_state_never_reaches_the_review_queue(live_server, world):
+    """Issue 53: the counter a graph puts on every run is the agent's own working state — active
+    at once, in its self store, tier working — while a fact it wants remembered is still reviewed."""
+    builder = StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", END)
+    for said, expected in (("hi", "first visit of bob"), ("again", "visit 2 of bob; last time: hi")):
+        with Brain(live_server.url, world.tokens["copilot"]) as brain:
+            graph = builder.compile(store=BrainStore(brain, state=["visits"]))
+            assert graph.invoke({"user": "bob", "said": said, "log": []})["log"] == [expected]
+    rows = MemoryRow.objects.filter(key=memory_key(("visits", "bob"), "count")).order_by("id")
+    assert [(r.status, r.tier, r.store, r.queue_reason) for r in rows] == [
+        ("superseded", "working", "self", ""),
+        ("active", "working", "self", ""),
+    ]
+    assert not MemoryRow.objects.filter(status="queued").exists()
+    with Brain(live_server.url, world.tokens["copilot"]) as brain:
+        store = BrainStore(brain, state=["visits"], state_ttl_hours=24 * 30)
+        store.put(("facts",), "bob", {"text": "Bob prefers e-mail"})
+        assert store.memory(("facts",), "bob").status == "queued"  # a fact: a reviewer decides
+        store.put(("visits", "bob"), "count", {"count": 9})
+        expires = datetime.fromisoformat(store.memory(("visits", "bob"), "count").expires_at)
+        assert expires > datetime.now(UTC) + timedelta(days=29)
+        # State is the agent's own: it cannot be written into a shared store.
+        with pytest.raises(Exception, match="scope agent"):
+            brain.memory.write("x", scope="shared", state=True)
+    assert MemoryRow.objects.filter(status="queued").count() == 1

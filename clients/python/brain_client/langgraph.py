@@ -18,6 +18,13 @@ How LangGraph's items map onto Brain's memories:
   history); a delete writes a tombstone (`value` null) that supersedes it. An untrusted agent's
   writes wait for review in Brain: until then `get` and `search` show the agent its own pending
   write (status `queued`), as it would see it once approved.
+- Machine state: items of a namespace whose first label is in `state` (or every namespace, with
+  `state=True`) are the graph's own working state — counters, cursors, scratch values it reads
+  back itself. They are written with Brain's `state` flag: the agent's own working memory in its
+  own store, active at once with no review (so an untrusted agent's loop does not fill the
+  review queue), recalled only for that agent, never into a shared store, expiring like any
+  working memory (`state_ttl_hours`, default Brain's BRAIN_SHORT_TERM_TTL). Facts the graph wants
+  remembered belong in the other namespaces, which an untrusted agent's review still decides.
 - Provenance: every write cites `{"kind": "record", "ref": "langgraph:<memory key>"}` plus the
   store's own `sources` (a conversation, a task outcome…); `memory(namespace, key)` gives the
   Brain memory behind an item (id, status, sources, author, versions).
@@ -34,7 +41,7 @@ import asyncio
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -115,7 +122,9 @@ class BrainStore(BaseStore):
     channel:<channel>); `scopes`: first namespace labels that go to another scope; `sources`:
     cited by every write besides the item's own record; `index`: the value's fields that make a
     memory's text (default: the whole value); `write`: other fields for every write (tier,
-    conversation, run_id…)."""
+    conversation, run_id…); `state`: first namespace labels (or True: all) whose items are the
+    graph's own working state, never reviewed; `state_ttl_hours`: how long a state item lives
+    unless put again (default: Brain's short-term TTL)."""
 
     supports_ttl = False
 
@@ -128,10 +137,18 @@ class BrainStore(BaseStore):
         sources: list[dict[str, str]] | None = None,
         index: list[str] | None = None,
         write: Mapping[str, Any] | None = None,
+        state: Iterable[str] | bool = (),
+        state_ttl_hours: float | None = None,
     ):
         self.brain = brain
         self.scope = scope
         self.scopes = dict(scopes or {})
+        self.state = state if isinstance(state, bool) else frozenset(state)
+        self.state_ttl_hours = state_ttl_hours
+        if not isinstance(self.state, bool) and self.state & set(self.scopes):
+            raise ValueError(
+                "A state namespace lives in the agent's own store; it cannot also be in `scopes`."
+            )
         self.sources = list(sources or [])
         self.index = index
         self.write_fields = dict(write or {})
@@ -161,7 +178,15 @@ class BrainStore(BaseStore):
 
     # --- Brain's side -------------------------------------------------------------------------
 
+    def is_state(self, namespace: tuple[str, ...]) -> bool:
+        """Whether the namespace holds the graph's own working state (see `state`)."""
+        if isinstance(self.state, bool):
+            return self.state and not (namespace and namespace[0] in self.scopes)
+        return bool(namespace) and namespace[0] in self.state
+
     def scope_for(self, namespace: tuple[str, ...]) -> str:
+        if self.is_state(namespace):
+            return "agent"
         return self.scopes.get(namespace[0], self.scope) if namespace else self.scope
 
     def memory(self, namespace: tuple[str, ...], key: str) -> Memory | None:
@@ -239,6 +264,12 @@ class BrainStore(BaseStore):
         }
         if current is not None:
             fields["supersedes"] = current.id
+        if self.is_state(op.namespace):
+            fields.update(state=True, tier="working")
+            if self.state_ttl_hours is not None:
+                # timezone.utc, not datetime.UTC: the client supports Python 3.10
+                expires = datetime.now(timezone.utc) + timedelta(hours=self.state_ttl_hours)  # noqa: UP017
+                fields["expires_at"] = expires.isoformat()
         self.brain.memory.write(
             text,
             scope=self.scope_for(op.namespace),
