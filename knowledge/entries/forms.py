@@ -62,8 +62,7 @@ class EntryMetaForm(forms.Form):
     )
     aliases = forms.CharField(
         required=False,
-        help_text="Comma-separated.",
-        widget=forms.TextInput(attrs={"placeholder": "k8s, kube"}),
+        help_text="Other names it goes by, comma-separated.",
     )
     summary = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     properties = JSONObjectField(required=False, help_text="A JSON object.")
