@@ -38,7 +38,9 @@ def job_title(job: ModelJob) -> str:
 
 def job_link(job: ModelJob) -> str:
     kind = _kinds.get(job.kind)
-    return kind.link(job.result) if kind and kind.link and job.state == ModelJob.DONE else ""
+    # A failed run (the job says why) is shown where a done one is: its result names it.
+    finished = job.state == ModelJob.DONE or (job.state == ModelJob.FAILED and job.result)
+    return kind.link(job.result) if kind and kind.link and finished else ""
 
 
 def _label(actor) -> str:
@@ -72,7 +74,11 @@ def job_run(job_id: int) -> str:
     except Exception as exc:
         _end(job, ModelJob.FAILED, error=f"internal error: {type(exc).__name__}: {exc}")
         raise
-    _end(job, ModelJob.DONE, result=result or {})
+    result = result or {}
+    if result.get("state") == "failed":  # the run it made failed (a stage A run, say): so did the job
+        _end(job, ModelJob.FAILED, result=result, error=result.get("summary", "the run failed"))
+        return "failed"
+    _end(job, ModelJob.DONE, result=result)
     return "done"
 
 

@@ -87,3 +87,22 @@ def test_the_context_request_never_waits_on_the_history_fold(world, slow_model):
     assert slow_model.chat_requests() == []
     history = next(s for s in response.json()["sections"] if s["name"] == "history")
     assert "in the background" in history["summary"]["note"]
+
+
+def test_a_job_whose_run_failed_is_failed_not_done(world, model_stub, client):
+    """A stage A run that fails (here: the model's reply is not JSON, twice) ends its job as
+    failed, with the run's reason: the job page is not headed "done"."""
+    from knowledge.llm.jobs import job_run
+
+    factory.post_messages(world.general, [{"speaker": "ana", "text": "The VPN is down again."}])
+    for _ in range(2):
+        model_stub.reply_text("no json here")
+    queued = world.client("admin").post("/api/dreaming/stage-a/run", {"channel": "general"}, format="json")
+    assert queued.status_code == 202
+    job_id = queued.json()["id"]
+    assert job_run(job_id) == "failed"
+    job = ModelJob.objects.get(pk=job_id)
+    assert job.state == ModelJob.FAILED and "failed" in job.error and job.result["state"] == "failed"
+    client.force_login(world.admin)
+    page = client.get(f"/models/jobs/{job_id}").content.decode()
+    assert '<span class="badge bad">failed</span>' in page
