@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record
+from knowledge.conversations.speakers import speakers_resolve
 from knowledge.embeddings.kick import request_embedding_run
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Channel, ChannelIntegration, Conversation, Integration, Message, Person
@@ -152,45 +153,6 @@ class IngestResult:
         return self.duplicate.count(True)
 
 
-def _speakers(actor: Principal, names: set[str]) -> dict[str, tuple[str, int]]:
-    """name -> ("agent" | "person", id). An agent name wins; `person:x` / `agent:x` force the
-    kind; unknown people are created (and audited). A speaker naming an agent must be one
-    `actor` may speak as (`access.check_speaker`), checked before anything is written."""
-    plain = {n.split(":", 1)[-1] for n in names}
-    agents = dict(Agent.objects.filter(name__in=plain).values_list("name", "pk"))
-    for name in sorted(plain & set(agents)):
-        # Even as `person:<name>`: the history section shows a turn by its speaker's name.
-        access.check_speaker(actor, agent_id=agents[name], name=name)
-    people = dict(Person.objects.filter(name__in=plain).values_list("name", "pk"))
-    wanted_people = set()
-    for raw in names:
-        kind, _, name = raw.rpartition(":")
-        if (kind == "person" or (kind == "" and name not in agents)) and name not in people:
-            wanted_people.add(name)
-    if wanted_people:
-        Person.objects.bulk_create([Person(name=n) for n in sorted(wanted_people)], ignore_conflicts=True)
-        created = dict(Person.objects.filter(name__in=wanted_people).values_list("name", "pk"))
-        people.update(created)
-        audit_record(
-            "person.created",
-            actor=actor,
-            object_type="person",
-            object_ids=sorted(created.values()),
-            reason="speaker of an ingested message",
-            counts={"people": len(created)},
-        )
-    out = {}
-    for raw in names:
-        kind, _, name = raw.rpartition(":")
-        if kind == "agent" or (kind == "" and name in agents):
-            if name not in agents:
-                raise Invalid({"speaker": [f"Unknown agent {name}."]})
-            out[raw] = ("agent", agents[name])
-        else:
-            out[raw] = ("person", people[name])
-    return out
-
-
 _INSERT = """
 INSERT INTO knowledge_message
   (id, channel_id, thread, store, speaker_person_id, speaker_agent_id, speaker_name, text, ts,
@@ -215,7 +177,7 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
         raise Invalid({"messages": [f"At most {MAX_BATCH} messages per call."]})
     now = timezone.now()
     with transaction.atomic():
-        speakers = _speakers(actor, {m.speaker for m in messages})
+        speakers = speakers_resolve(actor, {m.speaker for m in messages})
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT nextval(pg_get_serial_sequence('knowledge_message', 'id')) "
@@ -226,7 +188,7 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
             stores = {m.channel.pk: access.message_store(m.channel) for m in messages}
             columns = [[] for _ in range(10)]
             for new_id, m in zip(new_ids, messages, strict=True):
-                kind, sid = speakers[m.speaker]
+                kind, sid, speaker_name = speakers[m.speaker]
                 row = (
                     new_id,
                     m.channel.pk,
@@ -234,7 +196,7 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
                     stores[m.channel.pk],
                     sid if kind == "person" else None,
                     sid if kind == "agent" else None,
-                    m.speaker.split(":", 1)[-1],
+                    speaker_name,
                     m.text,
                     m.ts or now,
                     m.external_id or None,

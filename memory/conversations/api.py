@@ -94,8 +94,9 @@ def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], 
     responses={201: MessagesOut, 200: MessagesOut},
     summary='Post messages (one, or up to 1,000 as {"messages": [...]})',
     description="Agents and integrations post to channels they take part in (an agent takes part "
-    "by opening a conversation there); admins to any channel. `speaker` is a person or agent name "
-    "(`person:`/`agent:` force the kind; unknown people are created). The same `external_id` in "
+    "by opening a conversation there); admins to any channel. `speaker` is a person's or agent's "
+    "display name, spaces and any script allowed, at most 64 characters (`person:`/`agent:` force the "
+    "kind; an agent's name matches in any letter case; unknown people are created). The same `external_id` in "
     "the same channel is stored once: a repeat is answered with the stored message's id and "
     "`duplicate: true`. Messages are embedded later by the worker, never in this request. "
     "A single message is answered with that message's object (`MessageStored`), a batch with "

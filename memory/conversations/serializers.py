@@ -4,10 +4,9 @@ from drf_spectacular.utils import PolymorphicProxySerializer, inline_serializer
 from rest_framework import serializers
 
 from knowledge.conversations import services as evidence
+from knowledge.conversations.speakers import MAX_SPEAKER, speaker_error
 from knowledge.models import Channel, Conversation
 from knowledge.web import SLUG, StrictCharField, StrictSerializer
-
-SPEAKER = r"^((person|agent):)?[-a-zA-Z0-9_]{1,64}$"
 
 
 class ChannelIn(StrictSerializer):
@@ -58,17 +57,20 @@ ChannelOut = inline_serializer(
 class MessageIn(StrictSerializer):
     channel = serializers.RegexField(SLUG, max_length=100)
     thread = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    speaker = serializers.RegexField(
-        SPEAKER,
-        max_length=71,
-        error_messages={
-            "invalid": "A speaker is a person or agent name (letters, digits, - and _), "
-            "optionally prefixed with person: or agent:."
-        },
+    speaker = StrictCharField(
+        max_length=MAX_SPEAKER + len("person:"),
+        help_text="A person's or agent's display name (spaces and any script; at most 64 characters), "
+        "optionally prefixed with person: or agent:. An agent's name in any letter case is that agent.",
     )
     text = StrictCharField(max_length=100_000, trim_whitespace=False)
     ts = serializers.DateTimeField(required=False)
     external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    def validate_speaker(self, value):
+        problem = speaker_error(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 class MessageBatchIn(StrictSerializer):

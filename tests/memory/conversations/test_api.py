@@ -90,13 +90,13 @@ def test_bad_messages_are_refused_whole_with_field_messages(world):
     client = world.client("copilot")
     rows = [
         {"channel": "general", "speaker": "alice", "text": "fine"},
-        {"channel": "general", "speaker": "bad name!", "text": ""},
+        {"channel": "general", "speaker": "person:", "text": ""},
     ]
     response = client.post("/api/messages", {"messages": rows}, format="json")
     assert response.status_code == 400
     errors = response.json()["fields"]["messages"]
     assert list(errors) == ["1"] and set(errors["1"]) == {"speaker", "text"}
-    assert "person or agent name" in errors["1"]["speaker"][0]
+    assert "needs a name" in errors["1"]["speaker"][0]
     response = client.post(
         "/api/messages", {"channel": "nowhere", "speaker": "a", "text": "x"}, format="json"
     )
