@@ -291,10 +291,15 @@ def _ordered(row: dict, parse: Callable, kind: str) -> list[str]:
     return []
 
 
+def _no_constant(name: str):
+    """Python's json reads NaN and Infinity; PostgreSQL's jsonb refuses them."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def _line(text: str) -> tuple[object, str | None]:
     """(the parsed line, or None with why it cannot be read)."""
     try:
-        row = json.loads(text)
+        row = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         return None, f"not JSON ({getattr(exc, 'msg', exc)})"
     except RecursionError:  # nesting too deep for the parser itself

@@ -92,7 +92,9 @@ class ImportResult:
 def _items(raw: str) -> list[tuple[str, object]]:
     """(where, item) pairs: "item N" in a JSON document, "line N" in JSON Lines."""
     try:
-        doc = json.loads(raw)
+        doc = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:  # nesting past what the parser itself can follow: not an export
+        raise BadFile("item 0: nests too deeply to be a Mem0 export.") from None
     except json.JSONDecodeError as whole:
         lines = [(n, line) for n, line in enumerate(raw.splitlines(), 1) if line.strip()]
         if len(lines) < 2 or not _is_object(lines[0][1]):  # one broken document, not JSON Lines
@@ -100,9 +102,13 @@ def _items(raw: str) -> list[tuple[str, object]]:
         items = []
         for n, line in lines:
             try:
-                items.append((f"line {n}", json.loads(line)))
+                items.append((f"line {n}", json.loads(line, parse_constant=_no_constant)))
             except json.JSONDecodeError as exc:
                 raise BadFile(f"line {n}: not JSON ({exc.msg}).") from None
+            except BadFile as exc:
+                raise BadFile(f"line {n}: {exc}") from None
+            except RecursionError:
+                raise BadFile(f"line {n}: nests too deeply to be a Mem0 memory.") from None
         return items
     if isinstance(doc, dict):
         found = next((doc[k] for k in ("results", "memories") if isinstance(doc.get(k), list)), None)
@@ -114,10 +120,15 @@ def _items(raw: str) -> list[tuple[str, object]]:
     return [(f"item {i}", item) for i, item in enumerate(doc, 1)]
 
 
+def _no_constant(name: str):
+    """Python's json reads NaN and Infinity; PostgreSQL's jsonb refuses them (a 500 mid-import)."""
+    raise BadFile(f"{name} is not a JSON value and cannot be stored.")
+
+
 def _is_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
-    except json.JSONDecodeError:
+        return isinstance(json.loads(line, parse_constant=_no_constant), dict)
+    except (json.JSONDecodeError, BadFile, RecursionError):
         return False
 
 

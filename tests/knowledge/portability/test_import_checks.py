@@ -64,6 +64,10 @@ HOSTILE = {
     "a version without text": (_memory(versions=[{"version": 1}]), "memory version 1 text: is required"),
     "a flag that is not a boolean": (_memory(pinned="yes"), "memory pinned: must be true or false"),
     "an entry ref that is a list": (_memory(entry=["e1"]), "memory entry: must be a string"),
+    "NaN, which jsonb cannot store": (
+        json.dumps(_memory())[:-1] + ', "value": NaN}',
+        "NaN is not a JSON value",
+    ),
     "a NUL byte": (_memory(text="Bob\x00owns billing."), "holds a NUL character"),
     "a number past PostgreSQL's": (_memory(turn=2**40), "memory turn: must be from"),
     "a relation without evidence": (
