@@ -3,6 +3,7 @@
 to ALLOWED_HOSTS as Django's own are; and no value can add a parameter to WWW-Authenticate."""
 
 import asyncio
+import concurrent.futures
 import re
 
 import httpx
@@ -30,7 +31,10 @@ def _get(method: str, path: str, host: str, **kwargs) -> httpx.Response:
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             return await client.request(method, path, headers={"Host": host}, **kwargs)
 
-    return asyncio.run(main())
+    # A thread of its own: an earlier test on this worker may have left an event loop running
+    # in the main thread (asyncio.run refuses to start inside one).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, main()).result()
 
 
 PARAM = re.compile(r'\s*([A-Za-z_]+)="((?:[^"\\]|\\.)*)"\s*(?:,|$)')
