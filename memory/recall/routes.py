@@ -17,7 +17,6 @@ from knowledge.models import Entry, Episode, Memory, Message
 from knowledge.replica import read_connection
 from memory.recall import fts
 from memory.recall.scope import NothingVisible, RecallScope
-from memory.recall.seen import episodes_exist
 from memory.recall.terms import (
     BM25_B,
     BM25_K1,
@@ -370,16 +369,15 @@ def keyword_messages(inp: RouteInput):
 
 
 MAX_SCAN_TUPLES = 10_000
-# A scope admitting at most this many rows, and at most this share of the table (the planner's
-# estimates), is searched exactly: PostgreSQL filters first and computes every distance. Measured
-# on 100,000 messages: a channel-only scope (≈ 4,000 messages, 4 %) took 12–19 ms exactly against
-# 24–27 ms (p90 34–41) through HNSW with iterative scans, while a scope of all shared channels took
-# 3–4 ms through HNSW and 130–160 ms exactly. HNSW is at its best when the filter keeps most of
-# the table: 4,000 of 6,000 memories took 8 ms exactly, ≈ 3 ms through HNSW.
+# A scope admitting at most this many rows is searched exactly: PostgreSQL filters first and
+# computes every distance, and the answer is complete. Measured on 100,000 messages: a
+# channel-only scope (≈ 4,000 messages) took 12–19 ms exactly against 24–27 ms (p90 34–41) through
+# HNSW with iterative scans, while a scope of all shared channels took 3–4 ms through HNSW and
+# 130–160 ms exactly. A small scope that is most of a small table goes exact too (4,000 of 6,000
+# memories: 8 ms exactly, ≈ 3 ms through HNSW): HNSW is approximate, and on a small table of
+# near-identical rows (a thousand short "Support note …" messages beside a DM's eight) its graph
+# left the DM's messages out of the 50 nearest — found exactly, missed through the index (issue 49).
 EXACT_MAX_ROWS = 8_000
-EXACT_MAX_SHARE = 0.2
-ESTIMATE_TTL_SECONDS = 60.0
-_estimates: dict[tuple, tuple[float, float]] = {}
 
 
 def search_settings(ef_search: int) -> str:
@@ -392,9 +390,19 @@ def search_settings(ef_search: int) -> str:
     )
 
 
+# The planner's row estimates of scopes, per process, for one purpose only: which connection a
+# search's message vector route runs on (search.helper_routes). They never decide what a route
+# returns — that is decided in each statement from the scope's counted rows — so a stale
+# estimate, or two processes holding different ones, moves work between connections but never
+# changes a ranking.
+ESTIMATE_TTL_SECONDS = 60.0
+_estimates: dict[tuple, tuple[float, float]] = {}
+
+
 def estimated_rows(source: str, where: str, params: list) -> float:
     """The planner's estimate of the rows `where` admits in `source` (no rows are read), kept
-    per process for a minute: a conversation's scope repeats from search to search."""
+    per process for a minute: a conversation's scope repeats from search to search. For
+    placing work only (see above)."""
     key = (source, where, tuple(map(str, params)))
     now = time.monotonic()
     cached = _estimates.get(key)
@@ -416,26 +424,28 @@ def forget_estimates() -> None:
     _estimates.clear()
 
 
-def searched_exactly(table: str, where: str, params: list) -> bool:
-    """Whether a vector search of `table` under the visibility filter `where` is exact (see
-    _nearest): the planner estimates it at most EXACT_MAX_ROWS rows and EXACT_MAX_SHARE of the
-    table."""
-    rows = estimated_rows(table, where, params)
-    return rows <= EXACT_MAX_ROWS and rows <= EXACT_MAX_SHARE * estimated_rows(table, "TRUE", [])
+def likely_exact(table: str, where: str, params: list) -> bool:
+    """Whether a vector search of `table` under the visibility filter `where` will probably be
+    exact, by the planner's estimate (placement only: _nearest decides by counting)."""
+    return estimated_rows(table, where, params) <= EXACT_MAX_ROWS
 
 
 def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tuple[str, list]):
     """The rows nearest the query vector (cosine) under a filter; `scope` is the visibility part
-    of the filter, whose size decides the plan. A generator: yields its statement (and, when the
-    index returned too few rows, the exact one), returns the hits.
+    of the filter, whose size decides the plan. A generator: yields its one statement, returns
+    the hits.
 
-    A small scope (≤ EXACT_MAX_ROWS and ≤ EXACT_MAX_SHARE of the table, by the planner's
-    estimates) is searched exactly: the ordering
-    is written so no vector index can serve it (`+ 0`), so PostgreSQL filters first (through the
-    ordinary indexes) and computes every distance. Otherwise HNSW with iterative scans (relaxed
-    order): the scan continues until the filter has its rows, up to `hnsw.max_scan_tuples`; if it
-    still returns fewer than asked (vectors of the current model still missing, a filter more
-    selective than estimated), the exact query runs once more."""
+    The plan is chosen inside the statement, by counting the scope's rows (at most
+    EXACT_MAX_ROWS + 1 are read) in the statement's own snapshot: nothing remembered from an
+    earlier search and no planner statistic decides it, so every process answers the same and a
+    row committed before the search is in its scope's count. A small scope (≤ EXACT_MAX_ROWS) is
+    searched exactly: the ordering is written so no vector index can serve it (`+ 0`), so
+    PostgreSQL filters first (through the ordinary indexes) and computes every distance. A
+    larger one goes through HNSW with iterative scans (relaxed order): the scan continues until
+    the filter has its rows, up to `hnsw.max_scan_tuples`; if it still returns fewer than asked
+    (vectors of the current model still missing, a filter more selective than it looks), the
+    exact query runs instead, in the same statement. Each part runs only when its one-time
+    condition holds (PostgreSQL evaluates such a condition once and skips the part otherwise)."""
     vec = inp.vector_sql
     table = TABLE[kind]
     model = inp.embedding_model
@@ -448,20 +458,41 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
         )
     else:
         source, vector_col, model_col = table, f"{table}.embedding", f"{table}.embedding_model"
+    scope_where, scope_params = scope
     base = (
         f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]}, {COVER[kind]} "
         f"FROM {source} "
         f"WHERE {model_col} = %s AND ({where}) "
     )
-    indexed = base + f"ORDER BY {vector_col} <=> %s::vector LIMIT %s"
-    exact = base + f"ORDER BY ({vector_col} <=> %s::vector) + 0 LIMIT %s"
-    args = [vec, model, *params, vec, inp.limit]
-    small = searched_exactly(table, *scope)
+    base_args = [vec, model, *params]
+    sql = (
+        f"WITH size AS MATERIALIZED (SELECT count(*) AS n FROM "
+        f"(SELECT 1 FROM {table} WHERE {scope_where} LIMIT %s) s), "
+        f"ann AS MATERIALIZED ({base}AND (SELECT n FROM size) > %s "
+        f"ORDER BY {vector_col} <=> %s::vector LIMIT %s) "
+        f"SELECT * FROM ann WHERE (SELECT count(*) FROM ann) >= %s "
+        f"UNION ALL "
+        f"({base}AND ((SELECT n FROM size) <= %s OR (SELECT count(*) FROM ann) < %s) "
+        f"ORDER BY ({vector_col} <=> %s::vector) + 0 LIMIT %s)"
+    )
+    limit = inp.limit
+    args = [
+        *scope_params,
+        EXACT_MAX_ROWS + 1,
+        *base_args,
+        EXACT_MAX_ROWS,
+        vec,
+        limit,
+        limit,
+        *base_args,
+        EXACT_MAX_ROWS,
+        limit,
+        vec,
+        limit,
+    ]
     # hnsw.ef_search and iterative scans: see search_settings
-    (rows,) = yield [(exact if small else indexed, args)]
-    if len(rows) < inp.limit and not small:
-        (rows,) = yield [(exact, args)]
-    rows.sort(key=lambda r: r[1])  # relaxed order: re-sort by distance
+    (rows,) = yield [(sql, args)]
+    rows.sort(key=lambda r: (r[1], r[0]))  # relaxed order: re-sort by distance (ties by id)
     return [
         RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6]), r[6])
         for r in rows
@@ -491,15 +522,18 @@ def vector_episodes(inp: RouteInput):
         where, wparams = inp.scope.where(Episode)
     except NothingVisible:
         return []
-    searches = {}
-    if episodes_exist():
-        searches[EPISODE] = _nearest(
+    # Episodes are always searched (an empty table costs nothing): whether any exists yet is
+    # read in the statement, never remembered, so a process that looked before stage A's first
+    # episode does not leave it out of its rankings (issue 49).
+    searches = {
+        EPISODE: _nearest(
             EPISODE,
             f"({where}) AND knowledge_episode.start_ts <= %s",
             [*wparams, inp.now],
             inp,
             scope=(where, wparams),
         )
+    }
     try:
         mwhere, mparams = inp.scope.where(Message)
         searches[MESSAGE] = _nearest(

@@ -119,12 +119,14 @@ def helper_routes(scope: RecallScope, vector_routes: list[str]) -> list[str]:
     connection does about half the work. On the kept 100k bench, same run, alternating, 150
     channel-only searches: p50 56.3 / 57.2 → 46.9 / 46.9 ms with the memory route moved; for a
     large scope, moving it only lengthened the keyword side
-    (docs/perf-notes/2026-12-02-recall.md, "the vector side beside the keyword side")."""
+    (docs/perf-notes/2026-12-02-recall.md, "the vector side beside the keyword side"). Decided
+    by the planner's estimate (routes.likely_exact): where a route runs never changes what it
+    returns."""
     try:
         where, params = scope.where(Message)
     except NothingVisible:
         return vector_routes
-    if VECTOR_EPISODES in vector_routes and R.searched_exactly("knowledge_message", where, params):
+    if VECTOR_EPISODES in vector_routes and R.likely_exact("knowledge_message", where, params):
         return [VECTOR_EPISODES]
     return vector_routes
 
