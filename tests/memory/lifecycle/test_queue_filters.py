@@ -76,7 +76,9 @@ def test_the_queue_pages_in_either_order(rita, world):
     memories = [factory.make_queued_memory(world.copilot, f"waiting {i}") for i in range(12)]
     first = rita.get("/review/").content.decode()
     assert shown(first) == {m.pk for m in memories[:10]}
-    assert "page 1 of 2 · 12 matches" in first and f'rel="next" href="/review/?after={memories[9].pk}"' in first
+    assert (
+        "page 1 of 2 · 12 matches" in first and f'rel="next" href="/review/?after={memories[9].pk}"' in first
+    )
     assert shown(rita.get("/review/?page=2").content.decode()) == {m.pk for m in memories[10:]}
     newest = rita.get("/review/?order=newest&size=25").content.decode()
     ids = [int(i) for i in re.findall(r'<article class="card qitem" id="memory-(\d+)"', newest)]
@@ -126,7 +128,9 @@ def test_approve_everything_a_filter_matches_after_confirming_its_count(rita, wo
 
 def test_reject_everything_matching_needs_a_reason_and_htmx_swaps_the_queue(rita, world):
     tickets = [
-        factory.make_queued_memory(world.copilot, f"ticket {i}", sources=[{"kind": "ticket", "ref": f"I-{i}"}])
+        factory.make_queued_memory(
+            world.copilot, f"ticket {i}", sources=[{"kind": "ticket", "ref": f"I-{i}"}]
+        )
         for i in range(2)
     ]
     keep = factory.make_queued_memory(world.copilot, "no source")
