@@ -4,8 +4,8 @@ land in that person's private store (`--map` renames user ids; `--dry-run` shows
 would land and writes nothing). The file is checked whole
 first: a bad one writes nothing and the error names its line or item; then every memory is
 checked before the first is written, so a write Brain refuses also leaves nothing behind. The
-memories are written 200 to a transaction (the progress bar moves per chunk). Re-running imports
-nothing twice."""
+memories are written in one transaction, 200 to a batch (the progress bar moves per batch).
+Re-running imports nothing twice."""
 
 import sys
 from pathlib import Path
