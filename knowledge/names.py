@@ -100,6 +100,23 @@ def scope_for(
     return Named(agent_row, conversation_row, channel_row)
 
 
+def _acting_agent(principal: Principal, name: str | None, errors: dict) -> Agent | None:
+    """The agent a write or report names in its `agent` field: an agent token's own by default
+    (no query when it names itself); an unknown name, or none from another token, goes into
+    `errors`."""
+    if name is None:
+        if principal.is_agent:
+            return principal.agent
+        errors["agent"] = ["This field is required for tokens that are not an agent's."]
+        return None
+    if principal.is_agent and name == principal.agent.name:
+        return principal.agent
+    row = Agent.objects.filter(name=name).first()
+    if row is None:
+        errors["agent"] = [f"There is no agent named {name}."]
+    return row
+
+
 class WriteTarget(NamedTuple):
     """The rows a memory write names: its owner agent and store, and the memory it supersedes
     and the conversation it comes from (None where it names none)."""
@@ -133,18 +150,7 @@ def write_target(
         errors["scope"] = [f"There is no person named {store[8:]}."]
     if store.startswith("channel:") and not Channel.objects.filter(name=store[8:]).exists():
         errors["scope"] = [f"There is no channel named {store[8:]}."]
-    owner = None
-    if agent is None:
-        if principal.is_agent:
-            owner = principal.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    elif principal.is_agent and agent == principal.agent.name:
-        owner = principal.agent
-    else:
-        owner = Agent.objects.filter(name=agent).first()
-        if owner is None:
-            errors["agent"] = [f"There is no agent named {agent}."]
+    owner = _acting_agent(principal, agent, errors)
     target = None
     if supersedes is not None:
         target = Memory.objects.select_related("owner").filter(pk=supersedes).first()
@@ -209,16 +215,7 @@ def outcome_target(
     by default), the skill, the conversation by id (one of the agent's) — into rows, every
     unknown name reported at once (Invalid)."""
     errors = {}
-    agent_row = None
-    if agent is None:
-        if principal.is_agent:
-            agent_row = principal.agent
-        else:
-            errors["agent"] = ["This field is required for tokens that are not an agent's."]
-    else:
-        agent_row = Agent.objects.filter(name=agent).first()
-        if agent_row is None:
-            errors["agent"] = [f"There is no agent named {agent}."]
+    agent_row = _acting_agent(principal, agent, errors)
     skill_row = Skill.objects.filter(name=skill).first()
     if skill_row is None:
         errors["skill"] = [f"There is no skill named {skill}."]

@@ -30,14 +30,13 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from knowledge import access
-from knowledge.errors import DomainError, Invalid
+from knowledge.errors import Invalid
 from knowledge.models import Agent, Memory, MemorySource, Person
 from knowledge.principal import Principal
 from knowledge.principals.services import person_get_or_create
 from knowledge.web import error_text
 from memory.lifecycle.activation_hooks import IMPORT
 from memory.lifecycle.bulk import CHUNK, ItemRefused, memory_write_many
-from memory.lifecycle.write import memory_write_check
 
 SOURCE_PREFIX = "mem0:"
 CATEGORY = "mem0"
@@ -184,10 +183,6 @@ def mem0_parse(raw: str) -> list[Mem0Memory]:
     return memories
 
 
-def already_imported(agent: Agent, ids: list[str]) -> set[str]:
-    return set(imported_where(agent, ids))
-
-
 def imported_where(agent: Agent, ids: list[str]) -> dict[str, str]:
     """The store each of these Mem0 ids already landed in, among `agent`'s memories."""
     # Two lookups by index, not one join: planned with statistics from before the agent had
@@ -266,23 +261,17 @@ def mem0_import(
     """Write each memory not imported yet where mem0_plan lands it, through the normal write path
     batched (memory_write_many, route `import`: the same checks, duplicate rule, activation and
     audit event per memory; an untrusted agent's memories wait for review), `chunk` memories per
-    transaction. `actor` is who imports (an admin; the command's system principal): the
-    memories are authored by it, their Mem0 origin kept as their record source. Every memory of
-    every landing is checked before the first is written: a refused one raises Invalid naming
-    its Mem0 id and nothing is written; the people the plan creates are created only then."""
+    batch. `actor` is who imports (an admin; the command's system principal): the memories are
+    authored by it, their Mem0 origin kept as their record source. The whole file is one
+    transaction: a memory refused in any store raises Invalid naming its Mem0 id, and nothing is
+    written, the people the plan creates included."""
     actor = actor or Principal.system("import_mem0")
     landings = mem0_plan(agent=agent, memories=memories, scope=scope, mapping=mapping)
     result = ImportResult(landings=landings, skipped=sum(landing.already for landing in landings))
-    for landing in landings:
-        for memory in landing.memories:
-            try:
-                memory_write_check(actor=actor, owner=landing.owner, store=landing.store, **_checked(memory))
-            except DomainError as exc:
-                raise Invalid({f"{SOURCE_PREFIX}{memory.id}": [error_text(exc, fields=True)]}) from None
     total, done = len(memories), result.skipped
     # One transaction for the whole file: a file of many people lands in as many stores, and a
     # commit per store cost more than the writes (97 people: 350 memories/s, one commit: see
-    # docs/PERFORMANCE.md); it also makes the import all or nothing past the checks.
+    # docs/PERFORMANCE.md); it also makes the import all or nothing.
     with transaction.atomic():
         for landing in landings:
             if landing.new and landing.memories:
@@ -312,16 +301,6 @@ def mem0_import(
     if progress and done == result.skipped:
         progress(total, total)
     return result
-
-
-def _checked(memory: Mem0Memory) -> dict:
-    item = _item(memory)
-    return {
-        "text": item["text"],
-        "value": item["value"],
-        "valid_from": item["valid_from"],
-        "sources": item["sources"],
-    }
 
 
 def _item(memory: Mem0Memory) -> dict:
