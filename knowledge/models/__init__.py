@@ -10,7 +10,7 @@ from knowledge.models.messages import ChannelIntegration, Episode, Message, Mess
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.skills import AgentSkill, Skill, TaskOutcome
 from knowledge.models.sources import SourceState
-from knowledge.models.system import AuthFailure, Heartbeat, Setting, TermStat
+from knowledge.models.system import AuthFailure, EmbeddingClaim, EmbeddingMinute, Heartbeat, Setting, TermStat
 
 __all__ = [
     "Agent",
@@ -26,6 +26,8 @@ __all__ = [
     "Entry",
     "EntryRelation",
     "EntrySearch",
+    "EmbeddingClaim",
+    "EmbeddingMinute",
     "Episode",
     "Heartbeat",
     "Integration",

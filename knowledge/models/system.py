@@ -47,3 +47,25 @@ class TermStat(models.Model):
         indexes = [
             models.Index(fields=["corpus", "lexeme"], include=["docs", "length"], name="termstat_lexeme")
         ]
+
+
+class EmbeddingClaim(models.Model):
+    """A backlog row being embedded (knowledge.embeddings.backlog): claimed by a short statement
+    that commits at once, so no transaction stays open while the model runs; several lanes and
+    workers skip each other's claims. A claim ends when its vectors are written, or at `until`
+    when its lane died."""
+
+    kind = models.CharField(max_length=16)  # a backlog Kind's name: memories, messages, episodes
+    row_id = models.BigIntegerField()
+    until = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "row_id"], name="embeddingclaim_row")]
+
+
+class EmbeddingMinute(models.Model):
+    """Backlog texts embedded per minute, summed over every lane and worker: the current rate and
+    the time left shown on Status (knowledge.embeddings.backlog.backlog_progress)."""
+
+    minute = models.DateTimeField(unique=True)
+    embedded = models.IntegerField(default=0)
