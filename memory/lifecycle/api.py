@@ -22,7 +22,7 @@ from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
 from knowledge.replica import safe_only
 from knowledge.schema import error_response
 from knowledge.web import no_body, page_params, validated
-from memory.lifecycle import expiry, operate, review, selectors, write
+from memory.lifecycle import expiry, operate, queue, review, selectors, write
 from memory.lifecycle.serializers import (
     ApproveSerializer,
     KeepSerializer,
@@ -114,7 +114,10 @@ def _reloaded(memory: Memory) -> dict:
     operation_id="memory_list",
     tags=TAG,
     summary="List memories",
-    description="Memories the token may read (agents: the stores they may browse), newest first.",
+    description="Memories the token may read (agents: the stores they may browse), newest first. "
+    "With status=queued this is the review queue for scripts, filtered as the console's queue is "
+    "(agent, store, category, reason, source, import, q; order=oldest for the queue's order). An "
+    "unknown filter or value is a 400 naming it.",
     parameters=[
         MemoryListQuerySerializer,
         OpenApiParameter("page", int, description=f"1 to {MAX_PAGE:,} (default 1)."),
@@ -139,7 +142,12 @@ def memory_collection(request):
         filters.pop(name, None)
     query = validated(MemoryListQuerySerializer, filters)
     page, size = page_params(request.query_params, size_default=50, size_most=200)
-    qs = selectors.memory_list(principal, **query)
+    where = queue.QueueFilter(
+        **{name: query.pop(name, "") for name in ("agent", "store", "category", "reason", "source", "q")},
+        imported=query.pop("import", ""),
+    )
+    order = query.pop("order")
+    qs = queue.queue_ordered(queue.memories_matching(selectors.memory_list(principal, **query), where), order)
     count = qs.count()
     results = [memory_out(m) for m in qs[(page - 1) * size : page * size]] if count else []
     return Response(

@@ -1,8 +1,7 @@
 from django import forms
 
-from knowledge.models import Memory, MemorySource
-from memory.lifecycle.queue import IMPORTS, OLDEST, ORDERS, PAGE_SIZE, PAGE_SIZES, QueueFilter
-from memory.lifecycle.selectors import QUEUE_REASONS
+from knowledge.models import Memory
+from memory.lifecycle.queue import FACET_CHOICES, OLDEST, ORDERS, PAGE_SIZE, PAGE_SIZES, QueueFilter
 from memory.lifecycle.serializers import MAX_TEXT
 
 FILTER_FIELDS = ("agent", "store", "category", "reason", "source", "imported", "q")
@@ -88,9 +87,11 @@ class QueueFilterForm(forms.Form):
     agent = forms.SlugField(required=False, max_length=64)
     store = forms.CharField(required=False, max_length=120)
     category = forms.CharField(required=False, max_length=40)
-    reason = forms.ChoiceField(choices=[("", "")] + [(r, r) for r in QUEUE_REASONS], required=False)
-    source = forms.ChoiceField(choices=[("", "")] + [(k, k) for k in MemorySource.KINDS], required=False)
-    imported = forms.ChoiceField(choices=[("", "")] + [(k, k) for k in IMPORTS], required=False)
+    reason = forms.ChoiceField(choices=[("", "")] + [(r, r) for r in FACET_CHOICES["reason"]], required=False)
+    source = forms.ChoiceField(choices=[("", "")] + [(k, k) for k in FACET_CHOICES["source"]], required=False)
+    imported = forms.ChoiceField(
+        choices=[("", "")] + [(k, k) for k in FACET_CHOICES["imported"]], required=False
+    )
     q = forms.CharField(required=False, max_length=200)
     order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], required=False)
     size = forms.TypedChoiceField(choices=[(str(n), n) for n in PAGE_SIZES], coerce=int, required=False)

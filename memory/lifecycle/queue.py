@@ -53,11 +53,18 @@ class QueueFilter:
         return any(getattr(self, f.name) for f in fields(self))
 
 
-def queued_matching(where: QueueFilter, *, owner: str = "") -> QuerySet:
-    """The queued memories `where` matches (within the console's owner selection `owner`)."""
-    qs = Memory.objects.filter(status=Memory.QUEUED)
-    for agent in {owner, where.agent} - {""}:
-        qs = qs.filter(owner__name=agent)
+FACET_CHOICES = {  # the facets with a fixed set of values: the console's form and the API's list
+    "reason": list(selectors.QUEUE_REASONS),
+    "source": list(MemorySource.KINDS),
+    "imported": list(IMPORTS),
+}
+
+
+def memories_matching(qs: QuerySet, where: QueueFilter) -> QuerySet:
+    """The memories of `qs` that `where` matches: the one meaning of each filter, for the
+    console's queue and the API's list alike."""
+    if where.agent:
+        qs = qs.filter(owner__name=where.agent)
     if where.store:
         qs = qs.filter(store=where.store)
     if where.category:
@@ -77,6 +84,14 @@ def queued_matching(where: QueueFilter, *, owner: str = "") -> QuerySet:
     if where.q:
         qs = qs.filter(Q(text__icontains=where.q) | Q(key__icontains=where.q))
     return qs
+
+
+def queued_matching(where: QueueFilter, *, owner: str = "") -> QuerySet:
+    """The queued memories `where` matches (within the console's owner selection `owner`)."""
+    qs = Memory.objects.filter(status=Memory.QUEUED)
+    if owner:
+        qs = qs.filter(owner__name=owner)
+    return memories_matching(qs, where)
 
 
 def queue_ordered(qs: QuerySet, order: str = OLDEST) -> QuerySet:

@@ -6,6 +6,7 @@ from knowledge import access
 from knowledge.models import Memory, MemorySource
 from knowledge.stores import SELF
 from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
+from memory.lifecycle import queue
 from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE
 from memory.lifecycle.write import MAX_TEXT
 
@@ -80,6 +81,19 @@ def write_route(data: dict) -> str:
     return AGENT_STATE if data.pop("state", False) else API_WRITE
 
 
+def _facet(name: str, help_text: str) -> serializers.ChoiceField:
+    """A filter of the review queue's (memory.lifecycle.queue) with its fixed values; an unknown
+    value is a 400 that lists them."""
+    values = queue.FACET_CHOICES[name]
+    listed = ", ".join(values)
+    return serializers.ChoiceField(
+        choices=values,
+        required=False,
+        help_text=help_text,
+        error_messages={"invalid_choice": f'Unknown value "{{input}}"; one of: {listed}.'},
+    )
+
+
 class MemoryListQuerySerializer(StrictSerializer):
     status = serializers.ChoiceField(choices=[s for s, _ in Memory.STATUSES], required=False)
     tier = serializers.ChoiceField(choices=Memory.TIER_ORDER, required=False)
@@ -92,10 +106,35 @@ class MemoryListQuerySerializer(StrictSerializer):
     q = serializers.CharField(max_length=200, required=False, help_text="Words in the text or key.")
     stale = serializers.BooleanField(required=False, allow_null=True, default=None)
     pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
+    reason = _facet(
+        "reason",
+        "Why a queued memory waits for review (with status=queued): new, conflict, requeued (a source "
+        "changed), merge, gate (the eval gate), supersedes (it retires another agent's memory).",
+    )
+    source = _facet("source", "Memories citing a source of this kind.")
+    order = serializers.ChoiceField(
+        choices=queue.ORDERS,
+        default=queue.NEWEST,
+        help_text="newest (default) or oldest first — the review queue's order is oldest.",
+    )
     # page and page_size are read by knowledge.web.page_params, as every paged list reads them.
 
     def validate_store(self, value):
         return access.SCOPE_ALIASES.get(value, value)
+
+    def validate(self, attrs):
+        if attrs.get("reason") and attrs.get("status") != Memory.QUEUED:
+            raise serializers.ValidationError(
+                {"reason": ["A reason filters the review queue: add status=queued."]}
+            )
+        return attrs
+
+
+# `import` is a Python keyword, so the field the console's URL also calls import is declared here.
+MemoryListQuerySerializer._declared_fields["import"] = _facet(
+    "imported",
+    "Memories an import brought (mem0: the Mem0 import; with store=private:<person>, one person's).",
+)
 
 
 class ReasonSerializer(StrictSerializer):

@@ -160,3 +160,95 @@ def test_a_decision_on_a_filter_is_for_reviewers_only(client, world):
     client.force_login(get_user_model().objects.create_user("nobody", password="x" * 12))
     assert client.post("/review/all?import=mem0", {"action": "approve", "expected": "1"}).status_code == 403
     assert Memory.objects.get().status == Memory.QUEUED
+
+
+# --- the same filters on GET /api/memory?status=queued -------------------------------------------
+
+
+def test_the_api_filters_the_queue_as_the_console_does(world):
+    alice = [mem0(world, f"Alice fact {i}") for i in range(3)]
+    bob = mem0(world, "Bob likes tea", person="bob")
+    ticket = factory.make_queued_memory(
+        world.copilot, "VPN-4012 is fixed", category="fact", sources=[{"kind": "ticket", "ref": "INC-1"}]
+    )
+    scribe = factory.make_queued_memory(world.scribe, "scribe proposes a procedure", category="procedure")
+    factory.make_memory(world.copilot, "Alice fact active", store="private:alice", category="mem0")
+    conflict = factory.make_queued_memory(world.copilot, "Acme prefers e-mail")
+    Memory.objects.filter(pk=conflict.pk).update(queue_reason="conflict")
+    client = world.client("reviewer")
+
+    def ids(query: str) -> list[int]:
+        response = client.get(f"/api/memory?status=queued&{query}")
+        assert response.status_code == 200, response.json()
+        return [m["id"] for m in response.json()["results"]]
+
+    cases = {
+        "agent=scribe": [scribe.pk],
+        "import=mem0&store=private:alice": [m.pk for m in reversed(alice)],
+        "import=mem0&store=private:bob": [bob.pk],
+        "source=ticket": [ticket.pk],
+        "category=fact": [ticket.pk],
+        "reason=conflict": [conflict.pk],
+        "q=vpn-4012": [ticket.pk],
+    }
+    for query, expected in cases.items():
+        assert ids(query) == expected, query
+    assert ids("import=mem0&store=private:alice&order=oldest") == [m.pk for m in alice]
+    page = client.get("/api/memory?status=queued&import=mem0&order=oldest&page_size=2&page=2").json()
+    assert (page["count"], page["pages"], [m["id"] for m in page["results"]]) == (4, 2, [alice[2].pk, bob.pk])
+
+
+def test_the_api_and_the_console_queue_match_the_same_memories(world, rita):
+    for i in range(3):
+        mem0(world, f"Alice fact {i}")
+    mem0(world, "Bob likes tea", person="bob")
+    factory.make_queued_memory(world.copilot, "Alice's ticket", sources=[{"kind": "ticket", "ref": "INC-2"}])
+    client = world.client("reviewer")
+    for query in ("import=mem0&store=private:alice", "source=ticket", "q=alice", "source=record&q=tea"):
+        api = {
+            m["id"] for m in client.get(f"/api/memory?status=queued&page_size=200&{query}").json()["results"]
+        }
+        assert api and api == shown(rita.get(f"/review/?size=100&{query}").content.decode()), query
+
+
+def test_an_unknown_filter_value_is_a_400_naming_the_values_and_reason_needs_the_queue(world):
+    client = world.client("reviewer")
+    answer = client.get("/api/memory?status=queued&reason=bored")
+    assert answer.status_code == 400
+    assert answer.json()["fields"]["reason"] == [
+        'Unknown value "bored"; one of: new, conflict, requeued, merge, gate, supersedes.'
+    ]
+    assert list(client.get("/api/memory?status=queued&import=csv").json()["fields"]) == ["import"]
+    assert list(client.get("/api/memory?status=queued&source=carrier-pigeon").json()["fields"]) == ["source"]
+    assert list(client.get("/api/memory?status=queued&order=random").json()["fields"]) == ["order"]
+    assert client.get("/api/memory?reason=new").json()["fields"] == {
+        "reason": ["A reason filters the review queue: add status=queued."]
+    }
+
+
+def test_the_schema_documents_the_queue_filters():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    parameters = {p["name"]: p for p in schema["paths"]["/api/memory"]["get"]["parameters"]}
+    assert {
+        "status",
+        "agent",
+        "store",
+        "category",
+        "reason",
+        "source",
+        "import",
+        "q",
+        "order",
+        "page",
+    } <= set(parameters)
+    assert parameters["reason"]["schema"]["enum"] == [
+        "new",
+        "conflict",
+        "requeued",
+        "merge",
+        "gate",
+        "supersedes",
+    ]
+    assert parameters["import"]["schema"]["enum"] == ["mem0"]
