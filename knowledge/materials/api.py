@@ -85,7 +85,8 @@ class MaterialParsers:
     summary="Ask an agent to learn a source",
     description="multipart: `file`, `agent`, `scope`, `title` — stored, then learned by a job (202 body: "
     "the material, `queued`). JSON: `text` or `html` with `title`, `agent`, `scope` — learned at once into "
-    "one entry (`entry`). Types are judged from the bytes; a refused type is a 400 and stores nothing.",
+    "one entry (`entry`); HTML is read as its page shows it (the main content, blocks kept; no navigation, "
+    "header, footer or scripts) and titled by its <title> or first <h1> when `title` is left out. Types are judged from the bytes; a refused type is a 400 and stores nothing.",
     request={"multipart/form-data": MaterialFileIn, "application/json": MaterialPasteIn},
     responses={201: MaterialCreatedOut, 413: TOO_LARGE},
 )

@@ -1,6 +1,6 @@
 """What a stored original is (sniffed from its bytes, never its name) and its text, cut into
 sections. Each file type is read by a library: PDF by pypdf, DOCX by python-docx, HTML by nh3
-(sanitised to headings and paragraphs, then flattened); plain text and Markdown are decoded as
+(parsed and cut down to its main content's blocks, `html_read`); plain text and Markdown are decoded as
 UTF-8. The name only tells Markdown from plain text once the bytes are known to be text.
 
 Bounded (Limits): at most `pages` PDF pages, `sections` sections and `chars` characters are
@@ -12,7 +12,6 @@ in a child process under a memory and CPU ceiling (the learning job's), so a fil
 these checks still cannot take the worker with it. Nothing here imports Django: the child
 process runs this module alone."""
 
-import html
 import io
 import json
 import re
@@ -22,6 +21,7 @@ import subprocess
 import sys
 import zipfile
 from dataclasses import asdict, dataclass, field
+from html.parser import HTMLParser
 
 import filetype
 
@@ -64,6 +64,7 @@ class Extracted:
     sections: list[Section] = field(default_factory=list)
     pages: int = 0
     truncated: list[str] = field(default_factory=list)  # what the limits left out, in words
+    title: str = ""  # the title the document gives itself (an HTML page's), if any
 
     @property
     def text(self) -> str:
@@ -106,9 +107,10 @@ def extract(media_type: str, data: bytes, limits: Limits = Limits()) -> Extracte
         extracted = _docx(data, limits)
     else:
         text = data.decode("utf-8-sig")
-        if media_type == HTML:
-            text = html_to_text(text)
         extracted = Extracted()
+        if media_type == HTML:
+            page = html_read(text)
+            text, extracted.title = page.text, page.title
         text = _keep_chars(text.replace("\r\n", "\n"), limits, extracted)
         extracted.sections = _cut(text)
     return _keep_sections(extracted, limits)
@@ -228,20 +230,113 @@ def _docx(data: bytes, limits: Limits) -> Extracted:
     return extracted
 
 
-def html_to_text(markup: str) -> str:
-    """Web content as text with Markdown headings: nh3 keeps headings, paragraphs, list items and
-    line breaks (script and style are dropped with their content); the rest is flattened."""
+# What a page wraps around its content: dropped with everything inside. A page's own <header>
+# is dropped too, but not an article's or a section's (it holds their heading).
+_HTML_CHROME = {"script", "style", "noscript", "template", "nav", "aside", "footer", "select", "iframe"}
+_HTML_BLOCKS = {
+    "p", "div", "main", "article", "section", "header", "ul", "ol", "table", "blockquote",
+    "pre", "figure", "figcaption", "dl", "dt", "dd", "address", "details", "summary", "hr", "form",
+}  # fmt: skip
+_HTML_KEPT = _HTML_BLOCKS | {"title", "h1", "h2", "h3", "h4", "h5", "h6", "li", "br", "tr", "td", "th"}
+_HTML_VOID = {"br", "hr"}
+
+
+class _PageReader(HTMLParser):
+    """Walks markup nh3 has already parsed and re-serialised (html5ever: every element closed,
+    only _HTML_KEPT left), so a plain tokenizer sees a well-formed tree."""
+
+    def __init__(self, main_only: bool):
+        super().__init__(convert_charrefs=True)
+        self.main_only = main_only
+        self.out: list[str] = []
+        self.stack: list[str] = []
+        self.skip = 0  # depth inside something dropped
+        self.title = ""
+        self.h1 = ""
+        self.capture: str | None = None  # "title" / "h1" while reading the first of each
+        self.cells = 0
+
+    def _inside(self, *names: str) -> bool:
+        return any(name in self.stack for name in names)
+
+    def _shown(self) -> bool:
+        return not self.skip and (not self.main_only or self._inside("main"))
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _HTML_VOID:
+            if tag == "br" and self._shown():
+                self.out.append("\n")
+            elif self._shown():
+                self.out.append("\n\n")
+            return
+        page_header = tag == "header" and not self._inside("article", "section", "main")
+        self.stack.append(tag)
+        if self.skip or tag == "title" or page_header:
+            self.skip += 1
+        if tag == "title" and not self.title:
+            self.capture = "title"
+        elif tag == "h1" and not self.h1:
+            self.capture = "h1"
+        if not self._shown():
+            return
+        if tag[0] == "h" and tag[1:].isdigit():
+            self.out.append("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag == "li":
+            self.out.append("\n- ")
+        elif tag == "tr":
+            self.out.append("\n")
+            self.cells = 0
+        elif tag in ("td", "th"):
+            self.out.append(" | " if self.cells else "")
+            self.cells += 1
+        elif tag in _HTML_BLOCKS:
+            self.out.append("\n\n")
+
+    def handle_endtag(self, tag):
+        if tag not in self.stack:
+            return
+        shown = self._shown()
+        while self.stack and self.stack.pop() != tag:
+            pass
+        if tag == self.capture:
+            self.capture = None
+        if self.skip:
+            self.skip -= 1
+        if shown and (tag in _HTML_BLOCKS or (tag[0] == "h" and tag[1:].isdigit())):
+            self.out.append("\n\n")
+
+    def handle_data(self, data):
+        if self.capture == "title":
+            self.title += data
+        elif self.capture == "h1":
+            self.h1 += data
+        if self._shown():
+            self.out.append(data if self._inside("pre") else re.sub(r"\s+", " ", data))
+
+
+@dataclass
+class Page:
+    title: str  # the page's <title>, else its first <h1>; "" when it has neither
+    text: str  # the main content as text with Markdown headings, one block per paragraph
+
+
+def html_read(markup: str) -> Page:
+    """Web content as a person reads it: its main content only (inside <main> when the page has
+    one; never navigation, a page header, footer, aside, script or style), with a blank line
+    between blocks and Markdown headings, so a section starts at each heading. nh3 parses it
+    (the same html5ever parser it sanitises with)."""
     import nh3
 
-    keep = {"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "br", "div", "tr"}
-    clean = nh3.clean(markup, tags=keep, attributes={}, strip_comments=True)
-    clean = re.sub(r"<h([1-6])>", lambda m: "\n\n" + "#" * int(m.group(1)) + " ", clean)
-    clean = re.sub(r"</h[1-6]>", "\n\n", clean)
-    clean = re.sub(r"<li>", "\n- ", clean)
-    clean = re.sub(r"<br\s*/?>|</?(p|div|tr|li)>", "\n", clean)
-    clean = re.sub(r"<[^>]+>", "", clean)
-    text = html.unescape(clean)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(line.strip() for line in text.splitlines())).strip()
+    clean = nh3.clean(
+        markup, tags=_HTML_KEPT, attributes={}, strip_comments=True, clean_content_tags=_HTML_CHROME
+    )
+    reader = _PageReader(main_only="<main>" in clean)
+    reader.feed(clean)
+    reader.close()
+    lines = [line.strip() for line in "".join(reader.out).splitlines()]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    title = " ".join((reader.title or reader.h1).split())
+    return Page(title=title, text=text)
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -339,6 +434,7 @@ def extract_bounded(
         sections=[Section(**s) for s in answer["sections"]],
         pages=answer["pages"],
         truncated=answer["truncated"],
+        title=answer["title"],
     )
 
 

@@ -16,7 +16,13 @@ class MaterialFileIn(StrictSerializer):
 
 
 class MaterialPasteIn(StrictSerializer):
-    title = StrictCharField(max_length=300)
+    title = StrictCharField(
+        max_length=300,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Required for text; for html, the page's <title> (else its first <h1>) when left out.",
+    )
     text = StrictCharField(required=False, max_length=5_000_000)
     html = StrictCharField(required=False, max_length=5_000_000)
     agent = serializers.CharField(required=False, max_length=64, help_text="Default: the calling agent.")

@@ -150,19 +150,24 @@ def material_paste(
 ) -> Material:
     """Pasted text or web content (HTML) becomes a knowledge entry at once, in this transaction:
     the paste is kept as a material (so the entry can cite it) and learned without a model, one
-    entry whose blocks are its sections. Returns the material with `entry` set."""
+    entry whose blocks are its sections. Web content without a `title` is titled by its own
+    (<title>, else its first <h1>). Returns the material with `entry` set."""
     if bool(text) == bool(html):
         raise Invalid({"text": "Send either text or html."})
     access.check_write(actor, owner=owner, store=store)
     data = (text or html).encode()
     _check_size(data, "text" if text else "html")
     media_type = extract.PLAIN if text else extract.HTML
-    title = (title or "").strip()
-    if not title:
-        raise Invalid({"title": "A title is required."})
     extracted = extract.extract(media_type, data, extract_limits())
     if not extracted.sections:
         raise Invalid({"text" if text else "html": "There is no text to learn."})
+    title = (title or "").strip() or extracted.title
+    if not title:
+        raise Invalid(
+            {"title": "Give a title: the pasted text has none."}
+            if text
+            else {"title": "Give a title: the page has no <title> or <h1>."}
+        )
     with transaction.atomic():
         material = Material.objects.create(
             kind=Material.TEXT if text else Material.WEB,

@@ -11,19 +11,20 @@ from django.views.decorators.http import require_POST
 
 from knowledge import access
 from knowledge.access import material_get_for
-from knowledge.errors import DomainError, NotFound
+from knowledge.errors import DomainError, Invalid, NotFound
 from knowledge.materials import grants, services, signals_routing
 from knowledge.materials.api import original_response
+from knowledge.materials.forms import LearnForm
 from knowledge.materials.selectors import citing_entries, materials_for
 from knowledge.models import Agent, Integration, Material, SignalRule
 from knowledge.principals.permissions import admin_required, reviewer_required
-from knowledge.web import console_write, error_text
+from knowledge.web import console_write
 
 FINAL = (Material.LEARNED, Material.FAILED)
 
 
 @reviewer_required
-def material_list(request):
+def material_list(request, form=None, status=200):
     owner = request.session.get("owner", "")
     qs = materials_for(request.principal, listed_only=True)
     if owner:
@@ -41,7 +42,9 @@ def material_list(request):
             "states": [s for s, _ in Material.STATES],
             "state": state,
             "max_mb": services.max_bytes() // (1024 * 1024),
+            "form": form or LearnForm(initial={"agent": owner, "scope": "shared"}),
         },
+        status=status,
     )
 
 
@@ -49,15 +52,19 @@ def material_list(request):
 @require_POST
 def material_new(request):
     """Ask an agent to learn a source: a file (stored, then learned by a job), pasted text or
-    pasted web content (an entry at once; the console opens it)."""
+    pasted web content (an entry at once; the console opens it). A refusal is shown beside the
+    field it concerns, with what was entered kept."""
     principal = request.principal
-    agent = access.owner_selected(request.POST.get("agent"))
+    form = LearnForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return material_list(request, form=form, status=400)
+    data = form.cleaned_data
     try:
+        agent = access.owner_selected(data["agent"])
         if agent is None:
-            raise DomainError("Pick the agent that learns it.")
-        store = access.parse_scope(request.POST.get("scope") or "shared")
-        upload = request.FILES.get("file")
-        title = request.POST.get("title", "").strip()
+            raise Invalid({"agent": "Pick the agent that learns it."})
+        store = access.parse_scope(data["scope"] or "shared")
+        upload = data["file"]
         if upload is not None:
             material = services.material_upload(
                 actor=principal,
@@ -65,21 +72,26 @@ def material_new(request):
                 store=store,
                 filename=upload.name or "",
                 data=upload.read(),
-                title=title,
+                title=data["title"],
             )
             messages.success(request, f"Stored {material.title}; {agent.name} is learning it.")
             return redirect("material-page", pk=material.pk)
-        text, html = request.POST.get("text", "").strip(), request.POST.get("html", "").strip()
-        if not (text or html):
-            raise DomainError("Upload a file, paste text, or paste web content.")
+        text, html = data["text"], data["html"]
         material = services.material_paste(
-            actor=principal, owner=agent, store=store, title=title, text=text if not html else "", html=html
+            actor=principal,
+            owner=agent,
+            store=store,
+            title=data["title"],
+            text=text if not html else "",
+            html=html,
         )
         messages.success(request, f"{agent.name} learned {material.title}.")
         return redirect("entry-edit", pk=material.entry.pk)
-    except (DomainError, DjangoPermissionDenied) as exc:
-        messages.error(request, error_text(exc, fields=True))
-        return redirect("material-list")
+    except DomainError as exc:
+        form.refusal_show(exc)
+    except DjangoPermissionDenied as exc:
+        form.add_error(None, str(exc) or "You may not ask this agent to learn into that store.")
+    return material_list(request, form=form, status=400)
 
 
 @reviewer_required
