@@ -346,6 +346,12 @@ BRAIN_STRICT_ANTI_DRIFT = env_bool("BRAIN_STRICT_ANTI_DRIFT")  # run time
 BRAIN_MEMORY_INVALIDATION = env("BRAIN_MEMORY_INVALIDATION", "flag")  # run time
 BRAIN_PROVENANCE_CHECK_MINUTES = env_int("BRAIN_PROVENANCE_CHECK_MINUTES", 15)
 BRAIN_MEMORY_ACTIVATION_GATE = env("BRAIN_MEMORY_ACTIVATION_GATE", "shadow")  # run time
+# A memory the enforcing gate holds whose check could not be made (the model's answers cut or
+# empty twice, no model, no budget, no answer through every deferral): `hold` keeps it in the
+# review queue saying so, where a reviewer's approval puts it into force without a new check;
+# `activate` lets it go into force unchecked. `hold` by default: enforce was chosen so that
+# nothing goes into force unchecked, and a person, not a timer, takes that risk.
+BRAIN_GATE_UNCHECKED = env("BRAIN_GATE_UNCHECKED", "hold")  # run time
 BRAIN_MEMORY_CONSOLIDATION = env("BRAIN_MEMORY_CONSOLIDATION", "propose")  # run time
 BRAIN_CONSOLIDATION_SUMMARY_OVER = env_int("BRAIN_CONSOLIDATION_SUMMARY_OVER", 40)
 BRAIN_CONFLICT_ARBITER = env_bool("BRAIN_CONFLICT_ARBITER")

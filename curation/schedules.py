@@ -15,7 +15,7 @@ def schedule_table() -> list[tuple[str, str, int]]:
         ("model endpoints check", "knowledge.llm.reach.endpoints_check", 5),
         ("provenance check", "memory.tasks.provenance_check", settings.BRAIN_PROVENANCE_CHECK_MINUTES),
         ("short-term memory expiry", "memory.tasks.expire_short_term_memory", 60),
-        ("eval gate (shadow checks)", "memory.tasks.gate_run_pending", 15),
+        ("eval gate (pending and put-off checks)", "memory.tasks.gate_run_pending", 15),
         # due agents only: every BRAIN_RECONCILER_EVERY_TURNS turns or BRAIN_RECONCILER_IDLE_MINUTES idle
         ("reconciler (due agents)", "memory.reconciler.tasks.reconciler_tick", 1),
         ("embedding backlog", "knowledge.embeddings.tasks.embedding_backlog_run", 1),

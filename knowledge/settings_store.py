@@ -14,6 +14,11 @@ MODES = {
         "choices": ["shadow", "enforce", "off"],
         "help": "Whether the eval gate checks memories before they go into force.",
     },
+    "BRAIN_GATE_UNCHECKED": {
+        "choices": ["hold", "activate"],
+        "help": "Enforce mode: what happens to a memory whose check could not be made "
+        "(hold: a reviewer decides; activate: it goes into force unchecked).",
+    },
     "BRAIN_MEMORY_CONSOLIDATION": {
         "choices": ["propose", "apply", "off"],
         "help": "What a consolidation run does with its plan.",

@@ -1,5 +1,5 @@
 """The memory layer's model-backed runs as background jobs (knowledge.llm.jobs): a consolidation
-run and a reconciler pass. Registered from MemoryConfig.ready()."""
+run, a reconciler pass and an eval-gate check. Registered from MemoryConfig.ready()."""
 
 from django.urls import reverse
 
@@ -39,6 +39,12 @@ def reconcile_job(*, actor: dict, agent: int) -> dict:
     }
 
 
+def gate_check_job(*, check: int) -> dict:
+    from memory.lifecycle.gated import gate_check_settle_run
+
+    return gate_check_settle_run(check)
+
+
 def register() -> None:
     job_kind_register(
         "consolidation.run",
@@ -51,4 +57,10 @@ def register() -> None:
         reconcile_job,
         title="Reconcile now",
         link=lambda r: reverse("consolidation-detail", args=[r["plan"]]) if r.get("plan") else "",
+    )
+    job_kind_register(
+        "gate.check",
+        gate_check_job,
+        title="Eval gate check",
+        link=lambda r: reverse("memory-detail", args=[r["memory"]]) if r.get("memory") else "",
     )

@@ -19,9 +19,15 @@ def expire_short_term_memory() -> int:
     return memory_expire_due()
 
 
-def gate_run_pending() -> int:
-    """Every 15 minutes (shadow mode): run the queued eval-gate checks."""
-    from knowledge.principal import Principal
-    from memory.gate.services import gate_run_pending as run
+def gate_run_pending(limit: int = 50) -> int:
+    """Every 15 minutes: run the eval-gate checks still pending (shadow checks, checks put off
+    while the model server did not answer, checks whose job was lost) and settle the memories
+    the enforcing gate holds for them. Returns how many were run to a verdict."""
+    from memory.gate.services import gate_checks_due
+    from memory.lifecycle.gated import gate_check_settle_run
 
-    return run(actor=Principal.system("eval-gate"))
+    done = 0
+    for check_id in gate_checks_due()[:limit]:
+        result = gate_check_settle_run(check_id)
+        done += result["ran"] and result["verdict"] != "pending"
+    return done

@@ -355,7 +355,9 @@ def model_alerts(now=None) -> list[dict]:
             text = f"The {name} model profile is over its budget ({why}): {MODEL_STAGES[name]} wait."
             fix = "Raise its budget on the Models page"
         out.append({"level": "error", "text": text, "fix": {"label": fix, "url": models_page}})
-    errors = GateCheck.objects.filter(verdict=GateCheck.ERROR, created_at__gte=now - GATE_ERRORS_SINCE)
+    errors = GateCheck.objects.filter(
+        verdict__in=[GateCheck.UNCHECKED, GateCheck.ERROR], created_at__gte=now - GATE_ERRORS_SINCE
+    )
     count = errors.count()
     if count:
         latest = errors.order_by("-created_at").first()

@@ -8,6 +8,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
+from knowledge.llm.api import job_response
+from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Memory
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.web import no_body
@@ -17,11 +19,10 @@ from memory.gate.serializers import (
     EvalDatasetReplaceIn,
     EvalDatasetSerializer,
     GateCheckPage,
-    GateCheckSerializer,
     check_out,
     dataset_out,
 )
-from memory.gate.services import gate_check_run
+from memory.gate.services import gate_check_queue
 from memory.models import EvalDataset, GateCheck
 
 
@@ -81,17 +82,26 @@ def dataset_detail(request, name):
 
 
 @extend_schema(
-    summary="Run the eval gate on one memory now (records the verdict, changes nothing else)",
+    operation_id="memory_gate_check",
+    summary="Check one memory with the eval gate (in the background)",
+    description=(
+        "Queues a check of the memory as it is now and answers 202 at once with the job; poll "
+        "`GET /api/model-jobs/{id}` until its result names the check and its verdict (also listed "
+        "by `GET /api/memory-gate/checks?memory=…`). A check records a verdict and changes "
+        "nothing else. Verdicts: pass, regressed, untested (no gate cases), unchecked (the model "
+        "gave no usable answer: never a regression); while the model server does not answer "
+        "the check stays pending and the sweep asks again."
+    ),
     request=None,
-    responses={201: GateCheckSerializer},
+    responses={202: ModelJobSerializer, 404: None},
 )
 @api_view(["POST"])
 @permission_classes([IsReviewer])
 @no_body
 def gate_check(request, memory_id):
     memory = get_object_or_404(Memory.objects.select_related("owner"), pk=memory_id)
-    check = gate_check_run(actor=request.user, memory=memory, trigger="manual")
-    return Response(check_out(check), status=status.HTTP_201_CREATED)
+    _, job = gate_check_queue(actor=request.user, memory=memory)
+    return job_response(job)
 
 
 @extend_schema(

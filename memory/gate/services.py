@@ -2,10 +2,24 @@
 placed in the prompt exactly as recall places it — and score both answers. A case that passes
 without and fails with is a regression.
 
-Modes (BRAIN_MEMORY_ACTIVATION_GATE, run-time changeable): shadow (activation unchanged; checks
-queued and run in the background), enforce (checked inside the one activation function; a
-regression or a check that could not run keeps the memory queued), off."""
+Every check runs in the background: it is queued (a pending GateCheck and a `gate.check` model
+job, registered by memory.jobs) and run by the job, never inside a request or a transaction.
+The 15-minute sweep runs whatever is still pending (a shadow check, a deferred one, one whose
+job was lost) and takes back a claim a dead worker left running.
 
+Modes (BRAIN_MEMORY_ACTIVATION_GATE, run-time changeable): shadow (activation unchanged; a check
+is queued after commit), enforce (a memory going into force is stored queued with reason
+`gate`, and memory.lifecycle.gated activates it when its check passes), off.
+
+A cut or empty answer is asked once more; a second one, a model that is not configured or over
+its budget, make the check `unchecked` ("not checked"), never a regression. An outage (no
+answer, a timeout, a 5xx, an endpoint the background check finds down) defers the check to the
+next sweep with the same input; after MAX_DEFERRALS it is unchecked too. What an unchecked
+check means for a held memory is BRAIN_GATE_UNCHECKED: `hold` (the default: it waits in the
+review queue saying it was not checked, and a reviewer's approval then activates it without a
+new check) or `activate` (it goes into force unchecked)."""
+
+import datetime
 import re
 import time
 
@@ -13,8 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
-from knowledge.llm import ModelError, model_call
-from knowledge.models import Memory
+from knowledge.llm import ModelError, ModelReplyCut, ModelUnreachable, endpoint_down, model_call
+from knowledge.llm.jobs import actor_args, job_enqueue
+from knowledge.models import Memory, ModelJob
 from knowledge.principal import Principal
 from knowledge.settings_store import CACHE_SECONDS, setting_get
 from memory.models import EvalDataset, GateCheck
@@ -23,11 +38,22 @@ from memory.recall.scope import store_scope
 
 MAX_CASES = 20
 GATE_BUDGET_TOKENS = 2000
-SHADOW, ENFORCE, OFF = "shadow", "enforce", "off"
+SHADOW, ENFORCE, OFF, MANUAL = "shadow", "enforce", "off", "manual"
+UNCHECKED_HOLD, UNCHECKED_ACTIVATE = "hold", "activate"  # BRAIN_GATE_UNCHECKED
+GATE_JOB = "gate.check"
+# The sweep runs every 15 minutes: eight deferrals are about two hours without an answer.
+MAX_DEFERRALS = 8
+# A running claim older than this was left by a worker that died (a django-q2 task ends at 600 s).
+STALE_CLAIM = datetime.timedelta(minutes=30)
+SYSTEM_ACTOR = "eval-gate"
 
 
-class GateUnavailable(Exception):
-    """The check could not run (model not configured, failing or over budget)."""
+class GateUnchecked(Exception):
+    """No usable answer: the check is `unchecked` (not configured, over budget, cut or empty twice)."""
+
+
+class GateDeferred(Exception):
+    """The model server does not answer now: the check waits for the next sweep."""
 
 
 # --- scoring --------------------------------------------------------------------------------
@@ -115,27 +141,53 @@ def gate_prompt(*, agent, memory: Memory, case: dict, with_memory: bool) -> list
 
 
 def _ask(agent, messages: list[dict]) -> str:
-    """One governed call of the agent's own model profile; any failure means the check could
-    not run."""
-    try:
-        return model_call(
-            purpose="gate", messages=messages, agent=agent, actor=Principal.system("eval-gate")
-        ).text
-    except ModelError as exc:
-        raise GateUnavailable(exc.reason)
+    """One answer of the agent's own model profile. A cut or empty answer is asked once more
+    (the second call is refused like any other when the budget is spent); two make the check
+    unchecked, never scored. An outage defers the check."""
+    problem = ""
+    for _ in range(2):
+        try:
+            text = model_call(
+                purpose="gate", messages=messages, agent=agent, actor=Principal.system(SYSTEM_ACTOR)
+            ).text
+        except ModelUnreachable as exc:
+            raise GateDeferred(exc.reason)
+        except ModelReplyCut as exc:
+            problem = exc.reason
+            continue
+        except ModelError as exc:
+            raise GateUnchecked(exc.reason)
+        if text.strip():
+            return text
+        problem = "the answer was empty"
+    raise GateUnchecked(f"no usable answer in two tries: {problem}")
 
 
 # --- a check --------------------------------------------------------------------------------
 
 
-def _run(memory: Memory) -> dict:
-    """Ask every gated case twice; returns the fields of a finished GateCheck."""
+def _untested(memory: Memory) -> dict | None:
+    """The finished fields of a check that needs no model (no dataset, no case with
+    expectations), else None."""
     dataset = gate_dataset_for(memory.owner)
     if dataset is None:
         return {"verdict": GateCheck.UNTESTED, "reason": "no gate dataset for this agent"}
-    cases = [c for c in dataset.cases if has_expectations(c)][:MAX_CASES]
-    if not cases:
+    if not any(has_expectations(c) for c in dataset.cases):
         return {"verdict": GateCheck.UNTESTED, "dataset": dataset.name, "reason": "no case has expectations"}
+    return None
+
+
+def _run(memory: Memory) -> dict:
+    """Ask every gated case twice; returns the fields of a finished GateCheck. Raises
+    GateDeferred when the model server does not answer (nothing is recorded)."""
+    untested = _untested(memory)
+    if untested:
+        return untested
+    dataset = gate_dataset_for(memory.owner)
+    cases = [c for c in dataset.cases if has_expectations(c)][:MAX_CASES]
+    down = endpoint_down(agent=memory.owner)
+    if down:
+        raise GateDeferred(down)
     results, calls = [], 0
     try:
         for case in cases:
@@ -160,11 +212,11 @@ def _run(memory: Memory) -> dict:
                     "regressed": not fail_without and bool(fail_with),
                 }
             )
-    except GateUnavailable as exc:
+    except GateUnchecked as exc:
         return {
-            "verdict": GateCheck.ERROR,
+            "verdict": GateCheck.UNCHECKED,
             "dataset": dataset.name,
-            "reason": str(exc),
+            "reason": f"not checked: {exc}",
             "results": results,
             "calls": calls,
         }
@@ -193,66 +245,152 @@ def _record(check: GateCheck, outcome: dict, *, actor) -> GateCheck:
         owner=memory.owner.name,
         object_type="memory",
         object_ids=[memory.pk],
-        reason=check.reason if check.verdict == GateCheck.ERROR else "",
+        reason=check.reason if check.verdict in (GateCheck.UNCHECKED, GateCheck.ERROR) else "",
         counts={"cases": len(check.results), "calls": check.calls},
         data={
             "check": check.pk,
             "dataset": check.dataset,
             "regressed_cases": check.regressed_cases,
             "trigger": check.trigger,
+            "deferrals": check.deferrals,
         },
     )
     return check
 
 
-def gate_check_run(*, actor, memory: Memory, trigger: str = "manual") -> GateCheck:
-    """Run the gate on one memory now and record the verdict. Changes nothing else. The model
-    calls happen outside any transaction; the verdict and its audit event are one."""
-    outcome = _run(memory)
+def gate_check_queue(
+    *, actor, memory: Memory, trigger: str = MANUAL, activation=None
+) -> tuple[GateCheck, ModelJob]:
+    """Queue a check of `memory` as it is now: a pending GateCheck and the model job that runs it
+    once the caller's transaction commits (poll the job: `GET /api/model-jobs/{id}`)."""
+    check = GateCheck.objects.create(
+        memory=memory, memory_version=memory.version, trigger=trigger, activation=activation or {}
+    )
+    job = job_enqueue(kind=GATE_JOB, args={"check": check.pk}, actor=actor)
+    return check, job
+
+
+def gate_check_claim(check_id: int) -> GateCheck | None:
+    """Claim a pending check for one run (a conditional update: two workers never run one
+    twice); None when it is not pending."""
+    if not GateCheck.objects.filter(pk=check_id, verdict=GateCheck.PENDING).update(
+        verdict=GateCheck.RUNNING, started_at=timezone.now()
+    ):
+        return None
+    return GateCheck.objects.select_related("memory__owner").get(pk=check_id)
+
+
+def gate_check_perform(check: GateCheck, *, actor) -> GateCheck:
+    """Run a claimed check and record its verdict (one transaction with its audit event). The
+    model calls happen outside any transaction. An outage puts it back to pending for the next
+    sweep (`deferrals` counts them, the reason says why); the last allowed one is unchecked."""
+    try:
+        outcome = _run(check.memory)
+    except GateDeferred as exc:
+        deferrals = check.deferrals + 1
+        if deferrals < MAX_DEFERRALS:
+            GateCheck.objects.filter(pk=check.pk).update(
+                verdict=GateCheck.PENDING, deferrals=deferrals, started_at=None, reason=f"deferred: {exc}"
+            )
+            check.refresh_from_db()
+            return check
+        outcome = {
+            "verdict": GateCheck.UNCHECKED,
+            "deferrals": deferrals,
+            "reason": f"not checked: the model server did not answer in {deferrals} tries ({exc})",
+        }
     with transaction.atomic():
-        check = GateCheck(memory=memory, memory_version=memory.version, trigger=trigger)
         return _record(check, outcome, actor=actor)
+
+
+def gate_checks_due() -> list[int]:
+    """The sweep's work: a claim older than STALE_CLAIM goes back to pending (its worker died),
+    then every pending check, oldest first."""
+    GateCheck.objects.filter(verdict=GateCheck.RUNNING, started_at__lt=timezone.now() - STALE_CLAIM).update(
+        verdict=GateCheck.PENDING, started_at=None
+    )
+    return list(
+        GateCheck.objects.filter(verdict=GateCheck.PENDING).order_by("id").values_list("pk", flat=True)
+    )
 
 
 def gate_enqueue(*, memory: Memory) -> GateCheck | None:
     """Shadow mode: queue a background check for a memory that just went into force (once per
-    version)."""
+    version); the sweep runs it."""
     check, created = GateCheck.objects.get_or_create(
         memory=memory, memory_version=memory.version, trigger=SHADOW, defaults={"verdict": GateCheck.PENDING}
     )
     return check if created else None
 
 
-def gate_run_pending(*, actor, limit: int = 50) -> int:
-    """The shadow-mode job: run queued checks, each claimed by a conditional update so two
-    workers never run one twice."""
-    done = 0
-    for check_id in GateCheck.objects.filter(verdict=GateCheck.PENDING).values_list("pk", flat=True)[:limit]:
-        if not GateCheck.objects.filter(pk=check_id, verdict=GateCheck.PENDING).update(verdict="running"):
-            continue
-        check = GateCheck.objects.select_related("memory__owner").get(pk=check_id)
-        outcome = _run(check.memory)
-        with transaction.atomic():
-            _record(check, outcome, actor=actor)
-        done += 1
-    return done
+def gate_last(memory: Memory) -> GateCheck | None:
+    """The latest finished check of the memory's current version."""
+    return (
+        GateCheck.objects.filter(memory=memory, memory_version=memory.version, verdict__in=GateCheck.FINISHED)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
 
 
-def gate_before_activation(*, memory: Memory) -> tuple[bool, str, str]:
-    """Called by the one activation function before a memory goes into force; returns
-    (allow, reason, verdict). enforce: runs the check now — regressed or error holds the memory
-    in the review queue with the failing cases as the reason; untested and pass go ahead (every
-    verdict is audited). shadow: goes ahead; a background check is queued after commit (when the
-    agent has a gate dataset). off:
-    goes ahead unchecked."""
+def unchecked_goes_ahead(*, reviewed: bool) -> bool:
+    """Whether a memory whose check could not be made goes into force: with BRAIN_GATE_UNCHECKED
+    `activate`, or when a reviewer approves it (`hold` put it before one)."""
+    return reviewed or setting_get("BRAIN_GATE_UNCHECKED") == UNCHECKED_ACTIVATE
+
+
+def gate_before_activation(
+    *, memory: Memory, actor, route: str, reviewed: bool, decision=None, boundary=None
+):
+    """Called by the one activation function once the memory is stored, before it goes into
+    force; returns (allow, reason, verdict). No model call is made here. A version that already
+    passed (or is untested) goes ahead in every mode but off, so does an unchecked one by
+    `unchecked_goes_ahead`.
+
+    enforce: an agent without gate cases goes ahead (its untested verdict recorded and audited);
+    otherwise the memory is held (queue reason gate) and a check is queued with what asked for
+    the activation (`actor`, `route`, a conflict `decision` and its `boundary`), for
+    memory.lifecycle.gated to activate it when it passes. A check already waiting for this
+    version is not queued twice (a pending one takes the newest request).
+    shadow: goes ahead; a background check is queued after commit (when the agent has a gate
+    dataset). off: goes ahead unchecked."""
     mode = setting_get("BRAIN_MEMORY_ACTIVATION_GATE")
+    if mode == OFF:
+        return True, "", ""
+    last = gate_last(memory)
+    if last is not None and (
+        last.verdict in (GateCheck.PASS, GateCheck.UNTESTED)
+        or (
+            last.verdict in (GateCheck.UNCHECKED, GateCheck.ERROR) and unchecked_goes_ahead(reviewed=reviewed)
+        )
+    ):
+        return True, "", last.verdict
     if mode == ENFORCE:
-        check = gate_check_run(actor=Principal.system("eval-gate"), memory=memory, trigger=ENFORCE)
-        if check.verdict == GateCheck.REGRESSED:
-            return False, f"gate: {check.reason}", check.verdict
-        if check.verdict == GateCheck.ERROR:
-            return False, f"gate: the check could not run ({check.reason})", check.verdict
-        return True, "", check.verdict
+        untested = _untested(memory)
+        if untested:
+            check = GateCheck(memory=memory, memory_version=memory.version, trigger=ENFORCE)
+            _record(check, untested, actor=Principal.system(SYSTEM_ACTOR))
+            return True, "", GateCheck.UNTESTED
+        asked = {
+            "actor": actor_args(actor),
+            "route": route,
+            "decision": decision,
+            "boundary": boundary.isoformat() if boundary else None,
+        }
+        waiting = GateCheck.objects.filter(
+            memory=memory,
+            memory_version=memory.version,
+            trigger=ENFORCE,
+            verdict__in=[GateCheck.PENDING, GateCheck.RUNNING],
+        ).first()
+        if waiting is None:
+            waiting, _ = gate_check_queue(actor=actor, memory=memory, trigger=ENFORCE, activation=asked)
+        else:
+            GateCheck.objects.filter(pk=waiting.pk, verdict=GateCheck.PENDING).update(activation=asked)
+        return (
+            False,
+            f"gate: waiting for the eval gate's check (check {waiting.pk}, in the background)",
+            GateCheck.PENDING,
+        )
     if mode == SHADOW and gate_tested(memory.owner):
         # Agents without a gate dataset are untested: nothing to queue, nothing to spend.
         transaction.on_commit(lambda: gate_enqueue(memory=memory))

@@ -12,7 +12,7 @@ from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.settings_store import setting_get
 from knowledge.web import error_text
 from memory.gate import datasets as eval_datasets
-from memory.gate.services import gate_check_run
+from memory.gate.services import gate_check_queue
 from memory.models import EvalDataset, GateCheck
 
 MAX_UPLOAD_BYTES = 1024 * 1024
@@ -131,9 +131,8 @@ def dataset_export(request, name):
 @reviewer_required
 @require_POST
 def memory_gate_check(request, memory_id: int):
-    """Run the gate on one memory now from its page; records the verdict, changes nothing else."""
+    """Check one memory with the gate from its page: queued; the job page shows the verdict and
+    links back to the memory. Records the verdict, changes nothing else."""
     memory = access.memory_get_for(request.principal, memory_id)
-    check = gate_check_run(actor=request.principal, memory=memory, trigger="manual")
-    level = messages.success if check.verdict in (GateCheck.PASS, GateCheck.UNTESTED) else messages.warning
-    level(request, f"Gate verdict: {check.verdict}{' — ' + check.reason if check.reason else ''}")
-    return redirect("memory-detail", memory_id=memory.pk)
+    _, job = gate_check_queue(actor=request.principal, memory=memory)
+    return redirect("model-job", job_id=job.pk)

@@ -70,7 +70,8 @@ def memory_activate(
        Without one a reviewer's approval is refused (ConflictDecisionNeeded) and any other route
        queues it (queue_reason "conflict"); naming `supersedes` is the decision to replace;
     5. the eval gate: in enforce mode the decision says the stored memory must pass the gate's
-       check first (`Activation.gate`; activation_carry_out runs it);
+       check first (`Activation.gate`; activation_carry_out queues the check and holds the
+       memory, the check's job activates it when it passes);
     6. going active: status, validity start (entry blocks keep the validity their writer gave),
        and what it retires: the memory it names and the conflict decision's.
 
@@ -148,14 +149,15 @@ def activation_carry_out(
     now: datetime.datetime | None = None,
 ) -> str:
     """Carry out what memory_activate decided for `memory`, once it is stored with the decision's
-    `stored_state`: the eval gate (enforce mode checks the stored memory and may hold it in the
-    queue; shadow mode queues a background check), then the memories it retires (superseded, or
+    `stored_state`: the eval gate (enforce mode holds the stored memory in the queue, reason
+    gate, until its background check passes — memory.lifecycle.gated; shadow mode queues a
+    background check), then the memories it retires (superseded, or
     closed where it starts). Returns the memory's status afterwards. Inside the caller's
     transaction; audits what it does to other memories."""
     if activation.status != Memory.ACTIVE:
         return Memory.QUEUED
     now = now or timezone.now()
-    verdict = gate_before_activation(memory, route=route)
+    verdict = gate_before_activation(memory, actor=actor, route=route, outcome=activation.outcome)
     if not verdict.allow:
         memory_row_state(memory, status=Memory.QUEUED, queue_reason=QUEUE_GATE, status_reason=verdict.reason)
         return Memory.QUEUED

@@ -3,13 +3,14 @@
 Each hook is a small function so a later capability can replace its body without touching the
 activation function itself:
 
-- `gate_before_activation` — the eval gate (memory.gate). In `enforce` mode it runs the gate
-  check and holds a memory that regresses a case (or whose check could not run) in the queue;
-  in `shadow` mode it queues a background check.
+- `gate_before_activation` — the eval gate (memory.gate). In `enforce` mode it holds the memory
+  in the queue (reason gate) and queues its check, which memory.lifecycle.gated carries out in
+  the background; in `shadow` mode it queues a background check. It never calls the model.
 - `route_goes_active` — who goes into force at once (trusted agents', people's and Dreaming's writes, reviewer approvals), including the
   distiller's auto-activation setting.
 """
 
+import datetime
 from dataclasses import dataclass
 
 from knowledge.memories.activation import ENTRY_BLOCK, entry_block_goes_active
@@ -34,20 +35,32 @@ class GateDecision:
 ALLOW = GateDecision(allow=True)
 
 
-def gate_before_activation(memory: Memory, *, route: str) -> GateDecision:
+def gate_before_activation(
+    memory: Memory, *, actor: Principal, route: str, outcome: dict | None
+) -> GateDecision:
     """EVAL GATE HOOK: decide whether `memory` may go into force now.
 
     Called by activation_carry_out once the memory is stored, when activation decided "active",
-    before anything else changes.
+    before anything else changes; `outcome` is the activation's conflict decision, kept with a
+    queued check so the memory is activated as it was asked for once the check passes.
     Returns GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
     queue_reason "gate" (see memory.gate for the modes)."""
-    allow, reason, verdict = gate.gate_before_activation(memory=memory)
+    outcome = outcome or {}
+    boundary = outcome.get("boundary")
+    allow, reason, verdict = gate.gate_before_activation(
+        memory=memory,
+        actor=actor,
+        route=route,
+        reviewed=route == REVIEW,
+        decision=outcome.get("decision"),
+        boundary=datetime.datetime.fromisoformat(boundary) if boundary else None,
+    )
     return GateDecision(allow=allow, reason=reason, verdict=verdict)
 
 
 def gate_checks_stored_memory() -> bool:
-    """Whether gate_before_activation needs the memory stored first (enforce mode runs recall
-    with and without it, and records the check against it)."""
+    """Whether gate_before_activation needs the memory stored first (enforce mode records the
+    check against it and holds it queued until the check has run)."""
     return setting_get("BRAIN_MEMORY_ACTIVATION_GATE") == gate.ENFORCE
 
 

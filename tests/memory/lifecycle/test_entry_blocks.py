@@ -8,7 +8,7 @@ from memory.gate.datasets import dataset_create
 from memory.lifecycle.selectors import review_queue
 from memory.models import GateCheck
 from tests.factory import SYSTEM
-from tests.memory.gate.test_gate import BAD, CASES, GOOD, gated, set_gate, write  # noqa: F401
+from tests.memory.gate.test_gate import BAD, CASES, GOOD, gated, run_checks, set_gate, write  # noqa: F401
 
 
 def block_write(world, text, who):
@@ -38,10 +38,14 @@ def test_the_enforcing_gate_holds_a_trusted_agents_regressing_block(world):
     set_gate("enforce")
     dataset_create(actor=SYSTEM, name="memory-gate", kind="agent_turn", cases=CASES)  # gates scribe
     harmless = block_write(world, GOOD, who="scribe")
+    block = block_write(world, BAD, who="scribe")  # scribe is trusted: without the gate it is active
+    for held in (harmless, block):  # held while the check runs in the background
+        assert held.status == Memory.QUEUED and held.queue_reason == "gate"
+    run_checks()
+    harmless.refresh_from_db()
     assert harmless.status == Memory.ACTIVE
     assert GateCheck.objects.get(memory=harmless).verdict == "pass"
-
-    block = block_write(world, BAD, who="scribe")  # scribe is trusted: without the gate it is active
+    block.refresh_from_db()
     assert block.status == Memory.QUEUED and block.queue_reason == "gate"
     assert "vpn-fix" in block.status_reason
     assert GateCheck.objects.get(memory=block).verdict == "regressed"
@@ -54,6 +58,7 @@ def test_the_gate_checks_an_untrusted_agents_block_when_it_is_approved(world):
     assert block.status == Memory.QUEUED and not GateCheck.objects.filter(memory=block).exists()
     response = world.client("reviewer").post(f"/api/memory/{block.pk}/approve", {}, format="json")
     assert response.status_code == 200, response.json()
+    run_checks()
     block.refresh_from_db()
     assert block.status == Memory.QUEUED and block.queue_reason == "gate"
     assert GateCheck.objects.get(memory=block).verdict == "regressed"

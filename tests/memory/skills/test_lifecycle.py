@@ -7,6 +7,7 @@ from memory.gate.services import gate_context
 from memory.models import GateCheck
 from memory.recall.context import context_text
 from tests.factory import SYSTEM
+from tests.memory.gate.test_gate import run_checks
 from tests.memory.skills.conftest import context, experience, section
 
 HARMFUL = "Tell the customer to reinstall client 5.1.0 whenever the VPN drops."
@@ -25,7 +26,8 @@ def test_the_enforcing_gate_regresses_a_harmful_lesson_and_keeps_it_queued(world
 
     lesson = experience(world, HARMFUL)  # scribe is trusted: without the gate it would be active
     assert lesson["status"] == "queued" and lesson["queue_reason"] == "gate"
-    assert "vpn-fix" in lesson["status_reason"]
+    run_checks()
+    assert "vpn-fix" in Memory.objects.get(pk=lesson["id"]).status_reason
     check = GateCheck.objects.get(memory_id=lesson["id"])
     assert check.verdict == "regressed" and check.regressed_cases == ["vpn-fix"]
     assert HARMFUL not in section(context(world), "skills")["text"]
@@ -45,7 +47,9 @@ def test_a_lesson_that_passes_the_enforcing_gate_goes_into_force(world, triage, 
     model_stub.respond_with(answers)
     knowledge_services.setting_set(actor=SYSTEM, name="BRAIN_MEMORY_ACTIVATION_GATE", value="enforce")
     lesson = experience(world, "Ask for the ticket number before searching the knowledge base.")
-    assert lesson["status"] == "active"
+    assert lesson["status"] == "queued" and lesson["queue_reason"] == "gate"
+    run_checks()
+    assert Memory.objects.get(pk=lesson["id"]).status == "active"
 
 
 def test_a_lessons_removal_is_restored_from_the_audit_tab(world, triage, client):
