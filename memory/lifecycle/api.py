@@ -40,6 +40,7 @@ from memory.lifecycle.serializers import (
     version_out,
     write_route,
 )
+from memory.matching.relations import related_for
 
 # The list's paging parameters: knowledge.web.page_params reads them, the filters' serializer not.
 PAGE_PARAMS = ("page", "page_size")
@@ -135,6 +136,8 @@ def memory_collection(request):
         route = write_route(data)
         memory = write.memory_write(actor=principal, route=route, **access.write_named(principal, data))
         created = not getattr(memory, "duplicate_of", None)
+        if created and memory.status == Memory.QUEUED:
+            memory.related = related_for([memory], principal)[memory.pk]
         return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     filters = request.query_params.copy()
@@ -170,6 +173,8 @@ def memory_collection(request):
 @permission_classes([IsAgentOrReviewer])
 def memory_detail(request, memory_id: int):
     memory = access.memory_get_for(request.user, memory_id)
+    if memory.status == Memory.QUEUED:
+        memory.related = related_for([memory], request.user)[memory.pk]
     body = memory_out(memory)
     body["versions"] = [version_out(v) for v in memory.versions.order_by("-version")]
     return Response(body)

@@ -5,7 +5,8 @@ inside one recall answer.
 - exact: the same text once case and spacing are set aside (`NORM`, served by the partial
   index `memory_live_norm_idx` on live memories), or the same key and value;
 - near (queue): vectors at cosine ≥ NEAR_COSINE and the same numbers and negation
-  (`same_facts`) — chosen on the labelled pairs of `bench/data/review_duplicate_pairs.json`
+  (`same_facts`), and never a pair the relation finder calls a contradiction
+  (memory.matching.relations: "by phone only" / "by e-mail only" is no near-duplicate) — chosen on the labelled pairs of `bench/data/review_duplicate_pairs.json`
   by `python -m bench.review_duplicates_eval`: precision 0.89, recall 0.85 (docs/PERFORMANCE.md,
   "Duplicate hints"); the vector alone never reached precision 0.85 at a useful recall;
 - near (inside one answer, where vectors are not loaded): key terms nearly the same
@@ -22,6 +23,7 @@ from django.db import connection
 from knowledge import access
 from knowledge.models import Memory
 from knowledge.principal import Principal
+from memory.matching.relations import CONTRADICTION, classify
 from memory.recall.routes import execute_all
 
 LIVE = (Memory.QUEUED, Memory.ACTIVE)
@@ -178,6 +180,7 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
             and (q, m) not in exact_pairs
             and len(hints[q].near) < NEAR_PER_MEMORY
             and same_facts(texts[q], rows[m].text)
+            and classify(rows[m].text, texts[q]).relation != CONTRADICTION
         ):
             hints[q].near.append((rows[m], round(sim, 3)))
     return hints

@@ -205,6 +205,13 @@ class VersionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class RelatedSerializer(serializers.Serializer):
+    memory = serializers.IntegerField()
+    relation = serializers.ChoiceField(choices=["duplicate", "contradiction"])
+    score = serializers.FloatField(help_text="How much of the subject the two share, 0–1.")
+    why = serializers.CharField()
+
+
 class MemorySerializer(serializers.Serializer):
     """The memory as the API returns it (documentation; `memory_out` builds it fast)."""
 
@@ -247,6 +254,12 @@ class MemorySerializer(serializers.Serializer):
     )
     written = serializers.BooleanField(
         required=False, help_text="false beside `duplicate_of`: the write stored no new memory."
+    )
+    related = RelatedSerializer(
+        many=True,
+        required=False,
+        help_text="A queued memory's (and a new one's): the active memories it duplicates or "
+        "contradicts, in the stores its agent may read (memory.matching.relations).",
     )
 
 
@@ -316,6 +329,7 @@ def memory_out(memory: Memory, sources=None) -> dict:
             if getattr(memory, "duplicate_of", None)
             else {}
         ),
+        **({"related": [r.as_dict() for r in memory.related]} if hasattr(memory, "related") else {}),
     }
 
 

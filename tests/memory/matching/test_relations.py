@@ -1,0 +1,135 @@
+"""The relation finder: the code rules on pairs of texts (made up here, none from the dev set)
+and the `related` list a queued memory carries through the API."""
+
+import pytest
+
+from knowledge.models import Memory
+from knowledge.principal import Principal
+from memory.lifecycle.duplicates import NEAR_COSINE, queue_duplicate_hints
+from memory.matching.relations import CONTRADICTION, DUPLICATE, classify, related_for
+from tests import factory
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "kind"),
+    [
+        ("The canteen serves lunch until 14:00.", "The canteen serves lunch until 3pm.", "number"),
+        (
+            "Gateway firmware 2.1.4 fixes the reboot loop.",
+            "Gateway firmware 2.1.6 fixes the reboot loop.",
+            "number",
+        ),
+        ("The parking garage accepts visitors.", "The parking garage does not accept visitors.", "negation"),
+        ("Ravi is no longer on the hiring panel.", "Ravi is on the hiring panel.", "negation"),
+        ("Smoking is allowed on the roof terrace.", "Smoking is forbidden on the roof terrace.", "antonym"),
+        (
+            "Acme wants support updates by phone only.",
+            "Acme wants support updates by e-mail only.",
+            "antonym",
+        ),
+        ("Deploys are allowed on Fridays.", "deploys are frozen every Friday after 14:00", "antonym"),
+        ("The lab key is kept by Ingrid Holm.", "The lab key is kept by Olaf Berg.", "entity"),
+    ],
+)
+def test_contradictions_by_kind(a, b, kind):
+    relation = classify(a, b)
+    assert (relation.relation, relation.kind) == (CONTRADICTION, kind), relation
+    assert relation.why
+    assert classify(b, a).relation == CONTRADICTION  # either order
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The canteen closes at 5pm.", "the canteen  closes at 17:00"),
+        ("Invoices are due within thirty days.", "Invoices are due within 30 days."),
+        ("Ingrid Holm owns the lab inventory.", "The lab inventory is owned by Ingrid Holm."),
+    ],
+)
+def test_duplicates(a, b):
+    assert classify(a, b).relation == DUPLICATE
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # another thing: another ticket, another person of the same first name
+        ("TKT-1201 is fixed in 4.2.", "TKT-1210 is fixed in 4.3."),
+        ("Ravi Shah likes jazz.", "Ravi Mehta likes opera."),
+        # two slots differ: another subject, not another value
+        ("The Oslo team meets at 9:00.", "The Bergen team meets at 10:30."),
+        # a negation and the opposite word say the same
+        ("Pets are not allowed in the office.", "Pets are forbidden in the office."),
+        # an added detail
+        ("The canteen serves lunch.", "The canteen serves lunch, vegan options on Tuesdays at 12:00."),
+        # another subject
+        ("The canteen serves lunch.", "Ravi Shah likes jazz."),
+    ],
+)
+def test_neither(a, b):
+    assert classify(a, b).relation != CONTRADICTION
+    if a.startswith("Pets"):
+        return
+    assert classify(a, b).relation != DUPLICATE
+
+
+def test_the_phone_and_e_mail_case_is_a_contradiction_never_a_duplicate():
+    relation = classify(
+        "Acme wants support updates by e-mail only.", "Acme wants support updates by phone only."
+    )
+    assert relation.relation == CONTRADICTION
+    assert "phone" in relation.why and "mail" in relation.why
+
+
+def test_a_queued_write_carries_its_related_memories(world):
+    old = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.1")
+    same = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only")
+    factory.make_memory(world.copilot, "The canteen serves lunch until 14:00")
+    client = world.client("copilot")
+
+    def post(text):
+        body = {"scope": "agent", "text": text, "sources": [{"kind": "kb", "ref": "KB-7"}]}
+        return client.post("/api/memory", body, format="json").json()
+
+    body = post("VPN-4012 is fixed by client 5.2.3")
+    assert body["status"] == "queued"
+    assert [(r["memory"], r["relation"]) for r in body["related"]] == [(old.pk, "contradiction")]
+    assert "5.2.1" in body["related"][0]["why"] and 0 < body["related"][0]["score"] <= 1
+    # the same list on a later read
+    assert client.get(f"/api/memory/{body['id']}").json()["related"] == body["related"]
+    body = post("Acme wants support updates by phone only")
+    assert [(r["memory"], r["relation"]) for r in body["related"]] == [(same.pk, "contradiction")]
+
+
+def test_related_memories_are_only_those_the_writer_may_read(world):
+    other = factory.make_agent("other-agent")
+    hidden = factory.make_memory(other, "VPN-4012 is fixed by client 5.2.1")  # other's self store
+    shared = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.0", store="shared")
+    queued = factory.make_queued_memory(world.copilot, "VPN-4012 is fixed by client 5.2.3")
+    found = related_for([queued], Principal.for_agent(world.copilot))[queued.pk]
+    assert [r.memory.pk for r in found] == [shared.pk]
+    assert hidden.pk not in {r.memory.pk for r in found}
+
+
+def test_a_memory_it_supersedes_is_not_listed(world):
+    old = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.1")
+    queued = factory.make_queued_memory(world.copilot, "VPN-4012 is fixed by client 5.2.3", supersedes=old)
+    assert related_for([queued])[queued.pk] == []
+
+
+def test_the_queue_never_offers_a_contradiction_as_a_near_duplicate(client, world):
+    email = factory.make_memory(world.scribe, "Acme wants support updates by e-mail only.", store="shared")
+    phone = factory.make_queued_memory(
+        world.scribe, "Acme wants support updates by phone only.", store="shared"
+    )
+    factory.embed_all()
+    a, b = (Memory.objects.get(pk=m.pk).embedding for m in (email, phone))
+    assert (
+        sum(x * y for x, y in zip(a, b, strict=True)) >= NEAR_COSINE
+    )  # the vectors alone would call it a near-duplicate
+    hints = queue_duplicate_hints([Memory.objects.get(pk=phone.pk)], None)
+    assert hints[phone.pk].near == []
+    client.force_login(world.reviewer)
+    body = client.get("/review/").content.decode()
+    card = body.split(f'id="memory-{phone.pk}"')[1].split("</article>")[0]
+    assert 'class="dup' not in card and "Reject as duplicate" not in card
