@@ -4,7 +4,8 @@ the real client — including malformed JSON, HTTP errors and slow answers.
 
 Script it with a queue of replies (`reply_json`, `reply_text`, `reply_error`, `reply_malformed`,
 `reply_delay`, `reply_cut`) or a function of the request (`respond_with`). It records every
-request it got (`schema_sent` says whether one carried a JSON schema).
+request it got as it arrives, before any delay (`schema_sent` says whether one carried a JSON
+schema), and `in_flight` counts the chat requests it has not answered yet.
 
 It behaves like the real servers where that matters: a request whose prompt + max_tokens
 exceeds `context_tokens` is refused with vLLM's 400 before any reply is taken from the queue
@@ -32,6 +33,7 @@ class ModelStub:
         self.context_tokens = self.DEFAULT_CONTEXT
         self.json_schema_supported = True
         self.advertise_context = False
+        self.in_flight = 0
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,6 +67,15 @@ class ModelStub:
                 if self.path != "/v1/chat/completions":
                     self._send(404, b'{"error": "not found"}')
                     return
+                with stub._lock:
+                    stub.in_flight += 1
+                try:
+                    self._chat(body)
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
+
+            def _chat(self, body):
                 refusal = stub._refusal(body)
                 if refusal:
                     self._send(400, json.dumps(refusal).encode())
