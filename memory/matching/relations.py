@@ -1,9 +1,12 @@
 """How two memory texts relate: `duplicate`, `contradiction` or neither, with a short reason a
-reviewer can check (version "relations/1"). The one classifier every place that pairs memories
-uses: the write's `related` list and the queue card (memory.lifecycle.related), the queue's
-duplicate hints, and consolidation's merge rules.
+reviewer can check (version "relations/1"), and the finder of the active memories a memory
+duplicates or contradicts (`related_for`). The one classifier every place that pairs memories
+uses: the write's `related` list and the queue card, a reviewer's approval (a contradiction
+needs the same decision as a keyed conflict), the queue's near-duplicate hints, and
+consolidation's merge rules.
 
-The rules read the two texts only (a cosine, when both vectors exist, may confirm a duplicate):
+The rules read the two texts only, so the write, a later read and the queue say the same (on
+the dev pairs a cosine added nothing the terms did not: bench.relations_eval):
 
 1. **The same subject** — the share of content terms the texts have in common (Dice of key terms
    without numbers or negation words, `SUBJECT`) — or neither is said.
@@ -21,17 +24,17 @@ The rules read the two texts only (a cosine, when both vectors exist, may confir
    Two slots differing (another name *and* another number) make another subject, not a
    contradiction ("Growth standup at 9:15" / "Platform standup at 9:45"); a negation *and* an
    opposite word cancel ("not allowed" / "forbidden").
-4. **A duplicate**: nothing differs, the same numbers, and the terms nearly the same (`DUPLICATE`)
-   or, with vectors, cosine ≥ `DUPLICATE_COSINE`.
+4. **A duplicate**: nothing differs (no number or name on one side only against another on the
+   other) and each side says most of what the other says (`DUPLICATE_TERMS`).
 
-The thresholds were chosen by 5-fold cross-validation on shared/data/memory-pairs-dev
-(`python -m bench.relations_eval`; docs/PERFORMANCE.md, "Relations")."""
+SUBJECT and DUPLICATE_TERMS were chosen by 5-fold cross-validation on
+shared/data/memory-pairs-dev (`python -m bench.relations_eval --cv`; docs/PERFORMANCE.md,
+"Relations"); four folds of five chose these two (the fifth SUBJECT 0.35)."""
 
 import re
 import unicodedata
 from dataclasses import dataclass
 
-import numpy as np
 from django.db import connection
 from django.db.models import Q
 
@@ -44,8 +47,7 @@ DUPLICATE = "duplicate"
 CONTRADICTION = "contradiction"
 
 SUBJECT = 0.4  # Dice of content terms for "the same subject"
-DUPLICATE_TERMS = 0.6  # Dice of content terms for a duplicate, without vectors
-DUPLICATE_COSINE = 0.85  # with vectors
+DUPLICATE_TERMS = 0.7  # the share of each side's terms and numbers the other says, for a duplicate
 SHARED_TERMS = 2  # a subject is more than one word ("memory 3" / "queued memory 5")
 HEAD = 3  # the first content terms of a text, where its subject stands
 
@@ -313,9 +315,14 @@ def dice(a: frozenset, b: frozenset) -> float:
 
 
 def _coverage(a: Reading, b: Reading) -> float:
-    """The share of what `a` says (terms and numbers) that `b` says too."""
+    """The share of what `a` says (terms and numbers) that `b` says too. A part of a name whose
+    other part `b` says counts as said ("Jonas Berg" / "Jonas")."""
     said = a.terms | a.numbers
-    return sum(_has(t, b.terms | b.numbers) for t in said) / len(said) if said else 1.0
+    if not said:
+        return 1.0
+    theirs = b.terms | b.numbers
+    named = {_stem(w) for name in a.names if any(_has(_stem(x), theirs) for x in name) for w in name}
+    return sum(t in named or _has(t, theirs) for t in said) / len(said)
 
 
 @dataclass(frozen=True)
@@ -375,18 +382,16 @@ def _in_head(names: list[str], reading: Reading) -> bool:
     return any(_stem(w) in reading.head for name in names for w in name.split())
 
 
-def classify(
-    text_a: str, text_b: str, *, cosine: float | None = None, params: dict | None = None
-) -> Relation:
+def classify(text_a: str, text_b: str, *, params: dict | None = None) -> Relation:
     """How `text_b` relates to `text_a` (see the module's rules). `params` overrides the
     thresholds (the evaluation's cross-validation only)."""
-    p = {"subject": SUBJECT, "duplicate": DUPLICATE_TERMS, "cosine": DUPLICATE_COSINE, **(params or {})}
+    p = {"subject": SUBJECT, "duplicate": DUPLICATE_TERMS, **(params or {})}
     a, b = read(text_a), read(text_b)
     if a.words == b.words:
         return Relation(DUPLICATE, "case", 1.0, "the same text once case and spacing are set aside")
     score = round(dice(a.terms, b.terms), 3)
     shared = sum(_has(t, b.terms) for t in a.terms)
-    if (score < p["subject"] or shared < SHARED_TERMS) and not (cosine is not None and cosine >= p["cosine"]):
+    if score < p["subject"] or shared < SHARED_TERMS:
         return Relation(NEITHER, "", score, "another subject")
     only_id_a, only_id_b = a.identifiers - b.identifiers, b.identifiers - a.identifiers
     if only_id_a and only_id_b:
@@ -419,7 +424,7 @@ def classify(
     if (only_a and only_b) or (names_a and names_b):
         return Relation(NEITHER, "", score, "each says what the other does not")
     covered = min(_coverage(a, b), _coverage(b, a))
-    if covered >= p["duplicate"] or (cosine is not None and cosine >= p["cosine"]):
+    if covered >= p["duplicate"]:
         return Relation(DUPLICATE, "paraphrase", score, "the same claim in other words")
     return Relation(NEITHER, "", score, "the same subject, both can hold")
 
@@ -505,16 +510,10 @@ def related_for(memories: list[Memory], reader: Principal | None = None) -> dict
         other = candidates[memory.owner_id].get(c_id)
         if other is None or other.pk == memory.supersedes_id:
             continue
-        relation = classify(other.text, memory.text, cosine=_cosine(memory, other))
+        relation = classify(other.text, memory.text)
         if relation.relation:
             out[q_id].append(Related(other, relation.relation, relation.kind, relation.score, relation.why))
     for found in out.values():
         found.sort(key=lambda r: (r.relation != CONTRADICTION, -r.score, r.memory.pk))
         del found[RELATED_MOST:]
     return out
-
-
-def _cosine(a: Memory, b: Memory) -> float | None:
-    if a.embedding is None or b.embedding is None:
-        return None
-    return float(np.dot(np.asarray(a.embedding), np.asarray(b.embedding)))
