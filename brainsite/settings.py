@@ -415,6 +415,12 @@ BRAIN_DEMO = env_bool("BRAIN_DEMO")
 BRAIN_MODEL_LIGHT = env("BRAIN_MODEL_LIGHT")  # the `light` profile's model (blank: BRAIN_MODEL)
 BRAIN_MODEL_MAX_RETRIES = env_int("BRAIN_MODEL_MAX_RETRIES", 2)
 BRAIN_MODEL_RETRY_BACKOFF_SECONDS = float(env("BRAIN_MODEL_RETRY_BACKOFF_SECONDS", "1"))
+# Calls Brain has in flight to one model server at a time, across every worker (0: no limit);
+# the rest wait for a free slot before they are sent, so a server's queue is not spent from a
+# call's own timeout (knowledge/llm/slots.py). 1 suits llama-cpp-python's one-slot server; set
+# it to a vLLM server's concurrency. A call that finds no free slot within the wait is deferred.
+BRAIN_MODEL_ENDPOINT_SLOTS = env_int("BRAIN_MODEL_ENDPOINT_SLOTS", 1)
+BRAIN_MODEL_SLOT_WAIT_SECONDS = float(env("BRAIN_MODEL_SLOT_WAIT_SECONDS", "600"))
 # The model's context window (prompt + reply tokens) where a profile sets none and the server's
 # /v1/models gives none; every prompt is fitted to it (knowledge/llm).
 BRAIN_MODEL_CONTEXT_TOKENS = env_int("BRAIN_MODEL_CONTEXT_TOKENS", 8192)

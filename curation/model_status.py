@@ -18,7 +18,7 @@ def models_status() -> dict:
         reach = (
             "unchecked"
             if state is None or state.reachable is None
-            else ("reachable" if state.reachable else "unreachable")
+            else ("unreachable" if not state.reachable else "busy" if state.reach_error else "reachable")
         )
         profiles.append(
             {

@@ -5,7 +5,9 @@ the real client — including malformed JSON, HTTP errors and slow answers.
 Script it with a queue of replies (`reply_json`, `reply_text`, `reply_error`, `reply_malformed`,
 `reply_delay`, `reply_cut`) or a function of the request (`respond_with`). It records every
 request it got as it arrives, before any delay (`schema_sent` says whether one carried a JSON
-schema), and `in_flight` counts the chat requests it has not answered yet.
+schema), and `in_flight` counts the chat requests it has not answered yet. With `slots = 1` it
+answers one request at a time, the others waiting in its queue, as llama-cpp-python's server
+does (even `GET /v1/models` waits behind a reply being generated).
 
 It behaves like the real servers where that matters: a request whose prompt + max_tokens
 exceeds `context_tokens` is refused with vLLM's 400 before any reply is taken from the queue
@@ -13,6 +15,7 @@ exceeds `context_tokens` is refused with vLLM's 400 before any reply is taken fr
 `json_schema_supported = False` a `json_schema` response_format is refused with a 400 as
 servers without structured output do."""
 
+import contextlib
 import hashlib
 import json
 import math
@@ -34,6 +37,9 @@ class ModelStub:
         self.json_schema_supported = True
         self.advertise_context = False
         self.in_flight = 0
+        self.slots = 0  # 0: every request at once; 1: one at a time, the rest queued
+        self._slot = threading.Semaphore(1)
+        self.serving = 0  # requests holding the slot (with `slots`)
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -43,6 +49,10 @@ class ModelStub:
                 pass
 
             def do_GET(self):
+                with stub._serving():
+                    self._get()
+
+            def _get(self):
                 if self.path.rstrip("/") == "/v1/models":
                     row = {"id": "stub-model"}
                     if stub.advertise_context:  # as vLLM does
@@ -70,7 +80,8 @@ class ModelStub:
                 with stub._lock:
                     stub.in_flight += 1
                 try:
-                    self._chat(body)
+                    with stub._serving():
+                        self._chat(body)
                 finally:
                     with stub._lock:
                         stub.in_flight -= 1
@@ -145,6 +156,20 @@ class ModelStub:
             self.context_tokens = self.DEFAULT_CONTEXT
             self.json_schema_supported = True
             self.advertise_context = False
+            self.slots = 0
+
+    @contextlib.contextmanager
+    def _serving(self):
+        """One of the server's slots while a request is answered (none to take when unlimited)."""
+        if not self.slots:
+            yield
+            return
+        with self._slot:
+            self.serving += 1
+            try:
+                yield
+            finally:
+                self.serving -= 1
 
     # --- what a real server refuses ----------------------------------------------------------
     @staticmethod

@@ -86,7 +86,7 @@ StatusOut = inline_serializer(
             {
                 "profiles": serializers.ListField(
                     child=serializers.DictField(),
-                    help_text="Per configured profile: endpoint reachable | unreachable | unchecked "
+                    help_text="Per configured profile: endpoint reachable | busy | unreachable | unchecked "
                     "(the background check), its error, context and structured-output form.",
                 ),
                 "distiller_failed": serializers.IntegerField(),

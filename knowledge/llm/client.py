@@ -11,6 +11,7 @@ Call it outside your write transaction: the usage row must survive your rollback
 model must not hold row locks. Callers write nothing unless model_call returned; every failure
 raises a ModelError whose `reason` says, for people, why the model could not be used."""
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -29,6 +30,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.llm.profiles import budget_refusal, endpoint_record, profile_resolve
+from knowledge.llm.slots import NoFreeSlot, endpoint_slot
 from knowledge.llm.wire import FALLBACK, response_format, strip_nulls
 from knowledge.models import Agent, ModelUsage
 from knowledge.tokens import count_tokens
@@ -215,17 +217,30 @@ SCHEMA_REFUSAL_RE = re.compile(r"response_format|json_schema|schema|grammar", re
 
 
 def _log(
-    *, purpose, profile, model, outcome, prompt_tokens=0, completion_tokens=0, ms=0, attempts=0, usage=None
+    *,
+    purpose,
+    profile,
+    model,
+    outcome,
+    prompt_tokens=0,
+    completion_tokens=0,
+    ms=0,
+    attempts=0,
+    usage=None,
+    waited_ms=0,
 ):
-    """One line per call, never the prompt or the reply (a failure at warning level)."""
+    """One line per call, never the prompt or the reply (a failure at warning level). `ms` is the
+    call's own time; `waited_ms` the time it waited for a free slot of the endpoint before."""
     (log.info if outcome == ModelUsage.OK else log.warning)(
-        "job=%s profile=%s model=%s prompt_tokens=%s completion_tokens=%s ms=%s attempts=%s outcome=%s usage=%s",
+        "job=%s profile=%s model=%s prompt_tokens=%s completion_tokens=%s ms=%s waited_ms=%s attempts=%s "
+        "outcome=%s usage=%s",
         purpose,
         profile,
         model or "-",
         prompt_tokens,
         completion_tokens,
         ms,
+        waited_ms,
         attempts,
         outcome,
         usage if usage is not None else "-",
@@ -280,10 +295,17 @@ def model_call(
         headers["Authorization"] = f"Bearer {resolved.api_key}"
     url = f"{resolved.base_url}/chat/completions"
     backoff = settings.BRAIN_MODEL_RETRY_BACKOFF_SECONDS
-    started = time.monotonic()
     attempts, last_error, outcome = 0, "", ModelUsage.ERROR
     payload, outage = None, True  # outage: no answer that says anything about the request
-    with httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
+    slot = contextlib.ExitStack()  # the endpoint's slot, held until the call has its answer
+    try:
+        waited = slot.enter_context(endpoint_slot(resolved.base_url))
+    except NoFreeSlot as exc:
+        _finish(usage_id, outcome=ModelUsage.ERROR, total_tokens=0, error=str(exc))
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="busy", usage=usage_id)
+        raise ModelUnreachable(str(exc), usage_id=usage_id)
+    started = time.monotonic()  # the call's own time and timeout start once it has a slot
+    with slot, httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
         attempt = 0
         while attempt <= resolved.max_retries:
             attempts += 1
@@ -346,14 +368,26 @@ def model_call(
                 time.sleep(min(max(backoff * 2**attempt, retry_after), MAX_BACKOFF_SECONDS))
             attempt += 1
     latency_ms = int((time.monotonic() - started) * 1000)
+    waited_ms = int(waited * 1000)
     logged = dict(
-        purpose=purpose, profile=resolved.name, model=resolved.model, ms=latency_ms, attempts=attempts
+        purpose=purpose,
+        profile=resolved.name,
+        model=resolved.model,
+        ms=latency_ms,
+        attempts=attempts,
+        waited_ms=waited_ms,
     )
 
     if payload is None:
         reason = f"failing: {last_error}" + (f" (after {attempts} attempts)" if attempts > 1 else "")
         _finish(
-            usage_id, outcome=outcome, attempts=attempts, latency_ms=latency_ms, total_tokens=0, error=reason
+            usage_id,
+            outcome=outcome,
+            attempts=attempts,
+            latency_ms=latency_ms,
+            waited_ms=waited_ms,
+            total_tokens=0,
+            error=reason,
         )
         _log(outcome=outcome, usage=usage_id, **logged)
         raise (ModelUnreachable if outage else ModelUnavailable)(reason, usage_id=usage_id)
@@ -365,7 +399,14 @@ def model_call(
             raise TypeError
     except (KeyError, IndexError, TypeError):
         reason = "the endpoint's answer has no choices[0].message.content"
-        _finish(usage_id, outcome=ModelUsage.ERROR, attempts=attempts, latency_ms=latency_ms, error=reason)
+        _finish(
+            usage_id,
+            outcome=ModelUsage.ERROR,
+            attempts=attempts,
+            latency_ms=latency_ms,
+            waited_ms=waited_ms,
+            error=reason,
+        )
         _log(outcome=ModelUsage.ERROR, usage=usage_id, **logged)
         raise ModelUnavailable(f"failing: {reason}", usage_id=usage_id)
     usage = payload.get("usage") or {}
@@ -374,6 +415,7 @@ def model_call(
     spent = dict(
         attempts=attempts,
         latency_ms=latency_ms,
+        waited_ms=waited_ms,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         total_tokens=int(usage.get("total_tokens") or prompt_tokens + completion_tokens),

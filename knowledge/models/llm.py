@@ -61,6 +61,9 @@ class ModelUsage(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     total_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
+    waited_ms = models.PositiveIntegerField(
+        default=0
+    )  # waiting for a free slot of the endpoint, before it was sent
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
 
