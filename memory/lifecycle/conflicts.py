@@ -16,6 +16,7 @@ from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import REVIEW
 from memory.matching.facts import contradicts, windows_overlap
+from memory.matching.relations import CONTRADICTION, related_for
 
 ANTI_DRIFT_CONFIDENCE = 0.9
 # The decisions a conflict (same store, same key, another value, overlapping validity) needs
@@ -65,8 +66,9 @@ class ConflictDecisionNeeded(Conflict):
         self.conflicts_with = [c.pk for c in conflicts]
         named = ", ".join(f"#{c.pk} ({value_label(c)})" for c in conflicts)
         who = f"Memory {memory.pk}" if memory.pk else "This memory"
+        says = f"has key {memory.key} and would conflict with" if memory.key else "contradicts"
         message = (
-            f"{who} has key {memory.key} and would conflict with active {named}. "
+            f"{who} {says} active {named}. "
             "Decide: replace (retire all of them), keep_both with a boundary time, or reject."
         )
         super().__init__(
@@ -91,9 +93,16 @@ def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) 
     """THE conflict rule: the active memories in `memory`'s store (across owners; in an
     owner-only store, the owner's) with its key, a different value and a validity window that
     overlaps the one `memory` would have once active (from `valid_from`, else `now`). Oldest
-    first. Empty for a memory without a key, so keyless writes (most of them) pay no query."""
+    first. Empty for a memory without a key, so keyless writes (most of them) pay no query —
+    unless a reviewer's approval attached the keyless contradictions the relation finder found
+    (`contradicted_active`, memory.contradicted): those need the same decision."""
     if not memory.key:
-        return []
+        starts = memory.valid_from or now or timezone.now()
+        return [
+            other
+            for other in getattr(memory, "contradicted", ())
+            if windows_overlap(starts, memory.valid_to, other.valid_from, other.valid_to)
+        ]
     starts = memory.valid_from or now or timezone.now()
     return [
         other
@@ -101,6 +110,19 @@ def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) 
         if contradicts(memory, other)
         and windows_overlap(starts, memory.valid_to, other.valid_from, other.valid_to)
     ]
+
+
+def contradicted_active(memory: Memory) -> list[Memory]:
+    """The active memories a keyless `memory` contradicts by the relation finder's rules
+    (memory.matching.relations, in the stores its agent reads), other than the one it
+    supersedes; oldest first. A reviewer's approval reads them (not a write: a trusted agent's
+    contradiction stays active)."""
+    if memory.key:
+        return []
+    found = related_for([memory])[memory.pk]
+    return sorted(
+        (r.memory for r in found if r.relation == CONTRADICTION), key=lambda m: (m.created_at, m.pk)
+    )
 
 
 def anti_drift_conflicts(memory: Memory) -> list[int]:

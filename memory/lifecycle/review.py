@@ -35,6 +35,7 @@ from memory.lifecycle.conflicts import (
     MemoryConflict,
     conflict_decision,
     conflicting_active,
+    contradicted_active,
     policy_violation_record,
 )
 from memory.lifecycle.supersession import memory_close, memory_mark_dependants_stale, memory_supersede
@@ -78,6 +79,8 @@ def memory_approve(
                 memory.supersedes = supersedes
                 memory_save(memory, "supersedes")
             queue_reason = memory.queue_reason
+            # a keyless contradiction needs the decision a keyed conflict needs (conflicting_active)
+            memory.contradicted = contradicted_active(memory)
             status = memory_activate_stored(
                 actor=actor, memory=memory, route=REVIEW, decision=decision, boundary=boundary
             )

@@ -14,6 +14,7 @@ from knowledge import access
 from knowledge.models import AuditEvent, Memory
 from knowledge.principal import Principal
 from memory.matching.facts import contradicts, windows_overlap
+from memory.matching.relations import CONTRADICTION, DUPLICATE, related_for
 from memory.models import GateCheck
 
 QUEUE_REASONS = ["new", "conflict", "requeued", "merge", "gate", "supersedes"]
@@ -122,6 +123,18 @@ class QueueItem:
     gate_check: object = None  # the latest finished eval-gate verdict, if any
     labels: dict = field(default_factory=dict)  # id → memory_label of every memory it touches
     dups: object = None  # memory.lifecycle.duplicates.DuplicateHints, for the reader
+    related: list = field(default_factory=list)  # memory.matching.relations.Related, for the reader
+
+    @property
+    def related_duplicates(self) -> list:
+        """The relation finder's duplicates the vector hints do not already show."""
+        shown = {d.pk for d in self.dups.exact} | {d.pk for d, _ in self.dups.near} if self.dups else set()
+        return [r for r in self.related if r.relation == DUPLICATE and r.memory.pk not in shown]
+
+    @property
+    def why(self) -> dict:
+        """id → the finder's reason, for each related memory."""
+        return {r.memory.pk: r.why for r in self.related}
 
     @property
     def boundary_default(self):
@@ -182,8 +195,19 @@ def review_queue(
         from memory.lifecycle.duplicates import queue_duplicate_hints
 
         hints = queue_duplicate_hints([i.memory for i in items], principal)
+        related = related_for([i.memory for i in items], principal)
         for item in items:
             item.dups = hints.get(item.memory.pk)
+            item.related = related.get(item.memory.pk, [])
+            if not item.memory.key:
+                # a keyless contradiction gets the keyed conflict's decision (contradicted_active)
+                known = {c.pk for c in item.contradicts}
+                item.contradicts += [
+                    r.memory for r in item.related if r.relation == CONTRADICTION and r.memory.pk not in known
+                ]
+                item.labels.update({c.pk: memory_label(c) for c in item.contradicts})
+                if item.compare_to is None and item.contradicts:
+                    item.compare_to, item.relation = item.contradicts[0], "contradicts"
     return items
 
 
