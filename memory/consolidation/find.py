@@ -26,6 +26,7 @@ from knowledge.models import Memory, MemorySource
 from memory.consolidation.model import MERGE_SYSTEM, SUMMARY_SYSTEM, ModelGate
 from memory.lifecycle.selectors import conflict_pairs
 from memory.matching.facts import windows_overlap
+from memory.matching.relations import CONTRADICTION, classify
 from memory.matching.terms import key_terms, overlap
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 
@@ -315,8 +316,10 @@ def candidate_pairs(terms: dict[int, frozenset]) -> set[tuple[int, int]]:
     return {(a, b) for a, b in pairs if overlap(terms[a], terms[b]) >= LOOSE_TERM_OVERLAP}
 
 
-def group_near_duplicates(terms: dict[int, frozenset], pairs, vectors: dict) -> list[list[int]]:
-    """Connected groups of near-duplicates (at most MAX_GROUP memories each)."""
+def group_near_duplicates(terms: dict[int, frozenset], pairs, vectors: dict, texts=None) -> list[list[int]]:
+    """Connected groups of near-duplicates (at most MAX_GROUP memories each). Given `texts`, two
+    memories the relation finder calls contradicting are never joined (the merge rules refuse
+    a group that still holds such a pair: memory.matching.rules.merge_breach)."""
     parent = {i: i for i in terms}
 
     def find(x):
@@ -326,7 +329,11 @@ def group_near_duplicates(terms: dict[int, frozenset], pairs, vectors: dict) -> 
         return x
 
     for a, b in sorted(pairs):
-        if find(a) != find(b) and near_duplicate(terms[a], terms[b], vectors.get(a), vectors.get(b)):
+        if (
+            find(a) != find(b)
+            and near_duplicate(terms[a], terms[b], vectors.get(a), vectors.get(b))
+            and not (texts and classify(texts[a], texts[b]).relation == CONTRADICTION)
+        ):
             parent[find(a)] = find(b)
     groups = defaultdict(list)
     for memory_id in parent:
@@ -339,7 +346,8 @@ def near_duplicate_groups(rows: list[dict]) -> list[list[int]]:
     store/category."""
     terms = {r["id"]: key_terms(r["text"]) for r in rows}
     vectors = {r["id"]: np.asarray(r["embedding"]) for r in rows if r.get("embedding") is not None}
-    return group_near_duplicates(terms, candidate_pairs(terms), vectors)
+    texts = {r["id"]: r["text"] for r in rows}
+    return group_near_duplicates(terms, candidate_pairs(terms), vectors, texts)
 
 
 def _vectors(ids) -> dict[int, np.ndarray]:
@@ -389,7 +397,7 @@ def find_near_duplicates(findings: Findings, *, owner_id=None, store="", model: 
         if not pairs:
             continue
         vectors = _vectors({i for pair in pairs for i in pair})
-        for members in group_near_duplicates(terms, pairs, vectors):
+        for members in group_near_duplicates(terms, pairs, vectors, texts):
             findings.counts["near_duplicate_groups_found"] += 1
             if not model.usable(owner):
                 continue

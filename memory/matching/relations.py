@@ -382,9 +382,11 @@ def _in_head(names: list[str], reading: Reading) -> bool:
     return any(_stem(w) in reading.head for name in names for w in name.split())
 
 
-def classify(text_a: str, text_b: str, *, params: dict | None = None) -> Relation:
-    """How `text_b` relates to `text_a` (see the module's rules). `params` overrides the
-    thresholds (the evaluation's cross-validation only)."""
+def classify(text_a: str, text_b: str, *, same_subject: bool = False, params: dict | None = None) -> Relation:
+    """How `text_b` relates to `text_a` (see the module's rules). With `same_subject` the
+    caller knows both speak of one thing (a merge and its originals): another identifier or
+    name where the subject stands is then another value (an `entity` contradiction), not
+    another subject. `params` overrides the thresholds (the evaluation's cross-validation)."""
     p = {"subject": SUBJECT, "duplicate": DUPLICATE_TERMS, **(params or {})}
     a, b = read(text_a), read(text_b)
     if a.words == b.words:
@@ -394,12 +396,16 @@ def classify(text_a: str, text_b: str, *, params: dict | None = None) -> Relatio
     if score < p["subject"] or shared < SHARED_TERMS:
         return Relation(NEITHER, "", score, "another subject")
     only_id_a, only_id_b = a.identifiers - b.identifiers, b.identifiers - a.identifiers
-    if only_id_a and only_id_b:
-        return Relation(NEITHER, "", score, f"about another one ({min(only_id_a)} / {min(only_id_b)})")
     names_a, names_b, other_one = _names(a, b)
-    if other_one:
+    if same_subject:
+        names_a, names_b = names_a + sorted(only_id_a), names_b + sorted(only_id_b)
+        if other_one:
+            names_a, names_b = [other_one[0], *names_a], [other_one[1], *names_b]
+    elif only_id_a and only_id_b:
+        return Relation(NEITHER, "", score, f"about another one ({min(only_id_a)} / {min(only_id_b)})")
+    elif other_one:
         return Relation(NEITHER, "", score, f"about another one ({other_one[0]} / {other_one[1]})")
-    if _in_head(names_a, a) and _in_head(names_b, b):
+    elif _in_head(names_a, a) and _in_head(names_b, b):
         return Relation(NEITHER, "", score, f"about another one ({names_a[0]} / {names_b[0]})")
     slots = []
     only_a, only_b = a.numbers - b.numbers, b.numbers - a.numbers

@@ -16,11 +16,16 @@ trusted with the originals: the group is left alone and the run's notes say why.
   have cosines from 0.693 (5th percentile 0.718, median 0.869) with the local embedder, while
   unrelated statements stayed at or below 0.51; 0.6 keeps every paraphrase and refuses the
   unrelated. Key-term containment of paraphrases is low (median 0.57, minimum 0.11), so terms
-  alone only confirm, never refuse, where vectors exist."""
+  alone only confirm, never refuse, where vectors exist.
+- **A merge keeps each original's meaning** (`merge_breach`): originals the relation finder
+  (memory.matching.relations) calls contradicting are never merged, and a merge the finder
+  calls contradicting any original — a negation dropped, a number, version or date swapped,
+  a preference turned to its opposite, another owner in the same role — is refused."""
 
 import re
 
 from knowledge.llm import echoes_example
+from memory.matching.relations import CONTRADICTION, classify
 from memory.matching.terms import key_terms
 
 VERSION = "consolidation-rules/1"
@@ -70,12 +75,30 @@ def summary_breach(text: str, sources: list[str], *, examples=()) -> str:
     return ""
 
 
+def contradicting_originals(originals: list[str]) -> str:
+    """Why `originals` may not be merged into one statement: two of them contradict each other
+    (memory.matching.relations), "" when none do."""
+    for i, a in enumerate(originals):
+        for j in range(i + 1, len(originals)):
+            relation = classify(a, originals[j])
+            if relation.relation == CONTRADICTION:
+                return f"memories {i + 1} and {j + 1} contradict each other ({relation.why})"
+    return ""
+
+
 def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) -> str:
     """Why a merge may not replace `originals` ("" when it may). `vectors` embeds a list of
     texts (None: no vectors, key terms decide)."""
     why = summary_breach(text, originals, examples=examples)
     if why:
         return why.replace("a summary", "a merge")
+    why = contradicting_originals(originals)
+    if why:
+        return f"the originals disagree: {why}"
+    for n, original in enumerate(originals):
+        relation = classify(original, text, same_subject=True)
+        if relation.relation == CONTRADICTION:
+            return f"it changes what memory {n + 1} says ({relation.why})"
     merged_terms = key_terms(text)
     cosines = None
     if vectors is not None:

@@ -461,8 +461,9 @@ def test_without_vectors_key_terms_alone_decide(world, model_stub):
     remember(world.copilot, "Alice wants invoices sent by e-mail")
     remember(world.copilot, "Alice asks that invoices arrive by e-mail each month")
     c = remember(world.copilot, "Bob's laptop runs Windows 11 Pro")
-    d = remember(world.copilot, "Bob's laptop runs Windows 11 Home")
-    model_stub.respond_with(lambda body: '{"text": "Bob has a laptop with Windows 11 (Pro or Home)"}')
+    # (Pro against Home would contradict: never merged, tests/memory/matching/test_merge_rules.py)
+    d = remember(world.copilot, "Bob's laptop runs Windows 11 Pro, 64-bit")
+    model_stub.respond_with(lambda body: '{"text": "Bob has a laptop with Windows 11 Pro (64-bit)"}')
     plan = consolidation_run(actor=SYSTEM, mode="propose")
     group = plan.groups.get()
     assert Memory.objects.get(pk=group.target_id).replaces == [c.pk, d.pk]

@@ -1,0 +1,69 @@
+"""Merges keep meaning (issue 51): a merge is refused when its originals contradict each other,
+or when it drops a negation, swaps a number, turns a preference or swaps an owner."""
+
+import pytest
+
+from memory.matching.rules import merge_breach
+
+
+@pytest.mark.parametrize(
+    ("originals", "merged", "said"),
+    [
+        (
+            ["Ravi does not eat pork.", "Ravi doesn't eat pork at team dinners."],
+            "Ravi eats pork at team dinners.",
+            "it changes what memory 1 says",
+        ),
+        (
+            ["The lab closes at 18:00 on weekdays.", "The lab closes at 6pm on weekdays; the café at 14:00."],
+            "The lab closes at 14:00 on weekdays.",
+            "it changes what memory 1 says",
+        ),
+        (
+            ["Ingrid likes aisle seats on trains.", "Ingrid likes an aisle seat when she takes the train."],
+            "Ingrid dislikes aisle seats on trains.",
+            "it changes what memory 1 says",
+        ),
+        (
+            ["The lab inventory is owned by Ingrid Holm.", "Ingrid Holm owns the lab inventory."],
+            "Olaf Berg owns the lab inventory.",
+            "",  # Olaf Berg is in no original: refused as naming what no original says
+        ),
+    ],
+    ids=["negation dropped", "number swapped", "preference swapped", "owner swapped for a stranger"],
+)
+def test_a_merge_that_changes_the_meaning_is_refused(originals, merged, said):
+    why = merge_breach(merged, originals)
+    assert why, merged
+    assert said in why
+
+
+def test_an_owner_swapped_for_one_the_originals_name_is_refused():
+    originals = [
+        "Ingrid Holm owns the lab inventory; Olaf Berg orders supplies.",
+        "Ingrid Holm owns the lab inventory.",
+    ]
+    why = merge_breach("Olaf Berg owns the lab inventory and orders supplies.", originals)
+    assert "it changes what memory 2 says" in why and "same role" in why, why
+
+
+def test_originals_that_contradict_each_other_are_never_merged():
+    originals = ["Acme wants support updates by phone only.", "Acme wants support updates by e-mail only."]
+    why = merge_breach("Acme wants support updates by phone only.", originals)
+    assert why.startswith("the originals disagree")
+
+
+def test_a_faithful_merge_still_passes():
+    originals = ["Ravi does not eat pork.", "Ravi doesn't eat pork at team dinners."]
+    assert merge_breach("Ravi does not eat pork, team dinners included.", originals) == ""
+
+
+def test_consolidation_never_groups_contradicting_memories():
+    from memory.consolidation import near_duplicate_groups
+
+    rows = [
+        {"id": 1, "text": "Acme wants support updates by phone only."},
+        {"id": 2, "text": "Acme wants support updates by e-mail only."},
+        {"id": 3, "text": "acme wants  support updates by phone only"},
+    ]
+    assert near_duplicate_groups(rows) == [[1, 3]]
