@@ -209,9 +209,9 @@ class ModelStub:
         """An HTTP 200 whose body is not JSON at all."""
         self.replies.append({"raw": raw})
 
-    def reply_cut(self, text: str = '{"memories": [{"text": "Ana prefers'):
+    def reply_cut(self, text: str = '{"memories": [{"text": "Ana prefers', **extra):
         """A reply stopped at its token budget: finish_reason "length", the text cut off."""
-        self.replies.append({"content": text, "finish_reason": "length"})
+        self.replies.append({"content": text, "finish_reason": "length", **extra})
 
     def reply_delay(self, seconds: float, text: str = "{}"):
         self.replies.append({"content": text, "delay": seconds})

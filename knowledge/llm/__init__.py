@@ -3,6 +3,7 @@
 It lives in `knowledge` (the base layer) because every layer above needs it: the eval gate in
 `memory`, the distiller, consolidation merges and Dreaming in `memory`/`curation`."""
 
+from knowledge.llm.ask import model_ask
 from knowledge.llm.client import (
     ModelError,
     ModelOutputInvalid,
@@ -15,7 +16,6 @@ from knowledge.llm.client import (
     echoes_example,
     estimate_tokens,
     fits,
-    model_ask,
     model_call,
     parse_structured,
     prompt_estimate,

@@ -13,7 +13,6 @@ raises a ModelError whose `reason` says, for people, why the model could not be 
 
 import contextlib
 import functools
-import hashlib
 import json
 import logging
 import re
@@ -43,7 +42,6 @@ MESSAGE_OVERHEAD, REQUEST_OVERHEAD = 8, 16
 # What a real tokenizer may count more than knowledge.tokens (which errs high for English but
 # not for every text): prompts are fitted with this margin.
 ESTIMATE_MARGIN = 1.1
-REPAIR_REPLY_CHARS = 2000  # how much of a refused reply is quoted back
 log = logging.getLogger("brain.model")
 
 
@@ -447,124 +445,6 @@ def model_call(
         usage_ids=[usage_id],
         schema_sent=structured,
     )
-
-
-def usage_mark_invalid(usage_id: int, reason: str) -> None:
-    """A reply that passed the schema but not the job's code rules: its usage row says so."""
-    ModelUsage.objects.filter(pk=usage_id).update(outcome=ModelUsage.INVALID, error=reason[:1000])
-
-
-def _fingerprint(messages: list[dict], max_tokens: int) -> str:
-    raw = json.dumps([messages, max_tokens], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
-def repair_messages(messages: list[dict], reply_text: str, reason: str) -> list[dict]:
-    """The conversation that asks for a repair: the refused reply and why it was refused."""
-    quoted = (reply_text or "").strip()[:REPAIR_REPLY_CHARS]
-    return [
-        *messages,
-        {"role": "assistant", "content": quoted or "(empty)"},
-        {
-            "role": "user",
-            "content": f"That reply was refused: {reason}. Correct it and reply again with the whole "
-            "JSON only, following every rule above.",
-        },
-    ]
-
-
-def model_ask(
-    *,
-    purpose: str,
-    messages: list[dict],
-    schema: dict,
-    max_tokens: int,
-    check=None,
-    shrink=None,
-    profile: str | None = None,
-    agent: Agent | None = None,
-    actor=None,
-) -> ModelReply:
-    """A job's model call, repaired rather than repeated. One call; then at most one more:
-    - a cut reply (finish_reason "length") is asked again with twice the reply budget where the
-      context has room, else with the smaller input `shrink()` returns (new messages, or None);
-    - a reply that fails the schema or `check(data)` (the job's code rules: a reason, or "") is
-      asked again with the refused reply and the reason quoted back;
-    - a prompt that does not fit the context is built again smaller by `shrink()`.
-    A request identical to one already sent is never sent again. Raises the last ModelError
-    (with every usage id in `usage_ids`); returns the reply with `usage_ids` and `repaired`."""
-    sent: set[str] = set()
-    usage_ids: list[int] = []
-    repaired = ""
-
-    def call(msgs, tokens):
-        sent.add(_fingerprint(msgs, tokens))
-        try:
-            return model_call(
-                purpose=purpose,
-                messages=msgs,
-                schema=schema,
-                profile=profile,
-                agent=agent,
-                actor=actor,
-                max_tokens=tokens,
-            )
-        except ModelError as exc:
-            if exc.usage_id is not None:
-                usage_ids.append(exc.usage_id)
-            raise
-
-    def fail(exc: ModelError):
-        exc.usage_ids = list(usage_ids)
-        exc.repaired = repaired
-        raise exc
-
-    next_try = None
-    try:
-        reply = call(messages, max_tokens)
-        usage_ids.append(reply.usage_id)
-        why = check(reply.data) if check else ""
-        if not why:
-            reply.usage_ids = usage_ids
-            return reply
-        usage_mark_invalid(reply.usage_id, why)
-        repaired = f"invalid: {why}"
-        next_try = (repair_messages(messages, reply.text, why), max_tokens)
-        first_error = ModelOutputInvalid(f"invalid model output: {why}", usage_id=reply.usage_id)
-    except ModelReplyCut as exc:
-        repaired, first_error = "cut", exc
-        room = context_tokens(profile, agent=agent) - prompt_estimate(messages)
-        bigger = min(max_tokens * 2, room)
-        if bigger >= max_tokens * 3 // 2:  # a little more room would most likely be cut again
-            next_try = (messages, bigger)
-        elif shrink is not None and (smaller := shrink()):
-            next_try = (smaller, max_tokens)
-    except ModelPromptTooLong as exc:
-        repaired, first_error = "too long", exc
-        if shrink is not None and (smaller := shrink()):
-            next_try = (smaller, max_tokens)
-    except ModelOutputInvalid as exc:
-        repaired, first_error = f"invalid: {exc.reason}", exc
-        why = exc.reason.removeprefix("invalid model output: ")
-        next_try = (repair_messages(messages, exc.text, why), max_tokens)
-    except ModelError as exc:
-        fail(exc)
-    if next_try is None or _fingerprint(*next_try) in sent:
-        fail(first_error)
-    try:
-        reply = call(*next_try)
-    except ModelOutputInvalid as exc:
-        fail(exc)
-    except ModelError as exc:  # the repair could not be made: the first failure is what to tell
-        first_error.reason = f"{first_error.reason}; asked again, but that call failed: {exc.reason}"
-        fail(first_error)
-    usage_ids.append(reply.usage_id)
-    why = check(reply.data) if check else ""
-    if why:
-        usage_mark_invalid(reply.usage_id, why)
-        fail(ModelOutputInvalid(f"invalid model output: {why}", usage_id=reply.usage_id))
-    reply.usage_ids, reply.repaired = usage_ids, repaired
-    return reply
 
 
 def reply_budget(want: int, profile: str | None = None, *, agent: Agent | None = None) -> int:
