@@ -4,16 +4,18 @@ without a vector from the current model gets one, in the worker, in batches.
 What counts as backlog is defined once here (`BACKLOG`) and reported by `backlog_counts()` and
 `coverage()` (GET /api/status); the worker drains it through
 knowledge.embeddings.tasks.embedding_backlog_run. It lives in `knowledge` so status (curation),
-the ingestion that queues the job and the job itself read one definition. Work is claimed with `SELECT … FOR UPDATE SKIP LOCKED`, so
-several workers share it without overlap; each batch's vectors are written by one UPDATE that
-also checks the row still lacks a current vector. A memory whose text changes meanwhile is
-row-locked by its writer (memory_row_revise clears the vector), so a stale vector is never
-written over new text. A worker drains the backlog in lanes (`BRAIN_EMBEDDING_LANES`, one per
-core by default): threads with their own connection and model session, so one lane's SQL runs
-while another's model does; SKIP LOCKED keeps them apart as it does separate workers."""
+the ingestion that queues the job and the job itself read one definition.
+
+A batch is claimed by one statement that commits at once (rows in `knowledge_embeddingclaim`,
+skipped by other lanes and workers until written or expired), embedded with no transaction open,
+and written back by one statement that also checks each row still lacks a current vector and
+still has the text it was read with (`Kind.version`): a memory revised meanwhile keeps its
+cleared vector and is embedded again. A machine drains the backlog in lanes, one per core over
+all its worker processes (run_backlog), sharing one model session per process."""
 
 import logging
 import os
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -27,6 +29,9 @@ from knowledge.models import Episode, Memory, Message, MessageVector
 log = logging.getLogger(__name__)
 
 BATCH = 256
+# Texts per model call inside a batch (sorted by length first, so each call pads little); the
+# job's deadline is checked between calls.
+CHUNK = 64
 # A message is embedded after the turn before it in its thread (embedding_text) when that turn was
 # said at most this long before it: the same sitting. A thread's first message, or one after a
 # pause, stands alone — an unrelated message of hours before would only blur it (measured on the
@@ -46,6 +51,10 @@ class Kind:
     join: str = ""
     where: str = "TRUE"  # which rows are worth a vector at all
     side_table: str = ""  # messages: knowledge_messagevector (message_id, model, embedding)
+    # What the embedded text is made of, as one value: a vector is stored only if its row still
+    # has the version it was read at (a memory's text may change while the model runs).
+    version: str = "''"
+    lock_first: str = ""  # rows to lock FOR SHARE before the version is checked
 
     def model_for(self, base: str) -> str:
         """The name this kind's vectors are recorded with when `base` embeds them (a message's
@@ -74,6 +83,14 @@ BACKLOG = [
         join="LEFT JOIN knowledge_entry e ON e.id = t.entry_id",
         # Rejected, superseded, invalidated and expired memories are never recalled.
         where="t.status IN ('queued', 'active')",
+        version=(
+            "md5(concat_ws(chr(31), t.key, t.text, "
+            "(SELECT e2.name FROM knowledge_entry e2 WHERE e2.id = t.entry_id)))"
+        ),
+        lock_first=(
+            "SELECT 1 FROM knowledge_entry e WHERE e.id IN "
+            "(SELECT m.entry_id FROM knowledge_memory m WHERE m.id = ANY(%s)) FOR SHARE OF e"
+        ),
     ),
     Kind(
         "messages",
@@ -89,7 +106,12 @@ BACKLOG = [
         ),
         side_table=MessageVector._meta.db_table,
     ),
-    Kind("episodes", Episode._meta.db_table, "t.id, t.topic, t.summary, t.likely_question, t.resolution"),
+    Kind(
+        "episodes",
+        Episode._meta.db_table,
+        "t.id, t.topic, t.summary, t.likely_question, t.resolution",
+        version="md5(concat_ws(chr(31), t.topic, t.summary, t.likely_question, t.resolution))",
+    ),
 ]
 
 
@@ -160,24 +182,83 @@ def _vector_sql(vector) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
-def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH, embedder=None) -> tuple[int, int]:
-    """Claim, embed and store one batch of `kind` with ids above `after_id`, `model` being the
-    embedder's name (Kind.model_for names the vectors). Returns (rows embedded, last id seen);
-    (0, after_id) when nothing is left."""
-    model = kind.model_for(model)
-    with transaction.atomic(), connection.cursor() as cursor:
+# How long a claim holds its rows when its lane dies without releasing them. A lane's batch is
+# written (or let go) before its deadline, and a job's deadline is far below this.
+CLAIM_SECONDS = 600
+
+
+@dataclass
+class Timings:
+    """Seconds a drain spent per step, summed over its batches: what the model costs against
+    what the database costs (reported by run_backlog and `python -m bench ingest`)."""
+
+    claim: float = 0.0
+    read: float = 0.0
+    embed: float = 0.0
+    write: float = 0.0
+
+    def add(self, other: "Timings") -> None:
+        for name in ("claim", "read", "embed", "write"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict:
+        return {name: round(getattr(self, name), 3) for name in ("claim", "read", "embed", "write")}
+
+
+def claim_batch(kind: Kind, model: str, after_id: int, batch: int) -> list[int]:
+    """Claim up to `batch` backlog rows of `kind` with ids above `after_id`, by one statement that
+    commits at once: rows another lane claimed are skipped, a claim left by a dead lane is taken
+    over once it expired. Returns the claimed ids in order."""
+    with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {kind.select} FROM {kind.table} t {kind.join} {kind.vector_join} "
+            f"WITH todo AS (SELECT t.id FROM {kind.table} t {kind.vector_join} "
             f"WHERE t.id > %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE "
-            f"ORDER BY t.id LIMIT %s FOR UPDATE OF t SKIP LOCKED",
-            [after_id, model, batch],
+            f"AND NOT EXISTS (SELECT 1 FROM knowledge_embeddingclaim c "
+            f"WHERE c.kind = %s AND c.row_id = t.id AND c.until > now()) ORDER BY t.id LIMIT %s) "
+            f"INSERT INTO knowledge_embeddingclaim AS c (kind, row_id, until) "
+            f"SELECT %s, id, now() + make_interval(secs => %s) FROM todo "
+            f"ON CONFLICT (kind, row_id) DO UPDATE SET until = EXCLUDED.until WHERE c.until <= now() "
+            f"RETURNING c.row_id",
+            [after_id, model, kind.name, batch, kind.name, CLAIM_SECONDS],
         )
-        rows = cursor.fetchall()
-        if not rows:
-            return 0, after_id
-        vectors = embeddings.embed_texts([embedding_text(kind.name, r) for r in rows], embedder)
-        ids, literals = [r[0] for r in rows], [_vector_sql(v) for v in vectors]
-        if kind.side_table:
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def claims_release(kind: Kind, ids: list[int]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM knowledge_embeddingclaim WHERE kind = %s AND row_id = ANY(%s)", [kind.name, ids]
+        )
+
+
+def _counted(stored: int) -> None:
+    """Add `stored` to this minute's count of embedded texts (EmbeddingMinute)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO knowledge_embeddingminute (minute, embedded) VALUES (date_trunc('minute', now()), %s) "
+            "ON CONFLICT (minute) DO UPDATE SET embedded = knowledge_embeddingminute.embedded + EXCLUDED.embedded",
+            [stored],
+        )
+
+
+def _read(kind: Kind, ids: list[int]) -> list[tuple]:
+    """The claimed rows' columns to embed, then their version (Kind.version) last."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {kind.select}, {kind.version} FROM {kind.table} t {kind.join} "
+            f"WHERE t.id = ANY(%s) AND ({kind.where}) ORDER BY t.id",
+            [ids],
+        )
+        return cursor.fetchall()
+
+
+def _write(kind: Kind, model: str, rows: list[tuple], vectors, claimed: list[int]) -> int:
+    """Store the vectors of `rows` in one statement, each only if its row still has the version
+    it was read at and still lacks a vector from `model`, and end the claims of `claimed`; one
+    short transaction. Returns how many vectors were stored."""
+    ids, literals, versions = [r[0] for r in rows], [_vector_sql(v) for v in vectors], [r[-1] for r in rows]
+    with transaction.atomic(), connection.cursor() as cursor:
+        if kind.side_table:  # messages are never edited: no version to check
             cursor.execute(
                 f"INSERT INTO {kind.side_table} AS v (message_id, model, embedding) "
                 f"SELECT d.id, %s, d.v::vector FROM unnest(%s::bigint[], %s::text[]) AS d(id, v) "
@@ -186,13 +267,114 @@ def embed_batch(kind: Kind, model: str, after_id: int, batch: int = BATCH, embed
                 [model, ids, literals],
             )
         else:
+            if kind.lock_first:
+                # Wait for a change of what the text is embedded with (an entry's rename) that is
+                # under way, so the version below is read after it; a later one waits for us.
+                cursor.execute(kind.lock_first, [ids])
             cursor.execute(
                 f"UPDATE {kind.table} t SET embedding = d.v::vector, embedding_model = %s "
-                f"FROM unnest(%s::bigint[], %s::text[]) AS d(id, v) "
-                f"WHERE t.id = d.id AND t.embedding_model <> %s",
-                [model, ids, literals, model],
+                f"FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS d(id, v, version) "
+                f"WHERE t.id = d.id AND t.embedding_model <> %s AND {kind.version} = d.version",
+                [model, ids, literals, versions, model],
             )
-        return cursor.rowcount, rows[-1][0]
+        stored = cursor.rowcount
+        cursor.execute(
+            "DELETE FROM knowledge_embeddingclaim WHERE kind = %s AND row_id = ANY(%s)", [kind.name, claimed]
+        )
+        if stored:
+            _counted(stored)
+    return stored
+
+
+def embed_batch(
+    kind: Kind,
+    model: str,
+    after_id: int,
+    batch: int = BATCH,
+    embedder=None,
+    deadline: float = float("inf"),
+    timings: Timings | None = None,
+) -> tuple[int, int]:
+    """Claim, embed and store one batch of `kind` with ids above `after_id`, `model` being the
+    embedder's name (Kind.model_for names the vectors). No transaction is open while the model
+    runs: the claim commits at once, the vectors are written by one short statement. The model
+    runs in chunks and the deadline is checked between them: past it, what was embedded is
+    stored and the rest of the claim released. Returns (rows embedded, last id claimed);
+    (0, after_id) when nothing is left."""
+    model = kind.model_for(model)
+    timings = timings if timings is not None else Timings()
+    started = time.perf_counter()
+    claimed = claim_batch(kind, model, after_id, batch)
+    timings.claim += time.perf_counter() - started
+    if not claimed:
+        return 0, after_id
+    try:
+        started = time.perf_counter()
+        rows = _read(kind, claimed)
+        timings.read += time.perf_counter() - started
+        started = time.perf_counter()
+        texts = [embedding_text(kind.name, r[:-1]) for r in rows]
+        order = sorted(range(len(rows)), key=lambda i: len(texts[i]))
+        rows, texts = [rows[i] for i in order], [texts[i] for i in order]
+        vectors = []
+        for start in range(0, len(texts), CHUNK):
+            if start and time.monotonic() > deadline:
+                break
+            vectors.extend(embeddings.embed_texts(texts[start : start + CHUNK], embedder))
+        timings.embed += time.perf_counter() - started
+    except BaseException:
+        claims_release(kind, claimed)
+        raise
+    started = time.perf_counter()
+    stored = _write(kind, model, rows[: len(vectors)], vectors, claimed)
+    timings.write += time.perf_counter() - started
+    return stored, claimed[-1]
+
+
+# Lanes embedding at once on one machine, over every worker process: one per core (see
+# run_backlog). A lane holds a PostgreSQL advisory lock on one of this machine's slots.
+LANE_LOCK = "brain-embedding-lane:"
+
+
+def _lane_slot_take(slots: int) -> int | None:
+    """Take a free lane slot of this machine on this thread's connection (None: all busy)."""
+    with connection.cursor() as cursor:
+        for slot in range(slots):
+            cursor.execute(
+                "SELECT pg_try_advisory_lock(hashtext(%s), %s)", [LANE_LOCK + socket.gethostname(), slot]
+            )
+            if cursor.fetchone()[0]:
+                return slot
+    return None
+
+
+def _lane_slot_give(slot: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_unlock(hashtext(%s), %s)", [LANE_LOCK + socket.gethostname(), slot]
+        )
+
+
+# The rate shown on Status is over this many recent minutes; older counts are dropped.
+RATE_MINUTES = 5
+
+
+def backlog_progress(backlog: int) -> dict:
+    """How fast the backlog drains now and when it will be done: texts embedded per second over
+    the last RATE_MINUTES (from the first minute with work in that window), and the seconds left
+    at that rate for `backlog` texts (None when nothing was embedded lately)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(embedded), 0), extract(epoch FROM now() - min(minute)) "
+            "FROM knowledge_embeddingminute WHERE minute >= date_trunc('minute', now()) - make_interval(mins => %s)",
+            [RATE_MINUTES],
+        )
+        embedded, seconds = cursor.fetchone()
+    rate = embedded / max(float(seconds or 0), 60.0) if embedded else 0.0
+    return {
+        "rate_per_second": round(rate, 1),
+        "seconds_left": round(backlog / rate) if rate and backlog else (0 if not backlog else None),
+    }
 
 
 def run_backlog(
@@ -203,42 +385,75 @@ def run_backlog(
     lanes: int | None = None,
     progress=None,
     linger_seconds: float = 0.0,
+    timings: Timings | None = None,
 ) -> dict:
     """Embed backlog rows until none is left (and none arrived for `linger_seconds`) or
     `max_seconds` pass, in `lanes` threads (default BRAIN_EMBEDDING_LANES; 0: one per core).
-    `progress(kind, count)` is called after every stored batch, from the lane's thread. Returns
-    counts per kind and, when the embedder failed, why."""
+
+    At most one lane per core embeds on a machine, over all its worker processes and jobs: a lane
+    first takes one of the machine's slots (an advisory lock on its own connection); a lane that
+    finds none free ends at once, so a second job beside a draining one returns with nothing to
+    do instead of slowing it down. A process loads one single-threaded model session that all its
+    lanes share (one copy of the model per process; lane_embedders). `progress(kind, count)` is
+    called after every stored batch, from the lane's thread; `timings` collects the seconds per
+    step. Returns counts per kind and, when the embedder failed, why."""
     if not embeddings.enabled():
         return {"skipped": "embeddings are off (BRAIN_EMBEDDINGS=none)"}
     model = embeddings.model_name()
     deadline = time.monotonic() + max_seconds
     selected = [kind for kind in BACKLOG if not kinds or kind.name in kinds]
+    cores = os.cpu_count() or 1
     lanes = lanes if lanes is not None else settings.BRAIN_EMBEDDING_LANES
-    lanes = max(1, lanes or os.cpu_count() or 1)
+    lanes = max(1, lanes or cores)
     try:
-        embedders = embeddings.lane_embedders(lanes) if lanes > 1 else [None]
+        embedders = embeddings.lane_embedders(lanes)
     except embeddings.EmbeddingError as exc:
         log.warning("embedding backlog stopped: %s", exc)
         return {"error": str(exc)}
-    if len(embedders) == 1:
-        return _drain(selected, model, deadline, batch, embedders[0], progress, linger_seconds)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM knowledge_embeddingminute WHERE minute < now() - make_interval(mins => %s)",
+            [RATE_MINUTES * 2],
+        )
+    slots = max(cores, lanes)  # a lane count asked for explicitly is honoured (tests, the command)
     results: list = [None] * len(embedders)
+    steps = [Timings() for _ in embedders]
 
     def lane(i):
+        slot = _lane_slot_take(slots)
+        if slot is None:
+            results[i] = {kind.name: 0 for kind in selected}
+            return
         try:
-            results[i] = _drain(selected, model, deadline, batch, embedders[i], progress, linger_seconds)
-        except BaseException as exc:  # handed to the caller's thread below
-            results[i] = exc
+            results[i] = _drain(
+                selected, model, deadline, batch, embedders[i], progress, linger_seconds, steps[i]
+            )
         finally:
-            connection.close()  # this thread's own connection
+            _lane_slot_give(slot)
 
-    threads = [
-        threading.Thread(target=lane, args=(i,), name=f"embedding-lane-{i}") for i in range(len(embedders))
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    if len(embedders) == 1:
+        lane(0)
+    else:
+
+        def threaded(i):
+            try:
+                lane(i)
+            except BaseException as exc:  # handed to the caller's thread below
+                results[i] = exc
+            finally:
+                connection.close()  # this thread's own connection
+
+        threads = [
+            threading.Thread(target=threaded, args=(i,), name=f"embedding-lane-{i}")
+            for i in range(len(embedders))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if timings is not None:
+        for step in steps:
+            timings.add(step)
     done: dict = {kind.name: 0 for kind in selected}
     for result in results:
         if isinstance(result, BaseException):
@@ -252,7 +467,14 @@ def run_backlog(
 
 
 def _drain(
-    kinds: list[Kind], model: str, deadline: float, batch: int, embedder, progress, linger: float = 0.0
+    kinds: list[Kind],
+    model: str,
+    deadline: float,
+    batch: int,
+    embedder,
+    progress,
+    linger: float = 0.0,
+    timings: Timings | None = None,
 ) -> dict:
     """Embed batch after batch, kind after kind, and pass over the kinds again as long as a pass
     found work: rows that arrived meanwhile (behind a kind already drained) start at once instead
@@ -266,7 +488,7 @@ def _drain(
             after = 0
             while time.monotonic() < deadline:
                 try:
-                    count, last = embed_batch(kind, model, after, batch, embedder)
+                    count, last = embed_batch(kind, model, after, batch, embedder, deadline, timings)
                 except embeddings.EmbeddingError as exc:
                     log.warning("embedding backlog stopped: %s", exc)
                     return {**done, "error": str(exc)}

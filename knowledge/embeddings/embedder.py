@@ -32,6 +32,10 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 # Texts per ONNX run: large enough to keep both cores busy, small enough that padding to the
 # longest text of a (length-sorted) batch wastes little.
 LOCAL_BATCH = 64
+# Padded tokens per ONNX run. onnxruntime keeps the memory of its largest run for the session's
+# life, and attention grows with texts × tokens²: 64 texts of 256 tokens took a worker to 700 MB
+# per session, 3 GB with several; this budget caps a run at 64 texts of 64 tokens, or 16 of 256.
+LOCAL_TOKENS = 4096
 
 
 class EmbeddingError(RuntimeError):
@@ -112,7 +116,7 @@ class LocalEmbedder:
                 )
         self._tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # the file pads to 128; runs are padded here (_embed_batch)
         options = onnxruntime.SessionOptions()
         if threads is None:
             threads = int(getattr(settings, "BRAIN_EMBEDDING_THREADS", 0) or 0)
@@ -130,18 +134,32 @@ class LocalEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        # Sort by length so each batch pads to similar lengths; put results back in order.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Tokenise once, sort by length so each run pads to similar lengths, and cut runs at
+        # LOCAL_BATCH texts or LOCAL_TOKENS padded tokens; results go back in order.
+        encodings = self._tokenizer.encode_batch([t or " " for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), LOCAL_BATCH):
-            idx = order[start : start + LOCAL_BATCH]
-            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while (
+                end < len(order)
+                and end - start < LOCAL_BATCH
+                and (end - start + 1) * len(encodings[order[end]].ids) <= LOCAL_TOKENS
+            ):
+                end += 1
+            idx = order[start:end]
+            out[idx] = self._embed_batch([encodings[i].ids for i in idx])
+            start = end
         return out
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _embed_batch(self, token_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, tokens in enumerate(token_ids):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         (hidden,) = self._session.run(
             ["last_hidden_state"],
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
@@ -216,14 +234,14 @@ def get_embedder():
 
 
 def lane_embedders(lanes: int) -> list:
-    """One embedder per backlog lane (knowledge.embeddings.backlog.run_backlog). Locally each lane gets its
-    own single-threaded session: on two cores two such sessions side by side embed more than one
-    session on two threads, and each lane's SQL overlaps the other's model run. Other backends
-    share the one embedder."""
+    """The embedder of each backlog lane (knowledge.embeddings.backlog.run_backlog). Locally all
+    lanes of a process share one single-threaded session, run from their threads at once (an
+    onnxruntime session may be): one copy of the model per process, one core per lane, and each
+    lane's SQL overlaps the others' model runs. Other backends share the one embedder."""
     key = _config_key()
     if key[0] != "local":
         return [get_embedder()] * lanes
-    return [_cached((*key, "lane", lane), lambda: LocalEmbedder(threads=1)) for lane in range(lanes)]
+    return [_cached((*key, "lanes"), lambda: LocalEmbedder(threads=1))] * lanes
 
 
 def _cached(key: tuple, load):

@@ -2,20 +2,33 @@
 worker; a model change is a backlog; edits clear the vector."""
 
 import io
+import os
+import socket
+import time
 from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.test import override_settings
 from django.utils import timezone
 
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import backlog_counts, coverage, run_backlog
+from knowledge.embeddings.backlog import (
+    BACKLOG,
+    CHUNK,
+    LANE_LOCK,
+    backlog_counts,
+    backlog_progress,
+    claim_batch,
+    coverage,
+    embed_batch,
+    run_backlog,
+)
 from knowledge.embeddings.tasks import embedding_backlog_run
 from knowledge.memories.rows import memory_row_revise
-from knowledge.models import Memory, Message, MessageVector
+from knowledge.models import EmbeddingClaim, Memory, Message, MessageVector
 from tests import factory
 
 
@@ -136,11 +149,129 @@ def test_a_lane_that_fails_reports_why_and_writes_nothing(world):
     assert not MessageVector.objects.exists()
 
 
-def test_each_lane_has_its_own_single_threaded_session():
+def test_the_lanes_of_a_process_share_one_single_threaded_session():
     lanes = embeddings.lane_embedders(2)
     assert lanes == embeddings.lane_embedders(2)  # loaded once per process
-    assert lanes[0] is not lanes[1] and embeddings.get_embedder() not in lanes
-    assert all(lane._session.get_session_options().intra_op_num_threads == 1 for lane in lanes)
+    assert lanes[0] is lanes[1] and embeddings.get_embedder() not in lanes
+    assert lanes[0]._session.get_session_options().intra_op_num_threads == 1
+
+
+class SlowModel:
+    """The real model, with a pause after each call and a hook run inside it: what a loaded
+    machine or a change made while the model runs looks like to the backlog."""
+
+    def __init__(self, pause: float = 0.0, during=None):
+        self.real, self.pause, self.during, self.calls, self.in_transaction = (
+            embeddings.get_embedder(),
+            pause,
+            during,
+            0,
+            [],
+        )
+
+    def embed(self, texts):
+        self.calls += 1
+        self.in_transaction.append(connection.in_atomic_block)
+        if self.during:
+            self.during()
+        time.sleep(self.pause)
+        return self.real.embed(texts)
+
+
+def _messages_kind():
+    return next(kind for kind in BACKLOG if kind.name == "messages")
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_a_batch_that_outlives_its_deadline_stores_what_it_embedded_and_releases_the_rest(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(200)])
+    slow = SlowModel(pause=0.3)
+    stored, _ = embed_batch(
+        _messages_kind(),
+        embeddings.model_name(),
+        0,
+        batch=200,
+        embedder=slow,
+        deadline=time.monotonic() + 0.1,
+    )
+    # One chunk ran, then the deadline had passed: its vectors are stored, the rest let go.
+    assert (slow.calls, stored) == (1, CHUNK)
+    assert slow.in_transaction == [False]  # no transaction stays open while the model runs
+    assert not EmbeddingClaim.objects.exists()
+    assert backlog_counts()["messages"] == 200 - CHUNK
+    assert run_backlog(lanes=1)["messages"] == 200 - CHUNK  # the next run takes them at once
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_a_lane_skips_rows_another_lane_claimed_until_their_claim_expires(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(30)])
+    kind, model = _messages_kind(), embeddings.message_model_name()
+    first = claim_batch(kind, model, 0, 20)
+    second = claim_batch(kind, model, 0, 20)
+    assert len(first) == 20 and len(second) == 10 and not set(first) & set(second)
+    assert claim_batch(kind, model, 0, 20) == []  # everything is claimed
+    # The lane that held `first` died: once its claim expires, another lane takes the rows over.
+    EmbeddingClaim.objects.filter(row_id__in=first).update(until=timezone.now() - timedelta(seconds=1))
+    assert claim_batch(kind, model, 0, 50) == first
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_a_memory_revised_while_the_model_runs_keeps_no_stale_vector(world):
+    memory = factory.make_memory_row(world.copilot, "The office opens at 8")
+
+    def revise():
+        with transaction.atomic():
+            locked = Memory.objects.select_for_update().get(pk=memory.pk)
+            memory_row_revise(
+                memory=locked, text="The office opens at 9", author_kind="person", author_name="rita"
+            )
+
+    kind = next(kind for kind in BACKLOG if kind.name == "memories")
+    stored, _ = embed_batch(kind, embeddings.model_name(), 0, embedder=SlowModel(during=revise))
+    assert stored == 0 and Memory.objects.get(pk=memory.pk).embedding is None
+    assert backlog_counts()["memories"] == 1 and not EmbeddingClaim.objects.exists()
+    factory.embed_all()
+    expected = embeddings.embed_texts(["The office opens at 9"])[0]
+    assert np.allclose(Memory.objects.get(pk=memory.pk).embedding, expected, atol=1e-4)
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_no_more_lanes_embed_on_a_machine_than_it_has_cores(world):
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(20)])
+    cores = os.cpu_count() or 1
+    held = []
+    for slot in range(cores):  # other worker processes hold every slot of this machine
+        other = connections.create_connection("default")
+        with other.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_lock(hashtext(%s), %s)", [LANE_LOCK + socket.gethostname(), slot]
+            )
+        held.append(other)
+    try:
+        assert run_backlog(lanes=1) == {"memories": 0, "messages": 0, "episodes": 0}
+        assert backlog_counts()["messages"] == 20
+    finally:
+        for other in held:
+            other.close()
+    assert run_backlog(lanes=1)["messages"] == 20
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(BRAIN_EMBEDDING_KICK=False)
+def test_the_backlog_reports_its_rate_and_the_time_left(world):
+    assert backlog_progress(0) == {"rate_per_second": 0.0, "seconds_left": 0}
+    assert backlog_progress(10) == {"rate_per_second": 0.0, "seconds_left": None}  # nothing moves
+    factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(120)])
+    run_backlog(lanes=1)
+    # 120 texts since the start of this minute (or the one before, if the clock turned meanwhile):
+    # at least a minute is assumed, so at most 2 texts/s, and the time left follows from the rate.
+    progress = backlog_progress(240)
+    assert 1.0 <= progress["rate_per_second"] <= 2.0
+    assert abs(progress["seconds_left"] - 240 / progress["rate_per_second"]) <= 240 / 0.95 - 240
 
 
 def test_the_embed_backlog_command_drains_everything_and_prints_progress(world):
