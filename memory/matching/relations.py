@@ -455,25 +455,38 @@ class Related:
         return {"memory": self.memory.pk, "relation": self.relation, "score": self.score, "why": self.why}
 
 
-# Candidates of each memory in one statement: those sharing its lexemes (the stored `search`
-# vector's own lexemes as an OR query, ranked), and its nearest vectors. Readability is applied
-# after, by the access rules, to these few rows.
+# Candidates of each memory in one statement: those sharing its rarest lexemes (RARE_LEXEMES of
+# its stored `search` vector that another memory has too, fewest documents first by
+# knowledge_termstat, as an OR query;
+# ranked among at most MATCHED of them, so a common word never makes a write read thousands of
+# rows), and its nearest vectors. Readability is applied after, by the access rules, to these
+# few rows.
+RARE_LEXEMES = 5
+MATCHED = 200
 _CANDIDATES_SQL = """
 SELECT q.id, c.id FROM {t} q
-CROSS JOIN LATERAL (SELECT to_tsquery('simple', string_agg(quote_literal(l), ' | ')) AS tq
-                    FROM unnest(tsvector_to_array(q.search)) l) kw
 CROSS JOIN LATERAL (
-    SELECT m.id FROM {t} m
-    WHERE kw.tq IS NOT NULL AND m.search @@ kw.tq AND m.status = 'active' AND m.id <> q.id
-    ORDER BY ts_rank(m.search, kw.tq) DESC, m.id LIMIT {k}) c
+    SELECT to_tsquery('simple', string_agg(quote_literal(r.l), ' | ')) AS tq FROM (
+        SELECT x.l FROM (
+            SELECT l, (SELECT coalesce(sum(s.docs), 0) FROM knowledge_termstat s
+                       WHERE s.corpus = 'memory' AND s.lexeme = l) AS docs
+            FROM unnest(tsvector_to_array(q.search)) l) x
+        WHERE x.docs > 1
+        ORDER BY x.docs, x.l LIMIT {rare}) r) kw
+CROSS JOIN LATERAL (
+    SELECT h.id FROM (
+        SELECT m.id, m.search FROM {t} m
+        WHERE kw.tq IS NOT NULL AND m.search @@ kw.tq AND m.status = 'active' AND m.id <> q.id
+        LIMIT {matched}) h
+    ORDER BY ts_rank(h.search, kw.tq) DESC, h.id LIMIT {k}) c
 WHERE q.id = ANY(%s)
 UNION
 SELECT q.id, c.id FROM {t} q
 CROSS JOIN LATERAL (
-    SELECT m.id FROM {t} m
+    SELECT m.id, 1 - (m.embedding <=> q.embedding) AS sim FROM {t} m
     WHERE m.status = 'active' AND m.id <> q.id AND m.embedding IS NOT NULL
     ORDER BY m.embedding <=> q.embedding LIMIT {v}) c
-WHERE q.id = ANY(%s) AND q.embedding IS NOT NULL"""
+WHERE q.id = ANY(%s) AND q.embedding IS NOT NULL AND c.sim >= {cosine}"""
 
 
 def _reader_q(memory: Memory, reader: Principal | None) -> Q:
@@ -492,7 +505,14 @@ def related_for(memories: list[Memory], reader: Principal | None = None) -> dict
     if not memories:
         return {}
     ids = [m.pk for m in memories]
-    sql = _CANDIDATES_SQL.format(t=Memory._meta.db_table, k=KEYWORD_CANDIDATES, v=VECTOR_CANDIDATES)
+    sql = _CANDIDATES_SQL.format(
+        t=Memory._meta.db_table,
+        k=KEYWORD_CANDIDATES,
+        v=VECTOR_CANDIDATES,
+        rare=RARE_LEXEMES,
+        matched=MATCHED,
+        cosine=CANDIDATE_COSINE,
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [ids, ids])
         pairs = cursor.fetchall()
