@@ -11,7 +11,9 @@ does (even `GET /v1/models` waits behind a reply being generated).
 
 It behaves like the real servers where that matters: a request whose prompt + max_tokens
 exceeds `context_tokens` is refused with vLLM's 400 before any reply is taken from the queue
-(the prompt counted with knowledge.tokens, as Brain's estimate does, without its margin); with
+(the prompt counted with knowledge.tokens, as Brain's estimate does, without its margin), or,
+with `trims_budget`, answered with what the context has left and cut there, as
+llama-cpp-python does without saying so; with
 `json_schema_supported = False` a `json_schema` response_format is refused with a 400 as
 servers without structured output do."""
 
@@ -38,6 +40,9 @@ class ModelStub:
         self.advertise_context = False
         self.in_flight = 0
         self.slots = 0  # 0: every request at once; 1: one at a time, the rest queued
+        self.trims_budget = (
+            False  # True: a budget past the context is trimmed, not refused (llama-cpp-python)
+        )
         self._slot = threading.Semaphore(1)
         self.serving = 0  # requests holding the slot (with `slots`)
         stub = self
@@ -92,6 +97,7 @@ class ModelStub:
                     self._send(400, json.dumps(refusal).encode())
                     return
                 spec = stub._next(body)
+                spec = stub._trimmed(body, spec)
                 if spec.get("delay"):
                     time.sleep(spec["delay"])
                 if "raw" in spec:
@@ -100,9 +106,12 @@ class ModelStub:
                     payload = json.dumps({"error": {"message": spec.get("message", "stub error")}}).encode()
                 else:
                     content = spec.get("content", "")
+                    cut = spec.get("finish_reason") == "length"  # a reply cut at its budget used all of it
                     usage = spec.get("usage") or {
                         "prompt_tokens": stub.prompt_tokens(body),
-                        "completion_tokens": max(1, len(content) // 4),
+                        "completion_tokens": int(body.get("max_tokens") or 0)
+                        if cut
+                        else max(1, len(content) // 4),
                     }
                     usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
                     payload = json.dumps(
@@ -157,6 +166,7 @@ class ModelStub:
             self.json_schema_supported = True
             self.advertise_context = False
             self.slots = 0
+            self.trims_budget = False
 
     @contextlib.contextmanager
     def _serving(self):
@@ -184,7 +194,7 @@ class ModelStub:
             return {"error": {"message": "response_format type json_schema is not supported", "code": 400}}
         prompt = self.prompt_tokens(body)
         reply = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
-        if prompt + reply > self.context_tokens:
+        if prompt + reply > self.context_tokens and not (self.trims_budget and prompt < self.context_tokens):
             return {
                 "object": "error",
                 "type": "BadRequestError",
@@ -194,6 +204,23 @@ class ModelStub:
                 "completion). Please reduce the length of the messages or completion.",
             }
         return None
+
+    def _trimmed(self, body, spec: dict) -> dict:
+        """llama-cpp-python's way with a budget past its context: it generates only what the
+        context has left and stops there (finish_reason length), without saying so."""
+        if not self.trims_budget or spec.get("status", 200) != 200 or "raw" in spec:
+            return spec
+        prompt = self.prompt_tokens(body)
+        left = self.context_tokens - prompt
+        if int(body.get("max_tokens") or 0) <= left:
+            return spec
+        content = spec.get("content", "")[: left * 4]
+        return {
+            **spec,
+            "content": content,
+            "finish_reason": "length",
+            "usage": {"prompt_tokens": prompt, "completion_tokens": left},
+        }
 
     # --- scripting ---------------------------------------------------------------------------
     def reply_text(self, text: str, **extra):

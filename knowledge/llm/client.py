@@ -421,6 +421,16 @@ def model_call(
     logged.update(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, usage=usage_id)
     if choice.get("finish_reason") == "length":
         reason = f"the reply was cut off at its budget of {max_tokens} tokens (finish_reason length)"
+        if usage.get("completion_tokens") and completion_tokens < max_tokens:
+            # The server trimmed the budget to what its context had left (llama-cpp-python does,
+            # silently): say the budget it used, and its context is the prompt and that budget.
+            reason = (
+                f"the reply was cut off after {completion_tokens} tokens: the server trimmed the "
+                f"budget of {max_tokens} to fit its context (finish_reason length)"
+            )
+            found = prompt_tokens + completion_tokens
+            if 256 <= found < resolved.context_tokens:
+                endpoint_record(resolved, context_tokens=found)
         _finish(usage_id, outcome=ModelUsage.CUT, error=reason, **spent)
         _log(outcome=ModelUsage.CUT, **logged)
         raise ModelReplyCut(f"cut reply: {reason}", usage_id=usage_id, text=text)

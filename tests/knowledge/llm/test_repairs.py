@@ -73,8 +73,8 @@ def test_a_cut_reply_is_asked_again_over_a_smaller_input_with_the_same_budget(wo
 
 
 def test_a_slow_cut_reply_gets_no_bigger_budget_it_could_not_finish_in_time(world, model_stub, settings):
-    """Cut after 1 s at about 4 tokens a second: 200 tokens would need 50 s, past the 5 s timeout."""
-    model_stub.reply_cut('{"text": "Ana likes green', delay=1)
+    """Cut at its 100 tokens after 3 s: 200 tokens would need 6 s, past 80 % of the 5 s timeout."""
+    model_stub.reply_cut('{"text": "Ana likes green', delay=3)
     with pytest.raises(ModelReplyCut):
         model_ask(**ask(max_tokens=100))
     assert len(model_stub.chat_requests()) == 1
@@ -105,3 +105,37 @@ def test_the_schema_and_input_of_a_repair_are_the_jobs_own(world, model_stub):
     assert second["messages"][: len(ASK)] == ASK
     assert model_stub.schema_sent(second) == model_stub.schema_sent(first) is not None
     assert SCHEMA["required"] == ["text"]
+
+
+# --- the budget the server used (issue 52.7: llama-cpp-python trims max_tokens silently) --------
+
+
+def test_a_budget_the_server_trimmed_is_recorded_as_the_one_it_used_and_its_context_is_kept(
+    world, model_stub
+):
+    from knowledge.llm import ModelPromptTooLong, model_call, profile_resolve
+
+    model_stub.context_tokens, model_stub.trims_budget = 512, True  # Brain was told nothing of it
+    model_stub.reply_json({"text": "Ana likes green tea. " * 200})
+    with pytest.raises(ModelReplyCut) as info:
+        model_call(**ask(max_tokens=1024))
+    prompt = model_stub.prompt_tokens(model_stub.chat_requests()[0])
+    used = 512 - prompt
+    assert f"cut off after {used} tokens: the server trimmed the budget of 1024" in info.value.reason
+    assert "at its budget of 1024" not in info.value.reason
+    usage = ModelUsage.objects.get()
+    assert usage.outcome == ModelUsage.CUT and usage.completion_tokens == used
+    assert profile_resolve("light").context_tokens == 512  # learned from the trim
+    with pytest.raises(ModelPromptTooLong):  # the next request is fitted to it, not sent
+        model_call(**ask(max_tokens=1024))
+    assert len(model_stub.chat_requests()) == 1
+
+
+def test_a_reply_cut_at_the_whole_budget_is_not_taken_for_a_trim(world, model_stub):
+    from knowledge.llm import model_call, profile_resolve
+
+    model_stub.reply_cut('{"text": "Ana', usage={"prompt_tokens": 30, "completion_tokens": 100})
+    with pytest.raises(ModelReplyCut) as info:
+        model_call(**ask(max_tokens=100))
+    assert "cut off at its budget of 100 tokens" in info.value.reason
+    assert profile_resolve("light").context_tokens != 130
