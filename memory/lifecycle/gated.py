@@ -11,6 +11,7 @@ import datetime
 from django.db import transaction
 
 from knowledge.audit.services import snapshot
+from knowledge.errors import Conflict
 from knowledge.llm.jobs import actor_from
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Agent, Memory
@@ -94,6 +95,9 @@ def gate_settle(check: GateCheck) -> str:
             except MemoryConflict as exc:
                 memory = memory_lock(check.memory_id)
                 reason = f"passed the eval gate, but contradicts active memories {exc.conflicts_with}"
+            except Conflict as exc:  # e.g. a conflict that came up meanwhile needs a reviewer's decision
+                memory = memory_lock(check.memory_id)
+                reason = f"passed the eval gate, but: {exc.message}"
             if status == Memory.QUEUED and memory.queue_reason == QUEUE_GATE:
                 # the route no longer lets it go active by itself (its agent lost trust): a reviewer decides
                 reason = reason or f"passed the eval gate (check {check.pk}); a reviewer decides"

@@ -280,6 +280,42 @@ def test_a_memory_decided_while_its_check_waited_is_left_alone(world, gated):
     assert memory.status == Memory.REJECTED
 
 
+def test_a_conflict_that_came_up_while_the_check_waited_is_left_to_a_reviewer(world, gated):
+    from tests.memory.consolidation.test_consolidation import remember
+
+    set_gate("enforce")
+    key = "customer.acme.preferences"
+    response = world.client("copilot").post(
+        "/api/memory",
+        {
+            "agent": "copilot",
+            "scope": "shared",
+            "key": key,
+            "value": {"channel": "email"},
+            "text": "Acme prefers e-mail",
+        },
+        format="json",
+    )
+    memory = Memory.objects.get(pk=response.json()["id"])
+    world.client("reviewer").post(f"/api/memory/{memory.pk}/approve", {}, format="json")
+    other = remember(world.copilot, "Acme prefers Slack", key=key, value={"channel": "slack"})
+    [result] = run_checks()
+    assert result["verdict"] == "pass" and result["status"] == "queued"
+    memory.refresh_from_db()
+    assert memory.status == Memory.QUEUED and memory.queue_reason == "new"
+    assert memory.status_reason.startswith("passed the eval gate, but")
+    other.refresh_from_db()
+    assert other.status == Memory.ACTIVE  # nothing retired without the reviewer's decision
+    # the reviewer decides now; the version that passed is not checked again
+    asked = len(gated.requests)
+    decided = world.client("reviewer").post(
+        f"/api/memory/{memory.pk}/approve", {"decision": "replace"}, format="json"
+    )
+    assert decided.status_code == 200, decided.json()
+    memory.refresh_from_db()
+    assert memory.status == Memory.ACTIVE and len(gated.requests) == asked
+
+
 # --- shadow and off --------------------------------------------------------------------------------
 
 
