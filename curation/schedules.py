@@ -7,7 +7,6 @@ from django.conf import settings
 # (name, function, minutes between runs)
 def schedule_table() -> list[tuple[str, str, int]]:
     return [
-        ("worker heartbeat", "knowledge.tasks.worker_heartbeat", 1),
         # consolidation every 6 hours; finished conversations the distiller missed
         ("memory consolidation", "curation.tasks.consolidation_scheduled", 360),
         ("distiller sweep", "curation.tasks.distill_pending", 10),

@@ -1,6 +1,9 @@
-"""How fresh the worker's heartbeat must be. The worker beats every
-BRAIN_WORKER_HEARTBEAT_SECONDS (`python -m brainsite.ops.worker` queues the beat through the
-broker, so a beat proves that jobs are taken and run); three missed beats mean no job runs."""
+"""How to judge the worker from what it records. The worker's sentinel (the process that guards
+its pool, `python -m brainsite.ops.worker`) writes the `worker` beat itself every
+BRAIN_WORKER_HEARTBEAT_SECONDS while its pool, pusher and monitor live, so a busy worker still
+beats; three missed beats mean the worker is gone or frozen. Each pool process writes the `job`
+beat when it starts a job: jobs waiting longer than a job may run (Q_CLUSTER["timeout"]) while
+none started mean a worker that lives but takes no work."""
 
 from datetime import datetime, timedelta
 
@@ -14,8 +17,34 @@ def worker_stale_after() -> timedelta:
     return timedelta(seconds=MISSED_BEATS * settings.BRAIN_WORKER_HEARTBEAT_SECONDS)
 
 
-def worker_state(beat: datetime | None, now: datetime | None = None) -> str:
-    """ "ok" (a beat within the allowance), "stale" (the last beat is too old) or "never"."""
+def jobs_stuck_after() -> timedelta:
+    """No job started for this long while jobs wait: every running job ends (or is killed) within
+    the queue's timeout, so a free worker would have taken one."""
+    return timedelta(seconds=settings.Q_CLUSTER["timeout"]) + worker_stale_after()
+
+
+def worker_state(
+    beat: datetime | None,
+    now: datetime | None = None,
+    *,
+    oldest_waiting: datetime | None = None,
+    job_started: datetime | None = None,
+) -> str:
+    """ "ok"; "never" (no beat yet); "stale" (the last beat is too old); or "stuck" (the worker
+    beats, but jobs have waited longer than jobs_stuck_after and none started meanwhile)."""
+    now = now or timezone.now()
     if beat is None:
         return "never"
-    return "ok" if (now or timezone.now()) - beat <= worker_stale_after() else "stale"
+    if now - beat > worker_stale_after():
+        return "stale"
+    limit = jobs_stuck_after()
+    if oldest_waiting and now - oldest_waiting > limit and (job_started is None or now - job_started > limit):
+        return "stuck"
+    return "ok"
+
+
+PROBLEMS = {
+    "never": "the worker has never beaten",
+    "stale": "the worker's heartbeat is stale",
+    "stuck": "jobs wait and the worker has started none",
+}

@@ -18,10 +18,11 @@ Q_CLUSTER `retry` seconds; nothing is acknowledged that did not run. Processes t
 normally (recycled after `recycle` tasks, or after a task timeout) are replaced as django-q2
 does it.
 
-The sentinel also queues `knowledge.tasks.worker_heartbeat` through the broker every
-BRAIN_WORKER_HEARTBEAT_SECONDS: the beat is written only when the pusher, a worker and the
-database all work, so /healthz can tell a cluster that runs jobs from one that merely exists
-(knowledge.health)."""
+The sentinel also writes the worker's heartbeat itself every BRAIN_WORKER_HEARTBEAT_SECONDS,
+from its guard loop, once it found its pool, monitor and pusher alive: a beat never waits in
+the queue behind the work, so a worker busy with a backlog still reports. Each pool process
+records when it starts a job (`job_started`), so /healthz can also tell a worker that beats but
+takes no job (knowledge.health)."""
 
 import logging
 import os
@@ -30,14 +31,33 @@ import time
 logger = logging.getLogger("brain.worker")
 
 
+def beat_write(name: str) -> None:
+    """Record that `name` ("worker": the sentinel's beat; "job": a pool process started a job)
+    happened now; a database that is away is logged, and the next beat tries again."""
+    from django.utils import timezone
+
+    from knowledge.models import Heartbeat
+
+    try:
+        if not Heartbeat.objects.filter(name=name).update(beat_at=timezone.now()):
+            Heartbeat.objects.update_or_create(name=name, defaults={"beat_at": timezone.now()})
+    except Exception as exc:
+        logger.warning("could not record the %s beat: %s", name, str(exc).splitlines()[0][:200])
+
+
+def job_started(sender, **kwargs) -> None:
+    """django-q2's pre_execute, in the pool process that is about to run a job."""
+    beat_write("job")
+
+
 def _sentinel_class():
     from django.conf import settings
+    from django.db import close_old_connections
     from django_q import cluster
     from django_q.conf import Conf
     from django_q.queues import Queue
     from django_q.scheduler import scheduler
     from django_q.status import Stat
-    from django_q.tasks import async_task
 
     class BrainSentinel(cluster.Sentinel):
         next_beat = 0.0
@@ -71,10 +91,8 @@ def _sentinel_class():
             if time.monotonic() < self.next_beat:
                 return
             self.next_beat = time.monotonic() + settings.BRAIN_WORKER_HEARTBEAT_SECONDS
-            try:
-                async_task("knowledge.tasks.worker_heartbeat", broker=self.broker, save=False)
-            except Exception as exc:  # the database is away; the next beat tries again
-                logger.warning("could not queue the heartbeat: %s", str(exc).splitlines()[0][:200])
+            close_old_connections()  # one the database dropped is reopened, as a job's would be
+            beat_write("worker")
 
         def guard(self):
             """django-q2's guard loop, with restart_pool for killed processes, the heartbeat,
@@ -126,11 +144,12 @@ def main() -> int:
     tracing_setup()  # model and webhook calls (httpx) of the jobs; off unless OTEL_* say so
     django.setup()
     from django_q import cluster
-    from django_q.signals import post_execute
+    from django_q.signals import post_execute, pre_execute
 
     from knowledge.metrics import job_observed
 
     post_execute.connect(job_observed, dispatch_uid="brain-job-metrics")  # counted in the monitor process
+    pre_execute.connect(job_started, dispatch_uid="brain-job-started")  # in the pool process
 
     cluster.Sentinel = _sentinel_class()  # Cluster.start spawns the module's Sentinel
     q = cluster.Cluster()

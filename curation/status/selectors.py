@@ -18,11 +18,11 @@ from curation.dreaming.stage_b.selectors import stage_b_alerts, stage_b_status
 from curation.model_status import models_alerts, models_status
 from knowledge import health
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import coverage
+from knowledge.embeddings.backlog import backlog_progress, coverage
 from knowledge.llm.profiles import DEFAULT, LIGHT, model_availability
 from knowledge.materials.selectors import materials_alerts, materials_status
 from knowledge.models import Agent, Channel, Conversation, Episode, Message, PinnedMemo
-from knowledge.principals.selectors import worker_beat
+from knowledge.principals.selectors import worker_signals
 from knowledge.replica import replica_configured, replica_lag_seconds
 from knowledge.tokens import count_tokens
 from memory.lifecycle.selectors import conflicts_alerts, conflicts_status
@@ -92,7 +92,8 @@ def recall_status() -> dict:
     except embeddings.EmbeddingError as exc:
         config, config_error = {"backend": "invalid"}, str(exc)
     cover = coverage() if not config_error else {}
-    beat = worker_beat()
+    worker = worker_signals()
+    backlog = {kind: c["backlog"] for kind, c in cover.items()}
     memos = []
     budget = memo_budget_tokens()
     for memo in PinnedMemo.objects.select_related("agent").order_by("agent__name"):
@@ -103,7 +104,9 @@ def recall_status() -> dict:
     return {
         "embeddings": {**config, **({"error": config_error} if config_error else {})},
         # Each backlog once: `backlog` per kind; `vector_coverage` the totals it is drawn from.
-        "backlog": {kind: c["backlog"] for kind, c in cover.items()},
+        "backlog": backlog,
+        # How fast it drains now, and the time left at that rate.
+        "backlog_progress": backlog_progress(sum(backlog.values())),
         "vector_coverage": {
             kind: {"total": c["total"], "embedded": c["embedded"]} for kind, c in cover.items()
         },
@@ -116,7 +119,10 @@ def recall_status() -> dict:
         "agents": Agent.objects.aggregate(n=Count("id"))["n"],
         "pinned_memos": memos,
         "overlays_over_budget": overlays_over_budget(),
-        "worker_heartbeat": beat,
+        "worker_heartbeat": worker["beat"],
+        "worker": health.worker_state(
+            worker["beat"], oldest_waiting=worker["oldest_waiting"], job_started=worker["job_started"]
+        ),
         **({"replica": replica_report()} if replica_configured() else {}),
         **{section.name: section.report() for section in status_sections()},
     }
@@ -196,7 +202,7 @@ MODEL_STAGES = {
     LIGHT: "the distiller, merges and summaries, Dreaming (stages A and B), material learning and "
     "conversation summaries",
 }
-# A backlog is normal right after ingestion (the worker drains ≈ 250 texts/s on 2 cores); past
+# A backlog is normal right after ingestion (the worker drains the model's own speed); past
 # this many texts it is a re-embedding or a worker falling behind, worth a warning.
 BACKLOG_WARN_TEXTS = 5000
 LISTED = 10
@@ -235,13 +241,39 @@ def job_status() -> dict:
     }
 
 
+def drain_estimate(progress: dict) -> str:
+    """The backlog's pace in words, for Status and its alert."""
+    if not progress["rate_per_second"]:
+        return "Nothing was embedded in the last minutes: is the worker running?"
+    rate = f"The worker embeds {progress['rate_per_second']:,.1f} texts/s"
+    if not progress["seconds_left"]:
+        return f"{rate}; nothing is left."
+    return f"{rate}: about {_duration(progress['seconds_left'])} left."
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def alerts(status: dict, jobs: dict) -> list[dict]:
     """What needs a person, most urgent first: `level` is "error" (something is not working) or
     "warning" (something will go wrong or is being put off)."""
     now = timezone.now()
     out = []
     beat = status["worker_heartbeat"]
-    if health.worker_state(beat, now) != "ok":
+    if status["worker"] == "stuck":
+        out.append(
+            {
+                "level": "error",
+                "text": f"The worker reports, but jobs have waited since {jobs['oldest_waiting_since']:%Y-%m-%d %H:%M} "
+                "UTC and it has started none: restart it (make run restarts it when it exits).",
+            }
+        )
+    elif status["worker"] != "ok":
         silent = f"has not reported since {beat:%Y-%m-%d %H:%M} UTC" if beat else "has never reported"
         out.append(
             {
@@ -280,7 +312,7 @@ def alerts(status: dict, jobs: dict) -> list[dict]:
             {
                 "level": "warning",
                 "text": f"{backlog:,} text(s) wait for a vector ({parts}); until then only the keyword routes "
-                "find them.",
+                f"find them. {drain_estimate(status['backlog_progress'])}",
             }
         )
     replica = status.get("replica")

@@ -138,7 +138,22 @@ StatusOut = inline_serializer(
             },
             required=False,
         ),
+        "backlog_progress": inline_serializer(
+            "StatusBacklogProgress",
+            {
+                "rate_per_second": serializers.FloatField(
+                    help_text="Texts embedded per second over the last minutes (every worker)."
+                ),
+                "seconds_left": serializers.IntegerField(
+                    allow_null=True, help_text="The backlog at that rate; null when nothing moves."
+                ),
+            },
+        ),
         "worker_heartbeat": serializers.DateTimeField(allow_null=True),
+        "worker": serializers.ChoiceField(
+            choices=["ok", "never", "stale", "stuck"],
+            help_text="ok; never (no beat yet); stale (no beat for three beats); stuck (jobs wait, none starts).",
+        ),
         "jobs": serializers.DictField(
             help_text="waiting, oldest_waiting_since, running, stuck, failed_last_day (and recent_failures "
             "for reviewers and admins)."

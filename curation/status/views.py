@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from curation.status.selectors import alerts, job_status, recall_status, status_sections
+from curation.status.selectors import alerts, drain_estimate, job_status, recall_status, status_sections
 from curation.status.trends import chart_svg, trends
 from knowledge import access
 from knowledge.entries.lints import knowledge_lints
@@ -35,6 +35,10 @@ def status_page(request):
             "owner": owner,
             "alerts": alerts(status, jobs),
             "status": status,
+            # The pace while there is a backlog, or while the last minutes still embedded.
+            "drain": drain_estimate(status["backlog_progress"])
+            if sum(status["backlog"].values()) or status["backlog_progress"]["rate_per_second"]
+            else "",
             "coverage": [
                 {
                     "kind": kind,

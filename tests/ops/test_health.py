@@ -40,6 +40,35 @@ def test_healthz_is_degraded_when_the_heartbeat_is_older_than_three_beats(
     assert bool(body["problems"]) == (status == "degraded")
 
 
+@pytest.mark.parametrize(
+    ("waited", "job_started_ago", "worker"),
+    [
+        (None, None, "ok"),  # nothing waits
+        (30, 700, "ok"),  # jobs wait a little: the workers are busy
+        (700, 5, "ok"),  # jobs waited long, but one started just now: busy, and taking work
+        (700, 700, "stuck"),  # jobs waited longer than any job may run, and none started
+        (700, None, "stuck"),
+    ],
+)
+def test_healthz_is_degraded_when_jobs_wait_and_the_beating_worker_starts_none(
+    client, beat_at, settings, waited, job_started_ago, worker
+):
+    from django_q.models import OrmQ
+
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "timeout": 600}  # stuck after 600 + 30 s
+    beat_at(1)
+    now = timezone.now()
+    if job_started_ago is not None:
+        Heartbeat.objects.create(name="job", beat_at=now - timedelta(seconds=job_started_ago))
+    if waited is not None:
+        for n in range(60):
+            OrmQ.objects.create(key="brain", payload="x", lock=now - timedelta(seconds=waited - n))
+    body = client.get("/healthz").json()
+    assert (body["worker"], body["status"]) == (worker, "ok" if worker == "ok" else "degraded")
+    if worker == "stuck":
+        assert body["problems"] == ["jobs wait and the worker has started none"]
+
+
 def test_status_alerts_on_the_same_stale_heartbeat(beat_at):
     def worker_alerts():
         alerts = memory_status.alerts(memory_status.recall_status(), memory_status.job_status())

@@ -149,7 +149,7 @@ def test_finished_jobs_are_counted_by_function_and_outcome(db, metrics_on):
     post_execute.connect(job_observed_for_test, dispatch_uid="test-job-metrics")
     try:
         before = scrape(Client())
-        async_task("knowledge.tasks.worker_heartbeat")
+        async_task("knowledge.tasks.term_stats_compact")
         # A failure as the monitor reports it (inline, the sync cluster re-raises it instead).
         now = timezone.now()
         job_observed_for_test(
@@ -160,12 +160,12 @@ def test_finished_jobs_are_counted_by_function_and_outcome(db, metrics_on):
     finally:
         post_execute.disconnect(dispatch_uid="test-job-metrics")
     runs = "brain_jobs_run"
-    ok = {"func": "knowledge.tasks.worker_heartbeat", "outcome": "ok"}
+    ok = {"func": "knowledge.tasks.term_stats_compact", "outcome": "ok"}
     failed = {"func": "knowledge.tasks.no_such_job", "outcome": "failed"}
     assert value(after, runs, f"{runs}_total", **ok) - value(before, runs, f"{runs}_total", **ok) == 1
     assert value(after, runs, f"{runs}_total", **failed) - value(before, runs, f"{runs}_total", **failed) == 1
     duration = "brain_job_duration_seconds"
-    key = {"func": "knowledge.tasks.worker_heartbeat"}
+    key = {"func": "knowledge.tasks.term_stats_compact"}
     assert (
         value(after, duration, f"{duration}_count", **key)
         - value(before, duration, f"{duration}_count", **key)
