@@ -314,6 +314,10 @@ Q_CLUSTER = {
     "poll": 0.5,
     "save_limit": 500,
     "ack_failures": True,
+    # A pool process that grew past this (KB; BRAIN_WORKER_MAX_RSS_MB, default 1 GB) is replaced
+    # after its job, so memory a backlog or an import took comes back; the embedding model is
+    # loaded again by the next embedding job (about a second).
+    "max_rss": env_int("BRAIN_WORKER_MAX_RSS_MB", 1024) * 1024,
 }
 
 # Timestamp, level, logger, request id, message; one `brain.request` line per request

@@ -396,7 +396,8 @@ def run_backlog(
     do instead of slowing it down. A process loads one single-threaded model session that all its
     lanes share (one copy of the model per process; lane_embedders). `progress(kind, count)` is
     called after every stored batch, from the lane's thread; `timings` collects the seconds per
-    step. Returns counts per kind and, when the embedder failed, why."""
+    step. Returns counts per kind, `busy`: how many lanes found every slot taken (when any did),
+    and, when the embedder failed, why."""
     if not embeddings.enabled():
         return {"skipped": "embeddings are off (BRAIN_EMBEDDINGS=none)"}
     model = embeddings.model_name()
@@ -405,33 +406,32 @@ def run_backlog(
     cores = os.cpu_count() or 1
     lanes = lanes if lanes is not None else settings.BRAIN_EMBEDDING_LANES
     lanes = max(1, lanes or cores)
-    try:
-        embedders = embeddings.lane_embedders(lanes)
-    except embeddings.EmbeddingError as exc:
-        log.warning("embedding backlog stopped: %s", exc)
-        return {"error": str(exc)}
     with connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM knowledge_embeddingminute WHERE minute < now() - make_interval(mins => %s)",
             [RATE_MINUTES * 2],
         )
     slots = max(cores, lanes)  # a lane count asked for explicitly is honoured (tests, the command)
-    results: list = [None] * len(embedders)
-    steps = [Timings() for _ in embedders]
+    results: list = [None] * lanes
+    steps = [Timings() for _ in range(lanes)]
 
     def lane(i):
         slot = _lane_slot_take(slots)
-        if slot is None:
-            results[i] = {kind.name: 0 for kind in selected}
+        if slot is None:  # before the model is loaded: a job with nothing to do costs nothing
+            results[i] = {"busy": 1}
             return
         try:
+            embedder = embeddings.lane_embedders(lanes)[i]
             results[i] = _drain(
-                selected, model, deadline, batch, embedders[i], progress, linger_seconds, steps[i]
+                selected, model, deadline, batch, embedder, progress, linger_seconds, steps[i]
             )
+        except embeddings.EmbeddingError as exc:
+            log.warning("embedding backlog stopped: %s", exc)
+            results[i] = {"error": str(exc)}
         finally:
             _lane_slot_give(slot)
 
-    if len(embedders) == 1:
+    if lanes == 1:
         lane(0)
     else:
 
@@ -444,8 +444,7 @@ def run_backlog(
                 connection.close()  # this thread's own connection
 
         threads = [
-            threading.Thread(target=threaded, args=(i,), name=f"embedding-lane-{i}")
-            for i in range(len(embedders))
+            threading.Thread(target=threaded, args=(i,), name=f"embedding-lane-{i}") for i in range(lanes)
         ]
         for thread in threads:
             thread.start()
@@ -462,7 +461,7 @@ def run_backlog(
             if key == "error":
                 done["error"] = value
             else:
-                done[key] += value
+                done[key] = done.get(key, 0) + value
     return done
 
 

@@ -65,7 +65,12 @@ class Command(BaseCommand):
         if "error" in result:
             raise CommandError(f"Stopped after {state['done']:,} texts: {result['error']}")
         spent = time.monotonic() - start
-        done = sum(n for name, n in result.items() if name != "error")
+        done = sum(n for name, n in result.items() if name not in ("error", "busy"))
+        if result.get("busy") and not done:
+            raise CommandError(
+                "Every embedding lane of this machine is taken (the worker is draining the backlog, one "
+                "lane per core); its progress is on Status."
+            )
         left = sum(n for name, n in backlog_counts().items() if not kind or name in kind)
         self.stdout.write(
             self.style.SUCCESS(

@@ -252,7 +252,7 @@ def test_no_more_lanes_embed_on_a_machine_than_it_has_cores(world):
             )
         held.append(other)
     try:
-        assert run_backlog(lanes=1) == {"memories": 0, "messages": 0, "episodes": 0}
+        assert run_backlog(lanes=1) == {"memories": 0, "messages": 0, "episodes": 0, "busy": 1}
         assert backlog_counts()["messages"] == 20
     finally:
         for other in held:
