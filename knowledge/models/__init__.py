@@ -5,7 +5,7 @@ from knowledge.models.events import Webhook, WebhookDelivery
 from knowledge.models.llm import ModelEndpointState, ModelJob, ModelProfile, ModelUsage
 from knowledge.models.materials import ConnectorGrant, Material, MaterialVersion, Signal, SignalRule
 from knowledge.models.memo import PinnedMemo
-from knowledge.models.memories import Memory, MemorySource, MemoryVersion
+from knowledge.models.memories import Memory, MemoryContradiction, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
 from knowledge.models.principals import Agent, ApiToken, Integration, Person
 from knowledge.models.skills import AgentSkill, Skill, TaskOutcome
@@ -34,6 +34,7 @@ __all__ = [
     "Material",
     "MaterialVersion",
     "Memory",
+    "MemoryContradiction",
     "MemorySource",
     "MemoryVersion",
     "Message",

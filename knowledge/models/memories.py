@@ -199,3 +199,22 @@ class MemorySource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.ref}"
+
+
+class MemoryContradiction(models.Model):
+    """Two active memories without a key that contradict each other by the relation finder
+    (memory.matching.relations): a trusted writer's memory went active against an older one.
+    Both stay in force, listed under "Conflicts in force", until someone decides (replace, or
+    keep both as of different times: memory.lifecycle.review.memory_conflict_resolve); a pair
+    counts only while both are active with overlapping validity."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")  # the newer
+    other = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    why = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "other"], name="memory_contradiction_unique")
+        ]
+        indexes = [models.Index(fields=["other"])]

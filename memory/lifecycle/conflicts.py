@@ -11,7 +11,7 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
-from knowledge.models import Agent, Memory
+from knowledge.models import Agent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import REVIEW
@@ -98,9 +98,12 @@ def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) 
     (`contradicted_active`, memory.contradicted): those need the same decision."""
     if not memory.key:
         starts = memory.valid_from or now or timezone.now()
+        found = list(getattr(memory, "contradicted", ()))
+        if memory.pk and memory.status == Memory.ACTIVE:
+            found += marked_contradictions(memory)  # in force since a trusted write
         return [
             other
-            for other in getattr(memory, "contradicted", ())
+            for other in found
             if windows_overlap(starts, memory.valid_to, other.valid_from, other.valid_to)
         ]
     starts = memory.valid_from or now or timezone.now()
@@ -122,6 +125,34 @@ def contradicted_active(memory: Memory) -> list[Memory]:
     found = related_for([memory])[memory.pk]
     return sorted(
         (r.memory for r in found if r.relation == CONTRADICTION), key=lambda m: (m.created_at, m.pk)
+    )
+
+
+def contradictions_mark(memory: Memory) -> list[int]:
+    """A keyless memory that went active (a trusted writer's) and contradicts active memories
+    stays active: each such pair is recorded (MemoryContradiction) and listed under "Conflicts
+    in force" until someone decides. Inside the caller's transaction. Returns the other ids."""
+    if memory.key or memory.status != Memory.ACTIVE:
+        return []
+    found = [r for r in related_for([memory])[memory.pk] if r.relation == CONTRADICTION]
+    MemoryContradiction.objects.bulk_create(
+        [MemoryContradiction(memory=memory, other=r.memory, why=r.why[:500]) for r in found],
+        ignore_conflicts=True,
+    )
+    return [r.memory.pk for r in found]
+
+
+def marked_contradictions(memory: Memory) -> list[Memory]:
+    """The active memories recorded as contradicting `memory` (either side of the pair)."""
+    ids = (
+        MemoryContradiction.objects.filter(memory=memory)
+        .values("other")
+        .union(MemoryContradiction.objects.filter(other=memory).values("memory"))
+    )
+    return list(
+        Memory.objects.filter(pk__in=[row["other"] for row in ids], status=Memory.ACTIVE)
+        .select_related("owner")
+        .order_by("created_at", "id")
     )
 
 

@@ -276,7 +276,8 @@ def memory_conflict_resolve(
             actor=actor,
             memory=memory,
             before=before,
-            reason=(reason or "").strip() or f"conflict on {memory.key} settled: {decision}",
+            reason=(reason or "").strip()
+            or f"conflict on {memory.key or 'a contradiction'} settled: {decision}",
             data=data,
         )
     return memory

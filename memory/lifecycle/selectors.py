@@ -11,7 +11,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from knowledge import access
-from knowledge.models import AuditEvent, Memory
+from knowledge.models import AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from memory.matching.facts import contradicts, windows_overlap
 from memory.matching.relations import CONTRADICTION, DUPLICATE, related_for
@@ -356,7 +356,8 @@ class ConflictGroup:
 def _conflict_pairs_sql(*, owner_id=None, store: str = "") -> tuple[str, list]:
     """Set-wise: every pair (a < b) of active memories with one store and key, different values
     (the value, else the text with case and spacing folded) and overlapping validity; in an
-    owner-only store, only pairs of one owner."""
+    owner-only store, only pairs of one owner. And every pair of active keyless memories a
+    trusted write recorded as contradicting (MemoryContradiction) with overlapping validity."""
     table = Memory._meta.db_table
     owner_only = " OR ".join(
         "a.store = %s" if not p.endswith(":") else "a.store LIKE %s" for p in access.OWNER_ONLY_PREFIXES
@@ -381,8 +382,16 @@ def _conflict_pairs_sql(*, owner_id=None, store: str = "") -> tuple[str, list]:
           AND (a.valid_to IS NULL OR b.valid_from IS NULL OR b.valid_from < a.valid_to)
           AND (b.valid_to IS NULL OR a.valid_from IS NULL OR a.valid_from < b.valid_to)
           {where}
-        ORDER BY a.id, b.id"""
-    return sql, params
+        UNION
+        SELECT least(a.id, b.id), greatest(a.id, b.id)
+        FROM {MemoryContradiction._meta.db_table} c
+        JOIN {table} a ON a.id = c.memory_id AND a.status = 'active'
+        JOIN {table} b ON b.id = c.other_id AND b.status = 'active'
+        WHERE (a.valid_to IS NULL OR b.valid_from IS NULL OR b.valid_from < a.valid_to)
+          AND (b.valid_to IS NULL OR a.valid_from IS NULL OR a.valid_from < b.valid_to)
+          {where}
+        ORDER BY 1, 2"""
+    return sql, params + params[len(access.OWNER_ONLY_PREFIXES) :]
 
 
 def conflict_pairs(*, owner_id=None, store: str = "") -> list[tuple[int, int]]:

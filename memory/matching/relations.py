@@ -455,24 +455,16 @@ class Related:
         return {"memory": self.memory.pk, "relation": self.relation, "score": self.score, "why": self.why}
 
 
-# Candidates of each memory in one statement: those sharing its rarest lexemes (RARE_LEXEMES of
-# its stored `search` vector that another memory has too, fewest documents first by
-# knowledge_termstat, as an OR query;
-# ranked among at most MATCHED of them, so a common word never makes a write read thousands of
-# rows), and its nearest vectors. Readability is applied after, by the access rules, to these
-# few rows.
-RARE_LEXEMES = 5
+# Candidates of each memory in one statement: those sharing any lexeme of its stored `search`
+# vector (an OR query on the GIN index), ranked among at most MATCHED of the matches, so a common
+# word never makes a write rank thousands of rows; and its nearest vectors. (Choosing its rarest
+# lexemes by knowledge_termstat cost 30-40 ms a write once the statistics' change rows grew.)
+# Readability is applied after, by the access rules, to these few rows.
 MATCHED = 200
 _CANDIDATES_SQL = """
 SELECT q.id, c.id FROM {t} q
-CROSS JOIN LATERAL (
-    SELECT to_tsquery('simple', string_agg(quote_literal(r.l), ' | ')) AS tq FROM (
-        SELECT x.l FROM (
-            SELECT l, (SELECT coalesce(sum(s.docs), 0) FROM knowledge_termstat s
-                       WHERE s.corpus = 'memory' AND s.lexeme = l) AS docs
-            FROM unnest(tsvector_to_array(q.search)) l) x
-        WHERE x.docs > 1
-        ORDER BY x.docs, x.l LIMIT {rare}) r) kw
+CROSS JOIN LATERAL (SELECT to_tsquery('simple', string_agg(quote_literal(l), ' | ')) AS tq
+                    FROM unnest(tsvector_to_array(q.search)) l) kw
 CROSS JOIN LATERAL (
     SELECT h.id FROM (
         SELECT m.id, m.search FROM {t} m
@@ -509,7 +501,6 @@ def related_for(memories: list[Memory], reader: Principal | None = None) -> dict
         t=Memory._meta.db_table,
         k=KEYWORD_CANDIDATES,
         v=VECTOR_CANDIDATES,
-        rare=RARE_LEXEMES,
         matched=MATCHED,
         cosine=CANDIDATE_COSINE,
     )

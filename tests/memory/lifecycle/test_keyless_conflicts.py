@@ -7,6 +7,7 @@ import datetime
 from django.utils import timezone
 
 from knowledge.models import AuditEvent, Memory
+from memory.lifecycle import selectors
 from tests import factory
 
 
@@ -81,3 +82,51 @@ def test_a_contradiction_the_writer_cannot_read_is_not_in_its_way(world):
     new = factory.make_queued_memory(world.copilot, "VPN-4012 is fixed by client 5.2.3")
     response = world.client("reviewer").post(f"/api/memory/{new.pk}/approve", {}, format="json")
     assert response.status_code == 200, response.json()
+
+
+def test_a_trusted_contradiction_stays_active_and_is_listed_until_someone_decides(client, world):
+    old = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
+    response = world.client("scribe").post(
+        "/api/memory",
+        {
+            "scope": "shared",
+            "text": "Acme wants support updates by phone only",
+            "sources": [{"kind": "kb", "ref": "KB-1"}],
+        },
+        format="json",
+    )
+    body = response.json()
+    assert body["status"] == "active" and body["conflict_with"] == [old.pk]
+    assert Memory.objects.get(pk=old.pk).status == "active"
+    assert (old.pk, body["id"]) in selectors.conflict_pairs()
+    event = AuditEvent.objects.get(action="memory.written", object_ids__contains=[str(body["id"])])
+    assert event.data["conflict_with"] == [old.pk]
+
+    client.force_login(world.reviewer)
+    page = client.get("/review/").content.decode()
+    section = page.split('id="conflicts-in-force"')[1].split("</section>")[0]
+    assert f'data-memory="{old.pk}"' in section and f'data-memory="{body["id"]}"' in section
+    assert "contradiction" in section
+
+    client.post(f"/review/{body['id']}/keep", {"decision": "replace"})
+    assert Memory.objects.get(pk=old.pk).superseded_by_id == body["id"]
+    assert selectors.conflict_pairs() == []
+
+
+def test_a_trusted_write_that_agrees_marks_nothing(world):
+    factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
+    body = (
+        world.client("scribe")
+        .post(
+            "/api/memory",
+            {
+                "scope": "shared",
+                "text": "Acme wants support updates by e-mail only, weekly",
+                "sources": [{"kind": "kb", "ref": "KB-1"}],
+            },
+            format="json",
+        )
+        .json()
+    )
+    assert body["status"] == "active" and "conflict_with" not in body
+    assert selectors.conflict_pairs() == []
