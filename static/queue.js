@@ -22,6 +22,7 @@
     const link = document.querySelector(`#queue nav.pager a[rel=${rel}]`);
     if (!link) return false;
     pageFocus = focus;
+    decided = pendingFocus = null; // the new page decides where focus goes
     link.click(); // htmx swaps the page in (a plain link without it)
     return true;
   };
@@ -158,8 +159,9 @@
   }, true);
 
   // Out-of-band swaps settle too; act once, when the decided card itself has been replaced.
-  document.addEventListener("htmx:afterSettle", () => {
+  document.addEventListener("htmx:afterSettle", (event) => {
     if (pageFocus) {
+      if (event.target.id !== "queue") return; // an earlier decision's swap settling late
       const list = cards();
       const card = pageFocus === "last" ? list[list.length - 1] : list[0];
       pageFocus = null;

@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import retarget
@@ -88,7 +89,9 @@ def _queue_context(
         found = queue.queue_offset_after(where, owner=owner, order=order, after=form.after_id)
         if found is not None:
             offset = found if found < total else (pages - 1) * size
-    number = offset // size + 1
+    # A page that starts past the first memory has a previous page, even when decisions made on
+    # the one before moved it up by less than a page ("page 2" may start at the 7th memory).
+    number = -(-offset // size) + 1
     items = queue.queue_page(
         where, owner=owner, order=order, offset=offset, size=size, principal=request.principal
     )
@@ -122,6 +125,7 @@ def _queue_context(
     }
 
 
+@never_cache  # back from a memory's source shows the queue as it is now, not the page first loaded
 @vary_on_headers("HX-Request")
 @reviewer_required
 @require_GET

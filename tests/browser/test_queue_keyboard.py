@@ -187,3 +187,141 @@ def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world):
     assert {statuses[m.pk] for m in alice} == {"active"} and statuses[bob.pk] == "queued"
     batches = set(AuditEvent.objects.filter(action="memory.approved").values_list("batch_id", flat=True))
     assert len(batches) == 1  # one batch, restorable from the Audit tab
+
+
+BILLING_FACTS = [  # twenty facts sharing no word but "billing", so none relates to another
+    "Acme settles by bank transfer",
+    "Globex receives paper statements",
+    "Initech purchase orders need references",
+    "Credit notes are numbered yearly",
+    "Umbrella's VAT number is on file",
+    "Hooli asked for monthly summaries",
+    "Stark Industries uses US dollars",
+    "Wayne Enterprises has a discount agreement",
+    "Dunder Mifflin sends remittance advice",
+    "Soylent's account is on hold",
+    "Vandelay prefers SEPA direct debit",
+    "Cyberdyne wants everything sent to Zurich",
+    "Tyrell needs German translations",
+    "Oscorp's contract renews in spring",
+    "Aperture's contact person is Glados",
+    "Massive Dynamic accepts PDF only",
+    "Prestige Worldwide has unlimited spending",
+    "Gringotts charges wire fees",
+    "Monsters Inc pays quarterly",
+    "Pied Piper's card expired",
+]
+
+
+def test_a_mixed_queue_of_thirty_is_worked_through_without_the_mouse(page, world):
+    """Issue 53: thirty queued memories over three pages — approve, replace, keep both, reject a
+    conflict, reject as a duplicate, edit then approve, open the source and come back, reject
+    with a reason, skip one, then filter with / and approve the rest that match with A, Enter."""
+    copilot = world.copilot
+    slack = factory.make_memory(copilot, "Acme prefers Slack", key="acme.channel", value="slack")
+    nine = factory.make_memory(copilot, "The office opens at 9", key="office.opens", value="9")
+    noon = factory.make_memory(copilot, "Lunch is at noon", key="lunch.time", value="12:00")
+    priya = factory.make_memory(world.scribe, "Priya is on call this week.", store="shared")
+    cards = [
+        factory.make_queued_memory(copilot, "Bob owns the billing service."),
+        factory.make_queued_memory(copilot, "Acme prefers e-mail", key="acme.channel", value="email"),
+        factory.make_queued_memory(copilot, "The office opens at 8", key="office.opens", value="8"),
+        factory.make_queued_memory(copilot, "Lunch is at eleven", key="lunch.time", value="11:00"),
+        factory.make_queued_memory(copilot, "priya is on call this week.", store="shared", tier="episodic"),
+        factory.make_queued_memory(copilot, "Invoices go out on the 1st."),
+        factory.make_queued_memory(
+            copilot, "Acme's Slack is acme.slack.com", sources=[{"kind": "memory", "ref": str(slack.pk)}]
+        ),
+        factory.make_queued_memory(copilot, "The moon is made of cheese."),
+        factory.make_queued_memory(copilot, "A memory the reviewer leaves for later."),
+        factory.make_queued_memory(copilot, "Carol approves refunds over 500 EUR."),
+    ]
+    rest = [factory.make_queued_memory(copilot, f"{fact} (billing).") for fact in BILLING_FACTS]
+    (plain, email, eight, eleven, dup, invoices, slack_url, moon, later, carol) = cards
+    login(page, "rita")
+    page.goto("/review/")
+    expect(page.locator("#queue nav.pager").first).to_contain_text("page 1 of 3 · 30 matches")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    _wait_focus(page, f"memory-{plain.pk}")
+
+    def decided(memory, then):
+        page.locator(f"#memory-{memory.pk}.result").wait_for()
+        _wait_focus(page, f"memory-{then.pk}")
+
+    page.keyboard.press("a")
+    decided(plain, email)
+    page.keyboard.press("1")  # replace
+    decided(email, eight)
+    page.keyboard.press("2")  # keep both: the date is focused, Enter approves
+    assert page.evaluate("document.activeElement.name") == "boundary"
+    page.keyboard.press("Enter")
+    decided(eight, eleven)
+    page.keyboard.press("r")  # a conflict rejected: neither memory changes
+    page.keyboard.type("lunch did not move")
+    page.keyboard.press("Enter")
+    decided(eleven, dup)
+    page.keyboard.press("d")
+    decided(dup, invoices)
+    page.keyboard.press("e")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("Invoices go out on the 2nd.")
+    page.keyboard.press("Control+Enter")
+    decided(invoices, slack_url)
+
+    page.keyboard.press("o")  # its source, the memory it cites; then back to the queue
+    page.wait_for_url(f"**/memories/{slack.pk}/")
+    page.go_back()
+    page.locator(f"#memory-{slack_url.pk}").wait_for()
+    if not page.evaluate("document.activeElement.closest('article.qitem')"):
+        page.keyboard.press("j")  # no card in focus after a fresh load: j takes the first
+    _wait_focus(page, f"memory-{slack_url.pk}")
+    page.keyboard.press("a")
+    decided(slack_url, moon)
+    page.keyboard.press("r")
+    page.keyboard.type("not a fact")
+    page.keyboard.press("Enter")
+    decided(moon, later)
+    page.keyboard.press("j")  # left for later
+    _wait_focus(page, f"memory-{carol.pk}")
+    page.keyboard.press("a")
+    decided(carol, rest[0])  # the page was loaded afresh on coming back: it runs on to rest[5]
+    page.keyboard.press("a")
+    decided(rest[0], rest[1])
+
+    page.keyboard.press("n")  # page 2 starts after the last memory page 1 showed
+    _wait_focus(page, f"memory-{rest[6].pk}")
+    assert f"after={rest[5].pk}" in page.url
+    page.keyboard.press("a")
+    decided(rest[6], rest[7])
+    page.keyboard.press("p")  # and back
+    _wait_focus(page, f"memory-{later.pk}")
+
+    page.keyboard.press("/")
+    page.keyboard.type("(billing)")
+    page.keyboard.press("Enter")
+    expect(page.locator("#approve-matching")).to_contain_text("Approve all 18 matching")
+    page.keyboard.press("Escape")  # back out of the text field, then decide all that match
+    page.keyboard.press("A")
+    expect(page.locator("#confirm-bulk")).to_contain_text("Approve 18 memories?")
+    page.keyboard.press("Enter")
+    # htmx swaps the notice in; a confirmation faster than htmx wires the new form posts it
+    # plainly, and the page comes back with the same words as a message.
+    expect(page.locator("main")).to_contain_text("Approved 18 memories matching the filter", timeout=15_000)
+    page.keyboard.press("?")
+    keys = page.locator("#queue-keys").inner_text()
+    for what in ("reject as a duplicate", "replace", "keep both", "reject", "open its first source", "edit"):
+        assert what in keys, what
+
+    status = dict(Memory.objects.values_list("pk", "status"))
+    assert [status[m.pk] for m in cards] == [
+        "active", "active", "active", "rejected", "rejected", "active", "active", "rejected", "queued", "active",
+    ]  # fmt: skip
+    assert {status[m.pk] for m in rest} == {"active"}
+    assert (status[slack.pk], status[nine.pk], status[noon.pk], status[priya.pk]) == (
+        "superseded", "active", "active", "active",
+    )  # fmt: skip
+    invoices.refresh_from_db()
+    assert (invoices.text, invoices.version) == ("Invoices go out on the 2nd.", 2)
+    assert Memory.objects.get(pk=dup.pk).status_reason == f"duplicate of #{priya.pk}"
+    assert list(Memory.objects.filter(status="queued").values_list("pk", flat=True)) == [later.pk]

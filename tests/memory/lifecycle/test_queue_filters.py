@@ -86,6 +86,15 @@ def test_the_queue_pages_in_either_order(rita, world):
     assert shown(rita.get("/review/?page=99").content.decode()) == {m.pk for m in memories[10:]}
 
 
+def test_the_next_page_after_decisions_still_leads_back_to_the_memories_before_it(rita, world):
+    memories = [factory.make_queued_memory(world.copilot, f"waiting {i}") for i in range(15)]
+    Memory.objects.filter(pk__in=[m.pk for m in memories[:4]]).update(status="active")  # decided
+    second = rita.get(f"/review/?after={memories[9].pk}").content.decode()
+    assert shown(second) == {m.pk for m in memories[10:]}  # the 7th to 11th still queued
+    assert "page 2 of 2 · 11 matches" in second and 'rel="prev" href="/review/"' in second
+    assert shown(rita.get("/review/").content.decode()) == {m.pk for m in memories[4:14]}
+
+
 def test_a_page_of_fifty_takes_a_bounded_number_of_queries(rita, world, django_assert_max_num_queries):
     old = factory.make_memory(world.copilot, "old", key="k", value=-1)
     for i in range(50):
