@@ -342,11 +342,10 @@ def gate_before_activation(
     *, memory: Memory, actor, route: str, reviewed: bool, decision=None, boundary=None
 ):
     """Called by the one activation function once the memory is stored, before it goes into
-    force; returns (allow, reason, verdict). No model call is made here. A version that already
-    passed (or is untested) goes ahead in every mode but off, so does an unchecked one by
-    `unchecked_goes_ahead`.
+    force; returns (allow, reason, verdict). No model call is made here.
 
-    enforce: an agent without gate cases goes ahead (its untested verdict recorded and audited);
+    enforce: a version that already passed (or is untested) goes ahead, so does an unchecked one
+    by `unchecked_goes_ahead`; an agent without gate cases goes ahead (its untested verdict recorded and audited);
     otherwise the memory is held (queue reason gate) and a check is queued with what asked for
     the activation (`actor`, `route`, a conflict `decision` and its `boundary`), for
     memory.lifecycle.gated to activate it when it passes. A check already waiting for this
@@ -356,6 +355,11 @@ def gate_before_activation(
     mode = setting_get("BRAIN_MEMORY_ACTIVATION_GATE")
     if mode == OFF:
         return True, "", ""
+    if mode == SHADOW:
+        if gate_tested(memory.owner):
+            # Agents without a gate dataset are untested: nothing to queue, nothing to spend.
+            transaction.on_commit(lambda: gate_enqueue(memory=memory))
+        return True, "", ""
     last = gate_last(memory)
     if last is not None and (
         last.verdict in (GateCheck.PASS, GateCheck.UNTESTED)
@@ -364,34 +368,29 @@ def gate_before_activation(
         )
     ):
         return True, "", last.verdict
-    if mode == ENFORCE:
-        untested = _untested(memory)
-        if untested:
-            check = GateCheck(memory=memory, memory_version=memory.version, trigger=ENFORCE)
-            _record(check, untested, actor=Principal.system(SYSTEM_ACTOR))
-            return True, "", GateCheck.UNTESTED
-        asked = {
-            "actor": actor_args(actor),
-            "route": route,
-            "decision": decision,
-            "boundary": boundary.isoformat() if boundary else None,
-        }
-        waiting = GateCheck.objects.filter(
-            memory=memory,
-            memory_version=memory.version,
-            trigger=ENFORCE,
-            verdict__in=[GateCheck.PENDING, GateCheck.RUNNING],
-        ).first()
-        if waiting is None:
-            waiting, _ = gate_check_queue(actor=actor, memory=memory, trigger=ENFORCE, activation=asked)
-        else:
-            GateCheck.objects.filter(pk=waiting.pk, verdict=GateCheck.PENDING).update(activation=asked)
-        return (
-            False,
-            f"gate: waiting for the eval gate's check (check {waiting.pk}, in the background)",
-            GateCheck.PENDING,
-        )
-    if mode == SHADOW and gate_tested(memory.owner):
-        # Agents without a gate dataset are untested: nothing to queue, nothing to spend.
-        transaction.on_commit(lambda: gate_enqueue(memory=memory))
-    return True, "", ""
+    untested = _untested(memory)
+    if untested:
+        check = GateCheck(memory=memory, memory_version=memory.version, trigger=ENFORCE)
+        _record(check, untested, actor=Principal.system(SYSTEM_ACTOR))
+        return True, "", GateCheck.UNTESTED
+    asked = {
+        "actor": actor_args(actor),
+        "route": route,
+        "decision": decision,
+        "boundary": boundary.isoformat() if boundary else None,
+    }
+    waiting = GateCheck.objects.filter(
+        memory=memory,
+        memory_version=memory.version,
+        trigger=ENFORCE,
+        verdict__in=[GateCheck.PENDING, GateCheck.RUNNING],
+    ).first()
+    if waiting is None:
+        waiting, _ = gate_check_queue(actor=actor, memory=memory, trigger=ENFORCE, activation=asked)
+    else:
+        GateCheck.objects.filter(pk=waiting.pk, verdict=GateCheck.PENDING).update(activation=asked)
+    return (
+        False,
+        f"gate: waiting for the eval gate's check (check {waiting.pk}, in the background)",
+        GateCheck.PENDING,
+    )

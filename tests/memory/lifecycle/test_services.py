@@ -53,7 +53,7 @@ def test_dreaming_writes_go_active_at_once(world):
 def test_the_gate_hook_can_hold_a_memory_in_the_queue(world, monkeypatch):
     calls = []
 
-    def hold(memory, *, route):
+    def hold(memory, *, route, **asked):  # the hook also gets who asked and the conflict decision
         calls.append((memory, route))
         return activation_hooks.GateDecision(allow=False, reason="regressed case vpn-1", verdict="regressed")
 
