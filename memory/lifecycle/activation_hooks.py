@@ -5,7 +5,8 @@ activation function itself:
 
 - `gate_before_activation` — the eval gate (memory.gate). In `enforce` mode it holds the memory
   in the queue (reason gate) and queues its check, which memory.lifecycle.gated carries out in
-  the background; in `shadow` mode it queues a background check. It never calls the model.
+  the background; in `shadow` mode it queues a background check (none while no model is set:
+  it could only end "not checked"). It never calls the model.
 - `route_goes_active` — who goes into force at once (trusted agents', people's and Dreaming's writes, reviewer approvals), including the
   distiller's auto-activation setting.
 """
@@ -13,6 +14,7 @@ activation function itself:
 import datetime
 from dataclasses import dataclass
 
+from knowledge.llm import profile_resolve
 from knowledge.memories.activation import ENTRY_BLOCK, entry_block_goes_active
 from knowledge.models import Memory
 from knowledge.principal import Principal
@@ -45,6 +47,14 @@ def gate_before_activation(
     queued check so the memory is activated as it was asked for once the check passes.
     Returns GateDecision(allow=False, reason=..., verdict=...) to keep the memory queued with
     queue_reason "gate" (see memory.gate for the modes)."""
+    if (
+        setting_get("BRAIN_MEMORY_ACTIVATION_GATE") == gate.SHADOW
+        and gate.gate_tested(memory.owner)
+        and profile_resolve(agent=memory.owner).missing
+    ):
+        # Shadow mode changes nothing, and while no model is set its check could only end "not
+        # checked": no check, and no audit event on every edit. Enforce mode still holds.
+        return ALLOW
     outcome = outcome or {}
     boundary = outcome.get("boundary")
     allow, reason, verdict = gate.gate_before_activation(
