@@ -160,6 +160,23 @@ def test_a_held_trusted_write_goes_into_force_when_its_check_passes(world, gated
     assert event.actor_name == "eval-gate" and event.data["route"] == "api_write"
 
 
+def test_the_check_is_started_by_the_worker_once_the_write_commits(
+    world, gated, django_capture_on_commit_callbacks
+):
+    """The write's transaction queues the job; django-q2 (synchronous in tests) runs it after the
+    commit, outside the request's transaction and lock."""
+    set_gate("enforce")
+    dataset_create(actor=SYSTEM, name="memory-gate", kind="agent_turn", cases=CASES)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        memory = write(world, GOOD, who="scribe")
+    assert memory.status == Memory.QUEUED and gated.requests == []
+    for callback in callbacks:  # what the commit starts
+        callback()
+    memory.refresh_from_db()
+    assert memory.status == Memory.ACTIVE
+    assert ModelJob.objects.get(kind="gate.check").state == ModelJob.DONE
+
+
 def test_enforce_mode_holds_an_approval_and_the_job_activates_it(world, gated):
     set_gate("enforce")
     memory = write(world, GOOD, who="copilot")
