@@ -136,8 +136,6 @@ def memory_collection(request):
         route = write_route(data)
         memory = write.memory_write(actor=principal, route=route, **access.write_named(principal, data))
         created = not getattr(memory, "duplicate_of", None)
-        if created and memory.status == Memory.QUEUED:
-            memory.related = related_for([memory], principal)[memory.pk]
         return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     filters = request.query_params.copy()

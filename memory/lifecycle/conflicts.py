@@ -142,6 +142,40 @@ def contradictions_mark(memory: Memory) -> list[int]:
     return [r.memory.pk for r in found]
 
 
+def contradictions_mark_later(memory_id: int) -> None:
+    """Queue contradictions_marked for a memory that just went active (after its commit): the
+    finder costs a write more than its budget, so it runs in the worker (inline in tests)."""
+    from django_q.tasks import async_task
+
+    async_task(
+        "memory.lifecycle.conflicts.contradictions_marked", memory_id, task_name="contradictions (write)"
+    )
+
+
+def contradictions_marked(memory_id: int) -> list[int]:
+    """The worker's side of contradictions_mark_later: mark the pairs in one transaction, and
+    audit them on the memory (memory.contradictions_marked). Nothing when the memory is no
+    longer active."""
+
+    with transaction.atomic():
+        memory = Memory.objects.select_related("owner").filter(pk=memory_id, status=Memory.ACTIVE).first()
+        if memory is None:
+            return []
+        ids = contradictions_mark(memory)
+        if ids:
+            audit_record(
+                "memory.contradictions_marked",
+                actor=Principal.system("relations"),
+                store=memory.store,
+                owner=memory.owner.name,
+                object_type="memory",
+                object_ids=[str(memory.pk), *map(str, ids)],
+                reason="contradicts active memories; both stay active until someone decides",
+                data={"memory": memory.pk, "conflict_with": ids},
+            )
+        return ids
+
+
 def marked_contradictions(memory: Memory) -> list[Memory]:
     """The active memories recorded as contradicting `memory` (either side of the pair)."""
     ids = (

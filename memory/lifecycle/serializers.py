@@ -258,14 +258,8 @@ class MemorySerializer(serializers.Serializer):
     related = RelatedSerializer(
         many=True,
         required=False,
-        help_text="A queued memory's (and a new one's): the active memories it duplicates or "
+        help_text="A queued memory's, on GET /api/memory/{id}: the active memories it duplicates or "
         "contradicts, in the stores its agent may read (memory.matching.relations).",
-    )
-    conflict_with = serializers.ListField(
-        child=serializers.IntegerField(),
-        required=False,
-        help_text="A write that went active against active memories it contradicts (the relation "
-        "finder's rules): their ids. Both stay active, under Conflicts in force until a reviewer decides.",
     )
 
 
@@ -336,7 +330,6 @@ def memory_out(memory: Memory, sources=None) -> dict:
             else {}
         ),
         **({"related": [r.as_dict() for r in memory.related]} if hasattr(memory, "related") else {}),
-        **({"conflict_with": memory.conflict_with} if getattr(memory, "conflict_with", None) else {}),
     }
 
 

@@ -22,7 +22,7 @@ from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
 from memory.lifecycle.activation_hooks import API_WRITE, IMPORT
 from memory.lifecycle.common import QUEUE_NEW, memory_lock
-from memory.lifecycle.conflicts import MemoryConflict, contradictions_mark, policy_violation_record
+from memory.lifecycle.conflicts import MemoryConflict, contradictions_mark_later, policy_violation_record
 from memory.lifecycle.duplicates import exact_duplicate_for_write
 
 MAX_TEXT = MAX_MEMORY_TEXT
@@ -312,13 +312,10 @@ def memory_write(
             status = activation_carry_out(
                 actor=actor, memory=memory, route=route, activation=activation, now=now
             )
-            # a trusted write that contradicts active memories stays active; the pairs are marked
-            conflict_with = (
-                contradictions_mark(memory) if route == API_WRITE and status == Memory.ACTIVE else []
-            )
-            if conflict_with:
-                memory.conflict_with = conflict_with
-                audit_data = {**(audit_data or {}), "conflict_with": conflict_with}
+            if route == API_WRITE and status == Memory.ACTIVE and not memory.key:
+                # a trusted write that contradicts active memories stays active; the relation
+                # finder marks the pairs in the background (contradictions_mark_later)
+                transaction.on_commit(lambda pk=memory.pk: contradictions_mark_later(pk))
             memory_written_audit(
                 actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
             )

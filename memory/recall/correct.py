@@ -6,16 +6,19 @@ Applied to the candidates a search or a context may show, before they are packed
 - memories in a conflict still in force (same store and key, another value, overlapping
   validity — the conflict rule of memory.lifecycle) keep only the newest one among those
   ranked, which carries `conflict_with` and a note "(conflicts with #10: Slack)". A conflict
-  can exist only in older data or after a restore: activation refuses to create one.
+  can exist only in older data or after a restore: activation refuses to create one;
+- memories without a key in a contradiction still in force (a trusted write recorded against
+  an active memory: knowledge.MemoryContradiction) likewise: the newest ranked one stands,
+  with "(disagrees with #10 from 2026-11-02: …)", so an agent can say "was X until then".
 
-One statement, and only when a ranked memory has a key."""
+One statement for each, the first only when a ranked memory has a key."""
 
 import json
 
 from django.db.models import Q
 
 from knowledge import access
-from knowledge.models import Memory
+from knowledge.models import Memory, MemoryContradiction
 from memory.matching.facts import contradicts, windows_overlap
 from memory.matching.terms import key_terms, near_identical, normalised
 from memory.recall.routes import MEMORY
@@ -27,6 +30,12 @@ def _label(row: Memory) -> str:
         shown = json.dumps(row.value, ensure_ascii=False)
     shown = shown if shown is not None else " ".join(row.text.split())
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _claim(row: Memory) -> str:
+    """What a keyless memory says, for a note (its text, up to 80 characters)."""
+    shown = " ".join(row.text.split())
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _start(row: Memory):
@@ -87,6 +96,41 @@ def correct_candidates(candidates: list, *, upto: int) -> list:
             others = [r for r in rivals if r.pk != me.pk]
             cand.conflict_with = sorted(r.pk for r in others)
             cand.conflict_note = "(conflicts with " + ", ".join(f"#{r.pk}: {_label(r)}" for r in others) + ")"
+    _contradictions(memories, drop)
     if not drop:
         return candidates
     return [c for c in head if c.key not in drop] + candidates[upto:]
+
+
+def _contradictions(memories: list, drop: set) -> None:
+    """Keyless memories in a recorded contradiction in force (both active, overlapping
+    validity): the newest among those ranked stands, with the note; the others are dropped."""
+    keyless = {c.id: c for c in memories if not c.obj.key and c.key not in drop}
+    if not keyless:
+        return
+    pairs = MemoryContradiction.objects.filter(
+        Q(memory_id__in=keyless) | Q(other_id__in=keyless),
+        memory__status=Memory.ACTIVE,
+        other__status=Memory.ACTIVE,
+    ).select_related("memory", "other")
+    rivals: dict[int, list[Memory]] = {}
+    for pair in pairs:
+        a, b = pair.memory, pair.other
+        if windows_overlap(a.valid_from, a.valid_to, b.valid_from, b.valid_to):
+            rivals.setdefault(a.pk, []).append(b)
+            rivals.setdefault(b.pk, []).append(a)
+    for memory_id, others in rivals.items():
+        cand = keyless.get(memory_id)
+        if cand is None:
+            continue
+        newest = max([cand.obj, *others], key=lambda r: (_start(r), r.pk))
+        if newest.pk != memory_id and newest.pk in keyless:
+            drop.add(cand.key)
+            continue
+        older = sorted(others, key=lambda r: (_start(r), r.pk))
+        cand.conflict_with = [r.pk for r in older]
+        cand.conflict_note = (
+            "(disagrees with "
+            + ", ".join(f"#{r.pk} from {_start(r):%Y-%m-%d}: {_claim(r)}" for r in older)
+            + ")"
+        )

@@ -223,10 +223,8 @@ def test_the_number_of_queries_per_write_is_bounded(world, django_assert_max_num
     client = world.client("scribe")
     client.post("/api/memory", VPN, format="json")  # token last_used_at is written once a minute
     # + 1: the exact-duplicate lookup of an agent's write (one index probe, memory_live_norm_idx)
-    # + 5 for a keyless write that goes active and contradicts one (here 5.2.1 against 5.2.2): the
-    # relation finder's candidates, the stores its agent reads (two), the candidates' rows and
-    # the contradiction marks (memory.lifecycle.conflicts.contradictions_mark)
-    with django_assert_max_num_queries(12):
+    # (the relation finder runs after commit, in the worker: memory.lifecycle.conflicts)
+    with django_assert_max_num_queries(7):
         response = client.post(
             "/api/memory",
             {
@@ -239,9 +237,7 @@ def test_the_number_of_queries_per_write_is_bounded(world, django_assert_max_num
     assert response.status_code == 201
     client = world.client("copilot")
     client.post("/api/memory", VPN, format="json")
-    # + 4 for a queued write: the relation finder's candidates (memory.matching.relations: one
-    # statement, both routes), the stores its agent reads (two) and the candidates' rows
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(7):
         assert (
             client.post("/api/memory", {**VPN, "text": "VPN-4013 needs a reboot"}, format="json").status_code
             == 201

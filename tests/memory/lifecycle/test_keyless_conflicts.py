@@ -84,23 +84,25 @@ def test_a_contradiction_the_writer_cannot_read_is_not_in_its_way(world):
     assert response.status_code == 200, response.json()
 
 
-def test_a_trusted_contradiction_stays_active_and_is_listed_until_someone_decides(client, world):
+def trusted_write(world, text, capture):
+    """The scribe's write, and the finder's background step after its commit."""
+    body = {"scope": "shared", "text": text, "sources": [{"kind": "kb", "ref": "KB-1"}]}
+    with capture(execute=True):
+        return world.client("scribe").post("/api/memory", body, format="json").json()
+
+
+def test_a_trusted_contradiction_stays_active_and_is_listed_until_someone_decides(
+    client, world, django_capture_on_commit_callbacks
+):
     old = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
-    response = world.client("scribe").post(
-        "/api/memory",
-        {
-            "scope": "shared",
-            "text": "Acme wants support updates by phone only",
-            "sources": [{"kind": "kb", "ref": "KB-1"}],
-        },
-        format="json",
+    body = trusted_write(
+        world, "Acme wants support updates by phone only", django_capture_on_commit_callbacks
     )
-    body = response.json()
-    assert body["status"] == "active" and body["conflict_with"] == [old.pk]
+    assert body["status"] == "active"
     assert Memory.objects.get(pk=old.pk).status == "active"
     assert (old.pk, body["id"]) in selectors.conflict_pairs()
-    event = AuditEvent.objects.get(action="memory.written", object_ids__contains=[str(body["id"])])
-    assert event.data["conflict_with"] == [old.pk]
+    event = AuditEvent.objects.get(action="memory.contradictions_marked")
+    assert event.data == {"memory": body["id"], "conflict_with": [old.pk]}
 
     client.force_login(world.reviewer)
     page = client.get("/review/").content.decode()
@@ -113,20 +115,33 @@ def test_a_trusted_contradiction_stays_active_and_is_listed_until_someone_decide
     assert selectors.conflict_pairs() == []
 
 
-def test_a_trusted_write_that_agrees_marks_nothing(world):
+def test_a_trusted_write_that_agrees_marks_nothing(world, django_capture_on_commit_callbacks):
     factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
-    body = (
-        world.client("scribe")
-        .post(
-            "/api/memory",
-            {
-                "scope": "shared",
-                "text": "Acme wants support updates by e-mail only, weekly",
-                "sources": [{"kind": "kb", "ref": "KB-1"}],
-            },
-            format="json",
-        )
-        .json()
+    body = trusted_write(
+        world, "Acme wants support updates by e-mail only, weekly", django_capture_on_commit_callbacks
     )
-    assert body["status"] == "active" and "conflict_with" not in body
+    assert body["status"] == "active"
     assert selectors.conflict_pairs() == []
+    assert not AuditEvent.objects.filter(action="memory.contradictions_marked").exists()
+
+
+def test_recall_shows_an_undecided_contradiction_as_the_newest_with_the_older_dated(
+    world, django_capture_on_commit_callbacks
+):
+    conv = factory.make_conversation(world.copilot, world.general)
+    old = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
+    Memory.objects.filter(pk=old.pk).update(valid_from=timezone.now() - datetime.timedelta(days=30))
+    new = trusted_write(world, "Acme wants support updates by phone only", django_capture_on_commit_callbacks)
+    body = world.client("copilot").post(
+        "/api/memory/search",
+        {"agent": "copilot", "conversation": conv.pk, "q": "How does Acme want support updates?"},
+        format="json",
+    )
+    memories = [r for r in body.json()["results"] if r["kind"] == "memory"]
+    assert [r["id"] for r in memories] == [new["id"]]
+    since = (timezone.now() - datetime.timedelta(days=30)).date().isoformat()
+    assert (
+        f"(disagrees with #{old.pk} from {since}: Acme wants support updates by e-mail only)"
+        in memories[0]["text"]
+    )
+    assert memories[0]["conflict_with"] == [old.pk]
