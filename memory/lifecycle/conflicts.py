@@ -16,7 +16,10 @@ from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import REVIEW
 from memory.matching.facts import contradicts, windows_overlap
-from memory.matching.relations import CONTRADICTION, related_for
+from memory.matching.relation_model import model_relation
+from memory.matching.relations import CONTRADICTION, UNDECIDED, Related, related_for
+
+MODEL_PAIRS = 3  # undecided pairs put to the model per trusted write
 
 ANTI_DRIFT_CONFIDENCE = 0.9
 # The decisions a conflict (same store, same key, another value, overlapping validity) needs
@@ -131,10 +134,21 @@ def contradicted_active(memory: Memory) -> list[Memory]:
 def contradictions_mark(memory: Memory) -> list[int]:
     """A keyless memory that went active (a trusted writer's) and contradicts active memories
     stays active: each such pair is recorded (MemoryContradiction) and listed under "Conflicts
-    in force" until someone decides. Inside the caller's transaction. Returns the other ids."""
+    in force" until someone decides. Pairs the rules leave undecided are put to the light model
+    when one is configured (memory.matching.relation_model; a reply failing its schema or check
+    records nothing). Inside the caller's transaction (the background task's, never a
+    request's). Returns the other ids."""
     if memory.key or memory.status != Memory.ACTIVE:
         return []
-    found = [r for r in related_for([memory])[memory.pk] if r.relation == CONTRADICTION]
+    related = related_for([memory], undecided=True)[memory.pk]
+    found = [r for r in related if r.relation == CONTRADICTION]
+    # the pairs no rule decides go to the light model when one may be asked (at most MODEL_PAIRS)
+    for r in [r for r in related if r.kind == UNDECIDED][:MODEL_PAIRS]:
+        said = model_relation(
+            r.memory.text, memory.text, agent=memory.owner, actor=Principal.system("relations")
+        )
+        if said is not None and said.relation == CONTRADICTION:
+            found.append(Related(r.memory, CONTRADICTION, said.kind, r.score, said.why))
     MemoryContradiction.objects.bulk_create(
         [MemoryContradiction(memory=memory, other=r.memory, why=r.why[:500]) for r in found],
         ignore_conflicts=True,

@@ -334,6 +334,7 @@ class Relation:
 
 
 NEITHER = ""
+UNDECIDED = "undecided"  # the kind of a same-subject pair no rule decides (a model may: relation_model)
 
 
 def _opposite(a: Reading, b: Reading) -> tuple[str, str] | None:
@@ -428,11 +429,11 @@ def classify(text_a: str, text_b: str, *, same_subject: bool = False, params: di
     if slots:
         return Relation(NEITHER, "", score, "differs in more than one place: another subject")
     if (only_a and only_b) or (names_a and names_b):
-        return Relation(NEITHER, "", score, "each says what the other does not")
+        return Relation(NEITHER, UNDECIDED, score, "each says what the other does not")
     covered = min(_coverage(a, b), _coverage(b, a))
     if covered >= p["duplicate"]:
         return Relation(DUPLICATE, "paraphrase", score, "the same claim in other words")
-    return Relation(NEITHER, "", score, "the same subject, both can hold")
+    return Relation(NEITHER, UNDECIDED, score, "the same subject, both can hold")
 
 
 # --- The finder: which active memories a memory duplicates or contradicts ----------------------
@@ -489,11 +490,14 @@ def _reader_q(memory: Memory, reader: Principal | None) -> Q:
     return q
 
 
-def related_for(memories: list[Memory], reader: Principal | None = None) -> dict[int, list[Related]]:
+def related_for(
+    memories: list[Memory], reader: Principal | None = None, *, undecided: bool = False
+) -> dict[int, list[Related]]:
     """For each memory: the active memories it duplicates or contradicts among those its owner
     (and `reader`, when given) may read — contradictions first, then by shared subject; at
     most RELATED_MOST. A contradiction is never listed as a duplicate. The memory it names in
-    `supersedes` is left out (its writer already said it replaces it)."""
+    `supersedes` is left out (its writer already said it replaces it). With `undecided`, the
+    same-subject pairs no rule decides come too (relation "", kind UNDECIDED)."""
     if not memories:
         return {}
     ids = [m.pk for m in memories]
@@ -528,9 +532,9 @@ def related_for(memories: list[Memory], reader: Principal | None = None) -> dict
         if other is None or other.pk == memory.supersedes_id:
             continue
         relation = classify(other.text, memory.text)
-        if relation.relation:
+        if relation.relation or (undecided and relation.kind == UNDECIDED):
             out[q_id].append(Related(other, relation.relation, relation.kind, relation.score, relation.why))
     for found in out.values():
-        found.sort(key=lambda r: (r.relation != CONTRADICTION, -r.score, r.memory.pk))
+        found.sort(key=lambda r: (r.relation != CONTRADICTION, not r.relation, -r.score, r.memory.pk))
         del found[RELATED_MOST:]
     return out
