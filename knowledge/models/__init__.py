@@ -7,7 +7,7 @@ from knowledge.models.materials import ConnectorGrant, Material, MaterialVersion
 from knowledge.models.memo import PinnedMemo
 from knowledge.models.memories import Memory, MemoryContradiction, MemorySource, MemoryVersion
 from knowledge.models.messages import ChannelIntegration, Episode, Message, MessageVector
-from knowledge.models.principals import Agent, ApiToken, Integration, Person
+from knowledge.models.principals import Agent, ApiToken, ConsolePreferences, Integration, Person
 from knowledge.models.skills import AgentSkill, Skill, TaskOutcome
 from knowledge.models.sources import SourceState
 from knowledge.models.system import AuthFailure, EmbeddingClaim, EmbeddingMinute, Heartbeat, Setting, TermStat
@@ -21,6 +21,7 @@ __all__ = [
     "Channel",
     "ChannelIntegration",
     "ConnectorGrant",
+    "ConsolePreferences",
     "Conversation",
     "CurationGuide",
     "Entry",

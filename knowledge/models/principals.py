@@ -44,6 +44,19 @@ class Person(models.Model):
         return self.display_name or self.name
 
 
+class ConsolePreferences(models.Model):
+    """A console user's own choices that follow them from browser to browser: the colour theme
+    (auto follows the operating system)."""
+
+    AUTO, LIGHT, DARK = "auto", "light", "dark"
+    THEMES = [(t, t) for t in (AUTO, LIGHT, DARK)]
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="console_preferences"
+    )
+    theme = models.CharField(max_length=5, choices=THEMES, default=AUTO)
+
+
 class Integration(models.Model):
     """An external system (ticketing, KB, CRM…) that pushes source state; it reads no memory."""
 

@@ -1,4 +1,4 @@
-from knowledge.models import Agent
+from knowledge.models import Agent, ConsolePreferences
 from knowledge.principal import Principal, user_role
 
 
@@ -21,4 +21,19 @@ def console(request):
         "role": user_role(user),
         "owner_choices": list(Agent.objects.values_list("name", flat=True)),
         "owner": request.session.get("owner", ""),
+        "theme": _theme(request, user),
+        "themes": [t for t, _ in ConsolePreferences.THEMES],
     }
+
+
+def _theme(request, user) -> str:
+    """The user's colour theme, read from the database once a session (theme_set keeps the
+    session's copy current)."""
+    theme = request.session.get("theme")
+    if theme is None:
+        theme = (
+            ConsolePreferences.objects.filter(user=user).values_list("theme", flat=True).first()
+            or ConsolePreferences.AUTO
+        )
+        request.session["theme"] = theme
+    return theme

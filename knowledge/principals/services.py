@@ -9,7 +9,7 @@ from django.utils import timezone
 from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, NotFound, Refused
-from knowledge.models import Agent, ApiToken, Integration, Person, Setting
+from knowledge.models import Agent, ApiToken, ConsolePreferences, Integration, Person, Setting
 from knowledge.models.principals import hash_token
 from knowledge.principal import ADMIN, ROLES, Principal, user_role
 from knowledge.settings_store import MODES
@@ -223,6 +223,28 @@ def consoleuser_password_set(*, actor: Principal, user, password: str) -> None:
         user.set_password(password)
         user.save(update_fields=["password"])
         audit_record("user.password_changed", actor=actor, object_type="user", object_ids=[user.pk])
+
+
+def console_theme_set(*, actor: Principal, user, theme: str) -> ConsolePreferences:
+    """Set a console user's own colour theme (auto, light or dark), kept for them wherever they
+    sign in; audited with the old and new theme."""
+    if theme not in dict(ConsolePreferences.THEMES):
+        raise Invalid({"theme": f"Choose one of {', '.join(dict(ConsolePreferences.THEMES))}."})
+    if actor.user is None or actor.user.pk != user.pk:
+        raise Refused("You can choose only your own theme.")
+    with transaction.atomic():
+        preferences, _ = ConsolePreferences.objects.select_for_update().get_or_create(user=user)
+        before = preferences.theme
+        preferences.theme = theme
+        preferences.save(update_fields=["theme"])
+        audit_record(
+            "user.theme_changed",
+            actor=actor,
+            object_type="user",
+            object_ids=[user.pk],
+            data={"before": before, "after": theme},
+        )
+    return preferences
 
 
 def setting_set(*, actor: Principal, name: str, value) -> Setting:

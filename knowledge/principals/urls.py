@@ -17,6 +17,7 @@ urlpatterns = [
     path("people/tokens/", views.tokens_page, name="tokens"),
     path("people/tokens/<int:token_id>/revoke", views.token_revoke_page, name="token-revoke"),
     path("account/", views.account_page, name="account"),
+    path("account/theme", views.theme_set, name="theme-set"),
 ]
 
 api_urlpatterns = [

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.views import redirect_to_login
@@ -290,6 +291,20 @@ def token_revoke_page(request, token_id: int):
     services.token_revoke(actor=request.principal, token_id=token.pk)
     messages.success(request, f"Token {token.prefix}… ({token.owner_label}) revoked.")
     return redirect("tokens")
+
+
+@login_required
+@require_POST
+def theme_set(request):
+    """Anyone logged in: their colour theme, kept for them (and in this session, so no page
+    looks it up again)."""
+    theme = request.POST.get("theme", "")
+    try:
+        services.console_theme_set(actor=console_principal(request), user=request.user, theme=theme)
+    except Invalid as exc:
+        return HttpResponseBadRequest(error_text(exc))
+    request.session["theme"] = theme
+    return redirect(safe_next(request, request.POST.get("next")))
 
 
 def account_page(request):

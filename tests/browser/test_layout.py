@@ -78,3 +78,49 @@ def test_the_menu_folds_on_a_phone_and_is_one_row_on_a_laptop(page, live_server)
     assert max(tops) - min(tops) < 20, tops  # one row
     assert page.locator("link[rel=icon]").get_attribute("href").endswith("favicon.svg")
     assert page.request.get("/static/favicon.svg").ok
+
+
+# Whether any word of an element's text is split over two lines: a Range over each word gives
+# one box per line it is drawn on.
+BROKEN_WORDS = """els => els.flatMap(el => {
+  const broken = [];
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      if (range.getClientRects().length > 1) broken.push(match[0]);
+    }
+  }
+  return broken;
+})"""
+
+
+def test_queue_tabs_at_laptop_width_and_recall_headers_on_a_phone_keep_their_words(page, live_server):
+    """Issue 53: the queue's "All" tab beside the filters at 1280 px ("Al / l"), and the Recall
+    table's headers at 390 px ("KNOWLED / GE")."""
+    call_command("seed_demo", verbosity=0)
+    factory.make_user("adam", role="admin")
+    login(page, "adam")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/review/?agent=copilot")
+    tabs = page.locator("#queue-tabs a")
+    assert tabs.count() > 1
+    assert page.eval_on_selector_all("#queue-tabs a", BROKEN_WORDS) == []
+    all_tab = page.locator("#queue-tabs a", has_text="All").bounding_box()
+    other = tabs.nth(1).bounding_box()
+    assert abs(all_tab["height"] - other["height"]) < 2  # one line, like its neighbours
+
+    # The check sees a word split over two lines when there is one.
+    page.evaluate(
+        """() => { const p = document.createElement("p"); p.id = "squeezed"; p.textContent = "KNOWLEDGE";
+        p.style.width = "3ch"; p.style.overflowWrap = "anywhere"; document.body.append(p); }"""
+    )
+    assert page.eval_on_selector_all("#squeezed", BROKEN_WORDS) == ["KNOWLEDGE"]
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/recall/?agent=copilot&channel=general&q=printer")
+    headers = page.locator("#recall-results th")
+    assert headers.count() > 5
+    assert page.eval_on_selector_all("#recall-results th", BROKEN_WORDS) == []

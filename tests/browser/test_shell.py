@@ -63,3 +63,25 @@ def test_reviewer_reaches_the_status_tab_from_the_knowledge_page(page, world):
     assert page.locator("#coverage tbody tr").count() == 3
     page.click("#lints >> text=Pricing 2025")
     page.wait_for_url("**/knowledge/entries/*/")
+
+
+def test_a_chosen_dark_theme_overrides_the_system_and_is_kept_for_the_user(page, world):
+    """Issue 53: the header's theme choice, kept per user (another sign-in shows it too)."""
+    dark = "rgb(17, 20, 28)"  # --bg of the dark colours
+    background = "getComputedStyle(document.body).backgroundColor"
+    page.emulate_media(color_scheme="light")
+    login(page, "rita")
+    before = page.evaluate(background)
+    assert before != dark
+    page.locator(".who select[name=theme]").select_option("dark")
+    page.locator("html[data-theme=dark]").wait_for(state="attached")
+    assert page.evaluate(background) == dark
+    page.click("text=Log out")
+    page.wait_for_url("**/login/")
+    login(page, "rita")
+    assert page.evaluate(background) == dark  # kept for rita, whatever the system says
+    page.locator(".who select[name=theme]").select_option("auto")
+    page.locator("html:not([data-theme])").wait_for(state="attached")
+    assert page.evaluate(background) == before
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate(background) == dark  # auto follows the system again
