@@ -12,10 +12,15 @@ pytestmark = pytest.mark.browser
 
 
 def _queued(world, n):
-    return [
-        factory.make_queued_memory(world.copilot, f"Queued fact number {i} about the billing service.")
-        for i in range(n)
-    ]
+    # Unrelated facts: texts that differ only in a number contradict each other once one is
+    # approved (memory.matching.relations), and these tests are about plain approvals.
+    return [factory.make_queued_memory(world.copilot, f"{fact} (billing).") for fact in BILLING_FACTS[:n]]
+
+
+def _settled(page, target):
+    """Wait for htmx to finish settling a swap into `target` (the new content's own handlers are
+    wired by then), as a person reading it would."""
+    page.locator(f"{target}.htmx-settling").wait_for(state="detached")
 
 
 def _wait_focus(page, element_id):
@@ -301,9 +306,11 @@ def test_a_mixed_queue_of_thirty_is_worked_through_without_the_mouse(page, world
     page.keyboard.type("(billing)")
     page.keyboard.press("Enter")
     expect(page.locator("#approve-matching")).to_contain_text("Approve all 18 matching")
+    _settled(page, "#queue")
     page.keyboard.press("Escape")  # back out of the text field, then decide all that match
     page.keyboard.press("A")
     expect(page.locator("#confirm-bulk")).to_contain_text("Approve 18 memories?")
+    _settled(page, "#bulk-confirm")
     page.keyboard.press("Enter")
     # htmx swaps the notice in; a confirmation faster than htmx wires the new form posts it
     # plainly, and the page comes back with the same words as a message.
