@@ -4,17 +4,20 @@ different times), and the errors that say so."""
 
 import datetime
 import json
+import time
 
-from django.db import transaction
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
-from knowledge.models import Agent, Memory, MemoryContradiction
+from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
-from memory.lifecycle.activation_hooks import REVIEW
+from memory.lifecycle.activation_hooks import API_WRITE, REVIEW
 from memory.matching.facts import contradicts, windows_overlap
 from memory.matching.relation_model import model_relation
 from memory.matching.relations import CONTRADICTION, UNDECIDED, Related, related_for
@@ -140,7 +143,8 @@ def contradictions_mark(memory: Memory) -> list[int]:
     request's). Returns the other ids."""
     if memory.key or memory.status != Memory.ACTIVE:
         return []
-    related = related_for([memory], undecided=True)[memory.pk]
+    # only older memories: a pair is recorded once, from its newer side
+    related = [r for r in related_for([memory], undecided=True)[memory.pk] if r.memory.pk < memory.pk]
     found = [r for r in related if r.relation == CONTRADICTION]
     # the pairs no rule decides go to the light model when one may be asked (at most MODEL_PAIRS)
     for r in [r for r in related if r.kind == UNDECIDED][:MODEL_PAIRS]:
@@ -156,24 +160,70 @@ def contradictions_mark(memory: Memory) -> list[int]:
     return [r.memory.pk for r in found]
 
 
-def contradictions_mark_later(memory_id: int) -> None:
-    """Queue contradictions_marked for a memory that just went active (after its commit): the
-    finder costs a write more than its budget, so it runs in the worker (inline in tests)."""
+KICK_SECONDS = 5  # at most one sweep queued per web process per this many seconds
+SWEPT = "memory.contradictions_swept"
+FIRST_SWEEP = datetime.timedelta(hours=1)  # what the first sweep of an install looks back on
+
+
+def contradictions_mark_later() -> None:
+    """After a trusted keyless write's commit: queue the sweep (contradictions_sweep) at most
+    once per KICK_SECONDS per process. The sweep lingers past that window, so every write
+    committed meanwhile is in it and a write after it queues the next: the finder costs a write
+    more than its budget (docs/PERFORMANCE.md, "Relations"), so it runs in the worker, and a
+    task per write cost a fifth of the trusted write throughput."""
+    if not cache.add("brain:contradictions-kick", 1, timeout=KICK_SECONDS):
+        return
     from django_q.tasks import async_task
 
+    linger = 0 if settings.Q_CLUSTER.get("sync") else KICK_SECONDS + 1
     async_task(
-        "memory.lifecycle.conflicts.contradictions_marked", memory_id, task_name="contradictions (write)"
+        "memory.lifecycle.conflicts.contradictions_sweep",
+        linger_seconds=linger,
+        task_name="contradictions (kick)",
     )
 
 
+def contradictions_sweep(linger_seconds: float = 0) -> int:
+    """Every keyless memory an API write put in force since the last sweep (its memory.written
+    event after the last memory.contradictions_swept event's `upto`) is checked by
+    contradictions_marked. One sweep at a time (an advisory lock: a second waits, then sees the
+    writes the first could not). Returns how many memories it checked."""
+    if linger_seconds:
+        time.sleep(linger_seconds)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('brain:contradictions-sweep'))")
+        last = AuditEvent.objects.filter(action=SWEPT).order_by("-pk").values_list("data", flat=True).first()
+        events = AuditEvent.objects.filter(
+            action="memory.written", data__status=Memory.ACTIVE, data__route=API_WRITE
+        ).order_by("pk")
+        if last:
+            events = events.filter(pk__gt=last["upto"])
+        else:
+            events = events.filter(created_at__gte=timezone.now() - FIRST_SWEEP)
+        rows = list(events.values_list("pk", "object_ids"))
+        if not rows:
+            return 0
+        marked = 0
+        for _, object_ids in rows:
+            marked += bool(contradictions_marked(int(object_ids[0])))
+        audit_record(
+            SWEPT,
+            actor=Principal.system("relations"),
+            object_type="memory",
+            reason="the relation finder checked the keyless memories API writes put in force",
+            data={"upto": rows[-1][0], "checked": len(rows), "marked": marked},
+        )
+        return len(rows)
+
+
 def contradictions_marked(memory_id: int) -> list[int]:
-    """The worker's side of contradictions_mark_later: mark the pairs in one transaction, and
-    audit them on the memory (memory.contradictions_marked). Nothing when the memory is no
-    longer active."""
+    """Mark the pairs of one memory in one transaction, and audit them on the memory
+    (memory.contradictions_marked). Nothing when the memory is no longer active or has a key."""
 
     with transaction.atomic():
         memory = Memory.objects.select_related("owner").filter(pk=memory_id, status=Memory.ACTIVE).first()
-        if memory is None:
+        if memory is None or memory.key:
             return []
         ids = contradictions_mark(memory)
         if ids:

@@ -314,8 +314,8 @@ def memory_write(
             )
             if route == API_WRITE and status == Memory.ACTIVE and not memory.key:
                 # a trusted write that contradicts active memories stays active; the relation
-                # finder marks the pairs in the background (contradictions_mark_later)
-                transaction.on_commit(lambda pk=memory.pk: contradictions_mark_later(pk))
+                # finder marks the pairs in the background (contradictions_mark_later: a sweep)
+                transaction.on_commit(contradictions_mark_later)
             memory_written_audit(
                 actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
             )

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from knowledge.models import AuditEvent, Memory
 from memory.lifecycle import selectors
+from memory.lifecycle.conflicts import contradictions_sweep
 from tests import factory
 
 
@@ -85,10 +86,13 @@ def test_a_contradiction_the_writer_cannot_read_is_not_in_its_way(world):
 
 
 def trusted_write(world, text, capture):
-    """The scribe's write, and the finder's background step after its commit."""
+    """The scribe's write, and the finder's background sweep (queued after the commit at most
+    once per KICK_SECONDS per process, so run here too)."""
     body = {"scope": "shared", "text": text, "sources": [{"kind": "kb", "ref": "KB-1"}]}
     with capture(execute=True):
-        return world.client("scribe").post("/api/memory", body, format="json").json()
+        written = world.client("scribe").post("/api/memory", body, format="json").json()
+    contradictions_sweep()
+    return written
 
 
 def test_a_trusted_contradiction_stays_active_and_is_listed_until_someone_decides(
@@ -145,3 +149,25 @@ def test_recall_shows_an_undecided_contradiction_as_the_newest_with_the_older_da
         in memories[0]["text"]
     )
     assert memories[0]["conflict_with"] == [old.pk]
+
+
+def test_the_sweep_checks_each_write_once_and_is_queued_after_the_commit(
+    world, django_capture_on_commit_callbacks
+):
+    from django.core.cache import cache
+
+    old = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
+    cache.delete("brain:contradictions-kick")
+    body = {
+        "scope": "shared",
+        "text": "Acme wants support updates by phone only",
+        "sources": [{"kind": "kb", "ref": "KB-1"}],
+    }
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        new = world.client("scribe").post("/api/memory", body, format="json").json()
+    assert len(callbacks) == 1  # the kick; tasks run inline in tests, so the sweep ran
+    swept = AuditEvent.objects.get(action="memory.contradictions_swept")
+    assert swept.data["checked"] == 2 and swept.data["marked"] == 1  # the older write, then this one
+    assert selectors.conflict_pairs() == [(old.pk, new["id"])]
+    assert contradictions_sweep() == 0  # nothing new since
+    assert AuditEvent.objects.filter(action="memory.contradictions_marked").count() == 1
