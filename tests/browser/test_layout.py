@@ -98,8 +98,8 @@ BROKEN_WORDS = """els => els.flatMap(el => {
 
 
 def test_queue_tabs_at_laptop_width_and_recall_headers_on_a_phone_keep_their_words(page, live_server):
-    """Issue 53: the queue's "All" tab beside the filters at 1280 px ("Al / l"), and the Recall
-    table's headers at 390 px ("KNOWLED / GE")."""
+    """Issue 53: the queue's "All" tab beside the filters at 1280 px ("Al / l"), the filtered
+    queue on a phone, and the Recall table's headers at 390 px ("KNOWLED / GE")."""
     call_command("seed_demo", verbosity=0)
     factory.make_user("adam", role="admin")
     login(page, "adam")
@@ -120,6 +120,9 @@ def test_queue_tabs_at_laptop_width_and_recall_headers_on_a_phone_keep_their_wor
     assert page.eval_on_selector_all("#squeezed", BROKEN_WORDS) == ["KNOWLEDGE"]
 
     page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/review/?agent=copilot")
+    scroll, inner = page.evaluate(WIDTH)
+    assert scroll <= inner  # the filters and tabs of the queue fit a phone
     page.goto("/recall/?agent=copilot&channel=general&q=printer")
     headers = page.locator("#recall-results th")
     assert headers.count() > 5
