@@ -18,7 +18,8 @@ the dev pairs a cosine added nothing the terms did not: bench.relations_eval):
      ("5pm" = "17:00", "twelve" = "12", "3rd" = "3" before comparing);
    - `negation`: one side negates (not, no, never, n't, no longer …) and the terms it negates
      are the other's claim;
-   - `antonym`: each side has one of two opposite words (`OPPOSITES`) the other lacks;
+   - `antonym`: each side says one side of a pair of opposites (`OPPOSITE_SIDES`) and not the
+     other ("prefers e-mail over phone calls" names both sides: no side);
    - `entity`: each side names someone or something the other does not (a person, team,
      place, address) in the same role.
    Two slots differing (another name *and* another number) make another subject, not a
@@ -153,6 +154,10 @@ def _stem(word: str) -> str:
 
 
 _DENIALS = frozenset(_stem(w) for w in ("fail", "unable", "lack", "missing"))
+OPPOSITE_SIDES = [
+    (frozenset(_stem(w) for w in _left.split()), frozenset(_stem(w) for w in _right.split()))
+    for _left, _right in _OPPOSITE_GROUPS
+]
 OPPOSITES: dict[str, frozenset[str]] = {}
 for _left, _right in _OPPOSITE_GROUPS:
     for _side, _other in ((_left, _right), (_right, _left)):
@@ -338,12 +343,14 @@ UNDECIDED = "undecided"  # the kind of a same-subject pair no rule decides (a mo
 
 
 def _opposite(a: Reading, b: Reading) -> tuple[str, str] | None:
-    """A word of `a` whose opposite `b` says, neither saying both."""
+    """A word of `a` whose opposite `b` says, where neither text says both sides ("prefers
+    e-mail over phone calls" names both: it is no side)."""
     words_a, words_b = set(a.words), set(b.words)
-    for word in sorted(words_a - words_b):
-        for other in sorted(OPPOSITES.get(word, ())):
-            if other in words_b and other not in words_a:
-                return word, other
+    for left, right in OPPOSITE_SIDES:
+        for mine, theirs in ((left, right), (right, left)):
+            said_a, said_b = words_a & mine, words_b & theirs
+            if said_a and said_b and not (words_a & theirs) and not (words_b & mine):
+                return min(said_a), min(said_b)
     return None
 
 

@@ -8,7 +8,8 @@ high as paraphrases (often above 0.95):
 - both or neither are negated;
 - it is not one word swapped for another: when each side keeps one or two key terms (first five
   letters, so 'rebuilt' meets 'rebuild') the other lacks, and half or more of the terms are
-  shared, it is a different fact ('peanuts' / 'shellfish').
+  shared, it is a different fact ('peanuts' / 'shellfish');
+- the relation finder (memory.matching.relations) does not call them a contradiction.
 
 The same test decides restatement for promotion (a memory or message that restates a memory)."""
 
@@ -16,6 +17,7 @@ import re
 
 import numpy as np
 
+from memory.matching.relations import CONTRADICTION, classify
 from memory.matching.terms import key_terms, overlap
 
 NEGATION = re.compile(r"\b(?:not|no|never|none|nobody|nothing|without|cannot)\b|n't\b", re.IGNORECASE)
@@ -38,7 +40,9 @@ def same_statement_guard(a: str, b: str) -> bool:
     sa, sb = _stems(a), _stems(b)
     only_a, only_b = sa - sb, sb - sa
     swapped = only_a and only_b and len(only_a) <= SWAP_TERMS and len(only_b) <= SWAP_TERMS
-    return not (swapped and overlap(sa, sb) >= SWAP_OVERLAP)
+    if swapped and overlap(sa, sb) >= SWAP_OVERLAP:
+        return False
+    return classify(a, b).relation != CONTRADICTION  # the relation finder's rules
 
 
 def unit_rows(vectors) -> np.ndarray:

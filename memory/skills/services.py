@@ -24,6 +24,7 @@ from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, S
 from knowledge.principal import ADMIN, Principal
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.write import memory_write
+from memory.matching.relations import CONTRADICTION, classify
 from memory.matching.terms import key_terms, overlap
 from memory.skills.selectors import lesson_tokens, overlay_budget_tokens
 
@@ -282,9 +283,10 @@ def near_duplicate(text: str, lessons: list[Memory]) -> tuple[Memory | None, obj
     for lesson in lessons:
         other = fresh.get(lesson.pk, lesson.embedding)
         cosine = float(np.dot(new, np.asarray(other, dtype=np.float32)))
-        if cosine >= SAME_COSINE or (
-            cosine >= NEAR_COSINE and overlap(terms, key_terms(lesson.text)) >= NEAR_OVERLAP
-        ):
+        if (
+            cosine >= SAME_COSINE
+            or (cosine >= NEAR_COSINE and overlap(terms, key_terms(lesson.text)) >= NEAR_OVERLAP)
+        ) and classify(lesson.text, text).relation != CONTRADICTION:  # never a contradiction
             return lesson, new
     return None, new
 

@@ -67,3 +67,16 @@ def test_consolidation_never_groups_contradicting_memories():
         {"id": 3, "text": "acme wants  support updates by phone only"},
     ]
     assert near_duplicate_groups(rows) == [[1, 3]]
+
+
+def test_the_reconcilers_same_statement_guard_never_passes_a_contradiction():
+    from memory.reconciler.dedup import same_statement_guard
+
+    a, b = (
+        "The Kraków office is open on Saturdays.",
+        "The Kraków office stays closed every Saturday during winter.",
+    )
+    assert not same_statement_guard(a, b)
+    assert same_statement_guard(
+        "The Kraków office is open on Saturdays.", "On Saturdays the Kraków office is open."
+    )
