@@ -16,11 +16,12 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from bench.model_alone import backlog_texts, model_alone
 from bench.recall_seed import ACTOR, agent, analyze, bulk_entries, bulk_memories, reset_recall_tables
 from bench.textgen import FIRST, TextGen, question
 from knowledge.conversations import services as messages
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import backlog_counts, run_backlog
+from knowledge.embeddings.backlog import Timings, backlog_counts, run_backlog
 from knowledge.models import Channel, Conversation, Integration, Memory
 from knowledge.principal import Principal
 from knowledge.principals import services
@@ -159,21 +160,24 @@ def _knowledge(copilot, channels, gen, rng, memories=None, entries=None):
 
 def _embed(report, label=""):
     backlog = sum(backlog_counts().values())
-    sample = [m.text for m in Memory.objects.all()[:4000]]
+    sample = backlog_texts(3000)
+    before = model_alone(sample)
+    steps = Timings()
     t0 = time.perf_counter()
-    embeddings.embed_texts(sample)
-    model_only = len(sample) / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    done = run_backlog(max_seconds=7200)
+    done = run_backlog(max_seconds=7200, timings=steps)
     elapsed = time.perf_counter() - t0
-    embedded = sum(v for k, v in done.items() if isinstance(v, int))
+    after = model_alone(sample)
+    model_only = (before + after) / 2
+    embedded = sum(v for k, v in done.items() if isinstance(v, int) and k != "busy")
     report(
         f"{label}embedding backlog throughput",
         embedded / elapsed,
         "texts/s",
-        target="≥ 500 texts/s",
-        note=f"{embedded:,} of {backlog:,} backlog texts (memories, blocks, messages), claim + embed + "
-        f"write into HNSW-indexed columns; the model alone: {model_only:,.0f} texts/s",
+        target="≥ 80 % of the model alone",
+        note=f"{embedded:,} of {backlog:,} backlog texts (memories, blocks, messages): "
+        f"{100 * embedded / elapsed / model_only:.0f} % of the model alone on a sample of the same texts "
+        f"with the same lanes ({before:,.0f} before, {after:,.0f} after); seconds summed over the lanes: "
+        + ", ".join(f"{k} {v:,.1f}" for k, v in steps.as_dict().items()),
     )
     return embedded / elapsed, model_only
 

@@ -205,23 +205,27 @@ class Timings:
         return {name: round(getattr(self, name), 3) for name in ("claim", "read", "embed", "write")}
 
 
-def claim_batch(kind: Kind, model: str, after_id: int, batch: int) -> list[int]:
+def claim_batch(kind: Kind, model: str, after_id: int, batch: int) -> tuple[list[int], int]:
     """Claim up to `batch` backlog rows of `kind` with ids above `after_id`, by one statement that
     commits at once: rows another lane claimed are skipped, a claim left by a dead lane is taken
-    over once it expired. Returns the claimed ids in order."""
+    over once it expired. Returns the claimed ids in order and the last id looked at (`after_id`
+    when nothing is left): a lane that lost every row of its batch to a faster one goes on past
+    them instead of taking the backlog for done."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH todo AS (SELECT t.id FROM {kind.table} t {kind.vector_join} "
             f"WHERE t.id > %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE "
             f"AND NOT EXISTS (SELECT 1 FROM knowledge_embeddingclaim c "
-            f"WHERE c.kind = %s AND c.row_id = t.id AND c.until > now()) ORDER BY t.id LIMIT %s) "
-            f"INSERT INTO knowledge_embeddingclaim AS c (kind, row_id, until) "
+            f"WHERE c.kind = %s AND c.row_id = t.id AND c.until > now()) ORDER BY t.id LIMIT %s), "
+            f"claimed AS (INSERT INTO knowledge_embeddingclaim AS c (kind, row_id, until) "
             f"SELECT %s, id, now() + make_interval(secs => %s) FROM todo "
             f"ON CONFLICT (kind, row_id) DO UPDATE SET until = EXCLUDED.until WHERE c.until <= now() "
-            f"RETURNING c.row_id",
+            f"RETURNING c.row_id) "
+            f"SELECT (SELECT max(id) FROM todo), ARRAY(SELECT row_id FROM claimed ORDER BY row_id)",
             [after_id, model, kind.name, batch, kind.name, CLAIM_SECONDS],
         )
-        return sorted(row[0] for row in cursor.fetchall())
+        last, claimed = cursor.fetchone()
+        return claimed, last or after_id
 
 
 def claims_release(kind: Kind, ids: list[int]) -> None:
@@ -299,15 +303,15 @@ def embed_batch(
     embedder's name (Kind.model_for names the vectors). No transaction is open while the model
     runs: the claim commits at once, the vectors are written by one short statement. The model
     runs in chunks and the deadline is checked between them: past it, what was embedded is
-    stored and the rest of the claim released. Returns (rows embedded, last id claimed);
+    stored and the rest of the claim released. Returns (rows embedded, last id looked at);
     (0, after_id) when nothing is left."""
     model = kind.model_for(model)
     timings = timings if timings is not None else Timings()
     started = time.perf_counter()
-    claimed = claim_batch(kind, model, after_id, batch)
+    claimed, last = claim_batch(kind, model, after_id, batch)
     timings.claim += time.perf_counter() - started
     if not claimed:
-        return 0, after_id
+        return 0, last
     try:
         started = time.perf_counter()
         rows = _read(kind, claimed)
@@ -328,7 +332,7 @@ def embed_batch(
     started = time.perf_counter()
     stored = _write(kind, model, rows[: len(vectors)], vectors, claimed)
     timings.write += time.perf_counter() - started
-    return stored, claimed[-1]
+    return stored, last
 
 
 # Lanes embedding at once on one machine, over every worker process: one per core (see

@@ -4,6 +4,7 @@ worker; a model change is a backlog; edits clear the vector."""
 import io
 import os
 import socket
+import threading
 import time
 from datetime import timedelta
 
@@ -119,10 +120,19 @@ def test_lanes_share_the_backlog_and_embed_each_row_once(world):
     factory.make_entry(world.copilot, name="Office hours", blocks=["Opens at 8", "Closes at 17"])
 
     reported = []
-    done = run_backlog(lanes=2, batch=16, progress=lambda kind, n: reported.append((kind, n)))
+    done = run_backlog(
+        lanes=2,
+        batch=16,
+        progress=lambda kind, n: reported.append((kind, n, threading.current_thread().name)),
+    )
 
     assert done == {"memories": 3, "messages": 150, "episodes": 0}
-    assert sum(n for kind, n in reported if kind == "messages") == 150 and len(reported) >= 10
+    assert sum(n for kind, n, _ in reported if kind == "messages") == 150 and len(reported) >= 10
+    # Both lanes embedded: a lane that finds a batch taken by the other goes on past it.
+    assert {lane for kind, _, lane in reported if kind == "messages"} == {
+        "embedding-lane-0",
+        "embedding-lane-1",
+    }
     assert backlog_counts() == {"memories": 0, "messages": 0, "episodes": 0}
     stored = {v.message_id: v for v in MessageVector.objects.filter(message_id__in=ids)}
     assert len(stored) == 150 and {v.model for v in stored.values()} == {embeddings.message_model_name()}
@@ -208,13 +218,13 @@ def test_a_batch_that_outlives_its_deadline_stores_what_it_embedded_and_releases
 def test_a_lane_skips_rows_another_lane_claimed_until_their_claim_expires(world):
     factory.post_messages(world.general, [{"speaker": "alice", "text": f"hello {i}"} for i in range(30)])
     kind, model = _messages_kind(), embeddings.message_model_name()
-    first = claim_batch(kind, model, 0, 20)
-    second = claim_batch(kind, model, 0, 20)
+    first, _ = claim_batch(kind, model, 0, 20)
+    second, _ = claim_batch(kind, model, 0, 20)
     assert len(first) == 20 and len(second) == 10 and not set(first) & set(second)
-    assert claim_batch(kind, model, 0, 20) == []  # everything is claimed
+    assert claim_batch(kind, model, 0, 20) == ([], 0)  # everything is claimed: nothing left to look at
     # The lane that held `first` died: once its claim expires, another lane takes the rows over.
     EmbeddingClaim.objects.filter(row_id__in=first).update(until=timezone.now() - timedelta(seconds=1))
-    assert claim_batch(kind, model, 0, 50) == first
+    assert claim_batch(kind, model, 0, 50) == (first, first[-1])
 
 
 @pytest.mark.django_db(transaction=True)
