@@ -72,6 +72,9 @@ class Memory(Model):
     updated_at: str
     duplicate_of: int | None = None  # set when the write repeated a live memory (nothing stored)
     written: bool | None = None  # False beside duplicate_of (its new sources were added to it)
+    # A queued memory read alone: the active memories it duplicates or contradicts
+    # ({"memory", "relation", "score", "why"}).
+    related: list[dict[str, Any]] | None = None
 
 
 @dataclass(kw_only=True)
