@@ -143,12 +143,11 @@ def _start(env: dict, args: list[str]) -> subprocess.Popen:
 
 def run(report):
     from django.conf import settings
+    from django.core.management import call_command
     from django_q.models import Failure
 
     from knowledge.embeddings.backlog import Timings, backlog_counts, run_backlog
     from memory.recall.params import VECTOR_KNOWLEDGE
-
-    from django.core.management import call_command
 
     call_command("brain_schedules", stdout=open(os.devnull, "w"))  # noqa: SIM115  as make run does
     token, channels = _setup()
@@ -220,8 +219,8 @@ def run(report):
                     time.sleep(0.5)
                 drained = time.perf_counter() - start
                 status = client.get("/healthz").json()
-            # The last message posted is found by its vector.
-            last = history[-1]
+            # The last message posted that says something of its own is found by its vector.
+            last = next(m for m in reversed(history) if len(m["text"].split()) >= 10)
             r = client.post(
                 "/api/memory/search",
                 json={"agent": "ingest", "channel": last["channel"], "q": last["text"], "k": 10},
@@ -259,7 +258,7 @@ def run(report):
         MESSAGES / drained,
         "messages/s",
         note=f"posting {posted:.1f} s ({MESSAGES / posted:,.0f} messages/s), then the worker's backlog "
-        f"until the last vector: {drained:.1f} s in all; the last message found by its text: {found}; "
+        f"until the last vector: {drained:.1f} s in all; the last long message found by its vector: {found}; "
         f"/healthz during the backlog: {status['status']} (worker {status['worker']})",
     )
     report(
