@@ -11,7 +11,7 @@ import time
 from django.db import connection
 
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import BACKLOG, embedding_text
+from knowledge.embeddings.backlog import BACKLOG, BATCH, CHUNK, embedding_text
 
 
 def backlog_texts(limit: int) -> list[str]:
@@ -39,13 +39,16 @@ def backlog_texts(limit: int) -> list[str]:
 
 
 def model_alone(texts: list[str]) -> float:
-    """Texts/s of the backlog's lanes on `texts`, in batches of 64, with no database."""
+    """Texts/s of the backlog's lanes on `texts`, with no database: each lane takes batches of
+    BATCH texts, sorted by length and embedded CHUNK at a time, as embed_batch does."""
     lanes = embeddings.lane_embedders(os.cpu_count() or 1)
     parts = [texts[i :: len(lanes)] for i in range(len(lanes))]
 
     def run(embedder, part):
-        for start in range(0, len(part), 64):
-            embeddings.embed_texts(part[start : start + 64], embedder)
+        for start in range(0, len(part), BATCH):
+            batch = sorted(part[start : start + BATCH], key=len)
+            for chunk in range(0, len(batch), CHUNK):
+                embeddings.embed_texts(batch[chunk : chunk + CHUNK], embedder)
 
     started = time.perf_counter()
     threads = [threading.Thread(target=run, args=(e, p)) for e, p in zip(lanes, parts, strict=True)]
