@@ -51,9 +51,11 @@ format: $(VENV_STAMP)
 bench: $(VENV_STAMP)
 	$(PY) -m bench
 
-# Recall at 1,000,000 messages, the top of the scaling curve (docs/PERFORMANCE.md); outside CI.
+# Recall at 1,000,000 messages, the top of the scaling curve, and a 1,000,000-message history
+# ingested end to end through the API (docs/PERFORMANCE.md); hours, outside CI.
 bench-large: $(VENV_STAMP)
 	$(PY) -m bench recall_large
+	BENCH_INGEST_MESSAGES=1000000 $(PY) -m bench ingest
 
 stop-db: $(VENV_STAMP)
 	$(PY) -c "from brainsite.embedded_db import embedded_stop; embedded_stop()"

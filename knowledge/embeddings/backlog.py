@@ -71,6 +71,18 @@ class Kind:
         return "v.model = %s" if self.side_table else "t.embedding_model = %s"
 
     @property
+    def stale_sql(self) -> str:
+        """True when the row lacks a vector from the model given as the parameter, for the claim:
+        a message's vector is looked up by its id, row by row as the claim walks the ids, never
+        by a join the planner may turn into a scan of every vector (at 100k messages that scan
+        took a fifth of the backlog's time). Same-run A/B on the 100k recall world, 15,000
+        messages' vectors dropped and re-embedded (load 1.9–2.5): the join 113.5 texts/s, 63 % of
+        the model alone, 25.8 s claiming; this 158.9 and 173.0 texts/s, 91–92 %, 0.7–0.8 s."""
+        if self.side_table:
+            return f"(SELECT v.model FROM {self.side_table} v WHERE v.message_id = t.id) IS DISTINCT FROM %s"
+        return f"({self.current_sql}) IS NOT TRUE"
+
+    @property
     def vector_join(self) -> str:
         return f"LEFT JOIN {self.side_table} v ON v.message_id = t.id" if self.side_table else ""
 
@@ -213,8 +225,8 @@ def claim_batch(kind: Kind, model: str, after_id: int, batch: int) -> tuple[list
     them instead of taking the backlog for done."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"WITH todo AS (SELECT t.id FROM {kind.table} t {kind.vector_join} "
-            f"WHERE t.id > %s AND ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE "
+            f"WITH todo AS (SELECT t.id FROM {kind.table} t "
+            f"WHERE t.id > %s AND ({kind.where}) AND {kind.stale_sql} "
             f"AND NOT EXISTS (SELECT 1 FROM knowledge_embeddingclaim c "
             f"WHERE c.kind = %s AND c.row_id = t.id AND c.until > now()) ORDER BY t.id LIMIT %s), "
             f"claimed AS (INSERT INTO knowledge_embeddingclaim AS c (kind, row_id, until) "
