@@ -294,9 +294,7 @@ def _write(kind: Kind, model: str, rows: list[tuple], vectors, claimed: list[int
                 [model, ids, literals, versions, model],
             )
         stored = cursor.rowcount
-        cursor.execute(
-            "DELETE FROM knowledge_embeddingclaim WHERE kind = %s AND row_id = ANY(%s)", [kind.name, claimed]
-        )
+        claims_release(kind, claimed)
         if stored:
             _counted(stored)
     return stored
