@@ -138,7 +138,9 @@ class Watch:
 def _start(env: dict, args: list[str]) -> subprocess.Popen:
     """Start a server process; its log (a line per request) goes to a file, not the figures."""
     log = tempfile.NamedTemporaryFile(prefix="bench-ingest-", suffix=".log", delete=False)  # noqa: SIM115
-    return subprocess.Popen([sys.executable, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([sys.executable, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+    process.log_path = log.name
+    return process
 
 
 def run(report):
@@ -228,6 +230,8 @@ def run(report):
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 process.kill()
+    with open(web.log_path, errors="replace") as log:
+        web_timeouts = log.read().count("WORKER TIMEOUT")  # gunicorn's line for a worker it killed
     vectors = MessageVector.objects.filter(model=message_model_name()).count()
     killed = sum("timeout" in str(f.result).lower() for f in Failure.objects.all())
     alone_after = model_alone(texts)
@@ -271,7 +275,8 @@ def run(report):
         watch.peak["worker"] / 2**20,
         "MiB",
         target="≤ 1,024 MiB",
-        note=f"largest process of the worker cluster; web workers: {watch.peak['web'] / 2**20:,.0f} MiB each at most",
+        note=f"largest process of the worker cluster; web workers: {watch.peak['web'] / 2**20:,.0f} MiB each "
+        f"at most, web workers timed out by gunicorn: {web_timeouts}",
     )
     report(
         "ingest: longest open transaction",
