@@ -7,11 +7,6 @@ def agent_list():
     return Agent.objects.prefetch_related("tokens").order_by("name")
 
 
-def worker_beat():
-    """When the worker last beat (None: never); `knowledge.health` judges it."""
-    return Heartbeat.objects.filter(name="worker").values_list("beat_at", flat=True).first()
-
-
 def worker_signals() -> dict:
     """What knowledge.health.worker_state judges the worker by: its beat, when a job last
     started, and since when the oldest job has waited (django-q2's ORM broker: a waiting task's
