@@ -494,7 +494,7 @@ LAYERS = {
     "knowledge": (
         # helpers that know no model
         "errors", "health", "limits", "metrics", "rowsql", "schema", "signals", "termstats",
-        "tokens", "replica", "web",
+        "tokens", "replica", "web", "kick",
         # the rows, and what every layer above reads about them
         "models", "settings_store", "stores", "principal", "refs", "audit", "memories", "names",
         "access", "principals",

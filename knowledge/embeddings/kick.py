@@ -3,7 +3,8 @@ entry blocks, Dreaming's writes). Here, beside the job, so every writer asks the
 importing another writer."""
 
 from django.conf import settings
-from django.core.cache import cache
+
+from knowledge.kick import task_kick
 
 # At most one embedding-backlog job is queued per web process per this many seconds; the job
 # drains everything that lacks a vector, so more would only find nothing to do.
@@ -21,16 +22,9 @@ def request_embedding_run() -> None:
 
     if not embeddings.enabled():
         return
-    if not cache.add("brain:embedding-kick", 1, timeout=KICK_SECONDS):
-        return
-    from django_q.tasks import async_task
-
     # While further kicks from this process are held back, the kicked run waits for the rows
     # still arriving (a bulk ingest posts batch after batch), so they start at once instead of
-    # waiting for the next kick or the every-minute run. Not when tasks run inline (tests).
-    linger = 0 if settings.Q_CLUSTER.get("sync") else KICK_SECONDS + 1
-    async_task(
-        "knowledge.embeddings.tasks.embedding_backlog_run",
-        linger_seconds=linger,
-        task_name="embedding backlog (kick)",
+    # waiting for the next kick or the every-minute run.
+    task_kick(
+        "knowledge.embeddings.tasks.embedding_backlog_run", name="embedding backlog", seconds=KICK_SECONDS
     )

@@ -6,14 +6,13 @@ import datetime
 import json
 import time
 
-from django.conf import settings
-from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
+from knowledge.kick import task_kick
 from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
@@ -171,16 +170,7 @@ def contradictions_mark_later() -> None:
     committed meanwhile is in it and a write after it queues the next: the finder costs a write
     more than its budget (docs/PERFORMANCE.md, "Relations"), so it runs in the worker, and a
     task per write cost a fifth of the trusted write throughput."""
-    if not cache.add("brain:contradictions-kick", 1, timeout=KICK_SECONDS):
-        return
-    from django_q.tasks import async_task
-
-    linger = 0 if settings.Q_CLUSTER.get("sync") else KICK_SECONDS + 1
-    async_task(
-        "memory.lifecycle.conflicts.contradictions_sweep",
-        linger_seconds=linger,
-        task_name="contradictions (kick)",
-    )
+    task_kick("memory.lifecycle.conflicts.contradictions_sweep", name="contradictions", seconds=KICK_SECONDS)
 
 
 def contradictions_sweep(linger_seconds: float = 0) -> int:

@@ -157,7 +157,7 @@ def test_the_sweep_checks_each_write_once_and_is_queued_after_the_commit(
     from django.core.cache import cache
 
     old = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only", store="shared")
-    cache.delete("brain:contradictions-kick")
+    cache.delete("brain:kick:memory.lifecycle.conflicts.contradictions_sweep")
     body = {
         "scope": "shared",
         "text": "Acme wants support updates by phone only",
