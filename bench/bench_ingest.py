@@ -67,14 +67,14 @@ def _history(channels: list[str]) -> list[dict]:
 def _embedding_texts(history: list[dict]) -> list[str]:
     """The texts the backlog embeds for the first SAMPLE messages: speaker and text, after the
     turn before it in its channel (knowledge.embeddings.backlog.embedding_text)."""
-    from knowledge.embeddings.backlog import PREVIOUS_TURN_CHARS, message_own_text
+    from knowledge.embeddings.backlog import embedding_text
 
     last: dict[str, dict] = {}
     out = []
     for m in history[: SAMPLE * 2]:
-        own = message_own_text(m["speaker"], m["text"])
-        before = last.get(m["channel"])
-        out.append(f"{before['speaker']}: {before['text'][:PREVIOUS_TURN_CHARS]}\n{own}" if before else own)
+        before = last.get(m["channel"], {})
+        row = (None, m["speaker"], m["text"], before.get("speaker"), before.get("text"))
+        out.append(embedding_text("messages", row))
         last[m["channel"]] = m
     return out[-SAMPLE:]
 

@@ -11,24 +11,18 @@ import time
 from django.db import connection
 
 from knowledge.embeddings import embedder as embeddings
-from knowledge.embeddings.backlog import BACKLOG, BATCH, CHUNK, embedding_text
+from knowledge.embeddings.backlog import BACKLOG, BATCH, CHUNK, backlog_counts, embedding_text
 
 
 def backlog_texts(limit: int) -> list[str]:
     """The embedding texts of up to `limit` rows now in the backlog, each kind in proportion."""
     model = embeddings.model_name()
     rows = []
+    counts = backlog_counts()
+    total = sum(counts.values()) or 1
     with connection.cursor() as cursor:
-        counts = {}
         for kind in BACKLOG:
-            cursor.execute(
-                f"SELECT count(*) FROM {kind.table} t {kind.vector_join} "
-                f"WHERE ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE",
-                [kind.model_for(model)],
-            )
-            counts[kind] = cursor.fetchone()[0]
-        total = sum(counts.values()) or 1
-        for kind, count in counts.items():
+            count = counts[kind.name]
             cursor.execute(
                 f"SELECT {kind.select} FROM {kind.table} t {kind.join} {kind.vector_join} "
                 f"WHERE ({kind.where}) AND ({kind.current_sql}) IS NOT TRUE ORDER BY random() LIMIT %s",
