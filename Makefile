@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test test-models lint format bench bench-large browser-deps stop-db clean
+.PHONY: run test test-models test-imports lint format bench bench-large browser-deps stop-db clean
 
 $(VENV_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -39,6 +39,19 @@ $(LLM_STAMP):
 
 test-models: $(VENV_STAMP) $(LLM_STAMP)
 	BRAIN_TEST_MODELS=$(LLM_VENV)/bin/python $(PY) -m pytest -q -p no:randomly tests/real_models
+
+# Opt-in, not part of `make test`: the README's Mem0 export line against mem0ai itself (a store
+# built offline: embeddings from the loopback model stub, Qdrant's local mode), then import_mem0.
+# mem0ai gets its own venv: in Brain's it would replace protobuf 7 with 6 under onnxruntime.
+MEM0_VENV := var/mem0-venv
+MEM0_STAMP := $(MEM0_VENV)/.built-mem0ai-2.2.1
+$(MEM0_STAMP):
+	test -x $(MEM0_VENV)/bin/python || python3 -m venv $(MEM0_VENV)
+	$(MEM0_VENV)/bin/pip install -q "mem0ai==2.2.1"
+	touch $(MEM0_STAMP)
+
+test-imports: $(VENV_STAMP) $(MEM0_STAMP)
+	BRAIN_TEST_MEM0=$(MEM0_VENV)/bin/python $(PY) -m pytest -q -p no:randomly tests/real_imports
 
 lint: $(VENV_STAMP)
 	$(PY) -m ruff check .
