@@ -119,6 +119,20 @@ def person_get_or_create(*, actor: Principal, name: str, display_name: str = "")
     return person
 
 
+def people_get_or_create(*, actor: Principal, names: list[str]) -> None:
+    """The people with these names, the unknown ones created together and audited in one
+    `person.created` event (an import of many people: one statement, not a round of four each).
+    Each new name is checked as person_get_or_create checks it, before any is created."""
+    with transaction.atomic():
+        have = set(Person.objects.filter(name__in=names).values_list("name", flat=True))
+        new = [Person(name=name) for name in dict.fromkeys(names) if name not in have]
+        for person in new:
+            person.full_clean(validate_unique=False, validate_constraints=False)  # names known new above
+        Person.objects.bulk_create(new)
+        if new:
+            audit_record("person.created", actor=actor, object_type="person", object_ids=[p.pk for p in new])
+
+
 def consoleuser_create(*, actor: Principal, username: str, role: str, password: str, email: str = ""):
     """A console user with one role (reviewer or admin), linked to a person of the same name."""
     if role not in ROLES:

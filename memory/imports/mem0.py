@@ -33,7 +33,7 @@ from knowledge import access
 from knowledge.errors import Invalid
 from knowledge.models import Agent, Memory, MemorySource, Person
 from knowledge.principal import Principal
-from knowledge.principals.services import person_get_or_create
+from knowledge.principals.services import people_get_or_create
 from knowledge.web import error_text
 from memory.lifecycle.activation_hooks import IMPORT
 from memory.lifecycle.bulk import CHUNK, ItemRefused, memory_write_many
@@ -269,28 +269,32 @@ def mem0_import(
     landings = mem0_plan(agent=agent, memories=memories, scope=scope, mapping=mapping)
     result = ImportResult(landings=landings, skipped=sum(landing.already for landing in landings))
     total, done = len(memories), result.skipped
-    # One transaction for the whole file: a file of many people lands in as many stores, and a
-    # commit per store cost more than the writes (97 people: 350 memories/s, one commit: see
-    # docs/PERFORMANCE.md); it also makes the import all or nothing.
+    # One transaction for the whole file, and one batch per owner across all its stores: a file
+    # of many people lands in as many stores, and a commit, or a batch of statements, per store
+    # cost more than the writes (docs/PERFORMANCE.md); it also makes the import all or nothing.
     with transaction.atomic():
+        people_get_or_create(
+            actor=actor, names=[landing.person for landing in landings if landing.new and landing.memories]
+        )
+        by_owner: dict[int, list[tuple[Landing, Mem0Memory]]] = {}
         for landing in landings:
-            if landing.new and landing.memories:
-                person_get_or_create(actor=actor, name=landing.person)
+            by_owner.setdefault(landing.owner.pk, []).extend((landing, m) for m in landing.memories)
+        for batch in filter(None, by_owner.values()):
             start = done
             try:
                 rows = memory_write_many(
                     actor=actor,
-                    owner=landing.owner,
-                    store=landing.store,
-                    items=[_item(m) for m in landing.memories],
+                    owner=batch[0][0].owner,
+                    store=access.SELF,  # every item names its own store
+                    items=[{**_item(m), "store": landing.store} for landing, m in batch],
                     route=IMPORT,
                     chunk=chunk,
                     progress=progress and (lambda n, _, start=start: progress(start + n, total)),
                 )
             except ItemRefused as exc:
-                bad = landing.memories[exc.index]
+                bad = batch[exc.index][1]
                 raise Invalid({f"{SOURCE_PREFIX}{bad.id}": [error_text(exc.error, fields=True)]}) from None
-            done += len(landing.memories)
+            done += len(batch)
             for row in rows:
                 if getattr(row, "duplicate_of", None):
                     result.duplicates += 1

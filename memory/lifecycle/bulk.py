@@ -1,4 +1,4 @@
-"""Many memories into one store by one writer at once (an import): the write path of
+"""Many memories of one owner by one writer at once (an import): the write path of
 memory_write, batched, not a second copy of it. Every memory passes the same checks
 (`memory_write_check`), the same exact-duplicate rule (`exact_duplicates_for_writes`: the rule's
 SQL, one probe per memory in one statement), the one activation function (`memory_activate`, per
@@ -54,6 +54,7 @@ class ItemRefused(Exception):
 @dataclass
 class _Write:
     index: int
+    store: str
     fields: dict  # memory_write's keyword arguments for this memory
     sources: list
     answers_duplicate: bool
@@ -70,7 +71,9 @@ def memory_write_many(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Memory]:
     """memory_write for each of `items` (dicts of memory_write's keyword arguments: text, sources,
-    tier, key, value, …), all owned by `owner` in `store`, in order. Returns, for each, the memory
+    tier, key, value, …), all owned by `owner`, in `store` unless an item names its own `store`
+    (an import of many people's memories: one batch across their private stores), in order.
+    Returns, for each, the memory
     written (queued or active) or, for an agent's exact duplicate, the live memory it repeats
     (with `duplicate_of`), as memory_write would.
 
@@ -83,11 +86,12 @@ def memory_write_many(
     for index, item in enumerate(items):
         fields = {"text": "", **item}
         sources = list(fields.pop("sources", ()))
+        into = fields.pop("store", store)
         try:
             fields["text"] = memory_write_check(
                 actor=actor,
                 owner=owner,
-                store=store,
+                store=into,
                 sources=sources,
                 **{k: fields[k] for k in _CHECKED if k in fields},
             )
@@ -96,13 +100,13 @@ def memory_write_many(
         answers = duplicate_answers(
             actor=actor, supersedes=fields.get("supersedes"), attach=fields.get("attach"), route=route
         )
-        writes.append(_Write(index, fields, sources, answers))
+        writes.append(_Write(index, into, fields, sources, answers))
 
     written: list[Memory] = []
     unplanned = _never_analyzed()
     for start in range(0, len(writes), chunk):
         with transaction.atomic():
-            written += _Chunk(actor, owner, store, route).write(writes[start : start + chunk])
+            written += _Chunk(actor, owner, route).write(writes[start : start + chunk])
         if unplanned:
             _analyze()
             unplanned = False
@@ -144,8 +148,8 @@ _CHECKED = (
 class _Chunk:
     """One transaction's worth of writes."""
 
-    def __init__(self, actor: Principal, owner: Agent, store: str, route: str):
-        self.actor, self.owner, self.store, self.route = actor, owner, store, route
+    def __init__(self, actor: Principal, owner: Agent, route: str):
+        self.actor, self.owner, self.route = actor, owner, route
         self.now = timezone.now()
         self.held: list[tuple[NewRow, dict | None]] = []  # decided, not stored yet
         self.out: dict[int, Memory] = {}
@@ -171,7 +175,7 @@ class _Chunk:
         return memory_row_for_write(
             actor=self.actor,
             owner=self.owner,
-            store=self.store,
+            store=w.store,
             now=self.now,
             **fields,
             **(w.fields.get("attach") or {}),
@@ -181,18 +185,19 @@ class _Chunk:
         if not writes:
             return
         found = exact_duplicates_for_writes(
-            owner=self.owner, store=self.store, writes=[(r.tier, r.text, r.key, r.value) for r in rows]
+            owner=self.owner,
+            writes=[(w.store, r.tier, r.text, r.key, r.value) for w, r in zip(writes, rows, strict=True)],
         )
         existing = self._rows([hit for (hit, _), w in zip(found, writes, strict=True) if w.answers_duplicate])
-        said: set[str] = set()  # folded texts of the memories of this set held so far
+        said: set[tuple[str, str]] = set()  # (store, folded text) of the memories of this set held so far
         for w, row, (other, folded) in zip(writes, rows, found, strict=True):
             if w.answers_duplicate:
-                if folded in said:
+                if (w.store, folded) in said:
                     # It may repeat a memory of this very set: store those, and ask the rule.
                     self._store_held()
                     repeated = exact_duplicate_for_write(
                         owner=self.owner,
-                        store=self.store,
+                        store=w.store,
                         tier=row.tier,
                         text=row.text,
                         key=row.key,
@@ -206,7 +211,7 @@ class _Chunk:
                         actor=self.actor, memory=existing[other], sources=w.sources
                     )
                     continue
-            said.add(folded)
+            said.add((w.store, folded))
             self._hold(w, row)
 
     def _hold(self, w: _Write, row: Memory) -> None:
@@ -242,7 +247,7 @@ class _Chunk:
             self.out[w.index] = memory_write(
                 actor=self.actor,
                 owner=self.owner,
-                store=self.store,
+                store=w.store,
                 sources=w.sources,
                 route=self.route,
                 now=self.now,

@@ -91,31 +91,40 @@ def _exact_sql(where: str, *, text: str, key: str, value: str | None, keyed: str
     return f"SELECT id FROM ({sql}) d ORDER BY created_at, id LIMIT 1"
 
 
-def exact_duplicates_for_writes(*, owner, store: str, writes: list[tuple[str, str, str, object]]) -> list:
-    """exact_duplicate_for_write for many writes into one store at once — (tier, text, key,
-    value) each — in one statement (an index probe per write). For each write, in order: (the
-    id of the live memory it repeats or None, its folded text's hash as the rule compares it), so
-    a caller can tell which writes of the batch repeat each other."""
+def exact_duplicates_for_writes(*, owner, writes: list[tuple[str, str, str, str, object]]) -> list:
+    """exact_duplicate_for_write for many writes of one owner at once — (store, tier, text, key,
+    value) each, in one store or several (an import of many people's private stores) — in one
+    statement (an index probe per write). For each write, in order: (the id of the live memory it
+    repeats or None, its folded text's hash as the rule compares it), so a caller can tell which
+    writes of the batch repeat each other."""
     if not writes:
         return []
-    where, scope = _exact_scope(owner, store, "w.tier")
+    # _exact_scope per write: the store and tier, and in an owner-only store the same owner
+    # (`+ 0` for the reason given there).
+    where = (
+        "m.store = w.store AND m.tier = w.tier AND (NOT w.owner_only OR m.owner_id + 0 = %s) "
+        "AND m.status IN ('queued', 'active')"
+    )
     probe = _exact_sql(
         where, text="w.text", key="w.key", value="w.value", keyed="w.key <> '' AND w.value IS NOT NULL AND "
     )
     sql = (
-        f"SELECT w.i, d.id, {NORM.format('w')} FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], "
-        f"%s::text[]::jsonb[]) AS w(i, tier, text, key, value) LEFT JOIN LATERAL ({probe}) d ON true ORDER BY w.i"
+        f"SELECT w.i, d.id, {NORM.format('w')} FROM unnest(%s::int[], %s::text[], %s::bool[], %s::text[], "
+        "%s::text[], %s::text[], %s::text[]::jsonb[]) AS w(i, store, owner_only, tier, text, key, value) "
+        f"LEFT JOIN LATERAL ({probe}) d ON true ORDER BY w.i"
     )
-    columns = list(zip(*writes, strict=True))
+    stores, tiers, texts, keys, values = (list(c) for c in zip(*writes, strict=True))
     params = [
         list(range(len(writes))),
-        list(columns[0]),
-        list(columns[1]),
-        [k or "" for k in columns[2]],
+        stores,
+        [store.startswith(access.OWNER_ONLY_PREFIXES) for store in stores],
+        tiers,
+        texts,
+        [k or "" for k in keys],
         # only a keyed write's value takes part in the rule (and JSON costs to quote)
-        [None if not k or v is None else json.dumps(v) for k, v in zip(columns[2], columns[3], strict=True)],
-        *scope,
-        *scope,
+        [None if not k or v is None else json.dumps(v) for k, v in zip(keys, values, strict=True)],
+        owner.pk,
+        owner.pk,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

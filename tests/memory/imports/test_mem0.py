@@ -269,3 +269,34 @@ def test_a_dry_run_says_where_everything_lands_and_writes_nothing(world, tmp_pat
     assert Memory.objects.get(text="Team standup is at 9").store == "private:carol"
     out, _ = _import(path, map=["a@b.c=carol"])
     assert "private:carol (person carol): 0 to import, 1 already there (left where they are)" in out
+
+
+def test_statements_do_not_grow_with_the_number_of_people(world):
+    """A file of many people lands in as many private stores: one batch for them all, the new
+    people created together (97 people took 1,754 statements for 1,000 memories, 18 a store)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.imports.mem0 import Mem0Memory, mem0_import
+
+    def memories(people, offset):
+        return [
+            Mem0Memory(
+                id=f"m-{offset + i}",
+                text=f"User {i % people} had a VPN problem fixed by step {offset + i}",
+                created_at=None,
+                value={"mem0": {"user_id": f"user-{offset}-{i % people}"}},
+            )
+            for i in range(200)
+        ]
+
+    counts = []
+    for people, offset in ((1, 0), (50, 1000)):
+        with CaptureQueriesContext(connection) as queries:
+            result = mem0_import(agent=world.scribe, memories=memories(people, offset))
+        assert result.imported == 200
+        counts.append(len(queries))
+    assert counts[1] <= counts[0] + 2, counts
+    assert Person.objects.filter(name__startswith="user-1000-").count() == 50
+    created = AuditEvent.objects.filter(action="person.created").order_by("-id").first()
+    assert len(created.object_ids) == 50  # one event names the 50 people the second file brought
