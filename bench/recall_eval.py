@@ -225,6 +225,7 @@ CV_GRID = {
     "burst_weight": [0.0, 0.1, 0.2, 0.35],
     "when_boost": [0.0, 0.5, 1.0, 2.0],
     "when_slack_days": [0.0, 1.0, 3.0],
+    "speaker_boost": [0.0, 0.25, 0.5, 1.0, 2.0],
     # The second hop's rankings are kept from the search (made with the default first ranking);
     # its weight is re-chosen like the others (0 leaves it out).
     "hop_weight": [0.0, 0.25, 0.5, 1.0],

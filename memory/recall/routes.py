@@ -55,6 +55,9 @@ class RouteHit:
     # A message's covering episode (Message.episode), read with it: fusion counts the message
     # and its episode as one candidate.
     episode: int | None = None
+    # A message's speaker as it was said (Message.speaker_name; empty for other kinds): fusion
+    # weighs a message by a question naming its speaker (fuse.speaker_factor).
+    speaker: str = ""
 
 
 def _epoch_sql(column: str) -> str:
@@ -71,11 +74,16 @@ STAMP = {
 }
 # After the stamp: the covering episode of a message (NULL for other kinds).
 COVER = {MEMORY: "NULL", ENTRY: "NULL", MESSAGE: "knowledge_message.episode_id", EPISODE: "NULL"}
+# After the covering episode: a message's speaker (NULL for other kinds).
+SPEAKER = {MEMORY: "NULL", ENTRY: "NULL", MESSAGE: "knowledge_message.speaker_name", EPISODE: "NULL"}
 
 
 def _keyword_hits(kind: str, rows, total_idf: float) -> list[RouteHit]:
-    """Rows of (id, BM25 score, matched idf, *stamp, covering episode)."""
-    return [RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:7]), r[7]) for r in rows]
+    """Rows of (id, BM25 score, matched idf, *stamp, covering episode, speaker)."""
+    return [
+        RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:7]), r[7], r[8] or "")
+        for r in rows
+    ]
 
 
 @dataclass
@@ -283,7 +291,8 @@ def _keyword_rows(
     )
     select_params = [*arm_params, preselect]
     sql = (
-        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]}, {COVER[kind]} FROM ({select}) c "
+        f"SELECT {table}.id, s.score, s.matched, {STAMP[kind]}, {COVER[kind]}, {SPEAKER[kind]} "
+        f"FROM ({select}) c "
         f"JOIN {table} ON {table}.id = c.id {bm25} "
         f"ORDER BY s.score DESC, c.newest DESC, {table}.id DESC LIMIT %s"
     )
@@ -460,7 +469,8 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
         source, vector_col, model_col = table, f"{table}.embedding", f"{table}.embedding_model"
     scope_where, scope_params = scope
     base = (
-        f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]}, {COVER[kind]} "
+        f"SELECT {table}.id, {vector_col} <=> %s::vector AS distance, {STAMP[kind]}, {COVER[kind]}, "
+        f"{SPEAKER[kind]} "
         f"FROM {source} "
         f"WHERE {model_col} = %s AND ({where}) "
     )
@@ -494,7 +504,7 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
     (rows,) = yield [(sql, args)]
     rows.sort(key=lambda r: (r[1], r[0]))  # relaxed order: re-sort by distance (ties by id)
     return [
-        RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6]), r[6])
+        RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6]), r[6], r[7] or "")
         for r in rows
     ]
 

@@ -1,6 +1,6 @@
-"""Two ranking methods of memory_search on small built conversations, each against the same
-search with the method switched off: a named time weighs the messages of that time, and a reply
-borrows weight from the turn it answers (memory.recall.fuse.rank)."""
+"""Ranking methods of memory_search on small built conversations, each against the same search
+with the method switched off: a named time weighs the messages of that time, a named speaker the
+messages they said, and a reply borrows weight from the turn it answers (memory.recall.fuse.rank)."""
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from django.test import override_settings
 
 from memory.recall import memory_search, resolve_scope
-from memory.recall.fuse import Candidate, add_support
+from memory.recall.fuse import Candidate, add_support, named_speakers
 from memory.recall.params import DEFAULT_PARAMS
 from tests import factory
 
@@ -54,6 +54,45 @@ def test_a_question_naming_a_month_ranks_the_message_of_that_month_first(world):
     # ... with it, the message of June does; a question naming no time is unchanged.
     assert ranked_ids(scope, q)[0] == "june"
     assert ranked_ids(scope, "When did Alice go camping by the lake?")[0] == "august"
+
+
+# Keyword routes only: a message's vector is made from "speaker: text", which already leans
+# towards the named speaker; this is the method's part.
+@override_settings(BRAIN_EMBEDDINGS="none")
+def test_a_question_naming_a_speaker_ranks_what_they_said_first(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    start = datetime(2023, 5, 2, 9, 0, tzinfo=UTC)
+    rows = [
+        # Caroline's own painting, then (newer) Melanie's, told to Caroline in more of the words
+        ("Caroline", "I painted a sunrise over the lake last weekend", "caroline"),
+        ("Melanie", "Caroline, I painted the lake at sunrise, then painted the lake at dusk", "melanie"),
+    ]
+    factory.post_messages(
+        world.general,
+        [
+            {"speaker": s, "text": t, "external_id": e, "thread": e, "ts": start + timedelta(days=n)}
+            for n, (s, t, e) in enumerate(rows)
+        ],
+    )
+    factory.embed_all()
+    scope = resolve_scope(factory.SYSTEM, agent=world.copilot, conversation=conv)
+    q = "What did Caroline paint at the lake?"
+    # Without the method the newer of the two wins; with it, what Caroline said does.
+    assert ranked_ids(scope, q, replace(DEFAULT_PARAMS, speaker_boost=0.0))[0] == "melanie"
+    assert ranked_ids(scope, q)[0] == "caroline"
+    assert ranked_ids(scope, "What did someone paint at the lake?")[0] == "melanie"
+
+
+def test_a_speaker_is_named_by_the_whole_name_or_the_first_word():
+    speakers = {"Fahim Khan", "Jo", "Caroline", "A"}
+    assert named_speakers("when did fahim move to leeds?", speakers) == {"Fahim Khan"}
+    assert named_speakers("What is Caroline's job?", speakers) == {"Caroline"}
+    # a word containing a name is not the name; a one-letter name is never matched by a word; a
+    # capitalised question names people with capitals
+    assert named_speakers("Did Joanna bring a cake?", speakers) == set()
+    assert named_speakers("When will Bob come?", {"Will", "Bob"}) == {"Bob"}
+    assert named_speakers("when will bob come?", {"Bob"}) == {"Bob"}
+    assert named_speakers("Was it a good day for Jo and Caroline?", speakers) == {"Jo", "Caroline"}
 
 
 # Keyword routes only: a message's vector carries the turn before it (knowledge.embeddings), which
