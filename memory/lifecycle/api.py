@@ -36,6 +36,7 @@ from memory.lifecycle.serializers import (
     ReviseSerializer,
     RunFinishedSerializer,
     RunFinishSerializer,
+    facets_out,
     memory_out,
     version_out,
     write_route,
@@ -44,6 +45,8 @@ from memory.matching.relations import related_for
 
 # The list's paging parameters: knowledge.web.page_params reads them, the filters' serializer not.
 PAGE_PARAMS = ("page", "page_size")
+# The list's parameters that are the review queue's filters (memory.lifecycle.queue), besides import.
+QUEUE_FILTERS = ("agent", "store", "tier", "category", "reason", "source", "author", "age", "q")
 ERROR = error_response('JSON error: {"error": "...", ...}')
 CONFLICT = OpenApiResponse(
     inline_serializer(
@@ -117,8 +120,9 @@ def _reloaded(memory: Memory) -> dict:
     summary="List memories",
     description="Memories the token may read (agents: the stores they may browse), newest first. "
     "With status=queued this is the review queue for scripts, filtered as the console's queue is "
-    "(agent, store, category, reason, source, import, q; order=oldest for the queue's order). An "
-    "unknown filter or value is a 400 naming it.",
+    "(agent, store, tier, category, reason, source, import, author, age, q; order=oldest for the "
+    "queue's order); facets=true adds each filter's counts per value under the rest of the filter. "
+    "An unknown filter or value is a 400 naming it.",
     parameters=[
         MemoryListQuerySerializer,
         OpenApiParameter("page", int, description=f"1 to {MAX_PAGE:,} (default 1)."),
@@ -144,22 +148,24 @@ def memory_collection(request):
     query = validated(MemoryListQuerySerializer, filters)
     page, size = page_params(request.query_params, size_default=50, size_most=200)
     where = queue.QueueFilter(
-        **{name: query.pop(name, "") for name in ("agent", "store", "category", "reason", "source", "q")},
+        **{name: query.pop(name, "") for name in QUEUE_FILTERS},
         imported=query.pop("import", ""),
     )
-    order = query.pop("order")
-    qs = queue.queue_ordered(queue.memories_matching(selectors.memory_list(principal, **query), where), order)
+    order, facets = query.pop("order"), query.pop("facets")
+    base = selectors.memory_list(principal, **query)
+    qs = queue.queue_ordered(queue.memories_matching(base, where), order)
     count = qs.count()
     results = [memory_out(m) for m in qs[(page - 1) * size : page * size]] if count else []
-    return Response(
-        {
-            "count": count,
-            "page": page,
-            "page_size": size,
-            "pages": math.ceil(count / size),
-            "results": results,
-        }
-    )
+    body = {
+        "count": count,
+        "page": page,
+        "page_size": size,
+        "pages": math.ceil(count / size),
+        "results": results,
+    }
+    if facets:
+        body["facets"] = facets_out(queue.queue_facets(where, base=base))
+    return Response(body)
 
 
 @extend_schema(

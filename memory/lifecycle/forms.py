@@ -4,7 +4,7 @@ from knowledge.models import Memory
 from memory.lifecycle.queue import FACET_CHOICES, OLDEST, ORDERS, PAGE_SIZE, PAGE_SIZES, QueueFilter
 from memory.lifecycle.serializers import MAX_TEXT
 
-FILTER_FIELDS = ("agent", "store", "category", "reason", "source", "imported", "q")
+FILTER_FIELDS = ("agent", "store", "tier", "category", "reason", "source", "imported", "author", "age", "q")
 
 
 class RejectForm(forms.Form):
@@ -86,12 +86,15 @@ class QueueFilterForm(forms.Form):
 
     agent = forms.SlugField(required=False, max_length=64)
     store = forms.CharField(required=False, max_length=120)
+    tier = forms.ChoiceField(choices=[("", "")] + [(t, t) for t in FACET_CHOICES["tier"]], required=False)
     category = forms.CharField(required=False, max_length=40)
     reason = forms.ChoiceField(choices=[("", "")] + [(r, r) for r in FACET_CHOICES["reason"]], required=False)
     source = forms.ChoiceField(choices=[("", "")] + [(k, k) for k in FACET_CHOICES["source"]], required=False)
     imported = forms.ChoiceField(
         choices=[("", "")] + [(k, k) for k in FACET_CHOICES["imported"]], required=False
     )
+    author = forms.CharField(required=False, max_length=150)
+    age = forms.ChoiceField(choices=[("", "")] + [(a, a) for a in FACET_CHOICES["age"]], required=False)
     q = forms.CharField(required=False, max_length=200)
     order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], required=False)
     size = forms.TypedChoiceField(choices=[(str(n), n) for n in PAGE_SIZES], coerce=int, required=False)

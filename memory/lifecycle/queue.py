@@ -1,4 +1,5 @@
-"""The review queue at volume: which queued memories a reviewer's filter matches, the counts of
+"""The review queue at volume: which queued memories a reviewer's filter matches (agent, store,
+tier, category, reason, source kind, import, author, age, text), the counts of
 each facet under the rest of the filter, and one page of the matches. The filter is what the
 queue's URL says (`QueueFilterForm`), so a filtered queue can be shared, and "approve everything
 this filter matches" decides exactly the memories the reviewer was shown the count of.
@@ -11,9 +12,11 @@ status, reason and sources — so nothing on a row tells it came from a file; it
 are the ones its source Brain had queued, found with the agent filter (a file lands in one
 agent)."""
 
+import datetime
 from dataclasses import dataclass, fields, replace
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Case, CharField, Count, Exists, OuterRef, Q, QuerySet, Value, When
+from django.utils import timezone
 
 from knowledge.models import Memory, MemorySource
 from knowledge.principal import Principal
@@ -24,6 +27,13 @@ ORDERS = (OLDEST, NEWEST)
 PAGE_SIZES = (10, 25, 50, 100)
 PAGE_SIZE = 10  # about 2,500 px of cards at laptop width
 IMPORTS = {"mem0": ("Mem0 import", "mem0", "mem0:")}  # name → (label, category, record ref prefix)
+# How long a memory has waited: name → (label, at least, under) in days; the buckets do not overlap.
+AGES = {
+    "day": ("under a day", 0, 1),
+    "week": ("1–7 days", 1, 7),
+    "month": ("7–30 days", 7, 30),
+    "older": ("over 30 days", 30, None),
+}
 
 
 @dataclass(frozen=True)
@@ -32,10 +42,13 @@ class QueueFilter:
 
     agent: str = ""
     store: str = ""
+    tier: str = ""
     category: str = ""
     reason: str = ""
     source: str = ""
     imported: str = ""
+    author: str = ""  # who wrote it: an author_name (an agent, a person, a system route)
+    age: str = ""  # one of AGES
     q: str = ""
 
     def without(self, name: str) -> "QueueFilter":
@@ -55,9 +68,19 @@ class QueueFilter:
 
 FACET_CHOICES = {  # the facets with a fixed set of values: the console's form and the API's list
     "reason": list(selectors.QUEUE_REASONS),
+    "tier": list(Memory.TIER_ORDER),
     "source": list(MemorySource.KINDS),
     "imported": list(IMPORTS),
+    "age": list(AGES),
 }
+
+
+def _age_q(age: str, now: datetime.datetime) -> Q:
+    _label, least, under = AGES[age]
+    q = Q(created_at__lte=now - datetime.timedelta(days=least))
+    if under is not None:
+        q &= Q(created_at__gt=now - datetime.timedelta(days=under))
+    return q
 
 
 def memories_matching(qs: QuerySet, where: QueueFilter) -> QuerySet:
@@ -67,8 +90,14 @@ def memories_matching(qs: QuerySet, where: QueueFilter) -> QuerySet:
         qs = qs.filter(owner__name=where.agent)
     if where.store:
         qs = qs.filter(store=where.store)
+    if where.tier:
+        qs = qs.filter(tier=where.tier)
     if where.category:
         qs = qs.filter(category=where.category)
+    if where.author:
+        qs = qs.filter(author_name=where.author)
+    if where.age in AGES:
+        qs = qs.filter(_age_q(where.age, timezone.now()))
     if where.reason:
         qs = (
             qs.filter(queue_reason__in=["new", ""])
@@ -86,12 +115,15 @@ def memories_matching(qs: QuerySet, where: QueueFilter) -> QuerySet:
     return qs
 
 
+def queued(owner: str = "") -> QuerySet:
+    """Every queued memory (within the console's owner selection `owner`)."""
+    qs = Memory.objects.filter(status=Memory.QUEUED)
+    return qs.filter(owner__name=owner) if owner else qs
+
+
 def queued_matching(where: QueueFilter, *, owner: str = "") -> QuerySet:
     """The queued memories `where` matches (within the console's owner selection `owner`)."""
-    qs = Memory.objects.filter(status=Memory.QUEUED)
-    if owner:
-        qs = qs.filter(owner__name=owner)
-    return memories_matching(qs, where)
+    return memories_matching(queued(owner), where)
 
 
 def queue_ordered(qs: QuerySet, order: str = OLDEST) -> QuerySet:
@@ -138,38 +170,72 @@ def queue_matching_ids(where: QueueFilter, *, owner: str = "", order: str = OLDE
     return list(queue_ordered(queued_matching(where, owner=owner), order).values_list("pk", flat=True))
 
 
-def _counted(qs: QuerySet, field: str) -> dict[str, int]:
-    rows = qs.order_by().values(field).annotate(n=Count("id", distinct=True))
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row[field] or ""] = counts.get(row[field] or "", 0) + row["n"]
-    return dict(sorted(counts.items()))
+# The facets that are a column of the row (or, for age, a bucket of one), counted by grouping.
+GROUPED = {
+    "reason": "queue_reason",
+    "agent": "owner__name",
+    "store": "store",
+    "tier": "tier",
+    "category": "category",
+    "author": "author_name",
+    "age": "waited",
+}
+
+
+def _grouped(qs: QuerySet, names: list[str], now: datetime.datetime) -> dict[str, dict[str, int]]:
+    """The counts of each value of the facets `names` among `qs`, in one statement: grouped by
+    all of them at once (a queue holds few combinations of agent, store, tier … ), summed here."""
+    if "age" in names:
+        buckets = [When(_age_q(name, now), then=Value(name)) for name in AGES]
+        qs = qs.annotate(waited=Case(*buckets, default=Value(""), output_field=CharField()))
+    columns = [GROUPED[name] for name in names]
+    counts: dict[str, dict[str, int]] = {name: {} for name in names}
+    for row in qs.order_by().values(*columns).annotate(n=Count("id")):
+        for name, column in zip(names, columns, strict=True):
+            value = row[column] or ""
+            counts[name][value] = counts[name].get(value, 0) + row["n"]
+    if "reason" in counts:
+        reasons = counts["reason"]
+        reasons["new"] = reasons.pop("new", 0) + reasons.pop("", 0)
+        counts["reason"] = {r: reasons.get(r, 0) for r in selectors.QUEUE_REASONS}
+    if "age" in counts:
+        counts["age"] = {a: counts["age"].get(a, 0) for a in AGES}
+    return {
+        name: values if name in ("reason", "age") else dict(sorted(values.items()))
+        for name, values in counts.items()
+    }
 
 
 def queue_reason_counts(where: QueueFilter, *, owner: str = "") -> dict[str, int]:
     """How many queued memories each reason tab holds under the rest of the filter."""
-    reasons = _counted(queued_matching(where.without("reason"), owner=owner), "queue_reason")
-    reasons["new"] = reasons.pop("new", 0) + reasons.pop("", 0)
-    return {r: reasons.get(r, 0) for r in selectors.QUEUE_REASONS}
+    return _grouped(queued_matching(where.without("reason"), owner=owner), ["reason"], timezone.now())[
+        "reason"
+    ]
 
 
-def queue_facets(where: QueueFilter, *, owner: str = "") -> dict[str, dict[str, int]]:
-    """For each facet, how many queued memories each of its values matches under the rest of the
-    filter (so a reviewer sees what choosing it would leave), one query per facet."""
-    imports = {}
-    for name in IMPORTS:
-        imports[name] = queued_matching(replace(where, imported=name), owner=owner).count()
+def queue_facets(
+    where: QueueFilter, *, owner: str = "", base: QuerySet | None = None
+) -> dict[str, dict[str, int]]:
+    """For each facet, how many of the queued memories `base` (default: the whole queue, within
+    `owner`) each of its values matches under the rest of the filter — what choosing it would
+    leave. The facets the filter leaves open share one grouped statement; each one it sets needs
+    its own (the rest of the filter differs), and so do sources and imports. Reasons and ages
+    list every value, the others those present."""
+    base = queued(owner) if base is None else base
+    now = timezone.now()
+    open_ = [name for name in GROUPED if not getattr(where, name)]
+    facets = _grouped(memories_matching(base, where), open_, now) if open_ else {}
+    for name in GROUPED:
+        if name not in facets:
+            facets.update(_grouped(memories_matching(base, where.without(name)), [name], now))
     sources = (
-        MemorySource.objects.filter(memory__in=queued_matching(where.without("source"), owner=owner))
+        MemorySource.objects.filter(memory__in=memories_matching(base, where.without("source")).values("pk"))
         .values("kind")
         .annotate(n=Count("memory", distinct=True))
         .order_by("kind")
     )
-    return {
-        "reason": queue_reason_counts(where, owner=owner),
-        "agent": _counted(queued_matching(where.without("agent"), owner=owner), "owner__name"),
-        "store": _counted(queued_matching(where.without("store"), owner=owner), "store"),
-        "category": _counted(queued_matching(where.without("category"), owner=owner), "category"),
-        "source": {row["kind"]: row["n"] for row in sources},
-        "imported": imports,
+    facets["source"] = {row["kind"]: row["n"] for row in sources}
+    facets["imported"] = {
+        name: memories_matching(base, replace(where, imported=name)).count() for name in IMPORTS
     }
+    return facets

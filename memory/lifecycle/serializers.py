@@ -112,6 +112,15 @@ class MemoryListQuerySerializer(StrictSerializer):
         "changed), merge, gate (the eval gate), supersedes (it retires another agent's memory).",
     )
     source = _facet("source", "Memories citing a source of this kind.")
+    author = StrictCharField(
+        max_length=150, required=False, help_text="Who wrote it: an agent's, a person's or a route's name."
+    )
+    age = _facet("age", "How long it has waited: day (under one), week (1–7 days), month (7–30), older.")
+    facets = serializers.BooleanField(
+        default=False,
+        help_text="With status=queued: add `facets`, for each filter the count of each of its values "
+        "under the rest of the filter (as the console's queue shows them).",
+    )
     order = serializers.ChoiceField(
         choices=queue.ORDERS,
         default=queue.NEWEST,
@@ -126,6 +135,10 @@ class MemoryListQuerySerializer(StrictSerializer):
         if attrs.get("reason") and attrs.get("status") != Memory.QUEUED:
             raise serializers.ValidationError(
                 {"reason": ["A reason filters the review queue: add status=queued."]}
+            )
+        if attrs.get("facets") and attrs.get("status") != Memory.QUEUED:
+            raise serializers.ValidationError(
+                {"facets": ["Facets count the review queue: add status=queued."]}
             )
         return attrs
 
@@ -267,12 +280,37 @@ class MemoryDetailSerializer(MemorySerializer):
     versions = VersionSerializer(many=True)
 
 
+class QueueFacetsSerializer(serializers.Serializer):
+    """value → how many queued memories it matches under the rest of the filter, per filter."""
+
+    reason = serializers.DictField(child=serializers.IntegerField())
+    agent = serializers.DictField(child=serializers.IntegerField())
+    store = serializers.DictField(child=serializers.IntegerField())
+    tier = serializers.DictField(child=serializers.IntegerField())
+    category = serializers.DictField(child=serializers.IntegerField())
+    source = serializers.DictField(child=serializers.IntegerField())
+    author = serializers.DictField(child=serializers.IntegerField())
+    age = serializers.DictField(child=serializers.IntegerField())
+
+
+QueueFacetsSerializer._declared_fields["import"] = serializers.DictField(child=serializers.IntegerField())
+
+
+def facets_out(facets: dict) -> dict:
+    """queue.queue_facets as the API names its parameters (`import`), without the empty category
+    (no parameter selects it)."""
+    out = {("import" if name == "imported" else name): counts for name, counts in facets.items()}
+    out["category"] = {name: n for name, n in out["category"].items() if name}
+    return out
+
+
 class MemoryPageSerializer(serializers.Serializer):
     count = serializers.IntegerField()
     page = serializers.IntegerField()
     page_size = serializers.IntegerField()
     pages = serializers.IntegerField()
     results = MemorySerializer(many=True)
+    facets = QueueFacetsSerializer(required=False, help_text="Only with facets=true.")
 
 
 class RunFinishedSerializer(serializers.Serializer):

@@ -118,6 +118,7 @@ def _queue_context(
         **_tabs_context(request, where, order, size, counts=facets["reason"]),
         "facets": facets,
         "imports": {name: label for name, (label, _c, _p) in queue.IMPORTS.items()},
+        "ages": {name: label for name, (label, _l, _u) in queue.AGES.items()},
         "decisions": selectors.recent_review_decisions(owner=owner),
         "notice": notice,
         "notice_kind": notice_kind,
@@ -344,8 +345,9 @@ def _terms(where: queue.QueueFilter) -> list[tuple[str, str]]:
     labels = {
         "reason": selectors.QUEUE_REASON_LABELS.get(where.reason, where.reason),
         "imported": queue.IMPORTS[where.imported][0] if where.imported in queue.IMPORTS else "",
+        "age": queue.AGES[where.age][0] if where.age in queue.AGES else "",
     }
-    names = {"imported": "origin", "source": "a source of kind", "q": "text"}
+    names = {"imported": "origin", "source": "a source of kind", "age": "waiting", "q": "text"}
     return [
         (names.get(name, name), labels.get(name) or value) for name, value in vars(where).items() if value
     ]

@@ -11,6 +11,7 @@ from knowledge.principal import Principal
 from tests import factory
 
 HX = {"HTTP_HX_REQUEST": "true"}
+FACETS = {"reason", "agent", "store", "tier", "category", "source", "import", "author", "age"}
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ def test_a_page_of_fifty_takes_a_bounded_number_of_queries(rita, world, django_a
             supersedes=old if i % 2 else None,
             category="fact" if i % 3 else "mem0",
         )
-    with django_assert_max_num_queries(30):
+    with django_assert_max_num_queries(26):
         body = rita.get("/review/?size=50&source=kb&q=q").content.decode()
     assert len(shown(body)) == 50
 
@@ -251,7 +252,17 @@ def test_the_schema_documents_the_queue_filters():
         "q",
         "order",
         "page",
+        "tier",
+        "author",
+        "age",
+        "facets",
     } <= set(parameters)
+    assert parameters["age"]["schema"]["enum"] == ["day", "week", "month", "older"]
+    page = schema["paths"]["/api/memory"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    name = page["$ref"].rsplit("/", 1)[1]
+    facets = schema["components"]["schemas"][name]["properties"]["facets"]
+    listed = schema["components"]["schemas"][facets["allOf"][0]["$ref"].rsplit("/", 1)[1]]["properties"]
+    assert set(listed) == FACETS
     assert parameters["reason"]["schema"]["enum"] == [
         "new",
         "conflict",
@@ -261,3 +272,132 @@ def test_the_schema_documents_the_queue_filters():
         "supersedes",
     ]
     assert parameters["import"]["schema"]["enum"] == ["mem0"]
+
+
+# --- tier, author and age; facet counts in the API -------------------------------------------------
+
+
+def _aged(memory, days: float):
+    import datetime
+
+    from django.utils import timezone
+
+    Memory.objects.filter(pk=memory.pk).update(created_at=timezone.now() - datetime.timedelta(days=days))
+    return memory
+
+
+def _tier_author_age_world(world):
+    """Five queued memories that differ in tier, author and how long they have waited."""
+    fresh = mem0(world, "Alice likes green tea")  # semantic, by import_mem0, today
+    working = factory.make_queued_memory(world.copilot, "step 3 of the run", tier="working")  # by copilot
+    episode = _aged(factory.make_queued_memory(world.copilot, "the call went well", tier="episodic"), 3)
+    month = _aged(factory.make_queued_memory(world.copilot, "VPN-4012 needs client 5.2"), 12)
+    ancient = _aged(mem0(world, "Bob moved to Oslo", person="bob"), 45)
+    return fresh, working, episode, month, ancient
+
+
+def test_tier_author_and_age_narrow_the_queue_with_their_counts(rita, world):
+    fresh, working, episode, month, ancient = _tier_author_age_world(world)
+    cases = {
+        "tier=working": {working.pk},
+        "tier=semantic": {fresh.pk, month.pk, ancient.pk},
+        "author=import_mem0": {fresh.pk, ancient.pk},
+        "author=copilot&tier=episodic": {episode.pk},
+        "age=day": {fresh.pk, working.pk},
+        "age=week": {episode.pk},
+        "age=month": {month.pk},
+        "age=older": {ancient.pk},
+        "age=older&author=copilot": set(),
+    }
+    for query, expected in cases.items():
+        assert shown(rita.get(f"/review/?{query}").content.decode()) == expected, query
+    body = rita.get("/review/?author=copilot").content.decode()
+    # each facet counts under the rest of the filter: the tiers and ages of copilot's three,
+    # the authors under no author filter
+    assert '<option value="working">working (1)</option>' in body
+    assert '<option value="semantic">semantic (1)</option>' in body
+    assert '<option value="import_mem0">import_mem0 (2)</option>' in body
+    assert '<option value="copilot" selected>copilot (3)</option>' in body
+    assert '<option value="day">under a day (1)</option>' in body
+    assert '<option value="older">over 30 days (0)</option>' in body
+    # the confirmation names the filter in words, and approves exactly what it matched
+    ask = rita.get("/review/all?author=import_mem0&age=older&action=approve").content.decode()
+    assert "Approve 1 memory?" in ask and "over 30 days" in ask
+    rita.post("/review/all?author=import_mem0&age=older", {"action": "approve", "expected": "1"})
+    assert Memory.objects.get(pk=ancient.pk).status == Memory.ACTIVE
+    assert Memory.objects.filter(status=Memory.QUEUED).count() == 4
+
+
+def test_the_api_filters_by_tier_author_and_age_and_counts_facets_when_asked(world):
+    fresh, working, episode, month, ancient = _tier_author_age_world(world)
+    client = world.client("reviewer")
+
+    def get(query: str) -> dict:
+        response = client.get(f"/api/memory?status=queued&order=oldest&{query}")
+        assert response.status_code == 200, response.json()
+        return response.json()
+
+    assert [m["id"] for m in get("tier=working")["results"]] == [working.pk]
+    assert {m["id"] for m in get("author=import_mem0")["results"]} == {fresh.pk, ancient.pk}
+    assert [m["id"] for m in get("age=week")["results"]] == [episode.pk]
+    assert "facets" not in get("tier=working")
+    page = get("author=copilot&facets=true&page_size=1")
+    assert page["count"] == 3 and len(page["results"]) == 1
+    facets = page["facets"]
+    assert facets["author"] == {"copilot": 3, "import_mem0": 2}  # under the rest: no author filter
+    assert facets["tier"] == {"episodic": 1, "semantic": 1, "working": 1}
+    assert facets["age"] == {"day": 1, "week": 1, "month": 1, "older": 0}
+    assert facets["import"] == {"mem0": 0} and facets["agent"] == {"copilot": 3}
+    assert facets["reason"] == {
+        "new": 3,
+        "conflict": 0,
+        "requeued": 0,
+        "merge": 0,
+        "gate": 0,
+        "supersedes": 0,
+    }
+    assert set(facets) == FACETS
+    # the API's facets and the console's agree
+    console = world.client("reviewer")
+    assert get("facets=true&store=private:alice")["facets"]["author"] == {"import_mem0": 1}
+    assert console.get("/api/memory?status=queued&facets=true&age=older").json()["facets"]["store"] == {
+        "private:bob": 1
+    }
+
+
+def test_facets_and_new_filters_refuse_bad_input_with_a_400(world):
+    client = world.client("reviewer")
+    assert client.get("/api/memory?facets=true").json()["fields"] == {
+        "facets": ["Facets count the review queue: add status=queued."]
+    }
+    answer = client.get("/api/memory?status=queued&age=ancient")
+    assert answer.status_code == 400
+    assert answer.json()["fields"]["age"] == ['Unknown value "ancient"; one of: day, week, month, older.']
+    assert list(client.get("/api/memory?status=queued&tier=eternal").json()["fields"]) == ["tier"]
+    assert list(client.get("/api/memory?status=queued&facets=maybe").json()["fields"]) == ["facets"]
+
+
+def test_an_agent_sees_facets_of_what_it_may_read_only(world):
+    mine = factory.make_queued_memory(world.copilot, "copilot's own note")
+    factory.make_queued_memory(world.scribe, "scribe's own note")  # in scribe's own store
+    agent = world.client("copilot")
+    page = agent.get("/api/memory?status=queued&facets=true").json()
+    assert [m["id"] for m in page["results"]] == [mine.pk]
+    assert page["facets"]["agent"] == {"copilot": 1}
+
+
+def test_the_facets_the_filter_leaves_open_are_counted_in_one_statement(world, django_assert_num_queries):
+    from memory.lifecycle import queue
+
+    _tier_author_age_world(world)
+    # open facets: one grouped statement; sources and imports one each
+    with django_assert_num_queries(3):
+        everything = queue.queue_facets(queue.QueueFilter())
+    assert everything["author"] == {"copilot": 3, "import_mem0": 2}
+    assert everything["age"] == {"day": 2, "week": 1, "month": 1, "older": 1}
+    # each facet the filter sets is counted under the rest of the filter: one statement more each
+    with django_assert_num_queries(5):
+        narrowed = queue.queue_facets(queue.QueueFilter(author="copilot", age="day"))
+    assert narrowed["age"] == {"day": 1, "week": 1, "month": 1, "older": 0}
+    assert narrowed["author"] == {"copilot": 1, "import_mem0": 1}
+    assert narrowed["tier"] == {"working": 1}
