@@ -425,6 +425,9 @@ BRAIN_MODEL_RETRY_BACKOFF_SECONDS = float(env("BRAIN_MODEL_RETRY_BACKOFF_SECONDS
 # it to a vLLM server's concurrency. A call that finds no free slot within the wait is deferred.
 BRAIN_MODEL_ENDPOINT_SLOTS = env_int("BRAIN_MODEL_ENDPOINT_SLOTS", 1)
 BRAIN_MODEL_SLOT_WAIT_SECONDS = float(env("BRAIN_MODEL_SLOT_WAIT_SECONDS", "600"))
+# A job the model server did not answer (an outage) runs again after this back-off, doubling per
+# outage in a row up to 30 minutes, with the same input (knowledge/llm/outage.py).
+BRAIN_MODEL_DEFER_SECONDS = env_int("BRAIN_MODEL_DEFER_SECONDS", 60)
 # The model's context window (prompt + reply tokens) where a profile sets none and the server's
 # /v1/models gives none; every prompt is fitted to it (knowledge/llm).
 BRAIN_MODEL_CONTEXT_TOKENS = env_int("BRAIN_MODEL_CONTEXT_TOKENS", 8192)

@@ -17,11 +17,11 @@ from knowledge.audit.services import audit_record
 from knowledge.llm import (
     LIGHT,
     ModelError,
-    ModelUnreachable,
+    deferred_reason,
     echoes_example,
-    endpoint_down,
     fits,
     model_ask,
+    outage,
     reply_budget,
 )
 from knowledge.memories.rows import memory_row_state
@@ -139,7 +139,7 @@ def _defer(run: DistillerRun, reason: str, usage_id=None) -> DistillerRun:
     the sweep tries again once the endpoint answers; an outage never fails a conversation."""
     DistillerRun.objects.filter(pk=run.pk).update(attempts=F("attempts") - 1)
     run.refresh_from_db(fields=["attempts"])
-    return _finish(run, DistillerRun.PENDING, f"deferred: {reason}", usage_id=usage_id)
+    return _finish(run, DistillerRun.PENDING, deferred_reason(reason), usage_id=usage_id)
 
 
 def _stamp(at) -> str:
@@ -195,7 +195,7 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
     transcript = conversation_transcript(conversation)
     if not transcript:
         return _finish(run, DistillerRun.SKIPPED, "nothing to read: the conversation has no messages")
-    down = endpoint_down(LIGHT, agent=conversation.agent)
+    down = outage(profile=LIGHT, agent=conversation.agent)
     if down:  # Status already knows: no call, and the attempt does not count
         return _defer(run, down)
     reply_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=conversation.agent)
@@ -225,9 +225,9 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
             check=rule_breach,
             shrink=shrink,
         )
-    except ModelUnreachable as exc:
-        return _defer(run, exc.reason, usage_id=exc.usage_id)
     except ModelError as exc:
+        if outage(exc):
+            return _defer(run, exc.reason, usage_id=exc.usage_id)
         return _finish(run, DistillerRun.FAILED, exc.reason, usage_id=exc.usage_id)
     note = ""
     if len(read) < len(transcript):

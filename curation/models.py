@@ -40,7 +40,10 @@ class DreamingRun(models.Model):
     QUIET, THRESHOLD, MANUAL, RETRY = "quiet", "threshold", "manual", "retry"
     TRIGGERS = [(t, t) for t in (QUIET, THRESHOLD, MANUAL, RETRY)]
     RUNNING, DONE, FAILED, SKIPPED = "running", "done", "failed", "skipped"
-    STATES = [(s, s) for s in (RUNNING, DONE, FAILED, SKIPPED)]
+    # deferred: the model server did not answer; the run stopped where it was and runs again
+    # later with the same input (knowledge.llm.outage). Not a failure: no back-off, no smaller batch.
+    DEFERRED = "deferred"
+    STATES = [(s, s) for s in (RUNNING, DONE, FAILED, SKIPPED, DEFERRED)]
 
     stage = models.CharField(max_length=1, choices=STAGES)
     channel = models.ForeignKey(

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from curation.models import DreamingRun, StageACursor, StageBCursor
 from knowledge.errors import Conflict
+from knowledge.llm import defer_later, deferred_reason
 from knowledge.llm.jobs import job_enqueue
 from knowledge.principal import Principal
 
@@ -79,21 +80,45 @@ def retry_delay(failures: int) -> timedelta:
 
 def run_finish(run: DreamingRun, cursor_model, cursor_pk: int, state: str, reason: str = "") -> DreamingRun:
     """Record a run's end and release the cursor (a stage A channel's or a stage B agent's) it
-    holds: a failure counts towards the cursor's back-off, success clears it."""
+    holds: a failure counts towards the cursor's back-off, success clears it, a deferral
+    (run_defer) leaves both as they were."""
     now = timezone.now()
     run.refresh_from_db()
     run.state, run.reason, run.finished_at = state, reason[:2000], now
     run.save(update_fields=["state", "reason", "finished_at"])
     cursor = cursor_model.objects.get(pk=cursor_pk)
-    failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
+    if state == DreamingRun.DEFERRED:
+        failures, retry_at = cursor.failures, cursor.retry_at
+    else:
+        failures = 0 if state == DreamingRun.DONE else cursor.failures + 1
+        retry_at = None if state == DreamingRun.DONE else now + retry_delay(failures)
     cursor_model.objects.filter(pk=cursor_pk, run=run).update(
-        claimed_at=None,
-        run=None,
-        last_run=run,
-        failures=failures,
-        retry_at=None if state == DreamingRun.DONE else now + retry_delay(failures),
+        claimed_at=None, run=None, last_run=run, failures=failures, retry_at=retry_at
     )
     return run
+
+
+class RunDeferred(Exception):
+    """The model server did not answer: the run is deferred (run_defer), not failed."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def run_defer(
+    run: DreamingRun, cursor_model, cursor_pk: int, reason: str, *, resume: str, deferrals: int
+) -> DreamingRun:
+    """The model server did not answer (knowledge.llm.outage): the run ends deferred — what its
+    earlier batches wrote stays, nothing more is written, the cursor stays where it was with no
+    failure counted (so the next run reads the same input at full size) — and `resume` (a task
+    taking the cursor's owner id and the trigger) runs it again after the back-off."""
+    owner = run.channel_id if run.stage == DreamingRun.STAGE_A else run.agent_id
+    at = defer_later(
+        resume, owner, DreamingRun.RETRY, deferrals=deferrals + 1, what=f"dreaming stage {run.stage} {owner}"
+    )
+    note = f"{deferred_reason(reason)}; it runs again from {at:%Y-%m-%d %H:%M:%S} UTC with the same input"
+    return run_finish(run, cursor_model, cursor_pk, DreamingRun.DEFERRED, note)
 
 
 def run_count_call(run: DreamingRun, usage_id: int | None) -> None:

@@ -20,9 +20,10 @@ def stage_a_sweep() -> int:
     return len(due)
 
 
-def stage_a_channel(channel_id: int, trigger: str, started_by: str = "") -> str:
+def stage_a_channel(channel_id: int, trigger: str, started_by: str = "", deferrals: int = 0) -> str:
     """Run stage A over one channel. A scheduled run that is no longer due when the worker gets
-    to it (another run read the channel meanwhile) does nothing and records no run."""
+    to it (another run read the channel meanwhile) does nothing and records no run. A run
+    deferred by an outage comes back here (`deferrals` in a row so far) and is due by that."""
     from curation.dreaming.stage_a.selectors import channel_trigger
     from curation.dreaming.stage_a.services import ChannelBusy, stage_a_run
     from curation.models import DreamingRun
@@ -31,10 +32,10 @@ def stage_a_channel(channel_id: int, trigger: str, started_by: str = "") -> str:
     channel = Channel.objects.filter(pk=channel_id).first()
     if channel is None:
         return "no such channel"
-    if trigger != DreamingRun.MANUAL and not channel_trigger(channel_id):
+    if trigger != DreamingRun.MANUAL and not deferrals and not channel_trigger(channel_id):
         return "not due any more"
     try:
-        run = stage_a_run(channel=channel, trigger=trigger, started_by=started_by)
+        run = stage_a_run(channel=channel, trigger=trigger, started_by=started_by, deferrals=deferrals)
     except ChannelBusy as exc:
         return str(exc)
     return f"run {run.pk}: {run.state} {run.reason}".strip()
@@ -58,9 +59,9 @@ def stage_b_sweep() -> int:
     return len(due)
 
 
-def stage_b_agent(agent_id: int, trigger: str, started_by: str = "") -> str:
+def stage_b_agent(agent_id: int, trigger: str, started_by: str = "", deferrals: int = 0) -> str:
     """Run stage B for one agent (a run claims the agent, so an agent queued twice is curated
-    once at a time)."""
+    once at a time); a run deferred by an outage comes back here (`deferrals` in a row)."""
     from curation.dreaming.stage_b.services import AgentBusy, stage_b_run
     from knowledge.models import Agent
 
@@ -68,7 +69,7 @@ def stage_b_agent(agent_id: int, trigger: str, started_by: str = "") -> str:
     if agent is None:
         return "no such agent"
     try:
-        run = stage_b_run(agent=agent, trigger=trigger, started_by=started_by)
+        run = stage_b_run(agent=agent, trigger=trigger, started_by=started_by, deferrals=deferrals)
     except AgentBusy as exc:
         return str(exc)
     return f"run {run.pk}: {run.state} {run.reason}".strip()

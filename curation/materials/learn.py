@@ -15,7 +15,9 @@ audit events).
 The model is called outside any transaction; the checked operations are applied in ONE
 transaction with the material's `learned` state (knowledge.materials.learning.learning_commit).
 A model failure or an invalid reply writes nothing and fails the material with the reason; an
-operation a rule or a service refuses is dropped and its reason recorded on the audit event."""
+operation a rule or a service refuses is dropped and its reason recorded on the audit event. An
+outage (the model server does not answer) defers the learning (LearnDeferred): the material is
+learned with the model later, not plainly now."""
 
 import copy
 import datetime
@@ -29,8 +31,8 @@ from curation.dreaming.stage_b.operations import check_one
 from curation.dreaming.stage_b.selectors import guide_types
 from curation.dreaming.stage_b.services import REFUSALS, refusal_text
 from knowledge.entries import services as entry_services
-from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
-from knowledge.materials.learning import PLAIN_JOB, Learner, LearnFailed, learning_commit
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, outage, reply_budget
+from knowledge.materials.learning import PLAIN_JOB, LearnDeferred, Learner, LearnFailed, learning_commit
 from knowledge.materials.plain import ACTOR, learn_plain, section_ref
 from knowledge.models import Entry, Material, Memory
 
@@ -223,6 +225,8 @@ def learn_with_model(*, material: Material, version, extracted, attempt: int) ->
             max_tokens=reply_tokens,
         )
     except ModelError as exc:
+        if outage(exc):
+            raise LearnDeferred(exc.reason) from None
         # A failing model is no reason to leave a material unlearned when no model would have
         # learned it plainly: learn it plainly, and say why.
         learning_commit(
@@ -259,6 +263,9 @@ def learn_with_model(*, material: Material, version, extracted, attempt: int) ->
 
 
 def unavailable(material: Material) -> str:
+    down = outage(profile=LIGHT, agent=material.owner)
+    if down:  # not a reason to learn it plainly: it waits for the server
+        raise LearnDeferred(down)
     why = model_availability(LIGHT, agent=material.owner)
     return f"the light model is {why}" if why else ""
 

@@ -22,6 +22,7 @@ from knowledge.llm.client import (
     prompt_room,
     reply_budget,
 )
+from knowledge.llm.outage import defer_later, deferred_reason, outage
 from knowledge.llm.profiles import (
     DEFAULT,
     LIGHT,
@@ -46,6 +47,9 @@ __all__ = [
     "ModelUnavailable",
     "ModelUnreachable",
     "context_tokens",
+    "defer_later",
+    "deferred_reason",
+    "outage",
     "echoes_example",
     "fits",
     "reply_budget",

@@ -8,6 +8,8 @@ its sections, each citing `<material>#<section>`. Either way:
 
 - a failure (unreadable original, model failure, invalid reply, database error) writes nothing
   and marks the material failed with its reason; Retry runs it again on the stored original;
+- an outage (the model server does not answer: LearnDeferred, knowledge.llm.outage) is not a
+  failure: nothing is written, the material is queued again and learned after a back-off;
 - learning happens once per claim: the write transaction locks the material and checks that it
   is still this attempt's, so a worker that died mid-learning (its material left `learning`)
   and the retry that took it over never both write."""
@@ -25,6 +27,7 @@ from knowledge.materials.services import (
     _learned,
     extract_limits,
     learning_claim,
+    learning_defer,
     learning_fail,
     original_missing,
 )
@@ -40,11 +43,21 @@ class LearnFailed(Exception):
         self.reason = reason
 
 
+class LearnDeferred(Exception):
+    """The model server does not answer (an outage): learning waits, it does not fail nor fall
+    back to learning plainly."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass
 class Learner:
     """A model-backed learner: `unavailable(material)` says why it cannot run now ("" when it
     can); `learn(material, version, extracted, attempt)` calls the model, checks the reply and
-    writes through `learning_commit`, raising LearnFailed with a reason."""
+    writes through `learning_commit`, raising LearnFailed with a reason. Either raises
+    LearnDeferred when its model server does not answer."""
 
     job: str
     unavailable: Callable[[Material], str]
@@ -91,8 +104,9 @@ def learning_commit(
     return True
 
 
-def material_learn(material_id: int) -> str:
-    """The django-q2 job: learn one material once. Returns what happened (for the task log)."""
+def material_learn(material_id: int, *, deferrals: int = 0) -> str:
+    """The django-q2 job: learn one material once. Returns what happened (for the task log).
+    `deferrals`: outages in a row so far (a deferred learning that came back)."""
     attempt = learning_claim(material_id)
     if attempt is None:
         return "not claimed: another worker holds it, or it is not queued"
@@ -135,6 +149,9 @@ def material_learn(material_id: int) -> str:
     except LearnFailed as exc:
         learning_fail(material_id, attempt, exc.reason)
         return f"failed: {exc.reason}"
+    except LearnDeferred as exc:
+        learning_defer(material_id, attempt, exc.reason, deferrals=deferrals)
+        return f"deferred: {exc.reason}"
     except DatabaseError as exc:
         learning_fail(material_id, attempt, f"database error, nothing written: {exc}")
         return "failed: database error"

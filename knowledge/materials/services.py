@@ -437,6 +437,34 @@ def learning_fail(material_id: int, attempt: int, reason: str) -> bool:
     return True
 
 
+def learning_defer(material_id: int, attempt: int, reason: str, *, deferrals: int) -> bool:
+    """The model server did not answer this attempt (knowledge.llm.outage): nothing was
+    written; the material is queued again, the attempt not counted, saying why, and learned
+    after the back-off from the same stored original. A no-op when another attempt took over."""
+    from knowledge.llm import defer_later, deferred_reason
+
+    with transaction.atomic():
+        material = (
+            Material.objects.select_for_update(of=("self",)).select_related("owner").get(pk=material_id)
+        )
+        if material.state != Material.LEARNING or material.attempts != attempt:
+            return False
+        at = defer_later(
+            LEARN_TASK, material_id, deferrals=deferrals + 1, what=f"learn material {material_id}"
+        )
+        material.state, material.attempts = Material.QUEUED, attempt - 1
+        material.reason = f"{deferred_reason(reason)}; learned from {at:%Y-%m-%d %H:%M:%S} UTC"[:2000]
+        material.save(update_fields=["state", "attempts", "reason", "updated_at"])
+        _audit(
+            "material.learning_deferred",
+            actor=Principal.system("materials"),
+            material=material,
+            reason=material.reason,
+            data={"attempt": attempt, "deferrals": deferrals + 1},
+        )
+    return True
+
+
 # --- the stuck-learning sweep -----------------------------------------------------------------
 
 SWEEP_ACTOR = Principal.system("materials")

@@ -1,11 +1,12 @@
 """django-q2 entry points for materials."""
 
 
-def material_learn(material_id: int) -> str:
-    """Learn one material (knowledge.materials.learning.material_learn)."""
+def material_learn(material_id: int, deferrals: int = 0) -> str:
+    """Learn one material (knowledge.materials.learning.material_learn); `deferrals`: outages in
+    a row so far, when a deferred learning comes back."""
     from knowledge.materials.learning import material_learn as learn
 
-    return learn(material_id)
+    return learn(material_id, deferrals=deferrals)
 
 
 def learning_sweep() -> dict:

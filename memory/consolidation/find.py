@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count
 from django.utils import timezone
 
 from knowledge.models import Memory, MemorySource
@@ -82,6 +83,7 @@ class Findings:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     counts: dict = field(default_factory=lambda: defaultdict(int))
+    deferred: str = ""  # why the model work waits for the server (an outage), "" when it does not
 
     def used(self) -> set[int]:
         return {i for c in self.changes for i in c.memory_ids}
@@ -512,13 +514,44 @@ def find_changes(*, owner_id=None, store="", actor=None, now=None) -> Findings:
         if findings.counts.get("summaries_due", 0) > findings.counts.get("summary_groups", 0):
             skipped.append("summaries")
         what = " and ".join(skipped) if skipped else "near-duplicates and summaries"
+        findings.deferred = model.deferred
+        why = (
+            f"whose server does not answer — deferred: {model.deferred}; they are asked for again when it answers"
+            if model.deferred
+            else f"which is unavailable — {model.stopped}"
+        )
         findings.notes.insert(
-            0,
-            f"only exact duplicates and conflicts were folded; {what} need the model, which is unavailable — {model.stopped}",
+            0, f"only exact duplicates and conflicts were folded; {what} need the model, {why}"
         )
     elif model.calls >= model.limit:
         findings.notes.append(
             f"stopped after {model.limit} model calls (BRAIN_CONSOLIDATION_MODEL_GROUPS); the rest waits for the next run"
         )
+    held = _held_by_open_plans(owner_id=owner_id, store=store)
+    if held:
+        findings.notes.append(held)
     findings.counts = dict(findings.counts)
     return findings
+
+
+def _held_by_open_plans(*, owner_id, store) -> str:
+    """Which open plans hold active memories of this scope, so this run leaves them alone (a run
+    whose plan is empty says why): "" when none does."""
+    items = ConsolidationItem.objects.filter(
+        plan__state__in=ConsolidationPlan.OPEN_STATES, memory__status=Memory.ACTIVE
+    ).exclude(role=ConsolidationItem.MERGED)
+    if owner_id is not None:
+        items = items.filter(memory__owner_id=owner_id)
+    if store:
+        items = items.filter(memory__store=store)
+    rows = list(
+        items.values("plan_id", "plan__created_by", "plan__state")
+        .annotate(n=Count("memory_id", distinct=True))
+        .order_by("plan_id")[:5]
+    )
+    if not rows:
+        return ""
+    plans = ", ".join(
+        f"{r['n']} in {r['plan__state']} plan #{r['plan_id']} (by {r['plan__created_by']})" for r in rows
+    )
+    return f"memories held by open plans were left alone: {plans}; apply or discard that plan to free them"

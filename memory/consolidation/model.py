@@ -11,6 +11,7 @@ from knowledge.llm import (
     fits,
     model_ask,
     model_availability,
+    outage,
     reply_budget,
 )
 from knowledge.models import Agent
@@ -48,14 +49,16 @@ REPLY_TOKENS = 1500
 class ModelGate:
     """The light model as one run uses it: stop after the first unavailability (so a dead
     endpoint is not retried for every group), skip an agent that is over its own budget, skip a
-    group whose output is invalid, and say why in the run's notes."""
+    group whose output is invalid, and say why in the run's notes. An outage (the server does
+    not answer) also sets `deferred`: the run asks for its model work again later."""
 
     def __init__(self, findings: "Findings", *, actor, limit: int):
         self.findings = findings
         self.actor = actor
         self.limit = limit
         self.calls = 0
-        self.stopped = model_availability(LIGHT)
+        self.deferred = outage(profile=LIGHT)
+        self.stopped = self.deferred or model_availability(LIGHT)
         self.blocked_agents: set[int] = set()
         self._agents: dict[int, Agent] = {}
 
@@ -96,7 +99,9 @@ class ModelGate:
             self.findings.notes.append(f"{purpose}: skipped one group ({exc.reason})")
             return None
         except ModelError as exc:
-            if exc.reason.startswith("over budget: agent "):
+            if outage(exc):
+                self.stopped = self.deferred = exc.reason
+            elif exc.reason.startswith("over budget: agent "):
                 self.blocked_agents.add(owner_id)
                 self.findings.notes.append(f"{purpose}: {exc.reason}")
             else:

@@ -14,6 +14,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
+from knowledge.llm import LIGHT, defer_later, outage
+from knowledge.llm.jobs import actor_args, actor_from
 from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
 from knowledge.memories.fingerprints import NEVER_CHANGES
 from knowledge.memories.rows import memory_row_new
@@ -56,13 +58,16 @@ def consolidation_run(
     now=None,
     find=None,
     created_by: str = "",
+    deferrals: int = 0,
 ):
     """Run consolidation (optionally for one owner agent and/or one store) and write its plan.
     Mode (default: the BRAIN_MEMORY_CONSOLIDATION setting) `propose` leaves the plan for a
     reviewer, `apply` applies it at once, `off` refuses. One run at a time (ConsolidationBusy).
     Model calls happen before the write transaction; see memory.consolidation.find. `find`
     (default find_changes, same keyword arguments) lets another job (the reconciler) write its
-    findings as a plan through the same machinery."""
+    findings as a plan through the same machinery. When the model server did not answer (an
+    outage), what needs no model is written now and the run is asked again after a back-off
+    (`deferrals`: outages in a row so far), so near-duplicates and summaries are not lost."""
     mode = mode or setting_get("BRAIN_MEMORY_CONSOLIDATION")
     if mode == "off":
         raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
@@ -94,6 +99,8 @@ def consolidation_run(
             finished_at=timezone.now(),
         )
         raise
+    if getattr(findings, "deferred", ""):
+        consolidation_defer(actor=actor, owner=owner, store=store, deferrals=deferrals)
     if mode == "apply" and plan.state == ConsolidationPlan.PROPOSED:
         try:
             plan = plan_apply(actor=actor, plan_id=plan.pk)
@@ -101,6 +108,37 @@ def consolidation_run(
             ConsolidationPlan.objects.filter(pk=plan.pk).update(error=exc.message)
             plan.refresh_from_db()
     return plan
+
+
+def consolidation_defer(*, actor, owner: Agent | None, store: str, deferrals: int):
+    """Ask for this run's model work again after the back-off of its next deferral."""
+    scope = f"{owner.name if owner else 'every agent'}/{store or 'every store'}"
+    return defer_later(
+        "memory.consolidation.plans.consolidation_resume",
+        actor_args(actor),
+        owner.pk if owner else None,
+        store,
+        deferrals=deferrals + 1,
+        what=f"consolidation {scope}",
+    )
+
+
+def consolidation_resume(actor: dict, owner: int | None, store: str, deferrals: int = 0) -> str:
+    """The django-q2 task a deferred run comes back to: still no answer from the model server,
+    or another run in progress, defers it once more; else the run goes ahead."""
+    principal, agent = actor_from(actor), Agent.objects.filter(pk=owner).first() if owner else None
+    down = outage(profile=LIGHT)
+    if not down:
+        try:
+            plan = consolidation_run(actor=principal, owner=agent, store=store, deferrals=deferrals)
+        except ConsolidationOff as exc:
+            return exc.message
+        except ConsolidationBusy as exc:
+            down = exc.message
+        else:
+            return f"plan {plan.pk}: {plan.state}"
+    consolidation_defer(actor=principal, owner=agent, store=store, deferrals=deferrals)
+    return f"deferred again: {down}"
 
 
 def _merged_row(*, change: Change, memories: dict, sources: dict, plan) -> NewRow:

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
-from knowledge.llm import ModelError, ModelReplyCut, ModelUnreachable, endpoint_down, model_call
+from knowledge.llm import ModelError, ModelReplyCut, deferred_reason, model_call, outage
 from knowledge.llm.jobs import actor_args, job_enqueue
 from knowledge.models import Memory, ModelJob
 from knowledge.principal import Principal
@@ -150,13 +150,13 @@ def _ask(agent, messages: list[dict]) -> str:
             text = model_call(
                 purpose="gate", messages=messages, agent=agent, actor=Principal.system(SYSTEM_ACTOR)
             ).text
-        except ModelUnreachable as exc:
-            raise GateDeferred(exc.reason)
         except ModelReplyCut as exc:
             problem = exc.reason
             continue
         except ModelError as exc:
-            raise GateUnchecked(exc.reason)
+            if outage(exc):
+                raise GateDeferred(exc.reason) from None
+            raise GateUnchecked(exc.reason) from None
         if text.strip():
             return text
         problem = "the answer was empty"
@@ -185,7 +185,7 @@ def _run(memory: Memory) -> dict:
         return untested
     dataset = gate_dataset_for(memory.owner)
     cases = [c for c in dataset.cases if has_expectations(c)][:MAX_CASES]
-    down = endpoint_down(agent=memory.owner)
+    down = outage(agent=memory.owner)
     if down:
         raise GateDeferred(down)
     results, calls = [], 0
@@ -290,7 +290,10 @@ def gate_check_perform(check: GateCheck, *, actor) -> GateCheck:
         deferrals = check.deferrals + 1
         if deferrals < MAX_DEFERRALS:
             GateCheck.objects.filter(pk=check.pk).update(
-                verdict=GateCheck.PENDING, deferrals=deferrals, started_at=None, reason=f"deferred: {exc}"
+                verdict=GateCheck.PENDING,
+                deferrals=deferrals,
+                started_at=None,
+                reason=deferred_reason(str(exc)),
             )
             check.refresh_from_db()
             return check

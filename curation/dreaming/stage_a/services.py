@@ -2,7 +2,9 @@
 each batch's episodes, their message links, the new cursor and the batch's audit event in one
 transaction — only after the reply passed the schema and the code rules (rules.check). A
 model failure, an invalid reply or a database error writes nothing for that batch, ends the run
-as failed with the reason, and the channel is retried with back-off."""
+as failed with the reason, and the channel is retried with back-off and a smaller batch. An
+outage (the model server does not answer) is not a failure: the run is deferred and runs again
+with the same batch (knowledge.llm.outage, runs.run_defer)."""
 
 import time
 
@@ -10,14 +12,14 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 
-from curation.dreaming.runs import ACTOR, run_count_call, run_finish, run_open
+from curation.dreaming.runs import ACTOR, RunDeferred, run_count_call, run_defer, run_finish, run_open
 from curation.dreaming.stage_a import rules
 from curation.dreaming.stage_a.selectors import Batch, batch_next
 from curation.models import DreamingRun, StageACursor
 from knowledge.audit.services import audit_record
 from knowledge.embeddings.kick import request_embedding_run
 from knowledge.errors import Conflict
-from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, outage, reply_budget
 from knowledge.models import Channel, Episode, Message
 
 # The reply lists every message id and a few sentences per episode: room for both, growing with
@@ -43,14 +45,16 @@ def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
 
 
 def stage_a_run(
-    *, channel: Channel, trigger: str, started_by: str = "", max_seconds: float = 240.0
+    *, channel: Channel, trigger: str, started_by: str = "", max_seconds: float = 240.0, deferrals: int = 0
 ) -> DreamingRun:
     """Run stage A over one channel: batch after batch until it is caught up, a batch leaves an
     unfinished topic at the end of the channel, a batch fails, or `max_seconds` pass (the next
     trigger continues). Returns the run. With the model unavailable (not configured, disabled,
-    over budget) nothing is read and the run is recorded as skipped with the reason. Raises
+    over budget) nothing is read and the run is recorded as skipped with the reason; with its
+    server down (an outage, `deferrals` in a row so far) the run is deferred. Raises
     ChannelBusy when another run holds the channel."""
-    unavailable = model_availability(LIGHT)
+    down = outage(profile=LIGHT)
+    unavailable = "" if down else model_availability(LIGHT)
     run, cursor = run_open(
         stage=DreamingRun.STAGE_A,
         owner="channel",
@@ -65,6 +69,8 @@ def stage_a_run(
         return run
     started = time.monotonic()
     try:
+        if down:
+            raise RunDeferred(down)
         while True:
             cursor = StageACursor.objects.get(pk=channel.pk)
             budget = settings.BRAIN_DREAMING_BATCH_TOKENS // 2 ** min(cursor.failures, SHRINK_AFTER_FAILURES)
@@ -76,6 +82,15 @@ def stage_a_run(
                 break
     except BatchFailed as exc:
         return _finish(run, DreamingRun.FAILED, exc.reason)
+    except RunDeferred as exc:
+        return run_defer(
+            run,
+            StageACursor,
+            channel.pk,
+            exc.reason,
+            resume="curation.dreaming.tasks.stage_a_channel",
+            deferrals=deferrals,
+        )
     except Exception as exc:
         _finish(run, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}")
         raise
@@ -152,6 +167,8 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
     except ModelError as exc:
         for usage_id in exc.usage_ids or [None]:
             run_count_call(run, usage_id)
+        if outage(exc):  # not the batch's fault: the same batch is read again later
+            raise RunDeferred(exc.reason) from None
         raise BatchFailed(exc.reason) from None
     for usage_id in reply.usage_ids:
         run_count_call(run, usage_id)

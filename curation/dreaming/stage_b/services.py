@@ -4,7 +4,9 @@ entries, blocks, relations, overlay lessons, the pinned memo, their audit events
 the run id) and the agent's cursor. Every write goes through the existing services; new blocks
 and lessons pass the one activation function with route "dreaming" (active at once). An
 operation a service refuses is dropped with its reason like one the rules refuse; a model
-failure, an invalid reply or a database error writes nothing and advances nothing.
+failure, an invalid reply or a database error writes nothing and advances nothing; an outage
+(the model server does not answer) defers the run, which runs again later on the same material
+(knowledge.llm.outage, runs.run_defer).
 
 The model is called outside any transaction."""
 
@@ -13,13 +15,13 @@ import uuid
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from curation.dreaming.runs import ACTOR, run_count_call, run_finish, run_open
+from curation.dreaming.runs import ACTOR, RunDeferred, run_count_call, run_defer, run_finish, run_open
 from curation.dreaming.stage_b import operations, rules
 from curation.dreaming.stage_b.selectors import open_picked, scan_lines, scan_read
 from curation.models import DreamingRun, StageBCursor
 from knowledge.audit.services import audit_record, current_batch_id, current_dreaming_run
 from knowledge.errors import Conflict, DomainError, Invalid
-from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
+from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, outage, reply_budget
 from knowledge.models import Agent, Entry
 from memory.recall.memo import memo_budget_tokens
 
@@ -42,12 +44,14 @@ def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
     return run_finish(run, StageBCursor, run.agent_id, state, reason)
 
 
-def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "") -> DreamingRun:
+def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "", deferrals: int = 0) -> DreamingRun:
     """Curate one agent's knowledge from its new material (one scan call, one propose call, one
     transaction). Returns the run: done (with what was applied and what was dropped and why),
     failed (nothing written, the cursor did not move) or skipped (the light model is
-    unavailable, with the reason). Raises AgentBusy while another run holds the agent."""
-    unavailable = model_availability(LIGHT, agent=agent)
+    unavailable, with the reason) or deferred (its server does not answer: `deferrals` in a row
+    so far). Raises AgentBusy while another run holds the agent."""
+    down = outage(profile=LIGHT, agent=agent)
+    unavailable = "" if down else model_availability(LIGHT, agent=agent)
     run, cursor = run_open(
         stage=DreamingRun.STAGE_B,
         owner="agent",
@@ -61,9 +65,20 @@ def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "") -> Dreaming
     if cursor is None:
         return run
     try:
+        if down:
+            raise RunDeferred(down)
         reason = _curate(run, agent, cursor)
     except RunFailed as exc:
         return _finish(run, DreamingRun.FAILED, exc.reason)
+    except RunDeferred as exc:
+        return run_defer(
+            run,
+            StageBCursor,
+            agent.pk,
+            exc.reason,
+            resume="curation.dreaming.tasks.stage_b_agent",
+            deferrals=deferrals,
+        )
     except Exception as exc:
         _finish(run, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}")
         raise
@@ -94,6 +109,8 @@ def _call(
     except ModelError as exc:
         for usage_id in exc.usage_ids or [None]:
             run_count_call(run, usage_id)
+        if outage(exc):
+            raise RunDeferred(exc.reason) from None
         raise RunFailed(exc.reason) from None
     for usage_id in reply.usage_ids:
         run_count_call(run, usage_id)

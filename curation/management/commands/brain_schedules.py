@@ -19,6 +19,7 @@ class Command(BaseCommand):
             if created:
                 Schedule.objects.filter(name=name).update(next_run=timezone.now())
             self.stdout.write(f"{'created' if created else 'updated'} schedule: {name} (every {minutes} min)")
-        removed, _ = Schedule.objects.exclude(name__in=names).delete()
+        # One-off schedules are jobs deferred by an outage (knowledge.llm.outage): not ours to remove.
+        removed, _ = Schedule.objects.exclude(name__in=names).exclude(schedule_type=Schedule.ONCE).delete()
         if removed:
             self.stdout.write(f"removed {removed} old schedule(s)")

@@ -257,15 +257,46 @@ def test_a_cited_id_from_another_channel_writes_nothing(world, model_stub):
     assert Message.objects.get(pk=foreign).episode is None
 
 
-def test_a_model_timeout_writes_nothing_and_says_so(world, model_stub, settings):
+def test_an_outage_defers_the_run_and_the_same_batch_is_read_when_the_server_answers(
+    world, model_stub, settings
+):
+    """Issue 52: a timeout is the server's outage, not the batch's fault. The run is deferred —
+    nothing written, no failure counted, the batch not halved — and comes back after a back-off;
+    while the background check finds the server down it defers again without calling it, and
+    once the server answers it reads the very same messages."""
+    from tests.deferred import deferred, run_deferred, server_down
+
     settings.BRAIN_MODEL_TIMEOUT_SECONDS = 0.3
     settings.BRAIN_MODEL_MAX_RETRIES = 0
-    post(world.general, CHAT)
+    ids = post(world.general, CHAT)
     model_stub.reply_delay(1.5)
     run = stage_a_run(channel=world.general, trigger=DreamingRun.QUIET)
-    assert_failed_and_nothing_written(world, run, "failing: no answer within 0.3 s")
+    assert run.state == DreamingRun.DEFERRED, run.reason
+    assert run.reason.startswith("deferred: failing: no answer within 0.3 s"), run.reason
     assert ModelUsage.objects.get().outcome == "timeout"
     assert run.model_calls == 1 and run.usage_ids == [ModelUsage.objects.get().pk]
+    assert nothing_written(world.general)
+    cursor = StageACursor.objects.get(channel=world.general)
+    assert (cursor.failures, cursor.retry_at, cursor.claimed_at) == (0, None, None)
+    (again,) = deferred("curation.dreaming.tasks.stage_a_channel")
+    assert again.next_run > timezone.now()
+
+    server_down()
+    calls = len(model_stub.chat_requests())
+    assert "deferred" in run_deferred(again)
+    assert len(model_stub.chat_requests()) == calls  # the check knew: not called
+    (again,) = deferred("curation.dreaming.tasks.stage_a_channel")
+    assert "'deferrals': 2" in again.kwargs
+
+    server_down(down=False)
+    model_stub.reply_json(good_reply(ids))
+    assert run_deferred(again).startswith("run ")
+    last = DreamingRun.objects.order_by("-pk").first()
+    assert last.state == DreamingRun.DONE and last.messages + last.noise == len(ids)
+    assert set(Message.objects.filter(episode__isnull=False).values_list("pk", flat=True)) == set(ids[1:])
+    prompt = model_stub.prompt(model_stub.chat_requests()[-1])
+    assert all(text in prompt for _, text, _ in CHAT)  # the same batch, whole
+    assert not deferred("curation.dreaming.tasks.stage_a_channel")
 
 
 def test_without_a_model_stage_a_does_not_run_and_status_says_why(world, client):

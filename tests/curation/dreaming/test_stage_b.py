@@ -443,19 +443,33 @@ def nothing_written(world, cursor_episode=0):
     )
 
 
-def test_a_model_timeout_writes_nothing_and_advances_nothing(opened_world, model_stub, settings):
+def test_an_outage_defers_the_run_which_curates_the_same_material_when_the_server_answers(
+    opened_world, model_stub, settings
+):
+    """Issue 52: a timeout of the propose call is an outage: the run is deferred, nothing is
+    written, the cursor stays with no failure counted (no back-off), and the run comes back
+    after the back-off; when the server answers it curates the same episode."""
+    from tests.deferred import deferred, run_deferred
+
     world = opened_world
     settings.BRAIN_MODEL_TIMEOUT_SECONDS = 0.3
     settings.BRAIN_MODEL_MAX_RETRIES = 0
     model_stub.reply_json({"episodes": [world.episode.pk], "outcomes": [], "entries": []})
     model_stub.reply_delay(1.5)
     run = stage_b_run(agent=world.copilot, trigger=DreamingRun.MANUAL)
-    assert run.state == DreamingRun.FAILED and "no answer within 0.3 s" in run.reason
+    assert run.state == DreamingRun.DEFERRED and "no answer within 0.3 s" in run.reason
     assert run.model_calls == 2
     assert nothing_written(world)
     cursor = StageBCursor.objects.get(agent=world.copilot)
-    assert cursor.failures == 1 and cursor.retry_at > timezone.now()
-    assert stage_b_due() == []  # backing off
+    assert (cursor.failures, cursor.retry_at) == (0, None)
+    (again,) = deferred("curation.dreaming.tasks.stage_b_agent")
+
+    settings.BRAIN_MODEL_TIMEOUT_SECONDS = 30
+    ok = block(sources=[{"kind": "episode", "ref": world.episode.pk}])
+    script_b(model_stub, episodes=[world.episode.pk], operations=[GOOD, ok])
+    assert "done" in run_deferred(again)
+    assert Memory.objects.filter(entry__name="Dana").count() == 1
+    assert StageBCursor.objects.get(agent=world.copilot).episode_id == world.episode.pk
 
 
 def test_invalid_json_writes_nothing(opened_world, model_stub):

@@ -115,12 +115,11 @@ def test_a_reply_that_passes_no_rule_fails_and_writes_nothing(world, model_stub)
 
 def test_a_failing_model_falls_back_to_plain_learning_and_says_so(world, model_stub):
     material_id = _upload(world, "policy.pdf")
-    for _ in range(5):
-        model_stub.reply_error(500)
+    model_stub.reply_error(401, "invalid api key")  # the request's fault, not an outage
     material_learn(material_id)
     material = Material.objects.get(pk=material_id)
     assert material.state == Material.LEARNED and material.learned_with == "plain/1"
-    assert "the model failed: failing: HTTP 500" in material.reason
+    assert "the model failed: failing: HTTP 401" in material.reason
     assert Entry.objects.get().type == "document"
     model_stub.reset()
     assert (
@@ -132,6 +131,39 @@ def test_a_failing_model_falls_back_to_plain_learning_and_says_so(world, model_s
     model_stub.reply_json({"operations": GOOD[:2]})
     assert material_learn(material_id) == "learned with a model"
     assert Material.objects.get(pk=material_id).learned_with == "material-learn/1"
+
+
+def test_an_outage_defers_learning_until_the_server_answers_never_plain(world, model_stub, settings):
+    """Issue 52: a 503 or a server the background check finds down is an outage: the material
+    is not learned plainly nor failed; it is queued again (the attempt not counted) and learned
+    with the model once the server answers."""
+    from tests.deferred import deferred, run_deferred, server_down
+
+    settings.BRAIN_MODEL_MAX_RETRIES = 0
+    material_id = _upload(world, "policy.pdf")
+    model_stub.reply_error(503, "loading model")
+    assert material_learn(material_id).startswith("deferred: failing: HTTP 503")
+    material = Material.objects.get(pk=material_id)
+    assert (material.state, material.attempts) == (Material.QUEUED, 0)
+    assert material.reason.startswith("deferred: failing: HTTP 503")
+    assert not Entry.objects.exists()
+    (again,) = deferred("knowledge.materials.tasks.material_learn")
+
+    server_down()
+    calls = len(model_stub.chat_requests())
+    assert run_deferred(again).startswith("deferred: unreachable")
+    assert len(model_stub.chat_requests()) == calls and not Entry.objects.exists()
+    (again,) = deferred("knowledge.materials.tasks.material_learn")
+
+    server_down(down=False)
+    model_stub.reply_json({"operations": GOOD[:2]})
+    assert run_deferred(again) == "learned with a model"
+    material = Material.objects.get(pk=material_id)
+    assert (material.state, material.learned_with, material.attempts) == (
+        Material.LEARNED,
+        "material-learn/1",
+        1,
+    )
 
 
 def test_a_long_material_is_fitted_to_the_context(world, model_stub):

@@ -196,6 +196,40 @@ def test_without_a_usable_model_only_duplicates_fold_and_the_run_says_why(world,
         )  # one group tried (with retries), then the run stopped asking
 
 
+def test_an_outage_defers_the_model_work_which_runs_when_the_server_answers(world, model_stub, settings):
+    """Issue 52: the model server does not answer. What needs no model is written now, the plan
+    says the rest is deferred, and the run comes back after a back-off: still down (by the
+    background check), it defers again without calling; answering, it merges the same group."""
+    from tests.deferred import deferred, run_deferred, server_down
+
+    settings.BRAIN_MODEL_MAX_RETRIES = 0
+    ten_copies(world.copilot)
+    a = remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
+    b = remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
+    model_stub.reply_error(503, "loading model")
+    first = consolidation_run(actor=SYSTEM, mode="propose")
+    assert list(first.groups.values_list("kind", flat=True)) == [ConsolidationGroup.DUPLICATE]
+    assert "deferred: failing: HTTP 503" in first.model_note and "asked for again" in first.model_note
+    (again,) = deferred("memory.consolidation.plans.consolidation_resume")
+
+    server_down()
+    calls = len(model_stub.chat_requests())
+    assert run_deferred(again).startswith("deferred again: unreachable")
+    assert len(model_stub.chat_requests()) == calls
+    assert ConsolidationPlan.objects.count() == 1  # no empty plan per try
+    (again,) = deferred("memory.consolidation.plans.consolidation_resume")
+
+    server_down(down=False)
+    merged_text = "Alice prefers e-mail over phone calls for ticket updates, except for outages"
+    model_stub.reply_json({"text": merged_text})
+    assert run_deferred(again).endswith("proposed")
+    second = ConsolidationPlan.objects.order_by("-pk").first()
+    group = second.groups.get()
+    assert group.kind == ConsolidationGroup.NEAR_DUPLICATE and group.merged_text == merged_text
+    assert Memory.objects.get(pk=group.target_id).replaces == [a.pk, b.pk]
+    assert not deferred("memory.consolidation.plans.consolidation_resume")
+
+
 def test_malformed_model_output_writes_nothing(world, model_stub):
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
@@ -323,6 +357,9 @@ def test_an_open_plan_keeps_its_memories_out_of_the_next_run(world):
     first = consolidation_run(actor=SYSTEM, mode="propose")
     second = consolidation_run(actor=SYSTEM, mode="propose")
     assert (first.state, second.state) == (ConsolidationPlan.PROPOSED, ConsolidationPlan.EMPTY)
+    # issue 52.8: the empty plan says what holds its memories and how to free them
+    assert f"10 in proposed plan #{first.pk}" in second.model_note
+    assert "apply or discard that plan" in second.model_note
     plan_discard(actor=SYSTEM, plan_id=first.pk)
     third = consolidation_run(actor=SYSTEM, mode="propose")
     assert third.state == ConsolidationPlan.PROPOSED

@@ -1,0 +1,58 @@
+"""An outage is not a failure of the request (issue 52). When the model server does not answer —
+the background check (knowledge.llm.reach) finds its endpoint down before a call, or a call fails
+on the transport: no connection, a timeout, a 5xx or 429, no free slot (ModelUnreachable) — a
+model-backed job defers: it writes nothing more, keeps its input (it does not read less, and no
+failed attempt is counted against it), and runs again after a back-off, once the server answers.
+Only a refusal of the request itself (too long for the context, an invalid or cut reply) may make
+a job read less. The distiller, the eval gate, Dreaming stages A and B, material learning and
+consolidation all ask here, so the rule lives once."""
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from knowledge.llm.client import ModelError, ModelUnreachable
+from knowledge.llm.profiles import endpoint_down
+
+DEFER_MAX = timedelta(minutes=30)  # an outage of hours is retried every half hour, never given up
+
+
+def outage(exc: ModelError | None = None, *, profile: str | None = None, agent=None) -> str:
+    """Why the job should defer now ("" when it should go on). With `exc`: whether that model
+    failure was an outage (its reason). Without: whether the background check finds the
+    profile's endpoint down, so the job does not call it at all."""
+    if exc is not None:
+        return exc.reason if isinstance(exc, ModelUnreachable) else ""
+    return endpoint_down(profile, agent=agent)
+
+
+def defer_delay(deferrals: int) -> timedelta:
+    """The back-off before the `deferrals`-th retry: BRAIN_MODEL_DEFER_SECONDS, doubling, at most
+    DEFER_MAX."""
+    seconds = settings.BRAIN_MODEL_DEFER_SECONDS * 2 ** max(deferrals - 1, 0)
+    return min(timedelta(seconds=seconds), DEFER_MAX)
+
+
+def deferred_reason(reason: str) -> str:
+    """How a deferred job says why (Status, run pages and the API read it)."""
+    return f"deferred: {reason}"
+
+
+def defer_later(func: str, *args, deferrals: int, what: str) -> datetime:
+    """Run the django-q2 task `func(*args, deferrals=deferrals)` once, after the back-off of its
+    `deferrals`-th try (a one-off schedule, which `brain_schedules` leaves alone). The task
+    checks the endpoint again first and, still down, defers itself once more. Returns when."""
+    from django_q.models import Schedule
+
+    at = timezone.now() + defer_delay(deferrals)
+    Schedule.objects.create(
+        name=f"deferred: {what}"[:100],
+        func=func,
+        args=repr(tuple(args)),
+        kwargs=repr({"deferrals": deferrals}),
+        schedule_type=Schedule.ONCE,
+        repeats=1,
+        next_run=at,
+    )
+    return at
