@@ -216,3 +216,9 @@ def memory_rows_save(memories: list[Memory], *fields: str) -> None:
 def memory_rows_state(ids, *, now: datetime.datetime, **fields) -> int:
     """The set-wise form of memory_row_state: one UPDATE of the rows `ids`. Returns the count."""
     return Memory.objects.filter(pk__in=ids).update(**fields, updated_at=now)
+
+
+def memory_rows_move(ids, *, store: str, now: datetime.datetime) -> int:
+    """Move the rows `ids` to `store` as they are (an import's earlier memories, rescoped to the
+    stores a new mapping names): one UPDATE. The caller checks the store and audits the move."""
+    return Memory.objects.filter(pk__in=ids).update(store=store, updated_at=now)

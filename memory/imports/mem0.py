@@ -27,10 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from knowledge import access
+from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid
+from knowledge.memories.rows import memory_rows_move
 from knowledge.models import Agent, Memory, MemorySource, Person
 from knowledge.principal import Principal
 from knowledge.principals.services import people_get_or_create
@@ -76,7 +79,15 @@ class Landing:
     person: str = ""
     new: bool = False
     memories: list = field(default_factory=list)
-    already: int = 0  # imported by an earlier run (left where they are)
+    already: int = 0  # imported here by an earlier run
+    kept: set[int] = field(default_factory=set)  # their memories
+    # Imported by an earlier run into another store of the owner (another mapping or scope):
+    # store -> [(Mem0 id, memory id)], left there unless the import rescopes them here.
+    elsewhere: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+    @property
+    def earlier(self) -> int:
+        return self.already + sum(len(found) for found in self.elsewhere.values())
 
 
 @dataclass
@@ -85,6 +96,7 @@ class ImportResult:
     queued: int = 0  # of the imported, waiting for review
     skipped: int = 0  # already in Brain from an earlier run
     duplicates: int = 0  # said exactly what a live memory of the agent says: answered with it
+    moved: int = 0  # memories an earlier run imported, moved to the store this mapping names
     ids: list[int] = field(default_factory=list)
     landings: list[Landing] = field(default_factory=list)
 
@@ -183,8 +195,8 @@ def mem0_parse(raw: str) -> list[Mem0Memory]:
     return memories
 
 
-def imported_where(agent: Agent, ids: list[str]) -> dict[str, str]:
-    """The store each of these Mem0 ids already landed in, among `agent`'s memories."""
+def imported_where(agent: Agent, ids: list[str]) -> dict[str, tuple[int, str]]:
+    """The memory and store each of these Mem0 ids already landed in, among `agent`'s memories."""
     # Two lookups by index, not one join: planned with statistics from before the agent had
     # memories, the join read all of them once per source (1.5 s for a re-run of 1,000).
     cited = list(
@@ -195,7 +207,7 @@ def imported_where(agent: Agent, ids: list[str]) -> dict[str, str]:
     own = dict(
         Memory.objects.filter(pk__in={memory for memory, _ in cited}, owner=agent).values_list("pk", "store")
     )
-    return {ref[len(SOURCE_PREFIX) :]: own[memory] for memory, ref in cited if memory in own}
+    return {ref[len(SOURCE_PREFIX) :]: (memory, own[memory]) for memory, ref in cited if memory in own}
 
 
 def mem0_plan(
@@ -204,7 +216,8 @@ def mem0_plan(
     """Where each memory lands (nothing is written): by its `user_id` the person's private store
     of its agent (`mapping` renames user ids; a name that cannot be a person's is Invalid, saying
     to map it), by its `agent_id` that Brain agent where one exists, else `scope`. Memories an
-    earlier run imported are counted where they are and left there."""
+    earlier run imported are counted where they are: `already` in the planned store, `elsewhere`
+    in another (what `mem0_rescope_plan` would move)."""
     mapping = mapping or {}
     default_owner, default_store, _, _ = access.write_target(
         Principal.system("import_mem0"), scope=scope, agent=agent.name
@@ -243,9 +256,58 @@ def mem0_plan(
         where[owner.pk] = imported_where(owner, ids)
     for landing in landings.values():
         done = where[landing.owner.pk]
-        landing.already = sum(1 for m in landing.memories if m.id in done)
+        for memory in landing.memories:
+            if memory.id not in done:
+                continue
+            pk, store = done[memory.id]
+            if store == landing.store:
+                landing.already += 1
+                landing.kept.add(pk)
+            else:
+                landing.elsewhere.setdefault(store, []).append((memory.id, pk))
         landing.memories = [m for m in landing.memories if m.id not in done]
     return list(landings.values())
+
+
+@dataclass(frozen=True)
+class Move:
+    owner: Agent
+    source: str  # the store an earlier run put them in
+    target: str  # the store this plan names
+    ids: tuple[int, ...]  # the memories (and what superseded them there)
+    mem0_ids: tuple[str, ...]
+
+
+def mem0_rescope_plan(landings: list[Landing]) -> list[Move]:
+    """What `--rescope` moves: each memory an earlier run imported into another store than the
+    plan names, with the memories that superseded it in that store (so the live version moves
+    too). A memory two Mem0 ids share (a repeat that added its source) that the plan would split
+    between two stores is Invalid: nothing can move half of a memory."""
+    targets: dict[int, set[str]] = {}
+    for landing in landings:
+        for pk in landing.kept:
+            targets.setdefault(pk, set()).add(landing.store)
+        for found in landing.elsewhere.values():
+            for _, pk in found:
+                targets.setdefault(pk, set()).add(landing.store)
+    errors = {
+        f"memory {pk}": [
+            f"Mem0 ids that share this memory would land in {' and '.join(sorted(stores))}; "
+            "map them to one store."
+        ]
+        for pk, stores in targets.items()
+        if len(stores) > 1
+    }
+    if errors:
+        raise Invalid(errors)
+    moves = []
+    for landing in landings:
+        for store, found in sorted(landing.elsewhere.items()):
+            ids = _with_successors(landing.owner, store, {pk for _, pk in found})
+            moves.append(
+                Move(landing.owner, store, landing.store, tuple(sorted(ids)), tuple(m for m, _ in found))
+            )
+    return moves
 
 
 def mem0_import(
@@ -254,6 +316,7 @@ def mem0_import(
     memories: list[Mem0Memory],
     scope: str = "agent",
     mapping: dict | None = None,
+    rescope: bool = False,
     actor: Principal | None = None,
     progress: Callable[[int, int], None] | None = None,
     chunk: int = CHUNK,
@@ -264,18 +327,27 @@ def mem0_import(
     batch. `actor` is who imports (an admin; the command's system principal): the memories are
     authored by it, their Mem0 origin kept as their record source. The whole file is one
     transaction: a memory refused in any store raises Invalid naming its Mem0 id, and nothing is
-    written, the people the plan creates included."""
+    written, the people the plan creates included. With `rescope`, what earlier runs imported
+    into other stores moves to the stores this plan names (mem0_rescope), in the same
+    transaction; without it, it stays where it is (the landings say where)."""
     actor = actor or Principal.system("import_mem0")
     landings = mem0_plan(agent=agent, memories=memories, scope=scope, mapping=mapping)
-    result = ImportResult(landings=landings, skipped=sum(landing.already for landing in landings))
+    moves = mem0_rescope_plan(landings) if rescope else []
+    result = ImportResult(landings=landings, skipped=sum(landing.earlier for landing in landings))
     total, done = len(memories), result.skipped
     # One transaction for the whole file, and one batch per owner across all its stores: a file
     # of many people lands in as many stores, and a commit, or a batch of statements, per store
     # cost more than the writes (docs/PERFORMANCE.md); it also makes the import all or nothing.
     with transaction.atomic():
         people_get_or_create(
-            actor=actor, names=[landing.person for landing in landings if landing.new and landing.memories]
+            actor=actor,
+            names=[
+                landing.person
+                for landing in landings
+                if landing.new and (landing.memories or (rescope and landing.elsewhere))
+            ],
         )
+        result.moved = mem0_rescope(actor=actor, moves=moves)
         by_owner: dict[int, list[tuple[Landing, Mem0Memory]]] = {}
         for landing in landings:
             by_owner.setdefault(landing.owner.pk, []).extend((landing, m) for m in landing.memories)
@@ -305,6 +377,49 @@ def mem0_import(
     if progress and done == result.skipped:
         progress(total, total)
     return result
+
+
+def _with_successors(owner: Agent, store: str, ids: set[int]) -> set[int]:
+    """`ids` and, in `store`, the memories that superseded them, and theirs (the live version of
+    an imported memory the agent revised later)."""
+    found, frontier = set(ids), set(ids)
+    while frontier:
+        frontier = (
+            set(
+                Memory.objects.filter(
+                    pk__in=Memory.objects.filter(pk__in=frontier).values("superseded_by"),
+                    owner=owner,
+                    store=store,
+                ).values_list("pk", flat=True)
+            )
+            - found
+        )
+        found |= frontier
+    return found
+
+
+def mem0_rescope(*, actor: Principal, moves: list[Move]) -> int:
+    """Carry out `moves` (mem0_rescope_plan's), inside the caller's transaction: each group of
+    memories goes to its new store as it is (status, versions, sources unchanged) if `actor` may
+    write there, with one
+    `memory.rescoped` event naming the memories, both stores and the Mem0 ids. Returns how many
+    memories moved."""
+    now = timezone.now()
+    moved = 0
+    for move in moves:
+        access.check_write(actor, owner=move.owner, store=move.target)
+        moved += memory_rows_move(move.ids, store=move.target, now=now)
+        audit_record(
+            "memory.rescoped",
+            actor=actor,
+            store=move.target,
+            owner=move.owner.name,
+            object_type="memory",
+            object_ids=move.ids,
+            reason=f"import_mem0 --rescope: from {move.source} to {move.target}",
+            data={"from": move.source, "to": move.target, "mem0_ids": list(move.mem0_ids)},
+        )
+    return moved
 
 
 def _item(memory: Mem0Memory) -> dict:

@@ -16,6 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from knowledge.models import AuditEvent, Memory, MemorySource, Person
+from knowledge.principal import Principal
 from memory.imports.mem0 import mem0_parse
 from tests import factory
 
@@ -268,7 +269,78 @@ def test_a_dry_run_says_where_everything_lands_and_writes_nothing(world, tmp_pat
     _import(path, map=["a@b.c=carol"])
     assert Memory.objects.get(text="Team standup is at 9").store == "private:carol"
     out, _ = _import(path, map=["a@b.c=carol"])
-    assert "private:carol (person carol): 0 to import, 1 already there (left where they are)" in out
+    assert "private:carol (person carol): 0 to import, 1 already there" in out
+
+
+def test_a_rerun_with_another_mapping_moves_nothing_unless_rescoped(world, tmp_path):
+    """A second mapping says where the earlier import put each memory and leaves it there;
+    --rescope (dry run first) moves it, with what superseded it there, in one audited step."""
+    from memory.lifecycle.write import memory_write
+
+    path = tmp_path / "people.json"
+    path.write_text(
+        json.dumps(TWO_PEOPLE + [{"id": "x", "memory": "Team standup is at 9", "user_id": "a@b.c"}])
+    )
+    _import(path, map=["a@b.c=carol"])
+    standup = Memory.objects.get(text="Team standup is at 9")
+    later = memory_write(
+        actor=Principal.system("test"),
+        owner=world.scribe,
+        store="private:carol",
+        text="Team standup is at 9:30",
+        supersedes=standup,
+    )
+    assert later.status == Memory.ACTIVE
+    before = (AuditEvent.objects.count(), Person.objects.count())
+
+    out, _ = _import(path, map=["a@b.c=dave"])
+    assert (
+        "scribe · private:dave (person dave, new): 0 to import; "
+        "1 imported earlier into private:carol, left there (--rescope moves them here)" in out
+    )
+    assert "--rescope moves them." in out
+    assert set(
+        Memory.objects.filter(owner=world.scribe, text__startswith="Team").values_list("store", flat=True)
+    ) == {"private:carol"}
+    assert (AuditEvent.objects.count(), Person.objects.count()) == before
+
+    out, _ = _import(path, map=["a@b.c=dave"], rescope=True, dry_run=True)
+    assert "1 imported earlier into private:carol, would move here" in out and "Dry run" in out
+    assert (AuditEvent.objects.count(), Person.objects.count()) == before
+
+    out, _ = _import(path, map=["a@b.c=dave"], rescope=True)
+    assert "1 imported earlier into private:carol, moved here" in out
+    assert "Moved 2 memories of earlier imports to the stores this mapping names." in out
+    assert set(Memory.objects.filter(pk__in=[standup.pk, later.pk]).values_list("store", flat=True)) == {
+        "private:dave"
+    }
+    assert Memory.objects.get(pk=later.pk).status == Memory.ACTIVE  # moved as it was
+    event = AuditEvent.objects.get(action="memory.rescoped")
+    assert sorted(event.object_ids) == sorted([str(standup.pk), str(later.pk)])
+    assert event.data == {"from": "private:carol", "to": "private:dave", "mem0_ids": ["x"]}
+    assert Person.objects.filter(name="dave").exists()
+    # Alice's and Bob's memories did not move; a re-run finds everything where it is now.
+    assert Memory.objects.get(text="Works in the Lisbon office").store == "private:bob"
+    out, _ = _import(path, map=["a@b.c=dave"])
+    assert "private:dave (person dave): 0 to import, 1 already there" in out and "--rescope" not in out
+
+
+def test_rescope_refuses_to_split_a_memory_two_mem0_ids_share(world, tmp_path):
+    path = tmp_path / "repeats.json"
+    items = [
+        {"id": "a", "memory": "Prefers answers in French", "user_id": "u1"},
+        {"id": "b", "memory": "prefers answers in French", "user_id": "u2"},
+    ]
+    path.write_text(json.dumps(items))
+    _import(path, map=["u1=carol", "u2=carol"])
+    memory = Memory.objects.get(owner=world.scribe)
+    events = AuditEvent.objects.count()
+    with pytest.raises(CommandError) as refused:
+        _import(path, map=["u1=carol", "u2=dave"], rescope=True)
+    assert "would land in private:carol and private:dave; map them to one store." in str(refused.value)
+    assert "Nothing was imported." in str(refused.value)
+    assert Memory.objects.get(owner=world.scribe).store == "private:carol" == memory.store
+    assert AuditEvent.objects.count() == events and not Person.objects.filter(name="dave").exists()
 
 
 def test_statements_do_not_grow_with_the_number_of_people(world):
