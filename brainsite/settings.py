@@ -428,6 +428,10 @@ BRAIN_MODEL_SLOT_WAIT_SECONDS = float(env("BRAIN_MODEL_SLOT_WAIT_SECONDS", "600"
 # A job the model server did not answer (an outage) runs again after this back-off, doubling per
 # outage in a row up to 30 minutes, with the same input (knowledge/llm/outage.py).
 BRAIN_MODEL_DEFER_SECONDS = env_int("BRAIN_MODEL_DEFER_SECONDS", 60)
+# Ask for replies as a stream, so a call Brain gives up on (its timeout) closes the connection and
+# a server like llama-cpp-python stops generating it (knowledge/llm/stream.py); a server that
+# answers plain JSON anyway is read as before.
+BRAIN_MODEL_STREAM = env_bool("BRAIN_MODEL_STREAM", True)
 # The model's context window (prompt + reply tokens) where a profile sets none and the server's
 # /v1/models gives none; every prompt is fitted to it (knowledge/llm).
 BRAIN_MODEL_CONTEXT_TOKENS = env_int("BRAIN_MODEL_CONTEXT_TOKENS", 8192)

@@ -45,6 +45,11 @@ class ModelStub:
         )
         self._slot = threading.Semaphore(1)
         self.serving = 0  # requests holding the slot (with `slots`)
+        # True: a request asking for a stream is answered token by token (server-sent events), and
+        # generation stops when the client has gone (`cancelled` counts them), as llama-cpp-python
+        # does; a plain request is computed to its end whoever still waits for it, as there.
+        self.streams = False
+        self.cancelled = 0
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -98,6 +103,14 @@ class ModelStub:
                     return
                 spec = stub._next(body)
                 spec = stub._trimmed(body, spec)
+                if (
+                    stub.streams
+                    and body.get("stream")
+                    and "raw" not in spec
+                    and spec.get("status", 200) == 200
+                ):
+                    self._stream(body, spec)
+                    return
                 if spec.get("delay"):
                     time.sleep(spec["delay"])
                 if "raw" in spec:
@@ -134,6 +147,36 @@ class ModelStub:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
+            def _stream(self, body, spec):
+                """The reply as server-sent events, one 4-character "token" every `token_delay` s
+                (or `delay` spread over them); a client that went away stops the generation."""
+                content = spec.get("content", "")
+                tokens = [content[i : i + 4] for i in range(0, len(content), 4)] or [""]
+                pause = spec.get("token_delay", spec.get("delay", 0) / len(tokens))
+
+                def event(delta, finish=None):
+                    chunk = {"object": "chat.completion.chunk", "model": body.get("model", "")}
+                    chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+                    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for n, token in enumerate(tokens):
+                        time.sleep(pause)
+                        last = n == len(tokens) - 1
+                        finish = spec.get("finish_reason", "stop") if last else None
+                        self.wfile.write(event({"content": token}, finish))
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):  # the client closed: stop generating
+                    with stub._lock:
+                        stub.cancelled += 1
+                self.close_connection = True
+
             def _send(self, status, payload, headers=None):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -167,6 +210,8 @@ class ModelStub:
             self.advertise_context = False
             self.slots = 0
             self.trims_budget = False
+            self.streams = False
+            self.cancelled = 0
 
     @contextlib.contextmanager
     def _serving(self):

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from knowledge.llm.profiles import budget_refusal, endpoint_record, profile_resolve
 from knowledge.llm.slots import NoFreeSlot, endpoint_slot
+from knowledge.llm.stream import post_streamed
 from knowledge.llm.wire import FALLBACK, response_format, strip_nulls
 from knowledge.models import Agent, ModelUsage
 from knowledge.tokens import count_tokens
@@ -308,8 +309,14 @@ def model_call(
         while attempt <= resolved.max_retries:
             attempts += 1
             retry_after = 0.0
+            streamed = None
             try:
-                response = client.post(url, json=body, headers=headers)
+                if settings.BRAIN_MODEL_STREAM:  # a call given up on is closed, and the server stops
+                    response, streamed = post_streamed(
+                        client, url, body=body, headers=headers, seconds=resolved.timeout_seconds
+                    )
+                else:
+                    response = client.post(url, json=body, headers=headers)
             except httpx.TimeoutException:
                 # No second request: the server may still be computing the first (it would do
                 # the work twice). The job's own retry (a sweep, a back-off) asks again later.
@@ -323,7 +330,7 @@ def model_call(
             else:
                 if response.status_code == 200:
                     try:
-                        payload = response.json()
+                        payload = streamed if streamed is not None else response.json()
                     except ValueError:
                         outcome, last_error = (
                             ModelUsage.ERROR,
@@ -408,7 +415,7 @@ def model_call(
         _log(outcome=ModelUsage.ERROR, usage=usage_id, **logged)
         raise ModelUnavailable(f"failing: {reason}", usage_id=usage_id)
     usage = payload.get("usage") or {}
-    prompt_tokens = int(usage.get("prompt_tokens") or estimate_tokens(prompt_text))
+    prompt_tokens = int(usage.get("prompt_tokens") or fitted)  # a stream may not say
     completion_tokens = int(usage.get("completion_tokens") or estimate_tokens(text))
     spent = dict(
         attempts=attempts,

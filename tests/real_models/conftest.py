@@ -106,14 +106,22 @@ def real_model(real_server, settings, monkeypatch):
     settings.BRAIN_MODEL_MAX_RETRIES = 0
     settings.BRAIN_MODEL_RETRY_BACKOFF_SECONDS = 0
     sent: list[dict] = []
-    original = httpx.Client.post
+    original_post, original_stream = httpx.Client.post, httpx.Client.stream
 
-    def post(self, url, *args, **kwargs):
+    def record(url, kwargs):
         if str(url).endswith("/chat/completions"):
             sent.append(json.loads(json.dumps(kwargs.get("json") or {})))
-        return original(self, url, *args, **kwargs)
+
+    def post(self, url, *args, **kwargs):
+        record(url, kwargs)
+        return original_post(self, url, *args, **kwargs)
+
+    def stream(self, method, url, *args, **kwargs):  # replies are streamed (BRAIN_MODEL_STREAM)
+        record(url, kwargs)
+        return original_stream(self, method, url, *args, **kwargs)
 
     monkeypatch.setattr(httpx.Client, "post", post)
+    monkeypatch.setattr(httpx.Client, "stream", stream)
     return sent
 
 

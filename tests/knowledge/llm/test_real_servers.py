@@ -281,3 +281,36 @@ def test_a_context_learned_from_a_refusal_expires_and_a_larger_server_is_used_ag
     assert profile_resolve("light").context_tokens > 512
     model_stub.reply_json({"text": "fits now"})
     assert model_call(**ask(max_tokens=1000)).data["text"] == "fits now"
+
+
+def test_a_call_given_up_on_is_closed_and_the_server_stops_generating(world, model_stub, settings):
+    """Issue 52.7: llama-cpp-python computes a plain request to its end even after the client
+    has gone (the next call queues behind a reply nobody reads); it stops a streamed one when
+    the client disconnects. Brain asks for a stream and closes it at its timeout; a streamed
+    reply that finishes is read as one answer."""
+    import json
+    import time
+
+    from knowledge.llm import ModelUnreachable
+
+    settings.BRAIN_MODEL_TIMEOUT_SECONDS = 0.5
+    settings.BRAIN_MODEL_MAX_RETRIES = 0
+    model_stub.streams = True
+    # 100 tokens at 50 ms each (5 s): too long for the call's 0.5 s
+    model_stub.replies.append({"content": "x" * 400, "token_delay": 0.05, "delay": 5})
+    with pytest.raises(ModelUnreachable) as caught:
+        model_call(**ask(max_tokens=200))
+    assert "within 0.5 s" in caught.value.reason
+    assert model_stub.chat_requests()[-1]["stream"] is True
+    deadline = time.monotonic() + 3
+    while (model_stub.in_flight or not model_stub.cancelled) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (model_stub.cancelled, model_stub.in_flight) == (1, 0)  # it stopped, long before 5 s
+    assert ModelUsage.objects.get().outcome == ModelUsage.TIMEOUT
+
+    settings.BRAIN_MODEL_TIMEOUT_SECONDS = 10
+    model_stub.replies.append({"content": json.dumps({"text": "Ana likes green tea."}), "token_delay": 0})
+    reply = model_call(**ask(max_tokens=200))
+    assert reply.data == {"text": "Ana likes green tea."}
+    usage = ModelUsage.objects.get(pk=reply.usage_id)
+    assert usage.outcome == ModelUsage.OK and usage.completion_tokens == 8  # one per streamed chunk
