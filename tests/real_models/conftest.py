@@ -40,58 +40,88 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def real_server():
-    python = os.environ["BRAIN_TEST_MODELS"]
-    model = _gguf(python)
-    port = _free_port()
-    log = Path("var/test-models-server.log").open("w")  # noqa: SIM115  (open while the server runs)
-    process = subprocess.Popen(
-        [
-            python,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            model,
-            "--model_alias",
-            "smollm2-135m",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(CONTEXT),
-            "--seed",
-            str(SEED),
-            "--n_threads",
-            "2",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
+class Server:
+    """One llama-cpp-python server process on a fixed loopback port, which can be stopped (or
+    killed mid-request) and started again on the same port, with another context size."""
+
+    def __init__(self, python: str, model: str, port: int, log_name: str = "test-models-server.log"):
+        self.python, self.model, self.port = python, model, port
+        self.url = f"http://127.0.0.1:{port}/v1"
+        self.process = None
+        self.log = Path("var") / log_name
+
+    def start(self, context: int = CONTEXT) -> "Server":
+        log = self.log.open("a")  # noqa: SIM115  (open while the server runs; the process holds it)
+        self.process = subprocess.Popen(
+            [
+                self.python,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                self.model,
+                "--model_alias",
+                "smollm2-135m",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--n_ctx",
+                str(context),
+                "--seed",
+                str(SEED),
+                "--n_threads",
+                "2",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
         for _ in range(240):
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"the model server exited ({process.returncode}); see var/test-models-server.log"
-                )
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the model server exited ({self.process.returncode}); see {self.log}")
             try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
+                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
+                    return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
+        raise RuntimeError("the model server did not start within 2 minutes")
+
+    def stop(self, *, kill: bool = False) -> None:
+        if self.process is None:
+            return
+        if kill:
+            self.process.kill()
         else:
-            raise RuntimeError("the model server did not start within 2 minutes")
-        yield {"url": url, "model": "smollm2-135m", "gguf": model}
-    finally:
-        process.terminate()
+            self.process.terminate()
         try:
-            process.wait(timeout=20)
+            self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+@pytest.fixture(scope="session")
+def real_server():
+    python = os.environ["BRAIN_TEST_MODELS"]
+    Path("var").mkdir(exist_ok=True)
+    Path("var/test-models-server.log").write_text("")
+    server = Server(python, _gguf(python), _free_port()).start()
+    try:
+        yield {"url": server.url, "model": "smollm2-135m", "gguf": server.model}
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_server(real_server):
+    """A second server of the same model that a test may kill, restart and resize."""
+    server = Server(os.environ["BRAIN_TEST_MODELS"], real_server["gguf"], _free_port(), "test-models-own.log")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
