@@ -21,9 +21,8 @@ from memory.recall.terms import (
     BM25_B,
     BM25_K1,
     Corpus,
-    Term,
     Weighed,
-    candidate_terms,
+    candidate_selection,
     weigh_query,
 )
 
@@ -147,10 +146,6 @@ def _bm25_sql(weighed: Weighed, tsv: str) -> tuple[str, list]:
     return sql, [max(weighed.avg_length, 1e-9), *source_params, lexemes, [t.idf for t in terms]]
 
 
-def _or_query(terms: list[Term]) -> str:
-    return " | ".join(t.tsquery for t in terms)
-
-
 def _live_memory_sql(table: str, inp: RouteInput) -> tuple[str, list]:
     """Only active memories, not expired at `now`, already written at `now`, not excluded, and
     not a skill overlay's lesson: lessons reach an agent only through its enabled skills (context
@@ -263,14 +258,14 @@ PRESELECT_MIN = 100
 def _keyword_rows(
     kind: str, weighed: Weighed, where: str, params: list, newest: str, limit: int
 ) -> tuple[str, list]:
-    """The statement giving (id, BM25 score, matched idf, *stamp, episode) of the best `limit`
-    rows of `kind` holding one of the query's candidate terms under `where`; ties go to `newest`
-    (a column, larger first)."""
+    """The statement giving (id, BM25 score, matched idf, *stamp, episode, speaker) of the best
+    `limit` rows of `kind` that the query's candidate selection admits (terms.candidate_selection)
+    under `where`; ties go to `newest` (a column, larger first)."""
     table = TABLE[kind]
     tsv = {MEMORY: fts.memory_tsv, ENTRY: fts.entry_tsv, MESSAGE: fts.message_tsv}[kind](table)
     terms = weighed.terms
-    chosen = candidate_terms(weighed)
-    candidates = _or_query(chosen)
+    selection = candidate_selection(weighed)
+    candidates = selection.tsquery
     preselect = max(PRESELECT_FACTOR * limit, PRESELECT_MIN)
     bm25, bm25_params = _bm25_sql(weighed, tsv)
     # One arm per query term, each matched through the GIN index, summed per row. Testing each
@@ -279,7 +274,7 @@ def _keyword_rows(
     # × 2): median 9.6 → 7.3 ms.
     arms, arm_params = [], []
     for term in terms:
-        also = "" if term in chosen else f" AND {tsv} @@ %s::tsquery"
+        also = "" if term in selection.terms and not selection.together else f" AND {tsv} @@ %s::tsquery"
         arms.append(
             f"SELECT {table}.id, {newest} AS newest, %s::float8 AS idf FROM {table} "
             f"WHERE {tsv} @@ %s::tsquery{also} AND ({where})"
@@ -305,7 +300,7 @@ def keyword_knowledge(inp: RouteInput):
     aliases, summary), BM25, one ranking for both. A route generator (run_batched)."""
     asked: list[tuple[str, tuple]] = []
     weighed = {"memory": inp.terms("memory"), "entry": inp.terms("entry")}
-    if candidate_terms(weighed["memory"]):
+    if candidate_selection(weighed["memory"]):
         try:
             where, wparams = inp.scope.where(Memory)
             live, lparams = _live_memory_sql("knowledge_memory", inp)
@@ -324,7 +319,7 @@ def keyword_knowledge(inp: RouteInput):
             )
         except NothingVisible:
             pass
-    if candidate_terms(weighed["entry"]):
+    if candidate_selection(weighed["entry"]):
         try:
             where, wparams = inp.scope.where(Entry)
             asked.append(
@@ -358,7 +353,7 @@ def keyword_messages(inp: RouteInput):
     """Full text over the messages (speaker and text) of the scope said before `now`, BM25. A
     route generator (run_batched)."""
     weighed = inp.terms("message")
-    if not candidate_terms(weighed):
+    if not candidate_selection(weighed):
         return []
     try:
         where, wparams = inp.scope.where(Message)

@@ -20,8 +20,10 @@ from knowledge.termstats import CorpusStats, term_stats
 BM25_K1 = 1.2
 BM25_B = 0.25
 # The index scan that selects candidates uses the rarest lexemes whose documents add up to at most
-# CANDIDATE_DOCS (always at least the rarest one); commoner lexemes only score. A document that
-# matches nothing but common words would rank low anyway, and this bounds the rows a search reads.
+# CANDIDATE_DOCS; commoner lexemes only score. A document that matches nothing but common words
+# would rank low anyway, and this bounds the rows a search reads. When even the rarest lexeme is
+# in more documents than that (a large corpus: at a million messages most words are), the rarest
+# lexemes select together instead (candidate_selection).
 CANDIDATE_DOCS = 2000
 # A lexeme in more than this share of a corpus (and in more than CANDIDATE_DOCS documents) does
 # not select candidates at all: it tells too little. A query made only of such words finds
@@ -144,6 +146,50 @@ def weigh_query(q: str, corpora: list[Corpus]) -> tuple[list[str], dict[str, Wei
             containing={lx: d for lx, (d, _) in by_lexeme.items() if d > 0},
         )
     return lexemes, weigh_terms(lexemes, corpora, stats)
+
+
+@dataclass
+class Selection:
+    """The terms whose index entries select a keyword route's candidates: a row holding any of
+    them, or, `together`, a row holding all of them."""
+
+    terms: list[Term]
+    together: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    @property
+    def tsquery(self) -> str:
+        return (" & " if self.together else " | ").join(t.tsquery for t in self.terms)
+
+
+def candidate_selection(weighed: Weighed) -> Selection:
+    """How a keyword route selects its candidates: the rarest terms, any of them, while their
+    documents add up to at most `candidate_docs` (candidate_terms). When the rarest term alone is
+    over that bound and the query has other terms (not `strict`), the rarest terms select
+    together instead — the rarest, then the next rarest, until the rows expected to hold them all
+    (the rarest's documents × the others' shares) fit the bound, or the terms run out. So the rows
+    a search reads stay about the same from a hundred thousand documents to a million: a row with
+    only the rarest of several common query words ranks below the rows with two of them anyway.
+    A one-word query still reads its word's documents."""
+    chosen = candidate_terms(weighed)
+    bound = weighed.candidate_docs
+    if weighed.strict or (chosen and (len(chosen) > 1 or chosen[0].docs <= bound)):
+        return Selection(chosen)
+    allowed = sorted(
+        (t for t in weighed.terms if weighed.select is None or t.lexeme in weighed.select),
+        key=lambda t: (t.docs, t.lexeme),
+    )
+    if len(allowed) < 2:
+        return Selection(chosen)
+    together, expected = [allowed[0]], allowed[0].docs
+    for term in allowed[1:]:
+        if expected <= bound:
+            break
+        together.append(term)
+        expected *= term.share
+    return Selection(together, together=True)
 
 
 def candidate_terms(weighed: Weighed) -> list[Term]:

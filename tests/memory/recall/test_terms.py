@@ -121,3 +121,48 @@ def test_the_statistics_compaction_is_scheduled():
     rows = {func: minutes for _, func, minutes in schedule_table()}
     assert rows["knowledge.tasks.term_stats_compact"] == 60
     assert import_string("knowledge.tasks.term_stats_compact").__doc__ and callable(term_stats_compact)
+
+
+def test_when_even_the_rarest_term_is_common_the_rarest_terms_select_together():
+    from memory.recall.terms import CANDIDATE_DOCS, Term, Weighed, candidate_selection
+
+    def term(lexeme, docs, total=100_000):
+        return Term(lexeme, 1.0, docs / total, docs)
+
+    # under the bound: the rarest terms, any of them (as before)
+    rare = Weighed([term("zqx", 40), term("printer", 900), term("floor", 30_000)], 5.0, 100_000)
+    assert [t.lexeme for t in candidate_selection(rare).terms] == ["zqx", "printer"]
+    assert not candidate_selection(rare).together
+    # the rarest alone is over the bound: it and the next rarest, together, whose rows expected to
+    # hold both (25,000 × 5 %) fit
+    common = Weighed([term("ticket", 50_000), term("sup", 25_000), term("happen", 5_000)], 5.0, 1_000_000)
+    assert [t.lexeme for t in candidate_selection(common).terms] == ["happen", "sup"]
+    assert candidate_selection(common).together
+    assert candidate_selection(common).tsquery == "'happen' & 'sup'"
+    assert 5_000 > CANDIDATE_DOCS
+    # a one-word query still reads its word's documents; the second hop (strict) never widens
+    one = Weighed([term("kenji", 25_000, 1_000_000)], 5.0, 1_000_000)
+    assert [t.lexeme for t in candidate_selection(one).terms] == ["kenji"]
+    strict = Weighed(common.terms, 5.0, 1_000_000, strict=True)
+    assert not candidate_selection(strict)
+
+
+def test_a_row_holding_several_common_words_of_the_query_is_found_by_them(world):
+    """Every query word is in more documents than the candidate scan may read alone (and in half
+    the corpus, which once left the keyword route without candidates): the rows holding them
+    together are found."""
+    from django.test import override_settings
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    client = world.client("copilot")
+    rows = [{"speaker": "bob", "text": f"Warehouse status is green, check {i}"} for i in range(2_100)]
+    rows += [{"speaker": "ann", "text": f"Roof inspection done, round {i}"} for i in range(2_100)]
+    for start in range(0, len(rows), 1000):
+        factory.post_messages(world.general, rows[start : start + 1000])
+    wanted = factory.post_messages(
+        world.general, [{"speaker": "cy", "text": f"The warehouse roof leaks again, bay {b}"} for b in "ABC"]
+    )
+    with override_settings(BRAIN_EMBEDDINGS="none"):
+        results = search(client, conv, "warehouse roof")["results"]
+    assert {r["id"] for r in results[:3]} == set(wanted)
+    assert all("keyword_messages" in r["routes"] for r in results[:3])
