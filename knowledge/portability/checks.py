@@ -19,7 +19,12 @@ from knowledge.limits import MAX_JSON_DEPTH, json_scan, json_size_error
 from knowledge.memories.rows import memory_content_errors
 from knowledge.models import Memory, MemorySource, Skill
 
-FORMAT, VERSION = "brain-agent-export", 1
+# Format 2 names a memory or entry source that is a row of the file by that row's ref too
+# (`file_ref`), so an import cites the row it brings in; format 1 gave only the exporting
+# Brain's id (read still, but such a source is refused: it may be a row of the file).
+FORMAT, VERSION = "brain-agent-export", 2
+READS = (1, 2)
+ROW_KINDS = ("memory", "entry")  # the source kinds that may be a row of the file
 MAX_ERRORS = 50
 AGENT_NAME = re.compile(r"[-a-zA-Z0-9_]{1,64}")  # Agent.name, a SlugField
 MAX_TEXT = 100_000  # memo, instructions, summaries, reasons: far past any real one
@@ -226,6 +231,7 @@ SOURCE_CHECKS = {
     "snapshot": _json,
     "state": _choice([s for s, _ in MemorySource.STATES]),
     "checked_at": _datetime,
+    "file_ref": _ref,
 }
 
 
@@ -340,8 +346,8 @@ def parse_export(lines: Iterable[str | bytes]) -> dict:
             found = _fields(
                 {k: v for k, v in row.items() if k != "type"}, FIELDS[FORMAT], REQUIRED[FORMAT], "header"
             )
-            if not found and row["version"] != VERSION:
-                found = [f"header version: {row['version']} is not {VERSION}"]
+            if not found and row["version"] not in READS:
+                found = [f"header version: {row['version']} is not {VERSION} (or 1)"]
             errors.extend(f"line {n}: {e}" for e in found)
             continue
         if not isinstance(kind, str) or kind not in rows:
@@ -359,14 +365,14 @@ def parse_export(lines: Iterable[str | bytes]) -> dict:
     if header is None and not errors:
         errors.append("line 1: the file is empty")
     if header is not None:
-        errors.extend(_references(rows))
+        errors.extend(_references(rows, header["version"]))
     if errors:
         more = [f"(and {len(errors) - MAX_ERRORS} more)"] if len(errors) > MAX_ERRORS else []
         raise Invalid({"file": errors[:MAX_ERRORS] + more})
     return {"header": header, **rows}
 
 
-def _references(rows: dict) -> list[str]:
+def _references(rows: dict, version: int = VERSION) -> list[str]:
     """What the lines say about each other: one agent, refs given once, every ref in the file."""
     errors = []
     if len(rows["agent"]) != 1:
@@ -400,7 +406,34 @@ def _references(rows: dict) -> list[str]:
     for row in rows["relation"]:
         if row["source"] not in entries or row["target"] not in entries:
             errors.append(f"line {row['_line']}: relation: its entries must be in the file")
+    refs = {"memory": memories, "entry": set(entries)}
+    for kind in ("memory", "relation"):
+        for row in rows[kind]:
+            for i, s in enumerate(row.get("sources") or [], 1):
+                problem = _row_source(s, refs, version)
+                if problem:
+                    errors.append(f"line {row['_line']}: {kind} source {i}: {problem}")
     return errors
+
+
+def _row_source(source, refs: dict, version: int) -> str | None:
+    """What is wrong with a source that names a row of the file (or may), or None: its
+    `file_ref` must be a row of that kind in the file; a format-1 file cannot say whether a
+    memory or entry id is one of its own rows, whose id changes on import."""
+    if not isinstance(source, dict):
+        return None  # a relation's sources are checked as JSON only; the entry service reads them
+    kind, file_ref = source.get("kind"), source.get("file_ref")
+    if file_ref is not None:
+        if kind not in ROW_KINDS:
+            return f"file_ref: a {kind} source is no row of the file"
+        if not isinstance(file_ref, str) or file_ref not in refs[kind]:
+            return f"file_ref: {file_ref} is not a {kind} of the file"
+    elif version == 1 and kind in ROW_KINDS:
+        return (
+            f"{kind}:{source.get('ref')} is an id in the Brain that exported this format-1 file, "
+            "which does not say whether it is one of the file's own rows; export the agent again"
+        )
+    return None
 
 
 def when(value: str | None, parse: Callable = parse_datetime):

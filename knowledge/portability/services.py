@@ -23,7 +23,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, Refused
 from knowledge.memories.exported import memory_row_exported
-from knowledge.memories.rows import memory_row_state
+from knowledge.memories.rows import memory_row_state, memory_sources_add
 from knowledge.models import (
     Agent,
     AgentSkill,
@@ -125,7 +125,11 @@ def export_rows(agent: Agent) -> list[dict]:
             for v in sorted(m.versions.all(), key=lambda v: v.version)
         ]
         row["sources"] = [
-            {**{f: getattr(s, f) for f in SOURCE_FIELDS}, "checked_at": _iso(s.checked_at)}
+            _with_file_ref(
+                {**{f: getattr(s, f) for f in SOURCE_FIELDS}, "checked_at": _iso(s.checked_at)},
+                memory_ref,
+                entry_ref,
+            )
             for s in sorted(m.sources.all(), key=lambda s: (s.kind, s.ref))
         ]
         rows.append(row)
@@ -135,8 +139,21 @@ def export_rows(agent: Agent) -> list[dict]:
         row = {"type": "relation", "source": entry_ref[r.source_id], "target": entry_ref[r.target_id]}
         for f in RELATION_FIELDS:
             row[f] = _iso(getattr(r, f)) if f in ("valid_from", "valid_to") else getattr(r, f)
+        row["sources"] = [_with_file_ref(s, memory_ref, entry_ref) for s in row["sources"]]
         rows.append(row)
     return rows
+
+
+def _with_file_ref(source, memory_ref: dict, entry_ref: dict):
+    """A source as exported: one naming a memory or entry of the file also names it by the
+    file's ref (`file_ref`), so an import cites the row it brings in, not this Brain's id."""
+    if not isinstance(source, dict):
+        return source
+    rows = {"memory": memory_ref, "entry": entry_ref}.get(source.get("kind"))
+    ref = str(source.get("ref"))
+    if rows is not None and ref.isdigit() and int(ref) in rows:
+        return {**source, "file_ref": rows[int(ref)]}
+    return source
 
 
 # --- import ---------------------------------------------------------------------------------
@@ -282,11 +299,17 @@ def _write(actor, data, *, name, existing, replace, shared) -> ImportPlan:
     known = set(Person.objects.filter(name__in=people).values_list("name", flat=True))
     for person in sorted(people - known):
         principals.person_get_or_create(actor=actor, name=person)
-    entries = _entries(actor, agent, data, plan, shared=shared)
-    memories = _memories(actor, agent, spec["name"], included, plan, entries=entries, skills=skills)
-    _relations(actor, data, plan, entries)
+    entries, held = _entries(actor, agent, data, plan, shared=shared)
+    memories, present = _memories(actor, agent, spec["name"], included, plan, entries=entries, skills=skills)
+    # Every row of the file that is here now (written, or found present), by its file ref.
+    here = {
+        "memory": {ref: memory.pk for ref, (memory, _) in memories.items()} | present,
+        "entry": {ref: entry.pk for ref, entry in entries.items()} | held,
+    }
+    _relations(actor, data, plan, entries, here)
     if memories:
-        _link(memories)
+        _link(memories, here["memory"])
+        _cite(memories, here)
     if any(plan.written.values()):
         audit_record(
             "agent.imported",
@@ -358,19 +381,22 @@ def _skills(actor, agent, data, plan) -> dict:
     return skills
 
 
-def _entries(actor, agent, data, plan, *, shared: bool) -> dict:
+def _entries(actor, agent, data, plan, *, shared: bool) -> tuple[dict, dict]:
     """ref -> the entry each file entry is now: the agent's own entry of that name in that store,
     or a new one. A workspace-store entry another agent already holds under that name is
-    present (its blocks and relations are skipped); one in a store left out is left out."""
-    entries = {}
+    present (its blocks and relations are skipped; ref -> its id in the second dict, for the
+    sources that cite it); one in a store left out is left out."""
+    entries, held_by_others = {}, {}
     for e in data["entry"]:
         if not shared and is_shared_store(e["store"]):
             plan.left_out["entries"] += 1
             continue
         entry = Entry.objects.filter(owner=agent, name=e["name"], store=e["store"]).first()
         held = entry is None and is_shared_store(e["store"])
-        if held and Entry.objects.filter(name=e["name"], store=e["store"]).exists():
+        other = held and Entry.objects.filter(name=e["name"], store=e["store"]).order_by("pk").first()
+        if other:
             plan.present["entries"] += 1
+            held_by_others[e["ref"]] = other.pk
             continue
         if entry is None:
             fields = {f: e.get("entry_type" if f == "type" else f) for f in ENTRY_FIELDS}
@@ -378,25 +404,28 @@ def _entries(actor, agent, data, plan, *, shared: bool) -> dict:
             entry = Entry.objects.create(owner=agent, **{f: v for f, v in fields.items() if v is not None})
             plan.written["entries"] += 1
         entries[e["ref"]] = entry
-    return entries
+    return entries, held_by_others
 
 
-def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> dict:
-    """Insert each memory not present yet; ref -> the new memory and its file row."""
+def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> tuple[dict, dict]:
+    """Insert each memory not present yet: ref -> the new memory and its file row, and ref ->
+    the id of the memory each present one is."""
     hashes = {
         row["ref"]: Memory.hash_content(row["text"], row.get("key") or "", row.get("value")) for row in rows
     }
     stores = {row["store"] for row in rows}
-    own, anyones = set(), set()
-    for owner, store, entry, skill, content in Memory.objects.filter(
-        content_hash__in=set(hashes.values()), store__in=stores
-    ).values_list("owner_id", "store", "entry_id", "skill_id", "content_hash"):
+    own, anyones = {}, {}  # -> the id of the oldest such memory
+    for pk, owner, store, entry, skill, content in (
+        Memory.objects.filter(content_hash__in=set(hashes.values()), store__in=stores)
+        .order_by("pk")
+        .values_list("pk", "owner_id", "store", "entry_id", "skill_id", "content_hash")
+    ):
         if owner == agent.pk:
-            own.add((store, entry, skill, content))
+            own.setdefault((store, entry, skill, content), pk)
         if entry is None and skill is None:
-            anyones.add((store, content))
+            anyones.setdefault((store, content), pk)
     active = _active_by_key(agent, rows)
-    new = {}
+    new, present = {}, {}
     for row in rows:
         if row.get("entry") is not None and row["entry"] not in entries:
             plan.present["memories"] += 1  # its entry is present as another agent's
@@ -407,10 +436,12 @@ def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> dict:
             hashes[row["ref"]],
         )
         loose_shared = entry is None and skill is None and is_shared_store(row["store"])
-        if (row["store"], entry and entry.pk, skill and skill.pk, content) in own or (
-            loose_shared and (row["store"], content) in anyones
-        ):
+        found = own.get((row["store"], entry and entry.pk, skill and skill.pk, content)) or (
+            loose_shared and anyones.get((row["store"], content))
+        )
+        if found:
             plan.present["memories"] += 1
+            present[row["ref"]] = found
             continue
         status, reason = _status(agent, row, content, active)
         memory = _memory_insert(
@@ -428,7 +459,7 @@ def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> dict:
         plan.written["memories"] += 1
         plan.by_store[row["store"]] = plan.by_store.get(row["store"], 0) + 1
         plan.queued += status == Memory.QUEUED
-    return new
+    return new, present
 
 
 def _active_by_key(agent, rows) -> dict:
@@ -465,15 +496,32 @@ def _status(agent, row, content, active) -> tuple[str, str]:
     return status, reason
 
 
-def _link(new: dict) -> None:
-    """Supersession between the imported memories, once all of them have ids."""
+def _link(new: dict, here: dict) -> None:
+    """Supersession of the imported memories, once all of them have ids: the file's refs become
+    the rows they are here (imported, or found present)."""
     for memory, row in new.values():
-        update = {f"{f}_id": new[row[f]][0].pk for f in ("supersedes", "superseded_by") if row.get(f) in new}
+        update = {f"{f}_id": here[row[f]] for f in ("supersedes", "superseded_by") if row.get(f) in here}
         if update:
             memory_row_state(memory, **update)
 
 
-def _relations(actor, data, plan, entries) -> None:
+def _cited(source: dict, here: dict) -> dict:
+    """A source naming a row of the file (`file_ref`) as the row it is here; one whose row did
+    not come in (left out, or held by another agent) keeps the id it had where it was exported."""
+    found = here[source["kind"]].get(source["file_ref"])
+    return {"kind": source["kind"], "ref": str(found) if found else str(source["ref"])}
+
+
+def _cite(new: dict, here: dict) -> None:
+    """The sources of the imported memories that name rows of the file, once every row has its
+    id here, each fingerprinted as that row is now (memory_sources_add)."""
+    for memory, row in new.values():
+        cited = [_cited(s, here) for s in row.get("sources") or [] if s.get("file_ref") is not None]
+        if cited:  # two file refs may be one row here (a present one): cite it once
+            memory_sources_add(memory, list({(s["kind"], s["ref"]): s for s in cited}.values()))
+
+
+def _relations(actor, data, plan, entries, here) -> None:
     for r in data["relation"]:
         source, target = entries.get(r["source"]), entries.get(r["target"])
         if source is None or target is None:  # an end left out or held by another agent
@@ -484,7 +532,10 @@ def _relations(actor, data, plan, entries) -> None:
             source=source,
             target=target,
             predicate=r["predicate"],
-            sources=r["sources"],
+            sources=[
+                _cited(s, here) if isinstance(s, dict) and s.get("file_ref") is not None else s
+                for s in r["sources"]
+            ],
             valid_from=when(r.get("valid_from"), parse_date),
             valid_to=when(r.get("valid_to"), parse_date),
             author_kind=actor.kind,
@@ -541,6 +592,7 @@ def _memory_insert(actor, agent, file_agent, m, *, entry, skill, content_hash, s
                 "checked_at": when(s.get("checked_at")),
             }
             for s in m.get("sources") or []
+            if s.get("file_ref") is None  # cited once every row of the file has its id (_cite)
         ],
         created_at=when(m.get("created_at")),
     )

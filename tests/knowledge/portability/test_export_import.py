@@ -253,3 +253,111 @@ def test_the_console_export_is_for_admins_and_downloads_the_file(client, world):
     assert json.loads(response.content.decode().splitlines()[0])["type"] == "brain-agent-export"
     refused = client.post("/agents/import", {})
     assert refused.status_code == 400 and "Choose a file" in refused.content.decode()
+
+
+def _citing(world):
+    """Rows of the copilot that name each other: a memory citing another memory and an entry,
+    a newer memory superseding the older, a relation whose evidence is a block; and an entry
+    of the workspace (shared), which a copy under a new name leaves out."""
+    agent = world.copilot
+    old = factory.make_memory(agent, "VPN-4012 is fixed by client 5.2.0.")
+    vpn = factory.make_entry(agent, name="VPN", store="self", blocks=["Client 5.2.1 fixes sleep drops."])
+    desk = factory.make_entry(agent, name="IT desk", store="self", blocks=["Open 8-18."])
+    runbook = factory.make_entry(agent, name="Runbook", blocks=["Reboot first."])
+    new = factory.make_memory(
+        agent,
+        "VPN-4012 is fixed by client 5.2.1.",
+        supersedes=old,
+        sources=[
+            {"kind": "memory", "ref": str(old.pk)},
+            {"kind": "entry", "ref": str(vpn.pk)},
+            {"kind": "entry", "ref": str(runbook.pk)},
+        ],
+    )
+    block = vpn.blocks.get()
+    relation_add(
+        actor=Principal.for_user(world.admin),
+        entry_id=vpn.pk,
+        predicate="supported by",
+        target_id=desk.pk,
+        sources=[{"kind": "memory", "ref": str(block.pk)}],
+    )
+    return old, new, vpn, runbook
+
+
+def _cited_by(memory) -> set:
+    return set(memory.sources.values_list("kind", "ref"))
+
+
+def test_references_between_rows_of_the_file_become_the_rows_imported(world):
+    """A source, supersession or relation evidence naming another row of the file names that
+    row by its file ref, and the import cites the row it brought in — never the id the row had
+    where it was exported (in another Brain, someone else's row)."""
+    old, new, vpn, runbook = _citing(world)
+    text = _export(world.copilot)
+    sources = next(r["sources"] for r in map(json.loads, text.splitlines()) if r.get("text") == new.text)
+    assert sorted(s["file_ref"][:1] for s in sources) == ["e", "e", "m"]
+
+    # Under a new name in the same Brain: the copy cites the copy, not the original.
+    agent_import(actor=Principal.for_user(world.admin), lines=io.StringIO(text), as_name="copilot2")
+    copy = Agent.objects.get(name="copilot2")
+    new2 = Memory.objects.get(owner=copy, text=new.text)
+    old2 = Memory.objects.get(owner=copy, text=old.text)
+    vpn2 = Entry.objects.get(owner=copy, name="VPN")
+    original = {("memory", str(old.pk)), ("entry", str(vpn.pk)), ("entry", str(runbook.pk))}
+    assert _cited_by(new) == original
+    # The workspace's runbook stayed out of the copy: it keeps citing that one.
+    assert _cited_by(new2) == {("memory", str(old2.pk)), ("entry", str(vpn2.pk)), ("entry", str(runbook.pk))}
+    assert new2.supersedes_id == old2.pk
+    relation = EntryRelation.objects.get(source=vpn2)
+    assert relation.sources == [{"kind": "memory", "ref": str(vpn2.blocks.get().pk)}]
+    assert new2.sources.get(kind="memory").fingerprint  # fingerprinted as the copy is now
+
+    # Into an empty Brain: the rows get new ids, the file reads the same when exported again.
+    _wipe("copilot")
+    agent_import(actor=Principal.for_user(world.admin), lines=io.StringIO(text))
+    new3 = Memory.objects.get(owner=world.copilot, text=new.text)
+    old3 = Memory.objects.get(owner=world.copilot, text=old.text)
+    entries = dict(Entry.objects.filter(owner=world.copilot).values_list("name", "pk"))
+    assert old3.pk != old.pk and _cited_by(new3) == {
+        ("memory", str(old3.pk)),
+        ("entry", str(entries["VPN"])),
+        ("entry", str(entries["Runbook"])),
+    }
+    again = next(r for r in map(json.loads, _export(world.copilot).splitlines()) if r.get("text") == new.text)
+    assert sorted((s["kind"], s["file_ref"]) for s in again["sources"]) == sorted(
+        (s["kind"], s["file_ref"]) for s in sources
+    )
+
+
+@pytest.mark.parametrize(
+    "change, told",
+    [
+        ("version1", "memory:{old} is an id in the Brain that exported this format-1 file"),
+        ("dangling", "file_ref: m99 is not a memory of the file"),
+        ("wrong kind", "file_ref: a ticket source is no row of the file"),
+    ],
+)
+def test_a_reference_the_import_cannot_carry_over_is_refused_and_writes_nothing(world, change, told):
+    old, new, *_ = _citing(world)
+    rows = [json.loads(line) for line in _export(world.copilot).splitlines()]
+    if change == "version1":
+        rows[0]["version"] = 1
+        for r in rows:
+            for s in r.get("sources") or []:
+                s.pop("file_ref", None) if isinstance(s, dict) else None
+    else:
+        citing = next(r for r in rows if r.get("text") == new.text)
+        source = next(s for s in citing["sources"] if s["kind"] == "memory")
+        source["file_ref"] = "m99"
+        if change == "wrong kind":
+            source["kind"] = "ticket"
+    before = _counts()
+    with pytest.raises(Invalid) as refused:
+        agent_import(
+            actor=Principal.for_user(world.admin),
+            lines=io.StringIO("".join(json.dumps(r) + "\n" for r in rows)),
+            as_name="copilot2",
+        )
+    assert told.format(old=old.pk) in str(refused.value.detail)
+    assert _counts() == before
