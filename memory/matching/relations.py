@@ -26,11 +26,12 @@ the dev pairs a cosine added nothing the terms did not: bench.relations_eval):
    contradiction ("Growth standup at 9:15" / "Platform standup at 9:45"); a negation *and* an
    opposite word cancel ("not allowed" / "forbidden").
 4. **A duplicate**: nothing differs (no number or name on one side only against another on the
-   other) and each side says most of what the other says (`DUPLICATE_TERMS`).
+   other) and each side says most of what the other says (`DUPLICATE_TERMS`; an acronym says
+   the words it stands for, and a word with a short prefix that does not negate it says the word).
 
 SUBJECT and DUPLICATE_TERMS were chosen by 5-fold cross-validation on
 shared/data/memory-pairs-dev (`python -m bench.relations_eval --cv`; docs/PERFORMANCE.md,
-"Relations"); four folds of five chose these two (the fifth SUBJECT 0.35)."""
+"Relations"); four folds of five chose each (the fifth SUBJECT 0.35, another DUPLICATE_TERMS 0.75)."""
 
 import re
 import unicodedata
@@ -321,13 +322,51 @@ def dice(a: frozenset, b: frozenset) -> float:
 
 def _coverage(a: Reading, b: Reading) -> float:
     """The share of what `a` says (terms and numbers) that `b` says too. A part of a name whose
-    other part `b` says counts as said ("Jonas Berg" / "Jonas")."""
+    other part `b` says counts as said ("Jonas Berg" / "Jonas"); so do words an acronym of the
+    other spells out ("out of office" / "OOO") and a word the other says with a prefix of a
+    letter or two that does not negate it (mail / email, try / retry; not lock / unlock)."""
     said = a.terms | a.numbers
     if not said:
         return 1.0
     theirs = b.terms | b.numbers
     named = {_stem(w) for name in a.names if any(_has(_stem(x), theirs) for x in name) for w in name}
-    return sum(t in named or _has(t, theirs) for t in said) / len(said)
+    spelt = _spelt_out(a, b.terms) | _spelt_out(b, a.terms)
+    return sum(t in named or t in spelt or _has(t, theirs) or _prefixed(t, theirs) for t in said) / len(said)
+
+
+_NEGATING_PREFIXES = ("a", "de", "di", "il", "im", "in", "ir", "no", "un")
+
+
+def _prefixed(term: str, terms) -> bool:
+    """`term` is a word of `terms` with a short prefix that does not negate it, or the reverse."""
+    for t in terms:
+        short, long = sorted((term, t), key=len)
+        extra = long[: len(long) - len(short)]
+        negating = extra in _NEGATING_PREFIXES
+        if (
+            len(short) >= 3
+            and long.endswith(short)
+            and 1 <= len(extra) <= 2
+            and extra.isalpha()
+            and not negating
+        ):
+            return True
+    return False
+
+
+def _spelt_out(full: Reading, acronyms) -> set[str]:
+    """The terms of `full` that an acronym among `acronyms` spells out: three to five letters,
+    the initials of as many words in a row ("OOO" / "out of office")."""
+    found: set[str] = set()
+    words = [w for w in full.words if w[:1].isalpha()]
+    for acronym in acronyms:
+        if not (3 <= len(acronym) <= 5 and acronym.isalpha()) or acronym in full.terms:
+            continue
+        n = len(acronym)
+        for i in range(len(words) - n + 1):
+            if "".join(w[0] for w in words[i : i + n]) == acronym:
+                found |= {w for w in words[i : i + n] if w in full.terms} | {acronym}
+    return found
 
 
 @dataclass(frozen=True)
