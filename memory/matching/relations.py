@@ -38,7 +38,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import BooleanField, Case, Q, Value, When
 
 from knowledge import access
 from knowledge.models import Memory
@@ -429,13 +429,21 @@ def _in_head(names: list[str], reading: Reading) -> bool:
     return any(_stem(w) in reading.head for name in names for w in name.split())
 
 
-def classify(text_a: str, text_b: str, *, same_subject: bool = False, params: dict | None = None) -> Relation:
-    """How `text_b` relates to `text_a` (see the module's rules). With `same_subject` the
+def classify(
+    text_a: "str | Reading",
+    text_b: "str | Reading",
+    *,
+    same_subject: bool = False,
+    params: dict | None = None,
+) -> Relation:
+    """How `text_b` relates to `text_a` (see the module's rules); either may be given read
+    already (`read`), when one text is paired with many. With `same_subject` the
     caller knows both speak of one thing (a merge and its originals): another identifier or
     name where the subject stands is then another value (an `entity` contradiction), not
     another subject. `params` overrides the thresholds (the evaluation's cross-validation)."""
     p = {"subject": SUBJECT, "duplicate": DUPLICATE_TERMS, **(params or {})}
-    a, b = read(text_a), read(text_b)
+    a = text_a if isinstance(text_a, Reading) else read(text_a)
+    b = text_b if isinstance(text_b, Reading) else read(text_b)
     if a.words == b.words:
         return Relation(DUPLICATE, "case", 1.0, "the same text once case and spacing are set aside")
     score = round(dice(a.terms, b.terms), 3)
@@ -536,6 +544,13 @@ def _reader_q(memory: Memory, reader: Principal | None) -> Q:
     return q
 
 
+def _readable(q: Q):
+    """`q` as a true/false column of the fetched rows."""
+    if not q:  # Q(): everything
+        return Value(True, output_field=BooleanField())
+    return Case(When(q, then=Value(True)), default=Value(False), output_field=BooleanField())
+
+
 def related_for(
     memories: list[Memory], reader: Principal | None = None, *, undecided: bool = False
 ) -> dict[int, list[Related]]:
@@ -560,24 +575,34 @@ def related_for(
     out: dict[int, list[Related]] = {m.pk: [] for m in memories}
     if not pairs:
         return out
-    wanted = {c for _, c in pairs}
     readers: dict[int, Q] = {}
-    candidates: dict[int, dict[int, Memory]] = {}
     for memory in memories:
-        key = memory.owner_id
-        if key not in readers:
-            readers[key] = _reader_q(memory, reader)
-    # one fetch per owner (a queue page: a few owners)
-    for owner_id, q in readers.items():
-        rows = Memory.objects.filter(q, pk__in=wanted, status=Memory.ACTIVE).select_related("owner")
-        candidates[owner_id] = {m.pk: m for m in rows}
+        if memory.owner_id not in readers:
+            readers[memory.owner_id] = _reader_q(memory, reader)
+    # The candidates in one fetch, with whether each owner on the page may read each (a fetch
+    # per owner read the same rows again for each); not their vectors, which no rule reads.
+    rows = (
+        Memory.objects.filter(pk__in={c for _, c in pairs}, status=Memory.ACTIVE)
+        .select_related("owner", "entry", "skill")
+        .defer("embedding")
+        .annotate(**{f"readable_{o}": _readable(q) for o, q in readers.items()})
+    )
+    candidates = {m.pk: m for m in rows}
     by_id = {m.pk: m for m in memories}
+    readings: dict[int, Reading] = {}  # each text read once, however many pairs it is in
     for q_id, c_id in sorted(pairs):
         memory = by_id[q_id]
-        other = candidates[memory.owner_id].get(c_id)
-        if other is None or other.pk == memory.supersedes_id:
+        other = candidates.get(c_id)
+        if (
+            other is None
+            or other.pk == memory.supersedes_id
+            or not getattr(other, f"readable_{memory.owner_id}")
+        ):
             continue
-        relation = classify(other.text, memory.text)
+        for m in (memory, other):
+            if m.pk not in readings:
+                readings[m.pk] = read(m.text)
+        relation = classify(readings[other.pk], readings[memory.pk])
         if relation.relation or (undecided and relation.kind == UNDECIDED):
             out[q_id].append(Related(other, relation.relation, relation.kind, relation.score, relation.why))
     for found in out.values():

@@ -401,3 +401,27 @@ def test_the_facets_the_filter_leaves_open_are_counted_in_one_statement(world, d
     assert narrowed["age"] == {"day": 1, "week": 1, "month": 1, "older": 0}
     assert narrowed["author"] == {"copilot": 1, "import_mem0": 1}
     assert narrowed["tier"] == {"working": 1}
+
+
+def test_approving_everything_a_filter_matches_costs_the_same_statements_per_memory(rita, world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def approve_all(person: str, n: int) -> int:
+        for i in range(n):
+            mem0(
+                world, f"{person.title()} reported a printer problem, ticket SUP-{person}-{i}", person=person
+            )
+        with CaptureQueriesContext(connection) as done:
+            rita.post(
+                f"/review/all?import=mem0&store=private:{person}", {"action": "approve", "expected": str(n)}
+            )
+        assert Memory.objects.filter(store=f"private:{person}", status=Memory.ACTIVE).count() == n
+        return len([q for q in done.captured_queries if "SAVEPOINT" not in q["sql"]])
+
+    approve_all("carol", 1)  # the session's first visit stores its console preferences
+    three, six = approve_all("alice", 3), approve_all("bob", 6)
+    # each memory: its lock, the relation finder (its statement and the stores its agent reads;
+    # here no candidate to fetch), the row's update, its audit event and the activation's checks
+    # — nothing that grows with the batch
+    assert (six - three) / 3 <= 7, (three, six)

@@ -133,3 +133,23 @@ def test_the_queue_never_offers_a_contradiction_as_a_near_duplicate(client, worl
     body = client.get("/review/").content.decode()
     card = body.split(f'id="memory-{phone.pk}"')[1].split("</article>")[0]
     assert 'class="dup' not in card and "Reject as duplicate" not in card
+
+
+def test_a_page_of_several_owners_fetches_its_candidates_once_each_owner_reading_its_own(
+    world, django_assert_num_queries
+):
+    other = factory.make_agent("other-agent")
+    mine = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.1")  # copilot's own store
+    theirs = factory.make_memory(other, "VPN-4012 is fixed by client 5.2.2")  # other-agent's own store
+    shared = factory.make_memory(world.scribe, "VPN-4012 is fixed by client 5.2.0", store="shared")
+    queued = [
+        factory.make_queued_memory(world.copilot, "VPN-4012 is fixed by client 5.2.3"),
+        factory.make_queued_memory(other, "VPN-4012 is fixed by client 5.2.4"),
+    ]
+    memories = list(Memory.objects.filter(pk__in=[m.pk for m in queued]).select_related("owner"))
+    # the candidates' statement, the stores each owner reads (two each), one fetch of the candidates
+    with django_assert_num_queries(6):
+        found = related_for(memories)
+    assert {r.memory.pk for r in found[queued[0].pk]} == {mine.pk, shared.pk}
+    assert {r.memory.pk for r in found[queued[1].pk]} == {theirs.pk, shared.pk}
+    assert {r.relation for rs in found.values() for r in rs} == {CONTRADICTION}
