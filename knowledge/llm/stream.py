@@ -20,16 +20,24 @@ def post_streamed(
     httpx.ReadTimeout (the stream closed: the server sees the disconnect) when the reply is not
     complete within `seconds` of the request."""
     deadline = time.monotonic() + seconds
-    with client.stream("POST", url, json={**body, "stream": True}, headers=headers) as response:
-        kind = response.headers.get("content-type", "")
-        if response.status_code != 200 or not kind.startswith("text/event-stream"):
-            response.read()
-            return response, None
-        return response, _assembled(response, deadline, seconds)
-
-
-def _assembled(response: httpx.Response, deadline: float, seconds: float) -> dict:
     parts: list[str] = []
+    try:
+        with client.stream("POST", url, json={**body, "stream": True}, headers=headers) as response:
+            kind = response.headers.get("content-type", "")
+            if response.status_code != 200 or not kind.startswith("text/event-stream"):
+                response.read()
+                return response, None
+            return response, _assembled(response, parts, deadline, seconds)
+    except httpx.TransportError as exc:
+        if isinstance(exc, httpx.TimeoutException) or parts:
+            raise
+        # The stream broke before its first token. llama-cpp-python refuses a request it cannot
+        # take (a prompt past its context) so, having already answered 200: ask once plainly to
+        # hear why (a 400 with its context size). A server that is gone refuses this too.
+        return client.post(url, json=body, headers=headers), None
+
+
+def _assembled(response: httpx.Response, parts: list[str], deadline: float, seconds: float) -> dict:
     finish, usage, chunks = None, None, 0
     for line in response.iter_lines():
         if time.monotonic() > deadline:
@@ -38,6 +46,8 @@ def _assembled(response: httpx.Response, deadline: float, seconds: float) -> dic
             continue
         data = line[5:].strip()
         if data == "[DONE]":
+            if finish is None:  # ended before the reply was (llama-cpp-python's interrupt_requests)
+                raise httpx.RemoteProtocolError("the server ended the stream before the reply was finished")
             break
         try:
             chunk = json.loads(data)

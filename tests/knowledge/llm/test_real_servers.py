@@ -314,3 +314,16 @@ def test_a_call_given_up_on_is_closed_and_the_server_stops_generating(world, mod
     assert reply.data == {"text": "Ana likes green tea."}
     usage = ModelUsage.objects.get(pk=reply.usage_id)
     assert usage.outcome == ModelUsage.OK and usage.completion_tokens == 8  # one per streamed chunk
+
+
+def test_a_streamed_request_the_server_cannot_take_is_asked_plainly_to_hear_why(world, model_stub):
+    """llama-cpp-python answers 200 to a streamed request and then breaks the stream when the
+    prompt exceeds its context: Brain asks that once without a stream, hears the 400 and learns
+    the context, instead of taking it for an outage."""
+    model_stub.streams = True
+    model_stub.context_tokens = 512
+    with pytest.raises(ModelUnavailable) as caught:
+        model_call(**ask(max_tokens=1000))
+    assert "512" in caught.value.reason and "cannot reach" not in caught.value.reason
+    assert [r.get("stream") for r in model_stub.chat_requests()] == [True, None]
+    assert profile_resolve("light").context_tokens == 512
