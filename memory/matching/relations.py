@@ -43,6 +43,7 @@ from django.db.models import BooleanField, Case, Q, Value, When
 from knowledge import access
 from knowledge.models import Memory
 from knowledge.principal import Principal
+from memory.matching.paraphrase import prefixed, spelt_out
 
 VERSION = "relations/1"
 DUPLICATE = "duplicate"
@@ -330,43 +331,8 @@ def _coverage(a: Reading, b: Reading) -> float:
         return 1.0
     theirs = b.terms | b.numbers
     named = {_stem(w) for name in a.names if any(_has(_stem(x), theirs) for x in name) for w in name}
-    spelt = _spelt_out(a, b.terms) | _spelt_out(b, a.terms)
-    return sum(t in named or t in spelt or _has(t, theirs) or _prefixed(t, theirs) for t in said) / len(said)
-
-
-_NEGATING_PREFIXES = ("a", "de", "di", "il", "im", "in", "ir", "no", "un")
-
-
-def _prefixed(term: str, terms) -> bool:
-    """`term` is a word of `terms` with a short prefix that does not negate it, or the reverse."""
-    for t in terms:
-        short, long = sorted((term, t), key=len)
-        extra = long[: len(long) - len(short)]
-        negating = extra in _NEGATING_PREFIXES
-        if (
-            len(short) >= 3
-            and long.endswith(short)
-            and 1 <= len(extra) <= 2
-            and extra.isalpha()
-            and not negating
-        ):
-            return True
-    return False
-
-
-def _spelt_out(full: Reading, acronyms) -> set[str]:
-    """The terms of `full` that an acronym among `acronyms` spells out: three to five letters,
-    the initials of as many words in a row ("OOO" / "out of office")."""
-    found: set[str] = set()
-    words = [w for w in full.words if w[:1].isalpha()]
-    for acronym in acronyms:
-        if not (3 <= len(acronym) <= 5 and acronym.isalpha()) or acronym in full.terms:
-            continue
-        n = len(acronym)
-        for i in range(len(words) - n + 1):
-            if "".join(w[0] for w in words[i : i + n]) == acronym:
-                found |= {w for w in words[i : i + n] if w in full.terms} | {acronym}
-    return found
+    spelt = spelt_out(a.words, a.terms, b.terms) | spelt_out(b.words, b.terms, a.terms)
+    return sum(t in named or t in spelt or _has(t, theirs) or prefixed(t, theirs) for t in said) / len(said)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 acronym against the words it stands for, and a word against itself with a short prefix that
 does not negate it. Written apart from the dev pairs' wording (memory-pairs-dev)."""
 
-from memory.matching.relations import CONTRADICTION, DUPLICATE, _prefixed, classify
+from memory.matching.paraphrase import prefixed
+from memory.matching.relations import CONTRADICTION, DUPLICATE, classify
 
 
 def test_an_acronym_says_the_words_it_stands_for():
@@ -27,9 +28,9 @@ def test_a_prefixed_word_says_the_word():
 
 
 def test_a_negating_prefix_or_a_short_word_is_no_match():
-    assert _prefixed("mail", {"email"}) and _prefixed("retry", {"try"})
-    assert not _prefixed("lock", {"unlock"}) and not _prefixed("active", {"inactive"})
-    assert not _prefixed("go", {"ego"})  # under three letters: too short to say anything
+    assert prefixed("mail", {"email"}) and prefixed("retry", {"try"})
+    assert not prefixed("lock", {"unlock"}) and not prefixed("active", {"inactive"})
+    assert not prefixed("go", {"ego"})  # under three letters: too short to say anything
 
 
 def test_an_opposite_still_wins_over_an_acronym():

@@ -1,0 +1,39 @@
+"""Two ways one word is said in other words, which the relation finder's duplicate rule
+(memory.matching.relations, `_coverage`) counts as said: an acronym and the words it stands for
+("OOO" / "out of office"), and a word with a short prefix that does not negate it (mail /
+email, try / retry; never lock / unlock). Chosen on the dev pairs by cross-validation with the
+rule's threshold (bench.relations_eval --cv); no word list of the pairs' wording."""
+
+NEGATING_PREFIXES = ("a", "de", "di", "il", "im", "in", "ir", "no", "un")
+
+
+def prefixed(term: str, terms) -> bool:
+    """`term` is a word of `terms` with a prefix of one or two letters that does not negate it,
+    or the reverse; the shorter word has three letters at least."""
+    for t in terms:
+        short, long = sorted((term, t), key=len)
+        extra = long[: len(long) - len(short)]
+        if (
+            len(short) >= 3
+            and long.endswith(short)
+            and 1 <= len(extra) <= 2
+            and extra.isalpha()
+            and extra not in NEGATING_PREFIXES
+        ):
+            return True
+    return False
+
+
+def spelt_out(words, terms, acronyms) -> set[str]:
+    """The `terms` of a text (its `words` in order) that an acronym among `acronyms` spells out
+    — three to five letters, the initials of as many words in a row — and those acronyms."""
+    found: set[str] = set()
+    words = [w for w in words if w[:1].isalpha()]
+    for acronym in acronyms:
+        if not (3 <= len(acronym) <= 5 and acronym.isalpha()) or acronym in terms:
+            continue
+        n = len(acronym)
+        for i in range(len(words) - n + 1):
+            if "".join(w[0] for w in words[i : i + n]) == acronym:
+                found |= {w for w in words[i : i + n] if w in terms} | {acronym}
+    return found
