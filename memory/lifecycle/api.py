@@ -41,7 +41,6 @@ from memory.lifecycle.serializers import (
     version_out,
     write_route,
 )
-from memory.matching.relations import related_for
 
 # The list's paging parameters: knowledge.web.page_params reads them, the filters' serializer not.
 PAGE_PARAMS = ("page", "page_size")
@@ -178,7 +177,7 @@ def memory_collection(request):
 def memory_detail(request, memory_id: int):
     memory = access.memory_get_for(request.user, memory_id)
     if memory.status == Memory.QUEUED:
-        memory.related = related_for([memory], request.user)[memory.pk]
+        memory.related = selectors.related_with_model([memory], request.user)[memory.pk]
     body = memory_out(memory)
     body["versions"] = [version_out(v) for v in memory.versions.order_by("-version")]
     return Response(body)

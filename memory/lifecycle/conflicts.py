@@ -13,6 +13,8 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
 from knowledge.kick import task_kick
+from knowledge.llm import LIGHT, model_availability
+from knowledge.memories.rows import memory_row_state
 from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
@@ -127,10 +129,14 @@ def contradicted_active(memory: Memory) -> list[Memory]:
     contradiction stays active)."""
     if memory.key:
         return []
-    found = related_for([memory])[memory.pk]
-    return sorted(
-        (r.memory for r in found if r.relation == CONTRADICTION), key=lambda m: (m.created_at, m.pk)
-    )
+    found = {r.memory.pk: r.memory for r in related_for([memory])[memory.pk] if r.relation == CONTRADICTION}
+    if memory.queue_reason == "conflict":
+        # and those the model found while it waited (contradictions_mark recorded them and set
+        # this reason; a statement only then: an approval of many pays nothing for it)
+        recorded = MemoryContradiction.objects.filter(memory=memory).values("other")
+        active = Memory.objects.filter(pk__in=recorded, status=Memory.ACTIVE).select_related("owner")
+        found |= {m.pk: m for m in active}
+    return sorted(found.values(), key=lambda m: (m.created_at, m.pk))
 
 
 def contradictions_mark(memory: Memory) -> list[int]:
@@ -138,13 +144,19 @@ def contradictions_mark(memory: Memory) -> list[int]:
     stays active: each such pair is recorded (MemoryContradiction) and listed under "Conflicts
     in force" until someone decides. Pairs the rules leave undecided are put to the light model
     when one is configured (memory.matching.relation_model; a reply failing its schema or check
-    records nothing). Inside the caller's transaction (the background task's, never a
-    request's). Returns the other ids."""
-    if memory.key or memory.status != Memory.ACTIVE:
+    records nothing). For a queued keyless memory only the model's contradictions are recorded
+    (the rules' are found whenever it is read) and its queue reason becomes "conflict": its card
+    and API representation list them (selectors.model_related) and its approval needs the
+    decision a contradiction needs (contradicted_active). Inside the
+    caller's transaction (the background task's, never a request's). Returns the other ids."""
+    if memory.key or memory.status not in Memory.LIVE:
         return []
+    queued = memory.status == Memory.QUEUED
+    if queued and model_availability(LIGHT, agent=memory.owner):
+        return []  # no model to ask now: nothing the rules do not say already
     # only older memories: a pair is recorded once, from its newer side
     related = [r for r in related_for([memory], undecided=True)[memory.pk] if r.memory.pk < memory.pk]
-    found = [r for r in related if r.relation == CONTRADICTION]
+    found = [] if queued else [r for r in related if r.relation == CONTRADICTION]
     # the pairs no rule decides go to the light model when one may be asked (at most MODEL_PAIRS)
     for r in [r for r in related if r.kind == UNDECIDED][:MODEL_PAIRS]:
         said = model_relation(
@@ -156,6 +168,8 @@ def contradictions_mark(memory: Memory) -> list[int]:
         [MemoryContradiction(memory=memory, other=r.memory, why=r.why[:500]) for r in found],
         ignore_conflicts=True,
     )
+    if queued and found and memory.queue_reason != "conflict":
+        memory_row_state(memory, queue_reason="conflict")  # what its approval reads (contradicted_active)
     return [r.memory.pk for r in found]
 
 
@@ -185,7 +199,7 @@ def contradictions_sweep(linger_seconds: float = 0) -> int:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('brain:contradictions-sweep'))")
         last = AuditEvent.objects.filter(action=SWEPT).order_by("-pk").values_list("data", flat=True).first()
         events = AuditEvent.objects.filter(
-            action="memory.written", data__status=Memory.ACTIVE, data__route=API_WRITE
+            action="memory.written", data__status__in=Memory.LIVE, data__route=API_WRITE
         ).order_by("pk")
         if last:
             events = events.filter(pk__gt=last["upto"])
@@ -212,7 +226,7 @@ def contradictions_marked(memory_id: int) -> list[int]:
     (memory.contradictions_marked). Nothing when the memory is no longer active or has a key."""
 
     with transaction.atomic():
-        memory = Memory.objects.select_related("owner").filter(pk=memory_id, status=Memory.ACTIVE).first()
+        memory = Memory.objects.select_related("owner").filter(pk=memory_id, status__in=Memory.LIVE).first()
         if memory is None or memory.key:
             return []
         ids = contradictions_mark(memory)
@@ -224,7 +238,11 @@ def contradictions_marked(memory_id: int) -> list[int]:
                 owner=memory.owner.name,
                 object_type="memory",
                 object_ids=[str(memory.pk), *map(str, ids)],
-                reason="contradicts active memories; both stay active until someone decides",
+                reason=(
+                    "contradicts active memories; both stay active until someone decides"
+                    if memory.status == Memory.ACTIVE
+                    else "the model finds it contradicts active memories: approving it needs a decision"
+                ),
                 data={"memory": memory.pk, "conflict_with": ids},
             )
         return ids

@@ -14,7 +14,7 @@ from knowledge import access
 from knowledge.models import AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from memory.matching.facts import contradicts, windows_overlap
-from memory.matching.relations import CONTRADICTION, DUPLICATE, related_for
+from memory.matching.relations import CONTRADICTION, DUPLICATE, Related, related_for
 from memory.models import GateCheck
 
 QUEUE_REASONS = ["new", "conflict", "requeued", "merge", "gate", "supersedes"]
@@ -195,7 +195,7 @@ def review_queue(
         from memory.lifecycle.duplicates import queue_duplicate_hints
 
         hints = queue_duplicate_hints([i.memory for i in items], principal)
-        related = related_for([i.memory for i in items], principal)
+        related = related_with_model([i.memory for i in items], principal)
         for item in items:
             item.dups = hints.get(item.memory.pk)
             item.related = related.get(item.memory.pk, [])
@@ -485,3 +485,27 @@ def conflicts_alerts(data: dict) -> list[dict]:
             "time; decide under Conflicts in force in the review queue.",
         }
     ]
+
+
+def model_related(memories: list[Memory], reader: Principal | None = None) -> dict[int, list[Related]]:
+    """For queued memories: the active memories the model found them contradicting in the
+    background (contradictions_mark), that `reader` may read, as the finder's Related."""
+    queued = [m.pk for m in memories if m.status == Memory.QUEUED and not m.key]
+    out: dict[int, list[Related]] = {pk: [] for pk in queued}
+    if not queued:
+        return out
+    rows = MemoryContradiction.objects.filter(memory_id__in=queued, other__status=Memory.ACTIVE)
+    for row in rows.select_related("other__owner").order_by("other__created_at", "other_id"):
+        other = row.other
+        if reader is None or access.can_read_store(reader, owner=other.owner, store=other.store):
+            out[row.memory_id].append(Related(other, CONTRADICTION, "model", 0.0, row.why))
+    return out
+
+
+def related_with_model(memories: list[Memory], reader: Principal | None = None) -> dict[int, list[Related]]:
+    """related_for, and for queued memories what the model added in the background."""
+    related = related_for(memories, reader)
+    for pk, extra in model_related(memories, reader).items():
+        have = {r.memory.pk for r in related.get(pk, [])}
+        related.setdefault(pk, []).extend(r for r in extra if r.memory.pk not in have)
+    return related
