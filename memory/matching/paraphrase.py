@@ -1,7 +1,8 @@
 """Two ways one word is said in other words, which the relation finder's duplicate rule
 (memory.matching.relations, `_coverage`) counts as said: an acronym and the words it stands for
 ("OOO" / "out of office"), and a word with a short prefix that does not negate it (mail /
-email, try / retry; never lock / unlock). Chosen on the dev pairs by cross-validation with the
+email, try / retry; never lock / unlock, which `prefix_negates` finds: no duplicate then).
+Chosen on the dev pairs by cross-validation with the
 rule's threshold (bench.relations_eval --cv); no word list of the pairs' wording."""
 
 NEGATING_PREFIXES = ("a", "de", "di", "il", "im", "in", "ir", "no", "un")
@@ -37,3 +38,15 @@ def spelt_out(words, terms, acronyms) -> set[str]:
             if "".join(w[0] for w in words[i : i + n]) == acronym:
                 found |= {w for w in words[i : i + n] if w in terms} | {acronym}
     return found
+
+
+def prefix_negates(terms_a, terms_b) -> tuple[str, str] | None:
+    """A word of one side that is a word of the other with a negating prefix (lock / unlock,
+    active / inactive), or None: two such texts say opposite things, whatever else they share."""
+    for x in terms_a:
+        for y in terms_b:
+            short, long = sorted((x, y), key=len)
+            extra = long[: len(long) - len(short)]
+            if len(short) >= 4 and extra in NEGATING_PREFIXES and long.endswith(short):
+                return x, y
+    return None

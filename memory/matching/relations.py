@@ -43,7 +43,7 @@ from django.db.models import BooleanField, Case, Q, Value, When
 from knowledge import access
 from knowledge.models import Memory
 from knowledge.principal import Principal
-from memory.matching.paraphrase import prefixed, spelt_out
+from memory.matching.paraphrase import prefix_negates, prefixed, spelt_out
 
 VERSION = "relations/1"
 DUPLICATE = "duplicate"
@@ -451,7 +451,7 @@ def classify(
     if (only_a and only_b) or (names_a and names_b):
         return Relation(NEITHER, UNDECIDED, score, "each says what the other does not")
     covered = min(_coverage(a, b), _coverage(b, a))
-    if covered >= p["duplicate"]:
+    if covered >= p["duplicate"] and not prefix_negates(a.terms, b.terms):
         return Relation(DUPLICATE, "paraphrase", score, "the same claim in other words")
     return Relation(NEITHER, UNDECIDED, score, "the same subject, both can hold")
 
