@@ -99,13 +99,12 @@ class ModelStub:
             def _chat(self, body):
                 refusal = stub._refusal(body)
                 if refusal and stub.streams and body.get("stream"):
-                    # llama-cpp-python has answered 200 before it finds the prompt too long: the
-                    # stream breaks before its first token (a plain request gets the 400)
+                    # llama-cpp-python 0.3.36 has answered 200 before it finds the prompt too
+                    # long: the stream ends with no event at all (a plain request gets the 400)
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Transfer-Encoding", "chunked")
+                    self.send_header("Connection", "close")
                     self.end_headers()
-                    self.wfile.write(b"5\r\ndata:")  # half a chunk, then the connection closes
                     self.wfile.flush()
                     self.close_connection = True
                     return

@@ -31,9 +31,10 @@ def post_streamed(
     except httpx.TransportError as exc:
         if isinstance(exc, httpx.TimeoutException) or parts:
             raise
-        # The stream broke before its first token. llama-cpp-python refuses a request it cannot
-        # take (a prompt past its context) so, having already answered 200: ask once plainly to
-        # hear why (a 400 with its context size). A server that is gone refuses this too.
+        # The stream broke or ended before its first token. llama-cpp-python refuses a request it
+        # cannot take (a prompt past its context) so, having already answered 200 (its log says
+        # "Requested tokens (587) exceed context window of 512"): ask once plainly to hear why (a
+        # 400 with its context size). A server that is gone refuses this too.
         return client.post(url, json=body, headers=headers), None
 
 
@@ -60,6 +61,8 @@ def _assembled(response: httpx.Response, parts: list[str], deadline: float, seco
                 parts.append(content)
                 chunks += 1
             finish = choice.get("finish_reason") or finish
+    if finish is None:  # the stream ended, no reply finished: llama-cpp-python's refusal after its 200
+        raise httpx.RemoteProtocolError("the stream ended before the reply was finished")
     return {
         "choices": [{"message": {"role": "assistant", "content": "".join(parts)}, "finish_reason": finish}],
         # Without a usage chunk, one streamed chunk is one token (llama.cpp's servers stream so).
