@@ -8,6 +8,7 @@ same transaction."""
 import datetime
 
 from django.db import connection
+from django.utils import timezone
 
 from knowledge.errors import Invalid
 from knowledge.limits import MAX_MEMORY_TEXT, json_scan, json_size_error
@@ -210,6 +211,9 @@ def memory_row_state(memory: Memory, *, save: bool = True, **fields) -> Memory:
 def memory_rows_save(memories: list[Memory], *fields: str) -> None:
     """Save the named fields (and `updated_at`) of many rows whose state `memory_row_state(save=False)`
     set, in batched UPDATEs."""
+    now = timezone.now()
+    for memory in memories:
+        memory.updated_at = now  # bulk_update, unlike save(), does not set it
     Memory.objects.bulk_update(memories, [*fields, "updated_at"], batch_size=500)
 
 

@@ -45,11 +45,22 @@ class MemoryNotFound(NotFound, Memory.DoesNotExist):
     the views that still map that one keep answering as before."""
 
 
+def memories_lock(ids: Iterable[int]) -> dict[int, Memory]:
+    """The memory rows `ids` that exist, locked for the caller's transaction in one statement
+    (in id order, so two lockers of overlapping sets never wait on each other in a cycle), with
+    their owner and the memory each supersedes (and its owner: activation reads them)."""
+    return {
+        memory.pk: memory
+        for memory in Memory.objects.select_for_update(of=("self",))
+        .select_related("owner", "supersedes__owner")
+        .filter(pk__in=list(ids))
+        .order_by("pk")
+    }
+
+
 def memory_lock(memory_id: int) -> Memory:
     """The memory row, locked for the caller's transaction (MemoryNotFound when there is none)."""
-    memory = (
-        Memory.objects.select_for_update(of=("self",)).select_related("owner").filter(pk=memory_id).first()
-    )
+    memory = memories_lock([memory_id]).get(memory_id)
     if memory is None:
         raise MemoryNotFound(f"There is no memory {memory_id}.")
     return memory
@@ -105,7 +116,14 @@ def overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
 def entry_touched(memory: Memory, actor: Principal) -> None:
     """A decision on an entry's block changes that entry's body: the entry's "changed by" names
     whoever made it (the reviewer, the agent), not whoever last edited the entry's fields."""
-    if memory.entry_id:
-        Entry.all_objects.filter(pk=memory.entry_id).update(
+    entries_touched([memory], actor)
+
+
+def entries_touched(memories: Iterable[Memory], actor: Principal) -> None:
+    """entry_touched for many decisions at once: one UPDATE of the entries their blocks belong to
+    (none when no memory is a block)."""
+    ids = {memory.entry_id for memory in memories if memory.entry_id}
+    if ids:
+        Entry.all_objects.filter(pk__in=ids).update(
             author_kind=actor.kind, author_name=actor.name, updated_at=timezone.now()
         )

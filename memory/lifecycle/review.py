@@ -1,6 +1,7 @@
 """Review: a reviewer's approval (through the one activation function, route review), rejection,
-bulk decisions, sending a memory back to the queue, and settling a conflict already in force.
-Of two reviewers acting at once exactly one wins; the other gets MemoryStateConflict."""
+bulk decisions (all three set-wise in memory.lifecycle.approval, a lone decision being a batch
+of one), sending a memory back to the queue, and settling a conflict already in force. Of two
+reviewers acting at once exactly one wins; the other gets MemoryStateConflict."""
 
 import datetime
 import uuid
@@ -10,36 +11,30 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge import access
-from knowledge.audit.services import current_batch_id, snapshot
+from knowledge.audit.services import audit_held, current_batch_id, snapshot
 from knowledge.errors import Conflict, Invalid, NotFound
-from knowledge.memories.rows import memory_row_revise, memory_row_state
+from knowledge.memories.rows import memory_row_state
 from knowledge.models import Memory
 from knowledge.principal import Principal
-from memory.lifecycle.activation import memory_activate_stored
 from memory.lifecycle.activation_hooks import REVIEW
+from memory.lifecycle.approval import Ask, memories_approve, memories_reject
 from memory.lifecycle.common import (
     QUEUE_REASONS,
     QUEUE_REQUEUED,
-    MemoryStateConflict,
-    entry_touched,
     memory_audit,
     memory_lock_in,
     memory_save,
-    overlay_touched,
 )
 from memory.lifecycle.conflicts import (
     CONFLICT_DECISIONS,
     KEEP_BOTH,
     REPLACE,
-    ConflictDecisionNeeded,
     MemoryConflict,
     conflict_decision,
     conflicting_active,
-    contradicted_active,
     policy_violation_record,
 )
-from memory.lifecycle.supersession import memory_close, memory_mark_dependants_stale, memory_supersede
-from memory.provenance.services import provenance_rebaseline
+from memory.lifecycle.supersession import memory_close, memory_supersede
 
 
 def memory_approve(
@@ -58,69 +53,32 @@ def memory_approve(
     ones (same key, another value, same time) needs `decision`: REPLACE retires every one of
     them, KEEP_BOTH closes them at `boundary` where this one starts; without it
     ConflictDecisionNeeded and nothing changes. Of two reviewers acting at once exactly one
-    wins; the other gets MemoryStateConflict."""
+    wins; the other gets MemoryStateConflict. The batch approval with one memory
+    (approval.memories_approve)."""
+    ask = Ask(memory_id, text=text, supersedes=supersedes, decision=decision, boundary=boundary)
     try:
         with transaction.atomic():
-            memory = memory_lock_in(memory_id, [Memory.QUEUED], "approved")
-            before = snapshot(memory)
-            edited = text is not None and text.strip() != "" and text != memory.text
-            from_version = memory.version
-            if edited:
-                memory_row_revise(
-                    memory=memory,
-                    text=text,
-                    author_kind=actor.kind,
-                    author_name=actor.name,
-                    reason=reason or "edited in review",
-                )
-            if supersedes is not None and supersedes.pk != memory.supersedes_id:
-                if supersedes.pk == memory.pk or supersedes.status not in Memory.LIVE:
-                    raise Invalid({"supersedes": [f"Memory {supersedes.pk} cannot be superseded."]})
-                memory.supersedes = supersedes
-                memory_save(memory, "supersedes")
-            queue_reason = memory.queue_reason
-            # a keyless contradiction needs the decision a keyed conflict needs (conflicting_active)
-            memory.contradicted = contradicted_active(memory)
-            status = memory_activate_stored(
-                actor=actor, memory=memory, route=REVIEW, decision=decision, boundary=boundary
-            )
-            if status == Memory.ACTIVE and memory.stale:
-                # Approving a memory that went stale confirms it still holds: its sources are
-                # re-baselined to their current state.
-                provenance_rebaseline(memory)
-                memory.stale, memory.stale_reason = False, ""
-                memory_save(memory, "stale", "stale_reason")
-            data = {"queue_reason": queue_reason, "status": status, "version": memory.version}
-            if edited:
-                data.update(edited=True, from_version=from_version, content_hash=memory.content_hash)
-            if memory.supersedes_id:
-                data["supersedes"] = memory.supersedes_id
-            outcome = getattr(memory, "conflict_outcome", None)
-            if outcome:
-                data.update(outcome)
-            overlay_touched(memory, "lesson approved" if status == Memory.ACTIVE else "lesson held", actor)
-            entry_touched(memory, actor)
-            memory_audit(
-                "memory.approved" if status == Memory.ACTIVE else "memory.held",
-                actor=actor,
-                memory=memory,
-                before=before,
-                reason=reason if status == Memory.ACTIVE else memory.status_reason,
-                data=data,
-            )
+            decided = memories_approve(actor=actor, asks=[ask], reason=reason)
+            if decided.failed:
+                raise decided.failed[memory_id]
     except MemoryConflict as exc:
-        memory = Memory.objects.select_related("owner").get(pk=memory_id)
-        policy_violation_record(
-            actor=actor,
-            owner=memory.owner,
-            store=memory.store,
-            memory_id=memory.pk,
-            content_hash=memory.content_hash,
-            route=REVIEW,
-            conflicts=exc.conflicts_with,
-        )
+        _violation_record(actor, memory_id, exc)
         raise
-    return memory
+    return decided.memories[0]
+
+
+def _violation_record(actor: Principal, memory_id: int, exc: MemoryConflict) -> None:
+    """Strict anti-drift refused the approval: audited after the decision rolled back."""
+    memory = Memory.objects.select_related("owner").get(pk=memory_id)
+    policy_violation_record(
+        actor=actor,
+        owner=memory.owner,
+        store=memory.store,
+        memory_id=memory.pk,
+        content_hash=memory.content_hash,
+        route=REVIEW,
+        conflicts=exc.conflicts_with,
+    )
 
 
 def memory_edit_and_approve(*, actor: Principal, memory_id: int, text: str, reason: str = "") -> Memory:
@@ -150,51 +108,52 @@ def memory_reject_duplicate(*, actor: Principal, memory_id: int, of: int) -> Mem
 
 def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None = None) -> Memory:
     with transaction.atomic():
-        memory = memory_lock_in(memory_id, [Memory.QUEUED], "rejected")
-        before = snapshot(memory)
-        queue_reason = memory.queue_reason
-        memory_row_state(memory, status=Memory.REJECTED, status_reason=reason)
-        overlay_touched(memory, "lesson rejected", actor)
-        entry_touched(memory, actor)
-        memory_audit(
-            "memory.rejected",
-            actor=actor,
-            memory=memory,
-            before=before,
-            reason=reason,
-            data={"queue_reason": queue_reason, **(data or {})},
-        )
-        memory_mark_dependants_stale(
-            actor=actor, memory=memory, reason=f"its source memory:{memory.pk} was rejected"
-        )
-    return memory
+        decided = memories_reject(actor=actor, memory_ids=[memory_id], reason=reason, data=data)
+        if decided.failed:
+            raise decided.failed[memory_id]
+    return decided.memories[0]
+
+
+BULK_CHUNK = 100  # memories decided in one transaction of a bulk decision
 
 
 def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: str, reason: str = "") -> dict:
-    """Approve or reject many queued memories. Each memory is decided in its own transaction
-    (one audit event each, sharing one batch id), so a memory another reviewer took first, or one
-    strict anti-drift refuses, does not stop the rest. Returns {"done": [ids], "failed": {id: message}}."""
+    """Approve or reject many queued memories, set-wise (memory.lifecycle.approval): a
+    transaction per BULK_CHUNK memories, each memory with the checks and the audit event a lone
+    decision gives it, all events sharing one batch id (restorable together). A memory that
+    needs a decision a bulk action cannot make (a conflict, a contradiction, strict anti-drift),
+    or that another reviewer took first, is skipped and the rest decided. Returns {"done":
+    [ids], "held": [ids the enforcing eval gate holds, among done], "failed": {id: message}}."""
     if action not in ("approve", "reject"):
         raise Invalid({"action": ["Use approve or reject."]})
-    if action == "reject" and not (reason or "").strip():
+    reason = (reason or "").strip() if action == "reject" else reason
+    if action == "reject" and not reason:
         raise Invalid({"reason": ["Say why the memories are rejected."]})
-    done, failed = [], {}
+    ids = list(dict.fromkeys(memory_ids))
+    done, held, failed = [], [], {}
     token = current_batch_id.set(current_batch_id.get() or uuid.uuid4())
     try:
-        for memory_id in dict.fromkeys(memory_ids):
-            try:
+        for start in range(0, len(ids), BULK_CHUNK):
+            chunk = ids[start : start + BULK_CHUNK]
+            with transaction.atomic(), audit_held():
                 if action == "approve":
-                    memory_approve(actor=actor, memory_id=memory_id, reason=reason)
+                    decided = memories_approve(actor=actor, asks=[Ask(i) for i in chunk], reason=reason)
                 else:
-                    memory_reject(actor=actor, memory_id=memory_id, reason=reason)
-                done.append(memory_id)
-            except (MemoryConflict, MemoryStateConflict, ConflictDecisionNeeded) as exc:
-                failed[memory_id] = str(exc.detail["detail"])
-            except NotFound:
-                failed[memory_id] = f"Memory {memory_id} does not exist."
+                    decided = memories_reject(actor=actor, memory_ids=chunk, reason=reason)
+            decided_ids = {m.pk for m in decided.memories}
+            done += [i for i in chunk if i in decided_ids]
+            held += [m.pk for m in decided.memories if m.status == Memory.QUEUED]
+            for memory_id, exc in decided.failed.items():
+                if isinstance(exc, MemoryConflict):
+                    _violation_record(actor, memory_id, exc)
+                failed[memory_id] = (
+                    f"Memory {memory_id} does not exist."
+                    if isinstance(exc, NotFound)
+                    else str(exc.detail["detail"])
+                )
     finally:
         current_batch_id.reset(token)
-    return {"done": done, "failed": failed}
+    return {"done": done, "held": held, "failed": failed}
 
 
 def memory_requeue(

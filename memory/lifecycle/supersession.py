@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.memories.rows import memory_row_state, memory_rows_state
-from knowledge.models import Memory
+from knowledge.models import Memory, MemorySource
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.common import entry_touched, memory_audit, memory_lock, memory_lock_in, memory_save
@@ -21,44 +21,61 @@ def memory_mark_dependants_stale(*, actor: Principal, memory: Memory, reason: st
     alone, so calling it twice writes nothing twice). Runs in the caller's transaction if any.
     In requeue and invalidate modes the provenance machinery acts on the dependants instead
     (back to the queue, or retired — transitively), exactly as a provenance check would."""
+    return memories_mark_dependants_stale(actor=actor, retired=[(memory, reason)])
+
+
+def memories_mark_dependants_stale(*, actor: Principal, retired: list[tuple[Memory, str]]) -> list[int]:
+    """memory_mark_dependants_stale for many retired memories at once (a batch of rejections):
+    the dependants of all of them found and locked in two statements; one memory.stale event per
+    retired memory that has any, a dependant citing several counted once, for the first."""
     if setting_get("BRAIN_MEMORY_INVALIDATION") in ("requeue", "invalidate"):
-        return provenance_recheck_memory_sources(actor=actor, retired=memory)
+        return [
+            i for memory, _ in retired for i in provenance_recheck_memory_sources(actor=actor, retired=memory)
+        ]
     with transaction.atomic():
+        cites: dict[int, str] = {}  # dependant id -> the first retired memory it cites
+        order = {str(memory.pk): n for n, (memory, _) in enumerate(retired)}
+        found = MemorySource.objects.filter(
+            kind="memory", ref__in=list(order), memory__status__in=Memory.LIVE, memory__stale=False
+        ).values_list("memory_id", "ref")
+        for dependant_id, ref in sorted(found, key=lambda row: order[row[1]]):
+            cites.setdefault(dependant_id, ref)
+        if not cites:
+            return []
         dependants = list(
             Memory.objects.select_for_update(of=("self",))
             .select_related("owner")
-            .filter(
-                sources__kind="memory",
-                sources__ref=str(memory.pk),
-                status__in=Memory.LIVE,
-                stale=False,
-            )
+            .filter(pk__in=list(cites), status__in=Memory.LIVE, stale=False)
             .order_by("pk")
         )
-        if not dependants:
-            return []
-        revisions = []
-        for dependant in dependants:
-            before = snapshot(dependant)
-            dependant.stale, dependant.stale_reason = True, reason
-            revisions.append(("memory", dependant.pk, before, snapshot(dependant)))
-        ids = [d.pk for d in dependants]
-        memory_rows_state(ids, now=timezone.now(), stale=True, stale_reason=reason)
-        stores = {d.store for d in dependants}
-        owners = {d.owner.name for d in dependants}
-        audit_record(
-            "memory.stale",
-            actor=actor,
-            store=stores.pop() if len(stores) == 1 else "",
-            owner=owners.pop() if len(owners) == 1 else "",
-            object_type="memory",
-            object_ids=ids,
-            reason=reason,
-            counts={"stale": len(ids)},
-            data={"source": f"memory:{memory.pk}"},
-            revisions=revisions,
-        )
-    return ids
+        now, flagged = timezone.now(), []
+        for memory, reason in retired:
+            group = [d for d in dependants if cites[d.pk] == str(memory.pk)]
+            if not group:
+                continue
+            revisions = []
+            for dependant in group:
+                before = snapshot(dependant)
+                dependant.stale, dependant.stale_reason = True, reason
+                revisions.append(("memory", dependant.pk, before, snapshot(dependant)))
+            ids = [d.pk for d in group]
+            memory_rows_state(ids, now=now, stale=True, stale_reason=reason)
+            stores = {d.store for d in group}
+            owners = {d.owner.name for d in group}
+            audit_record(
+                "memory.stale",
+                actor=actor,
+                store=stores.pop() if len(stores) == 1 else "",
+                owner=owners.pop() if len(owners) == 1 else "",
+                object_type="memory",
+                object_ids=ids,
+                reason=reason,
+                counts={"stale": len(ids)},
+                data={"source": f"memory:{memory.pk}"},
+                revisions=revisions,
+            )
+            flagged += ids
+    return flagged
 
 
 def memory_supersede(

@@ -1,0 +1,130 @@
+"""Deciding many queued memories at once (issue 53): set-wise, a few statements per chunk
+whatever its size, with every rule a lone approval applies — a memory that needs a decision a
+bulk action cannot make is skipped with its reason, the rest decided in one audit batch that a
+restore puts back in the queue."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from knowledge.models import AuditEvent, Memory
+from knowledge.principal import Principal
+from knowledge.principals import services
+from memory.lifecycle import review
+from tests import factory
+
+RITA = Principal(kind="person", name="rita", role="reviewer")
+
+
+def queued(world, n: int, prefix: str) -> list[Memory]:
+    return [
+        factory.make_queued_memory(
+            world.copilot, f"{prefix} note {i}: ticket SUP-{prefix}-{i} waits on a call back", store="shared"
+        )
+        for i in range(n)
+    ]
+
+
+def statements(action: str, memories: list[Memory], reason: str = "") -> tuple[int, dict]:
+    with CaptureQueriesContext(connection) as done:
+        result = review.memory_review_bulk(
+            actor=RITA, memory_ids=[m.pk for m in memories], action=action, reason=reason
+        )
+    return len([q for q in done.captured_queries if "SAVEPOINT" not in q["sql"]]), result
+
+
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_a_batch_costs_the_same_statements_whatever_its_size(world, action):
+    factory.make_memory(world.scribe, "ticket SUP-0 waits on a call back from the customer", store="shared")
+    ten, hundred = queued(world, 10, "ten"), queued(world, 100, "hundred")
+    small, result = statements(action, ten, reason="not needed")
+    assert len(result["done"]) == 10
+    large, result = statements(action, hundred, reason="not needed")
+    assert len(result["done"]) == 100 and result["failed"] == {}
+    expected = Memory.ACTIVE if action == "approve" else Memory.REJECTED
+    assert {m.status for m in Memory.objects.filter(pk__in=[m.pk for m in hundred])} == {expected}
+    # lock, the relation finder, one UPDATE, the events and their revisions: none per memory
+    assert large <= small + 1 and large <= 12, (small, large)
+
+
+def test_what_needs_a_decision_is_skipped_with_its_reason_and_the_rest_is_one_restorable_batch(world):
+    plain = queued(world, 2, "plain")
+    factory.make_memory(world.scribe, "deploy window", store="shared", key="deploy.window", value="friday")
+    keyed = factory.make_queued_memory(
+        world.copilot, "we deploy on mondays", store="shared", key="deploy.window", value="monday"
+    )
+    old = factory.make_memory(world.scribe, "VPN-4012 is fixed by client 5.2.1", store="shared")
+    contradiction = factory.make_queued_memory(
+        world.copilot, "VPN-4012 is fixed by client 5.2.3", store="shared"
+    )
+    # two of the batch with one key and two values: the first goes active, the second waits
+    berlin, paris = (
+        factory.make_queued_memory(
+            world.copilot, f"office in {c}", store="shared", key="office.city", value=c
+        )
+        for c in ("Berlin", "Paris")
+    )
+    taken = queued(world, 1, "taken")[0]
+    review.memory_reject(actor=RITA, memory_id=taken.pk, reason="taken first")
+    ids = [plain[0].pk, keyed.pk, contradiction.pk, berlin.pk, taken.pk, paris.pk, plain[1].pk, 999999]
+
+    result = review.memory_review_bulk(actor=RITA, memory_ids=ids, action="approve")
+
+    assert result["done"] == [plain[0].pk, berlin.pk, plain[1].pk] and result["held"] == []
+    failed = result["failed"]
+    assert set(failed) == {keyed.pk, contradiction.pk, taken.pk, paris.pk, 999999}
+    assert "key deploy.window" in failed[keyed.pk] and "Decide" in failed[keyed.pk]
+    assert f"contradicts active #{old.pk}" in failed[contradiction.pk]
+    assert f"#{berlin.pk} (Berlin)" in failed[paris.pk]
+    assert "is rejected now" in failed[taken.pk] and failed[999999] == "Memory 999999 does not exist."
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert [statuses[pk] for pk in result["done"]] == [Memory.ACTIVE] * 3
+    assert {statuses[pk] for pk in (keyed.pk, contradiction.pk, paris.pk)} == {Memory.QUEUED}
+
+    approvals = AuditEvent.objects.filter(action="memory.approved")
+    assert sorted(int(e.object_ids[0]) for e in approvals) == sorted(result["done"])
+    assert len({e.batch_id for e in approvals}) == 1
+    assert approvals.get(object_ids=[str(berlin.pk)]).data == {
+        "queue_reason": "new",
+        "status": "active",
+        "version": 1,
+    }
+    restored = world.client("admin").post(
+        "/api/audit/restore", {"events": [e.pk for e in approvals]}, format="json"
+    )
+    assert restored.status_code == 200, restored.json()
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert [statuses[pk] for pk in result["done"]] == [Memory.QUEUED] * 3
+
+
+def test_a_memory_strict_anti_drift_refuses_is_skipped_and_recorded(world):
+    active = factory.make_memory(
+        world.scribe, "office in Berlin", store="shared", key="office.city", value="Berlin", tier="semantic"
+    )
+    drifting = factory.make_queued_memory(
+        world.copilot, "office in Paris", store="shared", key="office.city", value="Paris"
+    )
+    services.setting_set(actor=factory.SYSTEM, name="BRAIN_STRICT_ANTI_DRIFT", value=True)
+    fine = queued(world, 1, "fine")[0]
+    result = review.memory_review_bulk(actor=RITA, memory_ids=[drifting.pk, fine.pk], action="approve")
+    assert result["done"] == [fine.pk] and "Strict anti-drift" in result["failed"][drifting.pk]
+    violation = AuditEvent.objects.get(action="memory.policy_violation")
+    assert violation.data["conflicts_with"] == [active.pk] and violation.data["memory"] == drifting.pk
+
+
+def test_rejecting_a_batch_makes_what_cites_each_memory_stale_once(world):
+    a, b = queued(world, 2, "cited")
+    citing = factory.make_memory(
+        world.scribe,
+        "summary of both notes",
+        store="shared",
+        sources=[{"kind": "memory", "ref": str(a.pk)}, {"kind": "memory", "ref": str(b.pk)}],
+    )
+    result = review.memory_review_bulk(actor=RITA, memory_ids=[a.pk, b.pk], action="reject", reason="wrong")
+    assert result["done"] == [a.pk, b.pk]
+    citing.refresh_from_db()
+    assert citing.stale and citing.stale_reason == f"its source memory:{a.pk} was rejected"
+    stale = AuditEvent.objects.get(action="memory.stale")
+    assert stale.object_ids == [str(citing.pk)] and stale.data == {"source": f"memory:{a.pk}"}
+    rejected = AuditEvent.objects.filter(action="memory.rejected")
+    assert rejected.count() == 2 and len({e.batch_id for e in rejected}) == 1
