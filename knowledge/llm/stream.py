@@ -21,8 +21,11 @@ def post_streamed(
     complete within `seconds` of the request."""
     deadline = time.monotonic() + seconds
     parts: list[str] = []
+    # A connection of its own (not kept alive): after a broken stream llama-cpp-python closes
+    # it, and a request sent on it again would find it reset.
+    once = {**headers, "Connection": "close"}
     try:
-        with client.stream("POST", url, json={**body, "stream": True}, headers=headers) as response:
+        with client.stream("POST", url, json={**body, "stream": True}, headers=once) as response:
             kind = response.headers.get("content-type", "")
             if response.status_code != 200 or not kind.startswith("text/event-stream"):
                 response.read()

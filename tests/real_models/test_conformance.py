@@ -17,11 +17,11 @@ pytestmark = pytest.mark.real_model
 FINE = {ModelUsage.OK, ModelUsage.INVALID, ModelUsage.CUT}
 
 
-def recorded(job: str, sent: list[dict], summary: dict) -> list[ModelUsage]:
+def recorded(job: str, sent: list[dict], summary: dict) -> dict:
     usage = list(ModelUsage.objects.order_by("pk"))
     assert usage, "the job made no model call"
     outcomes = Counter(u.outcome for u in usage)
-    summary[job] = {
+    summary[job] = row = {
         "calls": len(usage),
         "seconds": round(sum(u.latency_ms for u in usage) / 1000, 1),
         "outcomes": dict(outcomes),
@@ -36,7 +36,7 @@ def recorded(job: str, sent: list[dict], summary: dict) -> list[ModelUsage]:
     budget = max(b["max_tokens"] for b in sent)
     for u in usage:
         assert u.prompt_tokens + budget <= CONTEXT or u.outcome != ModelUsage.OK
-    return usage
+    return row
 
 
 def test_distiller(world, real_model, summary):
@@ -65,7 +65,7 @@ def test_distiller(world, real_model, summary):
         status=Conversation.FINISHED, started_at=start - timedelta(minutes=1), finished_at=timezone.now()
     )
     run = distill_conversation(conversation.pk)
-    recorded("distiller", real_model, summary)
+    recorded("distiller", real_model, summary)["written"] = f"{run.state}: {run.reason}"[:160]
     written = Memory.objects.filter(author_kind="distiller")
     if run.state == DistillerRun.DONE:
         assert all(m.text.strip() and m.status == Memory.QUEUED for m in written)
@@ -86,7 +86,7 @@ def test_stage_a(world, real_model, summary):
         ],
     )
     run = stage_a_run(channel=world.general, trigger=DreamingRun.MANUAL, max_seconds=600)
-    recorded("dreaming stage A", real_model, summary)
+    recorded("dreaming stage A", real_model, summary)["written"] = f"{run.state}: {run.reason}"[:160]
     episodes = Episode.objects.filter(channel=world.general)
     if run.state == DreamingRun.DONE:
         covered = set(Episode.objects.values_list("messages", flat=True))
@@ -115,7 +115,7 @@ def test_stage_b(world, real_model, summary):
     )
     Message.objects.filter(pk=mid).update(episode=episode)
     run = stage_b_run(agent=world.copilot, trigger=DreamingRun.MANUAL)
-    recorded("dreaming stage B", real_model, summary)
+    recorded("dreaming stage B", real_model, summary)["written"] = f"{run.state}: {run.reason}"[:160]
     cursor = StageBCursor.objects.get(agent=world.copilot)
     if run.state != DreamingRun.DONE:
         assert cursor.episode_id == 0 and not Entry.objects.exists(), run.reason
