@@ -332,6 +332,9 @@ def _bulk_notice(result: dict, verb: str, *, matched: str = "") -> tuple[str, st
     if done:
         ids = ", ".join(map(str, done[:20])) + (f", … {len(done) - 20} more" if len(done) > 20 else "")
         parts.append(f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'}{matched} ({ids}).")
+    held = result.get("held", [])
+    if held:
+        parts.append(f"{len(held)} of them wait{'s' if len(held) == 1 else ''} for the eval gate's check.")
     if failed:
         shown = list(failed.values())[:5]
         more = len(failed) - len(shown)
@@ -358,10 +361,10 @@ def _terms(where: queue.QueueFilter) -> list[tuple[str, str]]:
 @require_http_methods(["GET", "POST"])
 def review_bulk_filter(request):
     """Approve or reject everything the queue's current filter matches: a GET shows the count and
-    asks for confirmation; the confirming POST decides each match through memory_review_bulk (its
-    checks and audit event per memory, one audit batch an admin can restore). If the filter has
-    come to match another number in between, nothing is decided and the new count is asked for
-    again."""
+    asks for confirmation; the confirming POST decides the matches through memory_review_bulk
+    (set-wise, with a lone decision's checks and audit event per memory, one audit batch an admin
+    can restore). If the filter has come to match another number in between, nothing is decided
+    and the new count is asked for again."""
     data = request.POST if request.method == "POST" else request.GET
     where, order, size, _page = QueueFilterForm(request.GET).parsed()  # the filter is in the URL
     action = data.get("action") if data.get("action") in ("approve", "reject") else "approve"

@@ -128,3 +128,27 @@ def test_rejecting_a_batch_makes_what_cites_each_memory_stale_once(world):
     assert stale.object_ids == [str(citing.pk)] and stale.data == {"source": f"memory:{a.pk}"}
     rejected = AuditEvent.objects.filter(action="memory.rejected")
     assert rejected.count() == 2 and len({e.batch_id for e in rejected}) == 1
+
+
+def test_in_enforce_mode_the_gate_holds_each_memory_of_a_batch_and_the_console_says_so(
+    client, world, model_stub
+):
+    from memory.gate.datasets import dataset_create
+    from memory.models import GateCheck
+
+    cases = [{"id": "vpn", "input": "Which VPN client fixes VPN-4012?", "expect": {"contains": ["5.2.1"]}}]
+    dataset_create(actor=factory.SYSTEM, name="memory-gate-copilot", kind="agent_turn", cases=cases)
+    services.setting_set(actor=factory.SYSTEM, name="BRAIN_MEMORY_ACTIVATION_GATE", value="enforce")
+    memories = queued(world, 3, "gated")
+    client.force_login(world.reviewer)
+    response = client.post(
+        "/review/bulk", {"ids": [m.pk for m in memories], "action": "approve"}, follow=True
+    )
+    assert "Approved 3 memories" in response.content.decode()
+    assert "3 of them wait for the eval gate&#x27;s check." in response.content.decode()
+    for memory in memories:
+        memory.refresh_from_db()
+        assert (memory.status, memory.queue_reason) == (Memory.QUEUED, "gate")
+    assert AuditEvent.objects.filter(action="memory.held").count() == 3
+    assert GateCheck.objects.filter(memory__in=memories).count() == 3
+    assert model_stub.requests == []  # the checks run in the background
