@@ -105,19 +105,16 @@ def memories_approve(*, actor: Principal, asks: list[Ask], reason: str = "") -> 
         _prepare(actor, ask, queued[ask.memory_id], reason) for ask in asks if ask.memory_id in queued
     ]
     # Decisions that read other memories' state, one by one, each stored before the next ...
-    one_by_one = [a for a in approvals if a.memory.key or a.memory.supersedes_id]
-    for approval in one_by_one:
-        _activate(actor, [approval], now, failed)
-    retired = {i for a in one_by_one if a.became == Memory.ACTIVE for i in a.activation.retire}
+    retired: set[int] = set()  # what the batch has retired so far
     together = []
     for approval in approvals:
-        if approval.memory.key or approval.memory.supersedes_id:
-            continue
-        if approval.memory.pk in retired:  # a memory of this batch superseded it meanwhile
-            approval.memory.refresh_from_db(fields=["status"])
-            failed[approval.memory.pk] = MemoryStateConflict(approval.memory, "approved")
-        else:
+        if not (approval.memory.key or approval.memory.supersedes_id):
             together.append(approval)
+        elif not _retired_meanwhile(approval, retired, failed):
+            _activate(actor, [approval], now, failed)
+            if approval.became == Memory.ACTIVE:
+                retired.update(approval.activation.retire)
+    together = [a for a in together if not _retired_meanwhile(a, retired, failed)]
     # ... then the rest together, against what is active now.
     _activate(actor, together, now, failed)
     done = [a for a in approvals if a.became]
@@ -147,6 +144,15 @@ def memories_approve(*, actor: Principal, asks: list[Ask], reason: str = "") -> 
             data=data,
         )
     return Decided(memories=[a.memory for a in done], failed=failed)
+
+
+def _retired_meanwhile(approval: _Approval, retired: set[int], failed: dict) -> bool:
+    """Whether a memory decided earlier in the batch retired this one (MemoryStateConflict)."""
+    if approval.memory.pk not in retired:
+        return False
+    approval.memory.refresh_from_db(fields=["status"])
+    failed[approval.memory.pk] = MemoryStateConflict(approval.memory, "approved")
+    return True
 
 
 def _prepare(actor: Principal, ask: Ask, memory: Memory, reason: str) -> _Approval:

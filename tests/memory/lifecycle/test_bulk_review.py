@@ -152,3 +152,14 @@ def test_in_enforce_mode_the_gate_holds_each_memory_of_a_batch_and_the_console_s
     assert AuditEvent.objects.filter(action="memory.held").count() == 3
     assert GateCheck.objects.filter(memory__in=memories).count() == 3
     assert model_stub.requests == []  # the checks run in the background
+
+
+def test_a_memory_of_the_batch_that_another_of_it_supersedes_is_retired_not_approved(world):
+    old = queued(world, 1, "old")[0]
+    new = factory.make_queued_memory(
+        world.copilot, "the printer moved to the second floor", store="shared", supersedes=old
+    )
+    result = review.memory_review_bulk(actor=RITA, memory_ids=[old.pk, new.pk], action="approve")
+    assert result["done"] == [new.pk] and "is superseded now" in result["failed"][old.pk]
+    old.refresh_from_db()
+    assert (old.status, old.superseded_by_id) == (Memory.SUPERSEDED, new.pk)
