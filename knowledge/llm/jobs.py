@@ -39,7 +39,9 @@ def job_title(job: ModelJob) -> str:
 def job_link(job: ModelJob) -> str:
     kind = _kinds.get(job.kind)
     # A failed run (the job says why) is shown where a done one is: its result names it.
-    finished = job.state == ModelJob.DONE or (job.state == ModelJob.FAILED and job.result)
+    finished = job.state == ModelJob.DONE or (
+        job.state in (ModelJob.FAILED, ModelJob.DEFERRED) and job.result
+    )
     return kind.link(job.result) if kind and kind.link and finished else ""
 
 
@@ -78,6 +80,9 @@ def job_run(job_id: int) -> str:
     if result.get("state") == "failed":  # the run it made failed (a stage A run, say): so did the job
         _end(job, ModelJob.FAILED, result=result, error=result.get("summary", "the run failed"))
         return "failed"
+    if result.get("state") == "deferred":  # the model server did not answer: not done, not failed
+        _end(job, ModelJob.DEFERRED, result=result)
+        return "deferred"
     _end(job, ModelJob.DONE, result=result)
     return "done"
 

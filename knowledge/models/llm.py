@@ -106,7 +106,8 @@ class ModelJob(models.Model):
     it; its result names what the run made (a Dreaming run, a plan, a reconciler run)."""
 
     QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+    DEFERRED = "deferred"  # the run it made waits for the model server, and goes on by itself
+    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED, DEFERRED)]
 
     kind = models.CharField(max_length=64)
     args = models.JSONField(default=dict)

@@ -106,3 +106,20 @@ def test_a_job_whose_run_failed_is_failed_not_done(world, model_stub, client):
     client.force_login(world.admin)
     page = client.get(f"/models/jobs/{job_id}").content.decode()
     assert '<span class="badge bad">failed</span>' in page
+
+
+def test_a_job_whose_run_was_deferred_says_so(world, model_stub, client):
+    """A stage A job while the model server is down: its run is deferred (issue 52) and so is
+    the job — not "done" — with the reason, and it says the run goes on by itself."""
+    from knowledge.llm.jobs import job_run
+    from tests.deferred import server_down
+
+    factory.post_messages(world.general, [{"speaker": "ana", "text": "The VPN is down again."}])
+    server_down()
+    queued = world.client("admin").post("/api/dreaming/stage-a/run", {"channel": "general"}, format="json")
+    assert job_run(queued.json()["id"]) == "deferred"
+    job = ModelJob.objects.get(pk=queued.json()["id"])
+    assert job.state == ModelJob.DEFERRED and "deferred: unreachable" in job.result["summary"]
+    client.force_login(world.admin)
+    page = client.get(f"/models/jobs/{job.pk}").content.decode()
+    assert '<span class="badge warn">deferred</span>' in page and "goes on by itself" in page
