@@ -19,6 +19,7 @@ from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import API_WRITE, REVIEW
+from memory.lifecycle.contradicted import contradicted_active_for
 from memory.matching.facts import contradicts, windows_overlap
 from memory.matching.relation_model import model_relation
 from memory.matching.relations import CONTRADICTION, UNDECIDED, Related, related_for
@@ -123,20 +124,9 @@ def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) 
 
 
 def contradicted_active(memory: Memory) -> list[Memory]:
-    """The active memories a keyless `memory` contradicts by the relation finder's rules
-    (memory.matching.relations, in the stores its agent reads), other than the one it
-    supersedes; oldest first. A reviewer's approval reads them (not a write: a trusted agent's
-    contradiction stays active)."""
-    if memory.key:
-        return []
-    found = {r.memory.pk: r.memory for r in related_for([memory])[memory.pk] if r.relation == CONTRADICTION}
-    if memory.queue_reason == "conflict":
-        # and those the model found while it waited (contradictions_mark recorded them and set
-        # this reason; a statement only then: an approval of many pays nothing for it)
-        recorded = MemoryContradiction.objects.filter(memory=memory).values("other")
-        active = Memory.objects.filter(pk__in=recorded, status=Memory.ACTIVE).select_related("owner")
-        found |= {m.pk: m for m in active}
-    return sorted(found.values(), key=lambda m: (m.created_at, m.pk))
+    """The active memories a keyless `memory` contradicts (contradicted.contradicted_active_for,
+    the set-wise form a reviewer's approval reads for a whole batch)."""
+    return contradicted_active_for([memory])[memory.pk]
 
 
 def contradictions_mark(memory: Memory) -> list[int]:
