@@ -11,12 +11,16 @@ audit events in the caller's `audit_held` block. Memories whose decision reads o
 state — a key (the conflict rule, strict anti-drift) or a memory they supersede — are decided
 one by one first, each stored before the next is decided, so a batch never leaves two values of
 one key in force; the keyless rest are then decided together against what is active then. Not
-against each other: two keyless memories of one batch that contradict each other both go active
-(the finder costs ~8 ms a memory; a second pass over the batch would double a batch's time)."""
+against each other in the request (the finder costs ~8 ms a memory; a second pass would double a
+batch's time): when two or more keyless memories go active together, the relation finder's
+background sweep checks them after the commit (conflicts.contradictions_sweep), so two of one
+batch that contradict each other are marked and listed under Conflicts in force, as a trusted
+write's are, and recall never hands an agent both as facts."""
 
 import datetime
 from dataclasses import dataclass, field
 
+from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import snapshot
@@ -36,7 +40,7 @@ from memory.lifecycle.common import (
     memory_save,
     overlay_touched,
 )
-from memory.lifecycle.conflicts import ConflictDecisionNeeded, MemoryConflict
+from memory.lifecycle.conflicts import ConflictDecisionNeeded, MemoryConflict, contradictions_mark_later
 from memory.lifecycle.contradicted import contradicted_active_for
 from memory.lifecycle.supersession import memories_mark_dependants_stale
 from memory.provenance.services import provenance_rebaseline
@@ -117,6 +121,8 @@ def memories_approve(*, actor: Principal, asks: list[Ask], reason: str = "") -> 
     together = [a for a in together if not _retired_meanwhile(a, retired, failed)]
     # ... then the rest together, against what is active now.
     _activate(actor, together, now, failed)
+    if sum(a.became == Memory.ACTIVE for a in together) > 1:
+        transaction.on_commit(contradictions_mark_later)  # each against the others too
     done = [a for a in approvals if a.became]
     for approval in done:
         memory, status = approval.memory, approval.became

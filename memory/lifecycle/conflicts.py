@@ -7,6 +7,7 @@ import json
 import time
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from knowledge import access
@@ -169,7 +170,7 @@ FIRST_SWEEP = datetime.timedelta(hours=1)  # what the first sweep of an install 
 
 
 def contradictions_mark_later() -> None:
-    """After a trusted keyless write's commit: queue the sweep (contradictions_sweep) at most
+    """After a trusted keyless write's (or a batch approval's) commit: queue the sweep (contradictions_sweep) at most
     once per KICK_SECONDS per process. The sweep lingers past that window, so every write
     committed meanwhile is in it and a write after it queues the next: the finder costs a write
     more than its budget (docs/PERFORMANCE.md, "Relations"), so it runs in the worker, and a
@@ -178,9 +179,11 @@ def contradictions_mark_later() -> None:
 
 
 def contradictions_sweep(linger_seconds: float = 0) -> int:
-    """Every keyless memory an API write put in force since the last sweep (its memory.written
-    event after the last memory.contradictions_swept event's `upto`) is checked by
-    contradictions_marked. One sweep at a time (an advisory lock: a second waits, then sees the
+    """Every keyless memory an API write or a reviewer's approval put in force since the last
+    sweep (its memory.written or memory.approved event after the last
+    memory.contradictions_swept event's `upto`) is checked by contradictions_marked: an approval
+    was checked against what was active before it, so this finds what went active beside it (a
+    batch's memories against each other). One sweep at a time (an advisory lock: a second waits, then sees the
     writes the first could not). Returns how many memories it checked."""
     if linger_seconds:
         time.sleep(linger_seconds)
@@ -189,7 +192,8 @@ def contradictions_sweep(linger_seconds: float = 0) -> int:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('brain:contradictions-sweep'))")
         last = AuditEvent.objects.filter(action=SWEPT).order_by("-pk").values_list("data", flat=True).first()
         events = AuditEvent.objects.filter(
-            action="memory.written", data__status__in=Memory.LIVE, data__route=API_WRITE
+            Q(action="memory.written", data__status__in=Memory.LIVE, data__route=API_WRITE)
+            | Q(action="memory.approved", data__status=Memory.ACTIVE)
         ).order_by("pk")
         if last:
             events = events.filter(pk__gt=last["upto"])

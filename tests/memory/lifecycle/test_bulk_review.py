@@ -163,3 +163,23 @@ def test_a_memory_of_the_batch_that_another_of_it_supersedes_is_retired_not_appr
     assert result["done"] == [new.pk] and "is superseded now" in result["failed"][old.pk]
     old.refresh_from_db()
     assert (old.status, old.superseded_by_id) == (Memory.SUPERSEDED, new.pk)
+
+
+def test_two_of_one_batch_that_contradict_each_other_are_marked_after_the_commit(
+    world, django_capture_on_commit_callbacks
+):
+    """Each keyless memory of a batch is checked against what was active before it; two of the
+    same batch are checked against each other by the relation finder's sweep after the commit,
+    and end as a conflict in force, not as two facts."""
+    from django.core.cache import cache
+
+    from memory.lifecycle import selectors
+
+    friday = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays", store="shared")
+    frozen = factory.make_queued_memory(world.copilot, "Deploys are forbidden on Fridays", store="shared")
+    cache.delete("brain:kick:memory.lifecycle.conflicts.contradictions_sweep")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        result = review.memory_review_bulk(actor=RITA, memory_ids=[friday.pk, frozen.pk], action="approve")
+    assert len(result["done"]) == 2 and result["failed"] == {}
+    assert len(callbacks) >= 1  # the sweep's kick; tasks run inline in tests
+    assert selectors.conflict_pairs() == [(friday.pk, frozen.pk)]
