@@ -170,9 +170,10 @@ def candidate_selection(weighed: Weighed) -> Selection:
     over that bound and the query has other terms (not `strict`), the rarest terms select
     together instead — the rarest, then the next rarest, until the rows expected to hold them all
     (the rarest's documents × the others' shares) fit the bound, or the terms run out. So the rows
-    a search reads stay about the same from a hundred thousand documents to a million: a row with
-    only the rarest of several common query words ranks below the rows with two of them anyway.
-    A one-word query still reads its word's documents."""
+    a search reads grow far less with the corpus (at a million messages a search's p95 fell by a
+    quarter, docs/PERFORMANCE.md): a row with only the rarest of several common query words ranks
+    below the rows with two of them anyway. A one-word query still reads its word's documents, and
+    words that always come together more than their shares say."""
     chosen = candidate_terms(weighed)
     bound = weighed.candidate_docs
     if weighed.strict or (chosen and (len(chosen) > 1 or chosen[0].docs <= bound)):
