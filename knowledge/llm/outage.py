@@ -30,7 +30,8 @@ def outage(exc: ModelError | None = None, *, profile: str | None = None, agent=N
 def defer_delay(deferrals: int) -> timedelta:
     """The back-off before the `deferrals`-th retry: BRAIN_MODEL_DEFER_SECONDS, doubling, at most
     DEFER_MAX."""
-    seconds = settings.BRAIN_MODEL_DEFER_SECONDS * 2 ** max(deferrals - 1, 0)
+    doublings = min(max(deferrals - 1, 0), 32)  # past that the cap holds anyway (and timedelta overflows)
+    seconds = settings.BRAIN_MODEL_DEFER_SECONDS * 2**doublings
     return min(timedelta(seconds=seconds), DEFER_MAX)
 
 
