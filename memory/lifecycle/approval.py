@@ -121,8 +121,11 @@ def memories_approve(*, actor: Principal, asks: list[Ask], reason: str = "") -> 
     together = [a for a in together if not _retired_meanwhile(a, retired, failed)]
     # ... then the rest together, against what is active now.
     _activate(actor, together, now, failed)
-    if sum(a.became == Memory.ACTIVE for a in together) > 1:
-        transaction.on_commit(contradictions_mark_later)  # each against the others too
+    beside = [a for a in together if a.became == Memory.ACTIVE]
+    if len(beside) > 1:  # each against the others too, after the commit (the sweep reads the flag)
+        for approval in beside:
+            approval.data["went_active_together"] = True
+        transaction.on_commit(contradictions_mark_later)
     done = [a for a in approvals if a.became]
     for approval in done:
         memory, status = approval.memory, approval.became

@@ -170,8 +170,8 @@ FIRST_SWEEP = datetime.timedelta(hours=1)  # what the first sweep of an install 
 
 
 def contradictions_mark_later() -> None:
-    """After a trusted keyless write's (or a batch approval's) commit: queue the sweep (contradictions_sweep) at most
-    once per KICK_SECONDS per process. The sweep lingers past that window, so every write
+    """After a trusted keyless write's (or a batch approval's) commit: queue the sweep
+    (contradictions_sweep) at most once per KICK_SECONDS per process. The sweep lingers past that window, so every write
     committed meanwhile is in it and a write after it queues the next: the finder costs a write
     more than its budget (docs/PERFORMANCE.md, "Relations"), so it runs in the worker, and a
     task per write cost a fifth of the trusted write throughput."""
@@ -179,12 +179,13 @@ def contradictions_mark_later() -> None:
 
 
 def contradictions_sweep(linger_seconds: float = 0) -> int:
-    """Every keyless memory an API write or a reviewer's approval put in force since the last
-    sweep (its memory.written or memory.approved event after the last
-    memory.contradictions_swept event's `upto`) is checked by contradictions_marked: an approval
-    was checked against what was active before it, so this finds what went active beside it (a
-    batch's memories against each other). One sweep at a time (an advisory lock: a second waits, then sees the
-    writes the first could not). Returns how many memories it checked."""
+    """Every keyless memory an API write put in force since the last sweep (its memory.written
+    event after the last memory.contradictions_swept event's `upto`), and every one a batch
+    approval put in force beside others (memory.approved with went_active_together: each was
+    checked against what was active before the batch, not against the rest of it), is checked by
+    contradictions_marked. A lone approval is not: its reviewer already decided its
+    contradictions. One sweep at a time (an advisory lock: a second waits, then sees the writes
+    the first could not). Returns how many memories it checked."""
     if linger_seconds:
         time.sleep(linger_seconds)
     with transaction.atomic():
@@ -193,7 +194,7 @@ def contradictions_sweep(linger_seconds: float = 0) -> int:
         last = AuditEvent.objects.filter(action=SWEPT).order_by("-pk").values_list("data", flat=True).first()
         events = AuditEvent.objects.filter(
             Q(action="memory.written", data__status__in=Memory.LIVE, data__route=API_WRITE)
-            | Q(action="memory.approved", data__status=Memory.ACTIVE)
+            | Q(action="memory.approved", data__status=Memory.ACTIVE, data__went_active_together=True)
         ).order_by("pk")
         if last:
             events = events.filter(pk__gt=last["upto"])

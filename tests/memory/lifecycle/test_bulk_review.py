@@ -3,9 +3,12 @@ whatever its size, with every rule a lone approval applies — a memory that nee
 bulk action cannot make is skipped with its reason, the rest decided in one audit batch that a
 restore puts back in the queue."""
 
+import datetime
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from knowledge.models import AuditEvent, Memory
 from knowledge.principal import Principal
@@ -174,6 +177,7 @@ def test_two_of_one_batch_that_contradict_each_other_are_marked_after_the_commit
     from django.core.cache import cache
 
     from memory.lifecycle import selectors
+    from memory.lifecycle.conflicts import contradictions_sweep
 
     friday = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays", store="shared")
     frozen = factory.make_queued_memory(world.copilot, "Deploys are forbidden on Fridays", store="shared")
@@ -183,3 +187,20 @@ def test_two_of_one_batch_that_contradict_each_other_are_marked_after_the_commit
     assert len(result["done"]) == 2 and result["failed"] == {}
     assert len(callbacks) >= 1  # the sweep's kick; tasks run inline in tests
     assert selectors.conflict_pairs() == [(friday.pk, frozen.pk)]
+    # a lone approval is not swept again: its reviewer decided its contradictions (here: keep both)
+    factory.make_memory(world.scribe, "Deploys are forbidden on Mondays", store="shared")
+    alone = factory.make_queued_memory(world.copilot, "Deploys are allowed on Mondays", store="shared")
+    with django_capture_on_commit_callbacks(execute=True):
+        review.memory_approve(
+            actor=RITA,
+            memory_id=alone.pk,
+            decision="keep_both",
+            boundary=timezone.now() + datetime.timedelta(hours=1),
+        )
+    alone.refresh_from_db()
+    assert alone.status == Memory.ACTIVE
+    contradictions_sweep()
+    # (a recorded pair's validity windows decide whether it is listed: keep both closed them)
+    assert all(alone.pk not in pair for pair in selectors.conflict_pairs())
+    flags = AuditEvent.objects.filter(action="memory.approved").order_by("pk").values_list("data", flat=True)
+    assert [d.get("went_active_together", False) for d in flags] == [True, True, False]
