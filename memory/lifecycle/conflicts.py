@@ -20,7 +20,6 @@ from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import API_WRITE, REVIEW
-from memory.lifecycle.contradicted import contradicted_active_for
 from memory.matching.facts import contradicts, windows_overlap
 from memory.matching.relation_model import model_relation
 from memory.matching.relations import CONTRADICTION, UNDECIDED, Related, related_for
@@ -104,7 +103,7 @@ def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) 
     overlaps the one `memory` would have once active (from `valid_from`, else `now`). Oldest
     first. Empty for a memory without a key, so keyless writes (most of them) pay no query —
     unless a reviewer's approval attached the keyless contradictions the relation finder found
-    (`contradicted_active`, memory.contradicted): those need the same decision."""
+    (`contradicted.contradicted_active_for`, memory.contradicted): those need the same decision."""
     if not memory.key:
         starts = memory.valid_from or now or timezone.now()
         found = list(getattr(memory, "contradicted", ()))
@@ -124,12 +123,6 @@ def conflicting_active(memory: Memory, *, now: datetime.datetime | None = None) 
     ]
 
 
-def contradicted_active(memory: Memory) -> list[Memory]:
-    """The active memories a keyless `memory` contradicts (contradicted.contradicted_active_for,
-    the set-wise form a reviewer's approval reads for a whole batch)."""
-    return contradicted_active_for([memory])[memory.pk]
-
-
 def contradictions_mark(memory: Memory) -> list[int]:
     """A keyless memory that went active (a trusted writer's) and contradicts active memories
     stays active: each such pair is recorded (MemoryContradiction) and listed under "Conflicts
@@ -138,7 +131,7 @@ def contradictions_mark(memory: Memory) -> list[int]:
     records nothing). For a queued keyless memory only the model's contradictions are recorded
     (the rules' are found whenever it is read) and its queue reason becomes "conflict": its card
     and API representation list them (selectors.model_related) and its approval needs the
-    decision a contradiction needs (contradicted_active). Inside the
+    decision a contradiction needs (contradicted_active_for). Inside the
     caller's transaction (the background task's, never a request's). Returns the other ids."""
     if memory.key or memory.status not in Memory.LIVE:
         return []
@@ -160,7 +153,7 @@ def contradictions_mark(memory: Memory) -> list[int]:
         ignore_conflicts=True,
     )
     if queued and found and memory.queue_reason != "conflict":
-        memory_row_state(memory, queue_reason="conflict")  # what its approval reads (contradicted_active)
+        memory_row_state(memory, queue_reason="conflict")  # what its approval reads (contradicted_active_for)
     return [r.memory.pk for r in found]
 
 

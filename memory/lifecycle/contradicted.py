@@ -1,6 +1,6 @@
 """Which active memories keyless queued memories contradict, for many at once: what a reviewer's
 approval reads before the conflict rule (`conflicts.conflicting_active` takes them from
-`memory.contradicted`). Below conflicts.py, so both it and the approval can use it."""
+`memory.contradicted`, which the approval sets from this)."""
 
 from knowledge.models import Memory, MemoryContradiction
 from memory.matching.relations import CONTRADICTION, related_for

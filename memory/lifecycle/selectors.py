@@ -200,7 +200,7 @@ def review_queue(
             item.dups = hints.get(item.memory.pk)
             item.related = related.get(item.memory.pk, [])
             if not item.memory.key:
-                # a keyless contradiction gets the keyed conflict's decision (contradicted_active)
+                # a keyless contradiction gets the keyed conflict's decision (contradicted_active_for)
                 known = {c.pk for c in item.contradicts}
                 item.contradicts += [
                     r.memory for r in item.related if r.relation == CONTRADICTION and r.memory.pk not in known
