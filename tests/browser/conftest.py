@@ -68,4 +68,5 @@ def nav(page, text):
     link = group.locator(".navlinks a", has_text=text).first
     if not group.evaluate("g => g.open"):
         group.locator("summary").click()
-    link.click()
+    with page.expect_navigation():  # what the caller reads next is on the new page, not the old
+        link.click()

@@ -1,6 +1,8 @@
 """The review queue by keyboard alone: a skip link to the first memory, a/j/k, focus moving on
 after each decision, the shortcut list, and a bulk selection that survives a refused action."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -163,7 +165,10 @@ def test_every_decision_of_a_mixed_queue_has_a_key_across_two_pages(page, world)
     assert (rows[wrong.pk].status, rows[wrong.pk].status_reason) == ("rejected", "not a fact")
 
 
-def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world):
+@pytest.mark.parametrize("how", ["queue", "own page"])
+def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world, how):
+    """From the queue, A asks in place (htmx); a key pressed before the page's script has bound
+    the link opens the confirmation as a page of its own, whose Enter must decide the same."""
     from knowledge.models import AuditEvent
     from knowledge.principal import Principal
     from memory.lifecycle.write import memory_write
@@ -182,12 +187,19 @@ def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world):
     alice = [mem0(i, "alice") for i in range(12)]
     bob = mem0(0, "bob")
     login(page, "rita")
-    page.goto("/review/?import=mem0&store=private:alice")
-    page.keyboard.press("A")
+    if how == "queue":
+        page.goto("/review/?import=mem0&store=private:alice")
+        page.keyboard.press("A")
+    else:
+        page.goto("/review/all?import=mem0&store=private:alice&action=approve")
     expect(page.locator("#confirm-matching")).to_be_focused()
     expect(page.locator("#confirm-bulk")).to_contain_text("Approve 12 memories?")
     page.keyboard.press("Enter")
-    expect(page.locator("#queue-notice")).to_contain_text("Approved 12 memories matching the filter")
+    # in place the queue's notice says it; after the page's post, the page's message
+    notice = page.locator("#queue-notice" if how == "queue" else "ul.messages")
+    expect(notice).to_contain_text("Approved 12 memories matching the filter")
+    if how == "own page":
+        expect(page).to_have_url(re.compile(r"/review/\?.*private(:|%3A)alice"))  # back on the filtered queue
     statuses = dict(Memory.objects.values_list("pk", "status"))
     assert {statuses[m.pk] for m in alice} == {"active"} and statuses[bob.pk] == "queued"
     batches = set(AuditEvent.objects.filter(action="memory.approved").values_list("batch_id", flat=True))

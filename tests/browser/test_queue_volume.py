@@ -63,7 +63,9 @@ class Keys:
 
 
 def _settled(page):
-    page.locator("#queue.htmx-settling").wait_for(state="detached")
+    """Until htmx has finished the last request: swapped, settled and bound the new content (a
+    key pressed before that would follow a link the page way rather than htmx's)."""
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
 
 
 def test_one_persons_import_among_300_is_approved_in_under_ten_keys_and_restored(page, world):
@@ -89,7 +91,8 @@ def test_one_persons_import_among_300_is_approved_in_under_ten_keys_and_restored
     expect(page.locator("#confirm-matching")).to_be_focused()
     keys.press("Enter")
     # 120 approvals, each through the review service: allow a slow shared machine its time
-    expect(page.locator("#queue-notice")).to_contain_text(
+    # (in the queue's notice; in the page's message had a key beaten the script: either says it)
+    expect(page.locator("#queue-notice, ul.messages").first).to_contain_text(
         f"Approved {PEOPLE['alice']} memories matching the filter", timeout=90_000
     )
     assert len(keys.pressed) < 10, keys.pressed
