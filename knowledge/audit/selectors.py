@@ -6,6 +6,7 @@ import datetime
 import difflib
 import json
 import re
+import uuid
 
 from django.db.models import Exists, OuterRef, Q
 from django.utils.html import escape
@@ -62,6 +63,7 @@ class AuditFilters:
     since: datetime.datetime | None = None
     until: datetime.datetime | None = None
     restorable: bool = False
+    batch: uuid.UUID | None = None  # the events of one batch (a bulk decision, a restore, a run)
 
 
 def audit_events(f: AuditFilters):
@@ -83,6 +85,8 @@ def audit_events(f: AuditFilters):
         qs = qs.filter(data__entry=f.entry)
     if f.dreaming_run is not None:
         qs = qs.filter(dreaming_run=f.dreaming_run)
+    if f.batch is not None:
+        qs = qs.filter(batch_id=f.batch)
     if f.since:
         qs = qs.filter(created_at__gte=f.since)
     if f.until:

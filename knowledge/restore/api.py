@@ -1,14 +1,16 @@
 """Audit API: the trail (reviewers and admins read it) and atomic batch restore (admins)."""
 
+import uuid
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from knowledge.audit.selectors import AuditFilters, audit_events
 from knowledge.entries.selectors import parse_when
+from knowledge.errors import Invalid
 from knowledge.principals.permissions import IsAdmin, IsReviewer
 from knowledge.restore.serializers import (
     AuditEventSerializer,
@@ -32,7 +34,7 @@ def audit_filters_from(params) -> AuditFilters:
         try:
             return int(value)
         except ValueError:
-            raise ValidationError({name: ["A whole number."]})
+            raise Invalid({name: ["A whole number."]})
 
     return AuditFilters(
         store=params.get("store", "").strip()[:120],
@@ -45,7 +47,17 @@ def audit_filters_from(params) -> AuditFilters:
         since=parse_when(params.get("since", ""), "since"),
         until=parse_when(params.get("until", ""), "until", end=True),
         restorable=params.get("restorable", "") in ("1", "true", "yes", "on"),
+        batch=_batch(params.get("batch", "")),
     )
+
+
+def _batch(value: str) -> uuid.UUID | None:
+    if not (value or "").strip():
+        return None
+    try:
+        return uuid.UUID(value.strip())
+    except ValueError:
+        raise Invalid({"batch": ["A batch id (a UUID, as an event's batch_id shows it)."]})
 
 
 AUDIT_PARAMS = [
@@ -59,6 +71,7 @@ AUDIT_PARAMS = [
     OpenApiParameter("since", str, description="Date or date-time (inclusive)."),
     OpenApiParameter("until", str, description="Date (inclusive) or date-time (exclusive)."),
     OpenApiParameter("restorable", bool, description="Only events with before/after revisions."),
+    OpenApiParameter("batch", str, description="The events of one batch (an event's batch_id)."),
     OpenApiParameter("page", int),
     OpenApiParameter("page_size", int),
 ]

@@ -1,6 +1,7 @@
 """Console: the Knowledge page's Audit tab — filter the trail, preview an event's before/after,
 and restore one event or a selected batch atomically (admins)."""
 
+import dataclasses
 import math
 
 from django.contrib import messages
@@ -46,6 +47,7 @@ def audit_list(request):
         filters, page = AuditFilters(owner=owner), 1
     qs = audit_events(filters)
     count = qs.count()
+    restorable = audit_events(dataclasses.replace(filters, restorable=True)).count() if filters.batch else 0
     events = list(qs[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
     query = request.GET.copy()
     query.pop("page", None)
@@ -60,6 +62,7 @@ def audit_list(request):
         "query": query.urlencode(),
         "error": error,
         "selectable": request.principal.is_admin,
+        "batch_restorable": restorable,
         "owner": owner,
     }
     template = "knowledge/audit/list.html"
@@ -99,13 +102,20 @@ def audit_detail(request, pk):
 
 @admin_required
 def audit_restore(request):
-    """GET: preview restoring the selected events (nothing is written). POST: restore them, all
-    or nothing; a conflict writes nothing and names the conflicting records."""
+    """GET: preview restoring the selected events, or every restorable event of one `batch`
+    (nothing is written). POST: restore them, all or nothing; a conflict writes nothing and
+    names the conflicting records."""
     source = request.POST if request.method == "POST" else request.GET
     event_ids = source.getlist("events")
     preview = request.method != "POST"
     context = {"tab": "audit", "event_ids": event_ids}
     try:
+        if not event_ids and source.get("batch"):
+            batch = audit_filters_from({"batch": source["batch"]}).batch
+            event_ids = list(
+                audit_events(AuditFilters(batch=batch, restorable=True)).values_list("pk", flat=True)
+            )
+            context.update(event_ids=event_ids, batch=batch)
         plan = restore.audit_restore(actor=request.principal, event_ids=event_ids, preview=preview)
     except RestoreConflict as conflict:
         context.update(steps=_steps(conflict.plan.steps), conflicts=conflict.conflicts)

@@ -123,7 +123,8 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
     decision gives it, all events sharing one batch id (restorable together). A memory that
     needs a decision a bulk action cannot make (a conflict, a contradiction, strict anti-drift),
     or that another reviewer took first, is skipped and the rest decided. Returns {"done":
-    [ids], "held": [ids the enforcing eval gate holds, among done], "failed": {id: message}}."""
+    [ids], "held": [ids the enforcing eval gate holds, among done], "failed": {id: message},
+    "batch": the audit batch id of their events}."""
     if action not in ("approve", "reject"):
         raise Invalid({"action": ["Use approve or reject."]})
     reason = (reason or "").strip() if action == "reject" else reason
@@ -131,7 +132,8 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
         raise Invalid({"reason": ["Say why the memories are rejected."]})
     ids = list(dict.fromkeys(memory_ids))
     done, held, failed = [], [], {}
-    token = current_batch_id.set(current_batch_id.get() or uuid.uuid4())
+    batch = current_batch_id.get() or uuid.uuid4()
+    token = current_batch_id.set(batch)
     try:
         for start in range(0, len(ids), BULK_CHUNK):
             chunk = ids[start : start + BULK_CHUNK]
@@ -153,7 +155,7 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
                 )
     finally:
         current_batch_id.reset(token)
-    return {"done": done, "held": held, "failed": failed}
+    return {"done": done, "held": held, "failed": failed, "batch": str(batch)}
 
 
 def memory_requeue(

@@ -76,8 +76,14 @@ def _query(where: queue.QueueFilter, order: str, size: int, **extra) -> str:
 
 
 def _queue_context(
-    request, *, notice: str = "", notice_kind: str = "success", selected: frozenset = frozenset()
+    request,
+    *,
+    notice: str = "",
+    notice_kind: str = "success",
+    selected: frozenset = frozenset(),
+    batch: str = "",
 ) -> dict:
+    """The queue page's context; `batch` is the audit batch of the bulk decision just made."""
     owner = _owner(request)
     form = QueueFilterForm(_filter_data(request))
     where, order, size, number = form.parsed()
@@ -122,6 +128,7 @@ def _queue_context(
         "decisions": selectors.recent_review_decisions(owner=owner),
         "notice": notice,
         "notice_kind": notice_kind,
+        "notice_batch": batch,
         "selected": selected,
     }
 
@@ -303,7 +310,7 @@ def review_edit(request, memory_id: int):
 @require_POST
 def review_bulk(request):
     form = BulkReviewForm(request.POST)
-    notice, kind = "", "success"
+    notice, kind, done = "", "success", False
     if not form.is_valid():
         notice, kind = first_error(form), "error"
     else:
@@ -313,6 +320,7 @@ def review_bulk(request):
         )
         verb = "Approved" if data["action"] == "approve" else "Rejected"
         notice, kind = _bulk_notice(result, verb)
+        done = bool(result["done"])
     if not request.htmx:
         getattr(messages, {"success": "success", "warning": "warning", "error": "error"}[kind])(
             request, notice
@@ -321,7 +329,9 @@ def review_bulk(request):
     # What is still queued stays ticked, so a reviewer corrects the reason and submits again
     # instead of picking the memories anew.
     selected = frozenset(int(i) for i in request.POST.getlist("ids") if i.isdigit())
-    context = _queue_context(request, notice=notice, notice_kind=kind, selected=selected)
+    context = _queue_context(
+        request, notice=notice, notice_kind=kind, selected=selected, batch=result["batch"] if done else ""
+    )
     context["oob"] = True
     return render(request, "memory/lifecycle/queue.html#queue-swap", context)
 
@@ -400,7 +410,9 @@ def review_bulk_filter(request):
                 return redirect(
                     reverse("review-queue") + (f"?{context['query']}" if context["query"] else "")
                 )
-            swap = _queue_context(request, notice=notice, notice_kind=kind)
+            swap = _queue_context(
+                request, notice=notice, notice_kind=kind, batch=result["batch"] if result["done"] else ""
+            )
             swap["oob"] = True
             return render(request, "memory/lifecycle/queue.html#queue-swap", swap)
     template = "memory/lifecycle/queue_confirm.html"

@@ -204,6 +204,11 @@ def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world, ho
     assert {statuses[m.pk] for m in alice} == {"active"} and statuses[bob.pk] == "queued"
     batches = set(AuditEvent.objects.filter(action="memory.approved").values_list("batch_id", flat=True))
     assert len(batches) == 1  # one batch, restorable from the Audit tab
+    if how == "queue":  # the notice links to that batch in the audit trail
+        page.locator("#queue-notice-batch").click()
+        expect(page.locator("#audit-batch")).to_contain_text(str(batches.pop()))
+        # (with them, the contradictions the approvals left marked among these look-alike facts)
+        expect(page.locator("#events tbody tr", has_text="memory.approved")).to_have_count(12)
 
 
 BILLING_FACTS = [  # twenty facts sharing no word but "billing", so none relates to another

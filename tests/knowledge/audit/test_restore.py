@@ -363,3 +363,38 @@ def test_the_restore_preview_says_exactly_what_the_restore_does(client, world):
     assert event.counts["records"] == len(planned)
     assert Memory.objects.get(pk=added.pk).status == "invalidated"
     assert Memory.objects.get(pk=block.pk).text == "Client 5.2.1."
+
+
+def test_a_bulk_approval_is_found_by_its_batch_and_restored_from_the_console_as_one(client, world):
+    """The queue's bulk decision names its audit batch; the Audit tab lists that batch alone and
+    an admin previews and restores all of it in two clicks, without ticking its events."""
+    from memory.lifecycle import review
+    from tests.factory import make_queued_memory
+
+    queued = [make_queued_memory(world.copilot, f"Fact {i} about the billing export.") for i in range(3)]
+    other = make_queued_memory(world.copilot, "An unrelated fact about the office plants.")
+    reviewer = Principal(kind="person", name="rita", role="reviewer")
+    review.memory_approve(actor=reviewer, memory_id=other.pk)  # another batch, left alone
+    result = review.memory_review_bulk(actor=reviewer, memory_ids=[m.pk for m in queued], action="approve")
+    assert sorted(result["done"]) == sorted(m.pk for m in queued)
+    batch = result["batch"]
+
+    admin = world.client("admin")
+    listed = admin.get("/api/audit", {"batch": batch}).json()
+    assert {e["action"] for e in listed["results"]} == {"memory.approved"} and listed["count"] == 3
+    assert admin.get("/api/audit", {"batch": "not-a-uuid"}).status_code == 400
+
+    client.force_login(world.admin)
+    page = client.get("/knowledge/audit/", {"batch": batch}).content.decode()
+    assert 'id="audit-batch"' in page and "3 events" in page
+    assert f"/knowledge/audit/restore?batch={batch}" in page
+    assert client.get("/knowledge/audit/", {"batch": "nope"}).status_code == 200  # said, not a 500
+    preview = client.get("/knowledge/audit/restore", {"batch": batch})
+    assert preview.status_code == 200 and b"the whole batch" in preview.content
+    assert Memory.objects.filter(pk__in=[m.pk for m in queued], status="active").count() == 3
+    events = sorted(int(v) for v in preview.context["event_ids"])
+    assert events == sorted(AuditEvent.objects.filter(batch_id=batch).values_list("pk", flat=True))
+    done = client.post("/knowledge/audit/restore", {"events": events})
+    assert done.status_code == 302
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert {statuses[m.pk] for m in queued} == {"queued"} and statuses[other.pk] == "active"
