@@ -138,8 +138,15 @@ def contradictions_mark(memory: Memory) -> list[int]:
     queued = memory.status == Memory.QUEUED
     if queued and model_availability(LIGHT, agent=memory.owner):
         return []  # no model to ask now: nothing the rules do not say already
-    # only older memories: a pair is recorded once, from its newer side
-    related = [r for r in related_for([memory], undecided=True)[memory.pk] if r.memory.pk < memory.pk]
+    # only older memories: a pair is recorded once, from its newer side; and only pairs in force
+    # at once (two whose windows do not overlap were kept both "as of different times")
+    starts = memory.valid_from or memory.created_at
+    related = [
+        r
+        for r in related_for([memory], undecided=True)[memory.pk]
+        if r.memory.pk < memory.pk
+        and windows_overlap(starts, memory.valid_to, r.memory.valid_from, r.memory.valid_to)
+    ]
     found = [] if queued else [r for r in related if r.relation == CONTRADICTION]
     # the pairs no rule decides go to the light model when one may be asked (at most MODEL_PAIRS)
     for r in [r for r in related if r.kind == UNDECIDED][:MODEL_PAIRS]:

@@ -202,5 +202,8 @@ def test_two_of_one_batch_that_contradict_each_other_are_marked_after_the_commit
     contradictions_sweep()
     # (a recorded pair's validity windows decide whether it is listed: keep both closed them)
     assert all(alone.pk not in pair for pair in selectors.conflict_pairs())
+    # and the sweep, meeting its write again, marks no pair the reviewer kept as of two times
+    marked = AuditEvent.objects.filter(action="memory.contradictions_marked").values_list("data", flat=True)
+    assert [d["memory"] for d in marked if d["memory"] == alone.pk] == []
     flags = AuditEvent.objects.filter(action="memory.approved").order_by("pk").values_list("data", flat=True)
     assert [d.get("went_active_together", False) for d in flags] == [True, True, False]
