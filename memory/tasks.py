@@ -12,11 +12,13 @@ def provenance_check() -> dict:
 def expire_short_term_memory() -> int:
     """Hourly: expire working and episodic memories whose TTL has passed. Episodic memories of
     a conversation are first summarised into a session digest by the reconciler (their plan
-    expires them); the rest expire plainly. Idempotent."""
+    expires them); the rest expire plainly, except those of an agent whose digest pass waits for
+    the model server (they wait for it). Idempotent."""
+    from memory.reconciler.selectors import reconciler_waiting
     from memory.reconciler.services import reconciler_decay_due
 
     reconciler_decay_due()
-    return memory_expire_due()
+    return memory_expire_due(episodes_kept_for=reconciler_waiting())
 
 
 def gate_run_pending(limit: int = 50) -> int:

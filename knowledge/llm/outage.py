@@ -4,8 +4,11 @@ on the transport: no connection, a timeout, a 5xx or 429, no free slot (ModelUnr
 model-backed job defers: it writes nothing more, keeps its input (it does not read less, and no
 failed attempt is counted against it), and runs again after a back-off, once the server answers.
 Only a refusal of the request itself (too long for the context, an invalid or cut reply) may make
-a job read less. The distiller, the eval gate, Dreaming stages A and B, material learning and
-consolidation all ask here, so the rule lives once."""
+a job read less. The distiller, the eval gate, Dreaming stages A and B, material learning,
+consolidation and the reconciler all ask here, so the rule lives
+once. A job deferred through `defer_later` is the deferral's to run: the regular path that would
+also start it (a sweep, a tick, a compilation) asks `deferral_pending` first and leaves it alone,
+so it does not run twice nor defer twice."""
 
 from datetime import datetime, timedelta
 
@@ -57,3 +60,18 @@ def defer_later(func: str, *args, deferrals: int, what: str) -> datetime:
         next_run=at,
     )
     return at
+
+
+def deferral_pending(func: str, *, what: str) -> datetime | None:
+    """When the run of `func` deferred by `defer_later(func, …, what=what)` starts, None when no
+    such run waits (its one-off schedule was started or never made). A sweep leaves a job that
+    waits to its deferral, and a job that defers again while one waits does not add another."""
+    from django_q.models import Schedule
+
+    return (
+        Schedule.objects.filter(func=func, name=f"deferred: {what}"[:100], schedule_type=Schedule.ONCE)
+        .exclude(repeats=0)
+        .order_by("next_run")
+        .values_list("next_run", flat=True)
+        .first()
+    )

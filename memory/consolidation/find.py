@@ -229,6 +229,9 @@ def find_conflicts(
             picked = model.arbitrate(owner, key, members, info, kinds)
             if picked is not None:
                 winner, reason = picked
+            elif model.deferred:  # an outage: the arbiter settles it once the server answers
+                findings.counts["conflicts_deferred"] += 1
+                continue
         # Values kept as of different times (validity windows that do not overlap) are no
         # conflict: only a loser whose window overlaps the winner's folds.
         losers = [
@@ -513,6 +516,8 @@ def find_changes(*, owner_id=None, store="", actor=None, now=None) -> Findings:
             )
         if findings.counts.get("summaries_due", 0) > findings.counts.get("summary_groups", 0):
             skipped.append("summaries")
+        if findings.counts.get("conflicts_deferred"):
+            skipped.append(f"{findings.counts['conflicts_deferred']} conflicts for the arbiter")
         what = " and ".join(skipped) if skipped else "near-duplicates and summaries"
         findings.deferred = model.deferred
         why = (

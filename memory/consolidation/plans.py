@@ -67,7 +67,8 @@ def consolidation_run(
     (default find_changes, same keyword arguments) lets another job (the reconciler) write its
     findings as a plan through the same machinery. When the model server did not answer (an
     outage), what needs no model is written now and the run is asked again after a back-off
-    (`deferrals`: outages in a row so far), so near-duplicates and summaries are not lost."""
+    (`deferrals`: outages in a row so far), so near-duplicates and summaries are not lost; a job
+    with its own `find` reads its findings' `deferred` and defers itself."""
     mode = mode or setting_get("BRAIN_MEMORY_CONSOLIDATION")
     if mode == "off":
         raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
@@ -99,7 +100,7 @@ def consolidation_run(
             finished_at=timezone.now(),
         )
         raise
-    if getattr(findings, "deferred", ""):
+    if getattr(findings, "deferred", "") and find is None:  # another job's `find` defers its own way
         consolidation_defer(actor=actor, owner=owner, store=store, deferrals=deferrals)
     if mode == "apply" and plan.state == ConsolidationPlan.PROPOSED:
         try:

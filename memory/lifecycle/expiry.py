@@ -55,22 +55,34 @@ def memories_in_open_plans():
 
 
 def memory_expire_due(
-    *, actor: Principal | None = None, now: datetime.datetime | None = None, batch: int = 500
+    *,
+    actor: Principal | None = None,
+    now: datetime.datetime | None = None,
+    batch: int = 500,
+    episodes_kept_for=(),
 ) -> int:
     """Expire every live memory whose `expires_at` has passed (status expired, never recalled
-    again), in batches of `batch`, one audited transaction each. Idempotent and safe to run on
-    two workers at once (rows are claimed with SKIP LOCKED). Returns how many expired."""
+    again), in batches of `batch`, one audited transaction each, except the episodic memories of
+    a conversation owned by an agent in `episodes_kept_for` (their digest waits for the model
+    server). Idempotent and safe to run on two workers at once (rows are claimed with SKIP
+    LOCKED). Returns how many expired."""
     actor = actor or Principal.system("short-term expiry")
     now = now or timezone.now()
+    due = (
+        Memory.objects.filter(status__in=Memory.LIVE, expires_at__lte=now)
+        # a memory in an open plan (a session digest waiting for review) is the plan's to expire
+        .exclude(pk__in=memories_in_open_plans())
+    )
+    if episodes_kept_for:
+        due = due.exclude(
+            tier=Memory.EPISODIC, conversation__isnull=False, owner_id__in=list(episodes_kept_for)
+        )
     total = 0
     while True:
         with transaction.atomic():
             memories = list(
-                Memory.objects.select_for_update(of=("self",), skip_locked=True)
+                due.select_for_update(of=("self",), skip_locked=True)
                 .select_related("owner")
-                .filter(status__in=Memory.LIVE, expires_at__lte=now)
-                # a memory in an open plan (a session digest waiting for review) is the plan's to expire
-                .exclude(pk__in=memories_in_open_plans())
                 .order_by("expires_at", "pk")[:batch]
             )
             if not memories:

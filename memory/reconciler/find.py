@@ -15,6 +15,9 @@ per pass. The jobs (run in the order 3, 1, 2, 4, 5):
 4. session digests — episodic memories past their expiry, per conversation and store, are
    summarised into one semantic digest memory citing them (the model when usable, else
    extractive within BRAIN_RECONCILER_DIGEST_TOKENS); applying expires the originals.
+   An outage (knowledge.llm.outage) is not "no model": the model's digests and, with the arbiter
+   on, its conflicts are left out of the pass untouched (`Findings.deferred` says why) and the
+   pass is deferred (memory.reconciler.services), never settled by the lesser rule.
 5. links — each new long-term memory gets links to its top-K neighbours in its own store (cosine
    ≥ BRAIN_RECONCILER_LINK_FLOOR), both ways."""
 
@@ -333,6 +336,9 @@ def find_digests(findings: Findings, *, owner_id: int, now, model: ModelGate) ->
     budget = settings.BRAIN_RECONCILER_DIGEST_TOKENS
     for (conversation_id, store), texts in sorted(groups.items()):
         digest, how = None, "extractive"
+        if model.deferred:  # an outage: no lesser, extractive digest; the pass comes back for it
+            findings.counts["digests_deferred"] += 1
+            continue
         if model.usable(owner_id):
             data = model.ask(
                 owner_id=owner_id,
@@ -344,6 +350,9 @@ def find_digests(findings: Findings, *, owner_id: int, now, model: ModelGate) ->
                 schema=digest_prompt.SCHEMA,
                 check=lambda data, texts=texts: digest_prompt.check(data["text"], [t for _, t in texts]),
             )
+            if data is None and model.deferred:
+                findings.counts["digests_deferred"] += 1
+                continue
             if data is not None:
                 refused = digest_prompt.check(data["text"], [t for _, t in texts])
                 if refused:
@@ -463,9 +472,28 @@ def reconcile_find(*, owner_id: int, jobs=JOBS, since=None, actor=None, now=None
             floor=settings.BRAIN_RECONCILER_LINK_FLOOR,
         )
     findings.counts["model_calls"] = model.calls
-    if model.stopped and findings.counts.get("digests"):
+    waiting = [
+        f"{findings.counts[name]} {what}"
+        for name, what in (
+            ("digests_deferred", "digests"),
+            ("conflicts_deferred", "conflicts for the arbiter"),
+        )
+        if findings.counts.get(name)
+    ]
+    if waiting:  # an outage (knowledge.llm.outage): that model work waits, its memories untouched
+        findings.deferred = model.deferred
+        findings.notes.append(
+            f"{' and '.join(waiting)} wait for the model server — deferred: {model.deferred}; "
+            "the pass is asked for again when it answers"
+        )
+    elif model.stopped and not model.deferred and findings.counts.get("digests"):
         findings.notes.append(f"digests are extractive: the model is unavailable — {model.stopped}")
-    if settings.BRAIN_RECONCILER_ARBITER and model.stopped and findings.counts.get("conflict_groups"):
+    if (
+        settings.BRAIN_RECONCILER_ARBITER
+        and model.stopped
+        and not model.deferred
+        and findings.counts.get("conflict_groups")
+    ):
         findings.notes.append(
             f"conflicts settled by the formula: the arbiter is unavailable — {model.stopped}"
         )

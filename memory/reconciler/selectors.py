@@ -6,8 +6,27 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from knowledge.llm import deferral_pending
 from knowledge.models import Agent, Memory, Message
 from memory.models import ReconcilerRun
+
+RESUME = "memory.reconciler.tasks.reconciler_resume"  # the task a deferred pass comes back to
+
+
+def deferral_name(agent_id: int) -> str:
+    return f"reconciler pass of agent {agent_id}"
+
+
+def reconciler_deferred(agent_id: int) -> bool:
+    """Whether a pass over the agent waits for the model server (its deferral is pending): the
+    tick and the expiry's digest pass leave the agent to it, so the pass does not run twice."""
+    return deferral_pending(RESUME, what=deferral_name(agent_id)) is not None
+
+
+def reconciler_waiting() -> list[int]:
+    """The agents whose pass waits for the model server: short-term expiry keeps their
+    conversations' episodes for the digest that pass will make."""
+    return [pk for pk in Agent.objects.order_by("pk").values_list("pk", flat=True) if reconciler_deferred(pk)]
 
 
 def last_run(agent: Agent) -> ReconcilerRun | None:
