@@ -5,7 +5,7 @@ model-backed job defers: it writes nothing more, keeps its input (it does not re
 failed attempt is counted against it), and runs again after a back-off, once the server answers.
 Only a refusal of the request itself (too long for the context, an invalid or cut reply) may make
 a job read less. The distiller, the eval gate, Dreaming stages A and B, material learning,
-consolidation and the reconciler all ask here, so the rule lives
+consolidation, the reconciler and the conversation-history fold all ask here, so the rule lives
 once. A job deferred through `defer_later` is the deferral's to run: the regular path that would
 also start it (a sweep, a tick, a compilation) asks `deferral_pending` first and leaves it alone,
 so it does not run twice nor defer twice."""

@@ -7,7 +7,11 @@ the last fold are folded into the stored summary (`ConversationSummary`): with t
 in the background (`tasks.summary_fold`, queued by the compilation, which meanwhile shows the
 stored summary with an extractive line per newer turn, unstored), or — no model available —
 extractively at once, so no request waits on a model and the work per compilation is the new
-turns only. A fold takes at most FOLD_MAX turns: when more have piled up (a long channel read
+turns only. An outage is not "no model" (knowledge.llm.outage): while the model server does not
+answer, a compilation shows the newer turns extractively without storing them, and the
+background fold writes nothing and defers itself (`summary_fold_defer`), folding the same turns
+with the model once the server answers; while that deferral waits, compilations queue no
+second fold. A fold takes at most FOLD_MAX turns: when more have piled up (a long channel read
 for the first time) the older ones are counted as left out, not read. The model reads them in
 batches that fit its context.
 
@@ -20,7 +24,17 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 
-from knowledge.llm import LIGHT, ModelError, fits, model_ask, model_availability, reply_budget
+from knowledge.llm import (
+    LIGHT,
+    ModelError,
+    defer_later,
+    deferral_pending,
+    fits,
+    model_ask,
+    model_availability,
+    outage,
+    reply_budget,
+)
 from knowledge.models import Message
 from knowledge.principal import Principal
 from knowledge.tokens import count_tokens, truncate_to_tokens
@@ -66,7 +80,8 @@ def history_section(scope, *, budget: int, turns: int = DEFAULT_TURNS) -> dict:
     ).only("pk", "ts", "speaker_name", "text")
     recent = list(messages.order_by("-ts", "-id")[:turns])[::-1]
     boundary = recent[0] if recent else None
-    if model_availability(LIGHT, agent=scope.agent):
+    # an outage: the turns wait for the model (shown, not stored); no model at all: folded now
+    if model_availability(LIGHT, agent=scope.agent) and not outage(profile=LIGHT, agent=scope.agent):
         stored = summary_advance(
             messages, conversation=conversation, agent=scope.agent, boundary=boundary, model=False
         )
@@ -153,17 +168,40 @@ def _stored_and_gap(conversation, messages, boundary: Message | None):
 
 QUEUED_KEY = "history-fold:{}"
 QUEUED_SECONDS = 300  # one queued fold per conversation at a time (a fold is idempotent anyway)
+FOLD_TASK = "memory.history.tasks.summary_fold"
+
+
+class FoldDeferred(Exception):
+    """The model server does not answer (an outage): the fold writes nothing and waits."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _deferral_name(conversation_id: int) -> str:
+    return f"history fold of conversation {conversation_id}"
 
 
 def summary_fold_enqueue(conversation_id: int, boundary_id: int) -> None:
     """Queue the background fold (memory.history.tasks.summary_fold) once the current
-    transaction commits, unless one is already queued."""
+    transaction commits, unless one is already queued or a deferred one waits for the model
+    server (that one folds the turns when it answers)."""
+    if deferral_pending(FOLD_TASK, what=_deferral_name(conversation_id)):
+        return
     if not cache.add(QUEUED_KEY.format(conversation_id), boundary_id, QUEUED_SECONDS):
         return
     from django_q.tasks import async_task
 
-    transaction.on_commit(
-        lambda: async_task("memory.history.tasks.summary_fold", conversation_id, boundary_id)
+    transaction.on_commit(lambda: async_task(FOLD_TASK, conversation_id, boundary_id))
+
+
+def summary_fold_defer(conversation_id: int, boundary_id: int, *, deferrals: int):
+    """Ask for the fold again after the back-off of its next deferral (knowledge.llm.outage);
+    once: while one waits no second is asked for. Returns when it runs."""
+    name = _deferral_name(conversation_id)
+    return deferral_pending(FOLD_TASK, what=name) or defer_later(
+        FOLD_TASK, conversation_id, boundary_id, deferrals=deferrals + 1, what=name
     )
 
 
@@ -201,7 +239,8 @@ def summary_advance(
     with the light model when `model` and it is available (the background fold), else
     extractively. Returns the summary as stored (None when there is
     none and nothing to fold). The model is called outside any transaction; the write locks the
-    row and keeps a fold another compilation stored meanwhile."""
+    row and keeps a fold another compilation stored meanwhile. Raises FoldDeferred, writing
+    nothing, when the model server does not answer."""
     stored, new, skipped = _stored_and_gap(conversation, messages, boundary)
     if not new:
         return stored
@@ -251,7 +290,11 @@ def _batches(agent, previous: str, turns: list[tuple[str, str]], limit: int, rep
 
 def _fold(agent, previous: str, turns: list[tuple[str, str]], limit: int):
     """(text, method, note, model usage id): the model's fold when it is available and every
-    batch's reply passes the schema and the rules, else the extractive fold and why."""
+    batch's reply passes the schema and the rules, else the extractive fold and why. Raises
+    FoldDeferred on an outage: no lesser, extractive fold is stored in its place."""
+    down = outage(profile=LIGHT, agent=agent)
+    if down:
+        raise FoldDeferred(down)
     why = model_availability(LIGHT, agent=agent)
     if not why:
         reply_tokens = reply_budget(limit * 2 + 50, LIGHT, agent=agent)
@@ -273,6 +316,8 @@ def _fold(agent, previous: str, turns: list[tuple[str, str]], limit: int):
                 )
                 text, usage = reply.data["summary"].strip(), reply.usage_id
         except ModelError as exc:
+            if outage(exc):
+                raise FoldDeferred(exc.reason) from None
             why = f"the model call failed: {exc}"
             if "invalid model output: " in str(exc):
                 why = f"the model's reply was refused: {str(exc).split('invalid model output: ', 1)[1]}"

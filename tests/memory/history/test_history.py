@@ -209,13 +209,76 @@ def test_an_invalid_or_failing_reply_falls_back_to_the_extractive_fold_and_says_
     assert "refused" in sections["history"]["summary"]["note"]
 
     _post(world.general, 1, start=7)
-    for _ in range(3):
-        model_stub.reply_error(500)
+    model_stub.reply_error(401, "invalid api key")  # refused, not an outage (that defers: below)
     _, sections = _context(world, conversation)
     _fold_in_background(sections, conversation)
     _, sections = _context(world, conversation)
     summary = sections["history"]["summary"]
     assert summary["method"] == "extractive" and "failed" in summary["note"] and summary["turns"] == 4
+
+
+def test_an_outage_defers_the_fold_which_folds_the_same_turns_when_the_server_answers(
+    world, model_stub, settings, django_capture_on_commit_callbacks
+):
+    """Issue 52: a fold whose call the server does not answer stores nothing (no extractive
+    summary in its place) and defers itself; while it waits, a compilation queues no second fold
+    and stores nothing either; the deferral, the server still down by the background check,
+    defers again without calling, and once it answers folds the same turns with the model."""
+    from django_q.models import Task
+
+    from knowledge.models import ModelUsage
+    from tests.deferred import deferred, run_deferred, server_down
+
+    settings.BRAIN_MODEL_MAX_RETRIES = 0
+    conversation = factory.make_conversation(world.copilot, world.general)
+    _post(world.general, 6)
+    model_stub.reply_error(503, "loading model")
+    _, sections = _context(world, conversation)
+    boundary = sections["history"]["turns"][0]["id"]
+    assert _fold_in_background(sections, conversation).startswith("deferred: failing: HTTP 503")
+    assert not ConversationSummary.objects.exists()  # nothing written, not even extractively
+    (waiting,) = deferred("memory.history.tasks.summary_fold")
+    assert waiting.args == repr((conversation.pk, boundary))
+
+    server_down()
+    folds = Task.objects.filter(func="memory.history.tasks.summary_fold").count()
+    with django_capture_on_commit_callbacks(execute=True):
+        _, sections = _context(world, conversation)
+    summary = sections["history"]["summary"]
+    assert summary["method"] == "extractive" and "in the background" in summary["note"]  # shown only
+    assert not ConversationSummary.objects.exists()
+    # the deferral folds them: no second fold queued (tests run queued tasks inline)
+    assert Task.objects.filter(func="memory.history.tasks.summary_fold").count() == folds
+    calls = len(model_stub.chat_requests())
+    assert run_deferred(waiting).startswith("deferred: unreachable")
+    assert len(model_stub.chat_requests()) == calls and not ConversationSummary.objects.exists()
+    (waiting,) = deferred("memory.history.tasks.summary_fold")
+    assert waiting.kwargs == repr({"deferrals": 2})
+
+    server_down(down=False)
+    model_stub.reply_json({"summary": "ana and copilot went over billing export numbers 0 and 1."})
+    assert run_deferred(waiting) == "folded: model"
+    stored = ConversationSummary.objects.get(conversation=conversation)
+    assert (stored.method, stored.turns, stored.note) == ("model", 2, "")
+    assert stored.text == "ana and copilot went over billing export numbers 0 and 1."
+    prompt = model_stub.requests[-1]["json"]["messages"][-1]["content"]
+    assert "Turn 0 is about" in prompt and "Turn 1 is about" in prompt  # the same turns, all of them
+    assert ModelUsage.objects.filter(purpose="history.summary", outcome="ok").count() == 1
+    assert deferred("memory.history.tasks.summary_fold") == []
+
+
+def test_with_the_endpoint_down_a_compilation_stores_no_extractive_fold(world, model_stub):
+    """No model configured: the compilation folds extractively at once. The model server down is
+    not that: the turns wait for the model (shown, not stored) and the fold is queued."""
+    from tests.deferred import server_down
+
+    conversation = factory.make_conversation(world.copilot, world.general)
+    _post(world.general, 6)
+    server_down()
+    _, sections = _context(world, conversation)
+    assert sections["history"]["summary"]["method"] == "extractive"
+    assert not ConversationSummary.objects.exists()
+    assert model_stub.chat_requests() == []
 
 
 def test_a_summary_naming_someone_no_turn_names_is_refused(world, model_stub):
