@@ -17,6 +17,9 @@ from knowledge.audit.services import audit_record
 from knowledge.llm import (
     LIGHT,
     ModelError,
+    defer_later,
+    deferral_pending,
+    deferrals_waiting,
     deferred_reason,
     echoes_example,
     fits,
@@ -37,6 +40,7 @@ STUCK_AFTER = timedelta(minutes=30)
 TRANSCRIPT_CHARS = 60_000  # the newest part of a very long conversation
 REPLY_TOKENS = 2000
 VERSION = "distiller/2"
+TASK = "curation.tasks.distill_conversation"
 
 CATEGORIES = {
     "person_fact": (Memory.SEMANTIC, "a fact about a person (who they are, what they need, how they work)"),
@@ -134,12 +138,18 @@ def _finish(run: DistillerRun, state: str, reason: str = "", usage_id=None, memo
     return run
 
 
-def _defer(run: DistillerRun, reason: str, usage_id=None) -> DistillerRun:
-    """An outage: the run waits (pending) with the same input and its attempt not counted, so
-    the sweep tries again once the endpoint answers; an outage never fails a conversation."""
+def _defer(run: DistillerRun, reason: str, *, deferrals: int, usage_id=None) -> DistillerRun:
+    """An outage: the run waits (pending) with the same input and its attempt not counted, and
+    comes back by itself after the back-off of its next deferral (knowledge.llm.outage; the sweep
+    leaves it to that); an outage never fails a conversation."""
     DistillerRun.objects.filter(pk=run.pk).update(attempts=F("attempts") - 1)
     run.refresh_from_db(fields=["attempts"])
-    return _finish(run, DistillerRun.PENDING, deferred_reason(reason), usage_id=usage_id)
+    what = f"distil conversation {run.conversation_id}"
+    at = deferral_pending(TASK, what=what) or defer_later(
+        TASK, run.conversation_id, deferrals=deferrals + 1, what=what
+    )
+    note = f"{deferred_reason(reason)}; again from {at:%Y-%m-%d %H:%M:%S} UTC"
+    return _finish(run, DistillerRun.PENDING, note, usage_id=usage_id)
 
 
 def _stamp(at) -> str:
@@ -183,9 +193,10 @@ def rule_breach(data: dict) -> str:
     return ""
 
 
-def distill_conversation(conversation_id: int) -> DistillerRun | None:
+def distill_conversation(conversation_id: int, *, deferrals: int = 0) -> DistillerRun | None:
     """Distil one finished conversation (idempotent: once done, never again). Returns its run,
-    or None when there is nothing to do (unknown, not finished, already done or running)."""
+    or None when there is nothing to do (unknown, not finished, already done or running).
+    `deferrals`: outages in a row so far (a run deferred by one that came back)."""
     conversation = Conversation.objects.select_related("agent", "channel").filter(pk=conversation_id).first()
     if conversation is None or conversation.status != Conversation.FINISHED:
         return None
@@ -197,7 +208,7 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
         return _finish(run, DistillerRun.SKIPPED, "nothing to read: the conversation has no messages")
     down = outage(profile=LIGHT, agent=conversation.agent)
     if down:  # Status already knows: no call, and the attempt does not count
-        return _defer(run, down)
+        return _defer(run, down, deferrals=deferrals)
     reply_tokens = reply_budget(REPLY_TOKENS, LIGHT, agent=conversation.agent)
     read = _fitted(conversation, transcript, reply_tokens)
     if run.attempts > 1 and len(read) > 1:
@@ -227,7 +238,7 @@ def distill_conversation(conversation_id: int) -> DistillerRun | None:
         )
     except ModelError as exc:
         if outage(exc):
-            return _defer(run, exc.reason, usage_id=exc.usage_id)
+            return _defer(run, exc.reason, deferrals=deferrals, usage_id=exc.usage_id)
         return _finish(run, DistillerRun.FAILED, exc.reason, usage_id=exc.usage_id)
     note = ""
     if len(read) < len(transcript):
@@ -291,10 +302,13 @@ def distill_enqueue(conversation: Conversation) -> None:
 
 
 def distill_pending(limit: int = 20) -> int:
-    """Distil finished conversations the worker missed (no run yet, one deferred by an outage, or
-    a failed attempt left)."""
+    """Distil finished conversations the worker missed (no run yet, one deferred by an outage
+    whose deferral was lost, or a failed attempt left). A run whose deferral waits is left to it,
+    so it is not asked for before its back-off, nor twice."""
+    waiting = [args[0] for args in deferrals_waiting(TASK)]
     ids = list(
         Conversation.objects.filter(status=Conversation.FINISHED)
+        .exclude(pk__in=waiting)
         .filter(
             Q(distiller_run__isnull=True)
             | Q(distiller_run__state=DistillerRun.PENDING)

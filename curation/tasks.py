@@ -3,10 +3,12 @@
 from knowledge.principal import Principal
 
 
-def distill_conversation(conversation_id: int) -> str:
+def distill_conversation(conversation_id: int, deferrals: int = 0) -> str:
+    """Distil one finished conversation; `deferrals`: outages in a row so far, when a run
+    deferred by one comes back (curation.distiller)."""
     from curation.distiller import distill_conversation as distill
 
-    run = distill(conversation_id)
+    run = distill(conversation_id, deferrals=deferrals)
     return run.state if run else "nothing to do"
 
 

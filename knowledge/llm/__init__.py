@@ -22,7 +22,7 @@ from knowledge.llm.client import (
     prompt_room,
     reply_budget,
 )
-from knowledge.llm.outage import defer_later, deferral_pending, deferred_reason, outage
+from knowledge.llm.outage import defer_later, deferral_pending, deferrals_waiting, deferred_reason, outage
 from knowledge.llm.profiles import (
     DEFAULT,
     LIGHT,
@@ -49,6 +49,7 @@ __all__ = [
     "context_tokens",
     "defer_later",
     "deferral_pending",
+    "deferrals_waiting",
     "deferred_reason",
     "outage",
     "echoes_example",

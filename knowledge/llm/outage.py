@@ -10,6 +10,7 @@ once. A job deferred through `defer_later` is the deferral's to run: the regular
 also start it (a sweep, a tick, a compilation) asks `deferral_pending` first and leaves it alone,
 so it does not run twice nor defer twice."""
 
+import ast
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -75,3 +76,16 @@ def deferral_pending(func: str, *, what: str) -> datetime | None:
         .values_list("next_run", flat=True)
         .first()
     )
+
+
+def deferrals_waiting(func: str) -> list[tuple]:
+    """The arguments (as given to `defer_later`) of every deferred run of `func` that still
+    waits: a sweep over many items leaves those to their deferrals."""
+    from django_q.models import Schedule
+
+    rows = (
+        Schedule.objects.filter(func=func, schedule_type=Schedule.ONCE)
+        .exclude(repeats=0)
+        .values_list("args", flat=True)
+    )
+    return [ast.literal_eval(args or "()") for args in rows]

@@ -184,30 +184,48 @@ def test_an_outage_defers_the_run_with_the_same_input_and_never_fails_it(
     world, finished, model_stub, settings
 ):
     """A transport failure is not the request's fault: the run waits (pending, the attempt not
-    counted) and the next try reads the same messages; an endpoint the background check marks
-    unreachable is not called at all; nothing is failed for good by an outage."""
-    from knowledge.llm import profile_resolve
-    from knowledge.llm.profiles import endpoint_record
+    counted) and comes back by itself through its deferral, reading the same messages; the
+    sweep leaves it to that deferral (not before its back-off, not twice); an endpoint the
+    background check marks unreachable is not called at all; nothing is failed for good by an
+    outage."""
+    from tests.deferred import deferred, run_deferred, server_down
 
+    task = "curation.tasks.distill_conversation"
     settings.BRAIN_MODEL_MAX_RETRIES = 0
-    for _ in range(4):  # more outages than a run has attempts
+    model_stub.reply_error(503, "loading model")
+    assert distill_pending() == 1
+    run = DistillerRun.objects.get(conversation=finished)
+    assert (run.state, run.attempts) == (DistillerRun.PENDING, 0)
+    assert run.reason.startswith("deferred: failing: HTTP 503")
+    (waiting,) = deferred(task)
+    assert waiting.args == repr((finished.pk,))
+
+    calls = len(model_stub.chat_requests())
+    assert distill_pending() == 0  # the sweep leaves it to its deferral
+    assert len(model_stub.chat_requests()) == calls and len(deferred(task)) == 1
+
+    for _ in range(3):  # more outages than a run has attempts
         model_stub.reply_error(503, "loading model")
-        run = distill_pending() and DistillerRun.objects.get(conversation=finished)
+        assert run_deferred(waiting) == DistillerRun.PENDING
+        run.refresh_from_db()
         assert (run.state, run.attempts) == (DistillerRun.PENDING, 0)
-        assert run.reason.startswith("deferred: failing: HTTP 503")
+        (waiting,) = deferred(task)
+    assert waiting.kwargs == repr({"deferrals": 4})
     assert Memory.objects.count() == 0
 
-    endpoint_record(profile_resolve("light"), reachable=False, reach_error="ConnectError")
+    server_down()
     calls = len(model_stub.chat_requests())
-    distill_pending()
+    run_deferred(waiting)
     assert len(model_stub.chat_requests()) == calls  # Status knew: not called
     run.refresh_from_db()
     assert run.state == DistillerRun.PENDING and "did not answer the background check" in run.reason
+    (waiting,) = deferred(task)
 
-    endpoint_record(profile_resolve("light"), reachable=True, reach_error="")
+    server_down(down=False)
     model_stub.reply_json(LEARNT)
-    assert distill_pending() == 1
+    assert run_deferred(waiting) == DistillerRun.DONE
     run.refresh_from_db()
     assert (run.state, run.attempts) == (DistillerRun.DONE, 1)
     prompt = model_stub.prompt(model_stub.chat_requests()[-1])
     assert "never call me" in prompt and "vpn-reset" in prompt  # both messages: nothing was halved
+    assert deferred(task) == [] and distill_pending() == 0
