@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from curation.models import DreamingRun, StageACursor, StageBCursor
 from knowledge.errors import Conflict
-from knowledge.llm import defer_later, deferred_reason
+from knowledge.llm import defer_later, deferral_pending, deferred_reason
 from knowledge.llm.jobs import job_enqueue
 from knowledge.principal import Principal
 
@@ -112,10 +112,12 @@ def run_defer(
     """The model server did not answer (knowledge.llm.outage): the run ends deferred — what its
     earlier batches wrote stays, nothing more is written, the cursor stays where it was with no
     failure counted (so the next run reads the same input at full size) — and `resume` (a task
-    taking the cursor's owner id and the trigger) runs it again after the back-off."""
+    taking the cursor's owner id and the trigger) runs it again after the back-off; once: while
+    one waits no second is asked for (the sweeps leave a cursor whose deferral waits to it)."""
     owner = run.channel_id if run.stage == DreamingRun.STAGE_A else run.agent_id
-    at = defer_later(
-        resume, owner, DreamingRun.RETRY, deferrals=deferrals + 1, what=f"dreaming stage {run.stage} {owner}"
+    what = f"dreaming stage {run.stage} {owner}"
+    at = deferral_pending(resume, what=what) or defer_later(
+        resume, owner, DreamingRun.RETRY, deferrals=deferrals + 1, what=what
     )
     note = f"{deferred_reason(reason)}; it runs again from {at:%Y-%m-%d %H:%M:%S} UTC with the same input"
     return run_finish(run, cursor_model, cursor_pk, DreamingRun.DEFERRED, note)

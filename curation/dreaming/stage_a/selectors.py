@@ -11,7 +11,7 @@ from django.utils import timezone
 from curation.dreaming.runs import STUCK_AFTER
 from curation.dreaming.stage_a import rules
 from curation.models import DreamingRun, StageACursor
-from knowledge.llm import LIGHT, model_availability
+from knowledge.llm import LIGHT, deferrals_waiting, model_availability
 from knowledge.models import Channel, Message
 from knowledge.settings_store import setting_cache_clear, setting_get
 from knowledge.tokens import count_tokens
@@ -165,7 +165,8 @@ def channel_trigger(channel_id: int, now=None) -> str:
 
 def stage_a_due(now=None) -> list[tuple[int, str]]:
     """(channel id, trigger) of every channel stage A should read now. Empty while the model is
-    unavailable: the Status tab says why instead of a failed run every minute."""
+    unavailable: the Status tab says why instead of a failed run every minute. A channel whose
+    run was deferred by an outage is left to that deferral (knowledge.llm.outage) until it runs."""
     now = now or timezone.now()
     if model_availability(LIGHT):
         return []
@@ -173,10 +174,11 @@ def stage_a_due(now=None) -> list[tuple[int, str]]:
         setting_get("BRAIN_DREAMING_QUIET_MINUTES"),
         setting_get("BRAIN_DREAMING_BATCH_MESSAGES"),
     )
+    waiting = {args[0] for args in deferrals_waiting("curation.dreaming.tasks.stage_a_channel")}
     due = []
     for row in channel_lags():
         trigger, _ = trigger_for(row, now, quiet_minutes=quiet, batch_messages=threshold)
-        if trigger:
+        if trigger and row.channel_id not in waiting:
             due.append((row.channel_id, trigger))
     return due
 

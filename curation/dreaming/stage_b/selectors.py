@@ -14,7 +14,7 @@ from curation.dreaming.runs import STUCK_AFTER
 from curation.dreaming.stage_b import rules
 from curation.models import DreamingRun, StageBCursor
 from knowledge import access
-from knowledge.llm import LIGHT, model_availability
+from knowledge.llm import LIGHT, deferrals_waiting, model_availability
 from knowledge.models import (
     Agent,
     AgentSkill,
@@ -204,13 +204,17 @@ def _new_episode_counts(agents: list[Agent], cursors: dict[int, StageBCursor]) -
 
 def stage_b_due(now=None) -> list[int]:
     """Agents stage B should curate now: new episodes or task outcomes past the cursor, not
-    claimed, and past any retry back-off. Empty while the light model is unavailable."""
+    claimed, and past any retry back-off. Empty while the light model is unavailable. An agent
+    whose run was deferred by an outage is left to that deferral (knowledge.llm.outage)."""
     now = now or timezone.now()
     if model_availability(LIGHT):
         return []
+    waiting = {args[0] for args in deferrals_waiting("curation.dreaming.tasks.stage_b_agent")}
     due = []
     cursors = {c.agent_id: c for c in StageBCursor.objects.all()}
     for agent in Agent.objects.order_by("name"):
+        if agent.pk in waiting:
+            continue
         cursor = cursors.get(agent.pk) or StageBCursor(agent=agent)
         if cursor.claimed_at and cursor.claimed_at > now - STUCK_AFTER:
             continue

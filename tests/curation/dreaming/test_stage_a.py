@@ -280,6 +280,11 @@ def test_an_outage_defers_the_run_and_the_same_batch_is_read_when_the_server_ans
     assert (cursor.failures, cursor.retry_at, cursor.claimed_at) == (0, None, None)
     (again,) = deferred("curation.dreaming.tasks.stage_a_channel")
     assert again.next_run > timezone.now()
+    # quiet long enough to be due, the background check still finding the server up: the sweep
+    # leaves the channel to its deferral (not read twice, nor deferred twice)
+    factory_age(ids, minutes=120)
+    assert stage_a_due() == [] and stage_a_sweep() == 0
+    assert len(deferred("curation.dreaming.tasks.stage_a_channel")) == 1
 
     server_down()
     calls = len(model_stub.chat_requests())

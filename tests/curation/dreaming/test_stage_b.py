@@ -463,6 +463,8 @@ def test_an_outage_defers_the_run_which_curates_the_same_material_when_the_serve
     cursor = StageBCursor.objects.get(agent=world.copilot)
     assert (cursor.failures, cursor.retry_at) == (0, None)
     (again,) = deferred("curation.dreaming.tasks.stage_b_agent")
+    # the episode still waits, but the sweep leaves the agent to its deferral (not twice)
+    assert stage_b_due() == []
 
     settings.BRAIN_MODEL_TIMEOUT_SECONDS = 30
     ok = block(sources=[{"kind": "episode", "ref": world.episode.pk}])
