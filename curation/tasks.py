@@ -19,9 +19,13 @@ def distill_pending() -> int:
 
 
 def consolidation_scheduled() -> str:
-    """Every 6 hours: one consolidation run over every store, in the configured mode."""
-    from memory.consolidation import PlanConflict, consolidation_run
+    """Every 6 hours: one consolidation run over every store, in the configured mode; none
+    while a run deferred by an outage waits to come back (that one runs instead)."""
+    from memory.consolidation import PlanConflict, consolidation_deferred, consolidation_run
 
+    waiting = consolidation_deferred()
+    if waiting:
+        return f"left to the deferred run, which comes back at {waiting:%Y-%m-%d %H:%M:%S} UTC"
     try:
         plan = consolidation_run(actor=Principal.system("consolidation"))
     except PlanConflict as exc:  # off, or another run is in progress

@@ -12,13 +12,14 @@ from memory.consolidation.common import (
     merged_memories_activate,
 )
 from memory.consolidation.find import find_changes, near_duplicate_groups
-from memory.consolidation.plans import consolidation_run
+from memory.consolidation.plans import consolidation_deferred, consolidation_run
 from memory.consolidation.selectors import plan_detail, plan_list
 
 __all__ = [
     "ConsolidationBusy",
     "ConsolidationOff",
     "PlanConflict",
+    "consolidation_deferred",
     "consolidation_run",
     "find_changes",
     "memory_state",

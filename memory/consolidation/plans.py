@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record, snapshot
-from knowledge.llm import LIGHT, defer_later, outage
+from knowledge.llm import LIGHT, defer_later, deferral_pending, outage
 from knowledge.llm.jobs import actor_args, actor_from
 from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
 from knowledge.memories.fingerprints import NEVER_CHANGES
@@ -111,16 +111,29 @@ def consolidation_run(
     return plan
 
 
+RESUME = "memory.consolidation.plans.consolidation_resume"
+
+
+def _deferral_name(owner: Agent | None, store: str) -> str:
+    return f"consolidation {owner.name if owner else 'every agent'}/{store or 'every store'}"
+
+
+def consolidation_deferred(*, owner: Agent | None = None, store: str = ""):
+    """When the deferred run of this scope comes back (None when none waits): the scheduled
+    run leaves the scope to it, so the model work is not asked for twice."""
+    return deferral_pending(RESUME, what=_deferral_name(owner, store))
+
+
 def consolidation_defer(*, actor, owner: Agent | None, store: str, deferrals: int):
-    """Ask for this run's model work again after the back-off of its next deferral."""
-    scope = f"{owner.name if owner else 'every agent'}/{store or 'every store'}"
-    return defer_later(
-        "memory.consolidation.plans.consolidation_resume",
+    """Ask for this run's model work again after the back-off of its next deferral; once: while
+    one waits for this scope no second is asked for."""
+    return consolidation_deferred(owner=owner, store=store) or defer_later(
+        RESUME,
         actor_args(actor),
         owner.pk if owner else None,
         store,
         deferrals=deferrals + 1,
-        what=f"consolidation {scope}",
+        what=_deferral_name(owner, store),
     )
 
 

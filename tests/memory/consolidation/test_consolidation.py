@@ -211,6 +211,12 @@ def test_an_outage_defers_the_model_work_which_runs_when_the_server_answers(worl
     assert list(first.groups.values_list("kind", flat=True)) == [ConsolidationGroup.DUPLICATE]
     assert "deferred: failing: HTTP 503" in first.model_note and "asked for again" in first.model_note
     (again,) = deferred("memory.consolidation.plans.consolidation_resume")
+    # the 6-hourly run leaves it to the deferral: not run twice, not deferred twice
+    from curation.tasks import consolidation_scheduled
+
+    assert consolidation_scheduled().startswith("left to the deferred run")
+    assert ConsolidationPlan.objects.count() == 1
+    assert len(deferred("memory.consolidation.plans.consolidation_resume")) == 1
 
     server_down()
     calls = len(model_stub.chat_requests())
