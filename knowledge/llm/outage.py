@@ -1,14 +1,14 @@
-"""An outage is not a failure of the request (issue 52). When the model server does not answer —
-the background check (knowledge.llm.reach) finds its endpoint down before a call, or a call fails
-on the transport: no connection, a timeout, a 5xx or 429, no free slot (ModelUnreachable) — a
+"""An outage is not a failure of the request (issue 52). When the model server does not answer — the
+background check (knowledge.llm.reach) finds its endpoint down before a call, or a call fails on
+the transport: no connection, a timeout, a 5xx or 429, no free slot (ModelUnreachable) — a
 model-backed job defers: it writes nothing more, keeps its input (it does not read less, and no
 failed attempt is counted against it), and runs again after a back-off, once the server answers.
-Only a refusal of the request itself (too long for the context, an invalid or cut reply) may make
-a job read less. The distiller, the eval gate, Dreaming stages A and B, material learning,
-consolidation, the reconciler and the conversation-history fold all ask here, so the rule lives
-once. A job deferred through `defer_later` is the deferral's to run: the regular path that would
-also start it (a sweep, a tick, a compilation) asks `deferral_pending` first and leaves it alone,
-so it does not run twice nor defer twice."""
+Only a refusal of the request itself (too long for the context, an invalid or cut reply) may make a
+job read less. The distiller, the eval gate, Dreaming stages A and B, material learning,
+consolidation, the reconciler, the conversation-history fold and the relation finder's sweep all
+ask here, so the rule lives once. A job deferred through `defer_later` is the deferral's to run:
+the regular path that would also start it (a sweep, a tick, a compilation) asks `deferral_pending`
+first and leaves it alone, so it does not run twice nor defer twice."""
 
 import ast
 from datetime import datetime, timedelta

@@ -14,14 +14,14 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
 from knowledge.kick import task_kick
-from knowledge.llm import LIGHT, model_availability
+from knowledge.llm import LIGHT, defer_later, deferral_pending, model_availability, outage
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
 from memory.lifecycle.activation_hooks import API_WRITE, REVIEW
 from memory.matching.facts import contradicts, windows_overlap
-from memory.matching.relation_model import model_relation
+from memory.matching.relation_model import RelationDeferred, model_relation
 from memory.matching.relations import CONTRADICTION, UNDECIDED, Related, related_for
 
 MODEL_PAIRS = 3  # undecided pairs put to the model per trusted write
@@ -132,12 +132,18 @@ def contradictions_mark(memory: Memory) -> list[int]:
     (the rules' are found whenever it is read) and its queue reason becomes "conflict": its card
     and API representation list them (selectors.model_related) and its approval needs the
     decision a contradiction needs (contradicted_active_for). Inside the
-    caller's transaction (the background task's, never a request's). Returns the other ids."""
+    caller's transaction (the background task's, never a request's). Returns the other ids.
+    Raises RelationDeferred when a pair needs the model and its server does not answer (the
+    caller rolls back what this memory recorded and asks again later)."""
     if memory.key or memory.status not in Memory.LIVE:
         return []
     queued = memory.status == Memory.QUEUED
-    if queued and model_availability(LIGHT, agent=memory.owner):
-        return []  # no model to ask now: nothing the rules do not say already
+    if (
+        queued
+        and model_availability(LIGHT, agent=memory.owner)
+        and not outage(profile=LIGHT, agent=memory.owner)
+    ):
+        return []  # no model to ask (not an outage): nothing the rules do not say already
     # only older memories: a pair is recorded once, from its newer side; and only pairs in force
     # at once (two whose windows do not overlap were kept both "as of different times")
     starts = memory.valid_from or memory.created_at
@@ -167,6 +173,8 @@ def contradictions_mark(memory: Memory) -> list[int]:
 KICK_SECONDS = 5  # at most one sweep queued per web process per this many seconds
 SWEPT = "memory.contradictions_swept"
 FIRST_SWEEP = datetime.timedelta(hours=1)  # what the first sweep of an install looks back on
+SWEEP = "memory.lifecycle.conflicts.contradictions_sweep"
+SWEEP_DEFERRED = "relation finder sweep"  # its deferral's name (knowledge.llm.outage)
 
 
 def contradictions_mark_later() -> None:
@@ -178,14 +186,21 @@ def contradictions_mark_later() -> None:
     task_kick("memory.lifecycle.conflicts.contradictions_sweep", name="contradictions", seconds=KICK_SECONDS)
 
 
-def contradictions_sweep(linger_seconds: float = 0) -> int:
+def contradictions_sweep(linger_seconds: float = 0, deferrals: int = 0) -> int:
     """Every keyless memory an API write put in force since the last sweep (its memory.written
     event after the last memory.contradictions_swept event's `upto`), and every one a batch
     approval put in force beside others (memory.approved with went_active_together: each was
     checked against what was active before the batch, not against the rest of it), is checked by
     contradictions_marked. A lone approval is not: its reviewer already decided its
     contradictions. One sweep at a time (an advisory lock: a second waits, then sees the writes
-    the first could not). Returns how many memories it checked."""
+    the first could not). Returns how many memories it checked.
+
+    An outage (a pair needs the model and its server does not answer) stops the sweep at that
+    memory: what it recorded for it is rolled back, the cursor stays before it, and the sweep is
+    deferred (knowledge.llm.outage; `deferrals` in a row so far); while that deferral waits, the
+    sweeps later writes queue leave the work to it (no pair is skipped, none asked for twice)."""
+    if deferral_pending(SWEEP, what=SWEEP_DEFERRED):
+        return 0
     if linger_seconds:
         time.sleep(linger_seconds)
     with transaction.atomic():
@@ -203,22 +218,34 @@ def contradictions_sweep(linger_seconds: float = 0) -> int:
         rows = list(events.values_list("pk", "object_ids"))
         if not rows:
             return 0
-        marked = 0
+        marked, checked, deferred = 0, 0, ""
         for _, object_ids in rows:
-            marked += bool(contradictions_marked(int(object_ids[0])))
-        audit_record(
-            SWEPT,
-            actor=Principal.system("relations"),
-            object_type="memory",
-            reason="the relation finder checked the keyless memories API writes put in force",
-            data={"upto": rows[-1][0], "checked": len(rows), "marked": marked},
-        )
-        return len(rows)
+            try:
+                marked += bool(contradictions_marked(int(object_ids[0])))
+            except RelationDeferred as exc:
+                deferred = exc.reason
+                break
+            checked += 1
+        # the cursor: after the last memory checked (on an install's first sweep, before the
+        # one that waits, so an outage of hours does not put it out of the look-back)
+        upto = rows[checked - 1][0] if checked else (rows[0][0] - 1 if last is None else None)
+        if upto is not None:
+            audit_record(
+                SWEPT,
+                actor=Principal.system("relations"),
+                object_type="memory",
+                reason="the relation finder checked the keyless memories API writes put in force",
+                data={"upto": upto, "checked": checked, "marked": marked},
+            )
+        if deferred:
+            defer_later(SWEEP, 0, deferrals=deferrals + 1, what=SWEEP_DEFERRED)
+        return checked
 
 
 def contradictions_marked(memory_id: int) -> list[int]:
     """Mark the pairs of one memory in one transaction, and audit them on the memory
-    (memory.contradictions_marked). Nothing when the memory is no longer active or has a key."""
+    (memory.contradictions_marked). Nothing when the memory is no longer active or has a key;
+    nothing either, raising RelationDeferred, when the model server does not answer."""
 
     with transaction.atomic():
         memory = Memory.objects.select_related("owner").filter(pk=memory_id, status__in=Memory.LIVE).first()

@@ -6,9 +6,11 @@ contradictions_marked, after a trusted write's commit), through the governed cli
 
 The reply must match SCHEMA and pass `reply_breach`: a contradiction or duplicate names a
 reason, and every span it quotes is a piece of one of the two texts (folded case and spacing).
-A reply that fails either is asked again once, then dropped: nothing is recorded from it."""
+A reply that fails either is asked again once, then dropped: nothing is recorded from it. An
+outage (the model server does not answer: knowledge.llm.outage) is not a reply: it raises
+RelationDeferred, so the caller keeps the pair for when the server answers."""
 
-from knowledge.llm import LIGHT, ModelError, model_ask, model_availability
+from knowledge.llm import LIGHT, ModelError, model_ask, model_availability, outage
 from memory.matching.relations import CONTRADICTION, DUPLICATE, Relation
 
 VERSION = "relation-model/1"
@@ -60,9 +62,22 @@ def reply_breach(data: dict, a: str, b: str) -> str:
     return ""
 
 
+class RelationDeferred(Exception):
+    """The model server does not answer (an outage): the pair waits for it."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 def model_relation(a: str, b: str, *, agent, actor) -> Relation | None:
     """The light model's relation of `b` to `a`, checked; None when no model may be asked now
-    (unconfigured, unreachable, over budget) or its reply failed the schema or the check."""
+    (unconfigured, over budget) or its reply failed the schema or the check. Raises
+    RelationDeferred when the server does not answer (the background check finds it down, or
+    the call fails on the transport)."""
+    down = outage(profile=LIGHT, agent=agent)
+    if down:
+        raise RelationDeferred(down)
     if model_availability(LIGHT, agent=agent):
         return None
     try:
@@ -76,7 +91,9 @@ def model_relation(a: str, b: str, *, agent, actor) -> Relation | None:
             max_tokens=REPLY_TOKENS,
             check=lambda data: reply_breach(data, a, b),
         )
-    except ModelError:
+    except ModelError as exc:
+        if outage(exc):
+            raise RelationDeferred(exc.reason) from None
         return None
     data = reply.data
     if data["relation"] == "neither":
