@@ -31,12 +31,16 @@ def reconcile_job(*, actor: dict, agent: int) -> dict:
     run = reconciler_run(actor=actor_from(actor), agent=owner, trigger=ReconcilerRun.MANUAL)
     plan = run.plan
     groups = plan.counts.get("groups", 0) if plan else 0
-    return {
+    result = {
         "reconciler_run": run.pk,
         "plan": run.plan_id,
         "agent": owner.name,
         "summary": f"Reconciled {owner.name}: plan #{run.plan_id} is {plan.state if plan else '—'} ({groups} changes).",
     }
+    if run.counts.get("digests_deferred") or run.counts.get("conflicts_deferred"):
+        # an outage: its model work waits and the pass comes back by itself (not done)
+        result.update(state="deferred", summary=f"{result['summary']} {run.note}"[:2000])
+    return result
 
 
 def gate_check_job(*, check: int) -> dict:

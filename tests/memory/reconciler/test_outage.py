@@ -115,3 +115,18 @@ def test_the_tick_leaves_an_agent_whose_pass_waits_to_its_deferral(world, model_
     assert reconciler_tick(now=later + datetime.timedelta(hours=1)) == []
     assert ReconcilerRun.objects.filter(agent=world.copilot).count() == 1
     assert len(deferred(RESUME)) == 1
+
+
+def test_a_reconcile_job_whose_model_work_was_deferred_says_so(world, model_stub):
+    from knowledge.llm.jobs import job_run
+    from knowledge.models import ModelJob
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    expired_episodes(world.copilot, conv, TEXTS)
+    server_down()
+    queued = world.client("reviewer").post("/api/agents/copilot/reconcile", format="json")
+    assert queued.status_code == 202, queued.content
+    assert job_run(queued.json()["id"]) == "deferred"  # not done: its digest waits
+    job = ModelJob.objects.get(pk=queued.json()["id"])
+    assert job.state == ModelJob.DEFERRED and "deferred: unreachable" in job.result["summary"]
+    assert len(deferred(RESUME)) == 1 and not Memory.objects.filter(category="digest").exists()
