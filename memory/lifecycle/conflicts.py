@@ -14,7 +14,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, Invalid
 from knowledge.kick import task_kick
-from knowledge.llm import LIGHT, defer_later, deferral_pending, model_availability, outage
+from knowledge.llm import LIGHT, defer_later, model_availability, outage
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Agent, AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
@@ -132,18 +132,19 @@ def contradictions_mark(memory: Memory) -> list[int]:
     (the rules' are found whenever it is read) and its queue reason becomes "conflict": its card
     and API representation list them (selectors.model_related) and its approval needs the
     decision a contradiction needs (contradicted_active_for). Inside the
-    caller's transaction (the background task's, never a request's). Returns the other ids.
-    Raises RelationDeferred when a pair needs the model and its server does not answer (the
-    caller rolls back what this memory recorded and asks again later)."""
+    caller's transaction (the background task's, never a request's). Returns the other ids, and
+    why the model's part waits ("" when it does not): when a pair needs the model and its server
+    does not answer (an outage), what the rules found is recorded all the same and the caller
+    asks again for this memory later (pairs already recorded are not recorded twice)."""
     if memory.key or memory.status not in Memory.LIVE:
-        return []
+        return [], ""
     queued = memory.status == Memory.QUEUED
     if (
         queued
         and model_availability(LIGHT, agent=memory.owner)
         and not outage(profile=LIGHT, agent=memory.owner)
     ):
-        return []  # no model to ask (not an outage): nothing the rules do not say already
+        return [], ""  # no model to ask (not an outage): nothing the rules do not say already
     # only older memories: a pair is recorded once, from its newer side; and only pairs in force
     # at once (two whose windows do not overlap were kept both "as of different times")
     starts = memory.valid_from or memory.created_at
@@ -154,11 +155,16 @@ def contradictions_mark(memory: Memory) -> list[int]:
         and windows_overlap(starts, memory.valid_to, r.memory.valid_from, r.memory.valid_to)
     ]
     found = [] if queued else [r for r in related if r.relation == CONTRADICTION]
+    waiting = ""
     # the pairs no rule decides go to the light model when one may be asked (at most MODEL_PAIRS)
     for r in [r for r in related if r.kind == UNDECIDED][:MODEL_PAIRS]:
-        said = model_relation(
-            r.memory.text, memory.text, agent=memory.owner, actor=Principal.system("relations")
-        )
+        try:
+            said = model_relation(
+                r.memory.text, memory.text, agent=memory.owner, actor=Principal.system("relations")
+            )
+        except RelationDeferred as exc:  # an outage: the model's pairs wait, the rules' do not
+            waiting = exc.reason
+            break
         if said is not None and said.relation == CONTRADICTION:
             found.append(Related(r.memory, CONTRADICTION, said.kind, r.score, said.why))
     MemoryContradiction.objects.bulk_create(
@@ -167,14 +173,14 @@ def contradictions_mark(memory: Memory) -> list[int]:
     )
     if queued and found and memory.queue_reason != "conflict":
         memory_row_state(memory, queue_reason="conflict")  # what its approval reads (contradicted_active_for)
-    return [r.memory.pk for r in found]
+    return [r.memory.pk for r in found], waiting
 
 
 KICK_SECONDS = 5  # at most one sweep queued per web process per this many seconds
 SWEPT = "memory.contradictions_swept"
 FIRST_SWEEP = datetime.timedelta(hours=1)  # what the first sweep of an install looks back on
-SWEEP = "memory.lifecycle.conflicts.contradictions_sweep"
-SWEEP_DEFERRED = "relation finder sweep"  # its deferral's name (knowledge.llm.outage)
+RECHECK = "memory.lifecycle.conflicts.contradictions_recheck"
+RECHECK_DEFERRED = "relation finder: pairs waiting for the model"  # its deferral's name
 
 
 def contradictions_mark_later() -> None:
@@ -186,7 +192,7 @@ def contradictions_mark_later() -> None:
     task_kick("memory.lifecycle.conflicts.contradictions_sweep", name="contradictions", seconds=KICK_SECONDS)
 
 
-def contradictions_sweep(linger_seconds: float = 0, deferrals: int = 0) -> int:
+def contradictions_sweep(linger_seconds: float = 0) -> int:
     """Every keyless memory an API write put in force since the last sweep (its memory.written
     event after the last memory.contradictions_swept event's `upto`), and every one a batch
     approval put in force beside others (memory.approved with went_active_together: each was
@@ -195,12 +201,10 @@ def contradictions_sweep(linger_seconds: float = 0, deferrals: int = 0) -> int:
     contradictions. One sweep at a time (an advisory lock: a second waits, then sees the writes
     the first could not). Returns how many memories it checked.
 
-    An outage (a pair needs the model and its server does not answer) stops the sweep at that
-    memory: what it recorded for it is rolled back, the cursor stays before it, and the sweep is
-    deferred (knowledge.llm.outage; `deferrals` in a row so far); while that deferral waits, the
-    sweeps later writes queue leave the work to it (no pair is skipped, none asked for twice)."""
-    if deferral_pending(SWEEP, what=SWEEP_DEFERRED):
-        return 0
+    An outage (a pair needs the model and its server does not answer) never holds back what the
+    rules find: those pairs are recorded at once, and the memories whose model pairs wait are
+    asked again by one deferred task (contradictions_recheck, knowledge.llm.outage), so no pair
+    is skipped."""
     if linger_seconds:
         time.sleep(linger_seconds)
     with transaction.atomic():
@@ -218,56 +222,66 @@ def contradictions_sweep(linger_seconds: float = 0, deferrals: int = 0) -> int:
         rows = list(events.values_list("pk", "object_ids"))
         if not rows:
             return 0
-        marked, checked, deferred = 0, 0, ""
+        marked, waiting = 0, []
         for _, object_ids in rows:
-            try:
-                marked += bool(contradictions_marked(int(object_ids[0])))
-            except RelationDeferred as exc:
-                deferred = exc.reason
-                break
-            checked += 1
-        # the cursor: after the last memory checked (on an install's first sweep, before the
-        # one that waits, so an outage of hours does not put it out of the look-back)
-        upto = rows[checked - 1][0] if checked else (rows[0][0] - 1 if last is None else None)
-        if upto is not None:
-            audit_record(
-                SWEPT,
-                actor=Principal.system("relations"),
-                object_type="memory",
-                reason="the relation finder checked the keyless memories API writes put in force",
-                data={"upto": upto, "checked": checked, "marked": marked},
-            )
-        if deferred:
-            defer_later(SWEEP, 0, deferrals=deferrals + 1, what=SWEEP_DEFERRED)
-        return checked
+            ids, why = contradictions_marked(int(object_ids[0]))
+            marked += bool(ids)
+            if why:
+                waiting.append(int(object_ids[0]))
+        audit_record(
+            SWEPT,
+            actor=Principal.system("relations"),
+            object_type="memory",
+            reason="the relation finder checked the keyless memories API writes put in force",
+            data={"upto": rows[-1][0], "checked": len(rows), "marked": marked, "model_waiting": waiting},
+        )
+        if waiting:
+            defer_later(RECHECK, waiting, deferrals=1, what=RECHECK_DEFERRED)
+        return len(rows)
 
 
-def contradictions_marked(memory_id: int) -> list[int]:
-    """Mark the pairs of one memory in one transaction, and audit them on the memory
-    (memory.contradictions_marked). Nothing when the memory is no longer active or has a key;
-    nothing either, raising RelationDeferred, when the model server does not answer."""
+def contradictions_recheck(memory_ids: list[int], deferrals: int = 0) -> int:
+    """The memories whose pairs waited for the model in an outage, asked again (a deferred task,
+    knowledge.llm.outage): still down, it defers itself once more with the ones still waiting,
+    without calling the server when the background check finds it down. Returns how many
+    memories it checked."""
+    if outage(profile=LIGHT):
+        defer_later(RECHECK, memory_ids, deferrals=deferrals + 1, what=RECHECK_DEFERRED)
+        return 0
+    waiting = [memory_id for memory_id in memory_ids if contradictions_marked(memory_id)[1]]
+    if waiting:
+        defer_later(RECHECK, waiting, deferrals=deferrals + 1, what=RECHECK_DEFERRED)
+    return len(memory_ids)
+
+
+def contradictions_marked(memory_id: int) -> tuple[list[int], str]:
+    """Mark the pairs of one memory in one transaction, and audit the newly recorded ones on the
+    memory (memory.contradictions_marked). Nothing when the memory is no longer live or has a
+    key. Returns (the other ids, why its model pairs wait: "" when they do not)."""
 
     with transaction.atomic():
         memory = Memory.objects.select_related("owner").filter(pk=memory_id, status__in=Memory.LIVE).first()
         if memory is None or memory.key:
-            return []
-        ids = contradictions_mark(memory)
-        if ids:
+            return [], ""
+        known = set(MemoryContradiction.objects.filter(memory=memory).values_list("other_id", flat=True))
+        ids, waiting = contradictions_mark(memory)
+        new = [i for i in ids if i not in known]
+        if new:
             audit_record(
                 "memory.contradictions_marked",
                 actor=Principal.system("relations"),
                 store=memory.store,
                 owner=memory.owner.name,
                 object_type="memory",
-                object_ids=[str(memory.pk), *map(str, ids)],
+                object_ids=[str(memory.pk), *map(str, new)],
                 reason=(
                     "contradicts active memories; both stay active until someone decides"
                     if memory.status == Memory.ACTIVE
                     else "the model finds it contradicts active memories: approving it needs a decision"
                 ),
-                data={"memory": memory.pk, "conflict_with": ids},
+                data={"memory": memory.pk, "conflict_with": new},
             )
-        return ids
+        return ids, waiting
 
 
 def marked_contradictions(memory: Memory) -> list[Memory]:

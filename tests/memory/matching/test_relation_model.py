@@ -27,7 +27,7 @@ def test_an_undecided_pair_goes_to_the_model_and_a_checked_contradiction_is_reco
     model_stub.reply_json(
         {"relation": "contradiction", "reason": "married, not single", "spans": ["single", "got married"]}
     )
-    assert contradictions_marked(new.pk) == [old.pk]
+    assert contradictions_marked(new.pk) == ([old.pk], "")
     request = model_stub.chat_requests()[0]
     sent = model_stub.schema_sent(request)  # the governed client sent the schema
     assert sent["required"] == SCHEMA["required"]
@@ -46,7 +46,7 @@ def test_a_reply_quoting_what_neither_says_records_nothing(world, model_stub):
     invalid = {"relation": "contradiction", "reason": "divorced", "spans": ["divorced in June"]}
     model_stub.reply_json(invalid)
     model_stub.reply_json(invalid)  # the one repair is refused too
-    assert contradictions_marked(new.pk) == []
+    assert contradictions_marked(new.pk) == ([], "")
     assert len(model_stub.chat_requests()) == 2
     assert not MemoryContradiction.objects.exists()
     assert not AuditEvent.objects.filter(action="memory.contradictions_marked").exists()
@@ -56,13 +56,13 @@ def test_a_reply_that_is_not_the_schema_records_nothing(world, model_stub):
     _, new = pair(world)
     model_stub.reply_text("They contradict.")
     model_stub.reply_text("Still not JSON.")
-    assert contradictions_marked(new.pk) == []
+    assert contradictions_marked(new.pk) == ([], "")
     assert not MemoryContradiction.objects.exists()
 
 
 def test_without_a_model_nothing_is_asked(world):
     _, new = pair(world)
-    assert contradictions_marked(new.pk) == []
+    assert contradictions_marked(new.pk) == ([], "")
     assert not ModelUsage.objects.exists()
 
 
