@@ -17,13 +17,16 @@ answer, a timeout, a 5xx, an endpoint the background check finds down) defers th
 next sweep with the same input; after MAX_DEFERRALS it is unchecked too. What an unchecked
 check means for a held memory is BRAIN_GATE_UNCHECKED: `hold` (the default: it waits in the
 review queue saying it was not checked, and a reviewer's approval then activates it without a
-new check) or `activate` (it goes into force unchecked)."""
+new check) or `activate` (it goes into force unchecked). A memory held after an outage is not
+left to a reviewer for good: once its agent's endpoint answers again, the sweep runs its check
+again (`outage_checks_back`), unless a reviewer decided first."""
 
 import datetime
 import re
 import time
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from knowledge.audit.services import audit_record
@@ -308,13 +311,39 @@ def gate_check_perform(check: GateCheck, *, actor) -> GateCheck:
 
 def gate_checks_due() -> list[int]:
     """The sweep's work: a claim older than STALE_CLAIM goes back to pending (its worker died),
-    then every pending check, oldest first."""
+    and so do the checks an outage left unchecked whose server answers again
+    (outage_checks_back); then every pending check, oldest first."""
     GateCheck.objects.filter(verdict=GateCheck.RUNNING, started_at__lt=timezone.now() - STALE_CLAIM).update(
         verdict=GateCheck.PENDING, started_at=None
     )
+    outage_checks_back()
     return list(
         GateCheck.objects.filter(verdict=GateCheck.PENDING).order_by("id").values_list("pk", flat=True)
     )
+
+
+def outage_checks_back() -> list[int]:
+    """The enforcing checks an outage ended unchecked (after MAX_DEFERRALS) whose memory the gate
+    still holds at that version — no reviewer has decided — go back to pending with their tries
+    counted anew, once the background check no longer finds their agent's endpoint down. Returns
+    their ids."""
+    held = GateCheck.objects.filter(
+        trigger=ENFORCE,
+        verdict=GateCheck.UNCHECKED,
+        deferrals__gte=MAX_DEFERRALS,
+        memory__status=Memory.QUEUED,
+        memory__queue_reason="gate",
+        memory__version=F("memory_version"),
+    ).select_related("memory__owner")
+    back = [check.pk for check in held if not outage(agent=check.memory.owner)]
+    GateCheck.objects.filter(pk__in=back, verdict=GateCheck.UNCHECKED).update(
+        verdict=GateCheck.PENDING,
+        deferrals=0,
+        started_at=None,
+        finished_at=None,
+        reason="checked again: the model server answers after an outage",
+    )
+    return back
 
 
 def gate_enqueue(*, memory: Memory) -> GateCheck | None:

@@ -12,6 +12,7 @@ from memory.gate.services import MAX_DEFERRALS, gate_context
 from memory.models import GateCheck
 from memory.recall.context import context_text
 from memory.tasks import gate_run_pending
+from tests.deferred import server_down
 from tests.factory import SYSTEM
 
 CASES = [
@@ -233,6 +234,29 @@ def test_an_outage_that_lasts_ends_as_unchecked_and_hold_leaves_it_to_a_reviewer
     memory.refresh_from_db()
     assert memory.status == Memory.ACTIVE and len(gated.requests) == asked
     assert GateCheck.objects.filter(memory=memory).count() == 1
+
+
+def test_a_memory_held_unchecked_by_an_outage_is_checked_again_once_the_server_answers(world, gated):
+    """Not left to a reviewer for good: once the server answers, the sweep runs the check
+    again by itself, and the memory goes into force when it passes."""
+    set_gate("enforce")
+    memory = write(world, GOOD)
+    world.client("reviewer").post(f"/api/memory/{memory.pk}/approve", {}, format="json")
+    gated.respond_with(lambda body: {"status": 503, "message": "upstream down"})
+    GateCheck.objects.filter(memory=memory).update(deferrals=MAX_DEFERRALS - 1)
+    run_checks()
+    assert GateCheck.objects.get(memory=memory).verdict == "unchecked"
+    server_down("default")  # the background check finds the server down: not asked again
+    assert gate_run_pending() == 0
+    assert GateCheck.objects.get(memory=memory).verdict == "unchecked"
+
+    server_down("default", down=False)  # the server is back
+    gated.respond_with(answers)
+    assert gate_run_pending() == 1
+    check = GateCheck.objects.get(memory=memory)
+    assert check.verdict == "pass" and check.deferrals == 0
+    memory.refresh_from_db()
+    assert memory.status == Memory.ACTIVE
 
 
 def test_a_cut_answer_is_asked_again_once(world, gated):
