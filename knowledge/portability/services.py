@@ -23,6 +23,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, Refused
 from knowledge.memories.exported import memory_row_exported
+from knowledge.memories.fingerprints import INTERNAL_SQL, internal_states
 from knowledge.memories.rows import memory_row_state, memory_sources_add
 from knowledge.models import (
     Agent,
@@ -425,6 +426,7 @@ def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> tuple
         if entry is None and skill is None:
             anyones.setdefault((store, content), pk)
     active = _active_by_key(agent, rows)
+    here = _rows_here(rows)
     new, present = {}, {}
     for row in rows:
         if row.get("entry") is not None and row["entry"] not in entries:
@@ -454,6 +456,7 @@ def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> tuple
             content_hash=content,
             status=status,
             reason=reason,
+            here=here,
         )
         new[row["ref"]] = (memory, row)
         plan.written["memories"] += 1
@@ -550,10 +553,52 @@ def _imported(reason: str, row: dict, file_agent: str) -> str:
     return "; ".join(filter(None, [reason, f"imported from {file_agent}'s file, written there by {said}"]))
 
 
-def _memory_insert(actor, agent, file_agent, m, *, entry, skill, content_hash, status, reason) -> Memory:
+ELSEWHERE = "elsewhere:"  # the ref of a cited row of the exporting Brain that is not here
+
+
+def _rows_here(rows) -> dict[tuple[str, str], str]:
+    """{(kind, ref): fingerprint now} of the rows of this Brain that the file's memories cite by
+    id outside the file (messages, conversations, materials …: internal kinds), one query a kind."""
+    wanted: dict[str, set] = {}
+    for row in rows:
+        for source in row.get("sources") or []:
+            if source.get("file_ref") is None and source["kind"] in INTERNAL_SQL:  # (by id or not)
+                wanted.setdefault(source["kind"], set()).add(str(source["ref"]))
+    return {
+        (kind, ref): fp
+        for kind, refs in wanted.items()
+        for ref, (fp, _) in internal_states(kind, list(refs)).items()
+    }
+
+
+def _source_in(source: dict, here: dict) -> dict:
+    """A source as recorded in the file. One citing a row of this Brain's kinds by its id stays
+    tracked only when that row is here as it was cited (the same fingerprint: the file comes from
+    this Brain, or a copy of its data); otherwise the id named a row of the exporting Brain —
+    here it is another row or none — so it is kept as `elsewhere:<id>`, untracked: never opened
+    as, or checked against, a row it is not."""
+    kind, ref = source["kind"], str(source["ref"])
+    recorded = {
+        "kind": kind,
+        "ref": ref,
+        "fingerprint": source.get("fingerprint") or "",
+        "snapshot": source.get("snapshot"),
+        "state": source.get("state") or MemorySource.UNCHANGED,
+        "checked_at": when(source.get("checked_at")),
+    }
+    by_id = ref.partition("#")[0].isdigit()  # a material's connector:ref names the same one anywhere
+    cited_here = here.get((kind, ref)) == recorded["fingerprint"] != ""
+    if kind in INTERNAL_SQL and by_id and not cited_here:
+        recorded.update(ref=(ELSEWHERE + ref)[:300], fingerprint="", state=MemorySource.UNTRACKED)
+    return recorded
+
+
+def _memory_insert(
+    actor, agent, file_agent, m, *, entry, skill, content_hash, status, reason, here: dict
+) -> Memory:
     """One file memory with its whole version history and its sources as they were recorded
-    (fingerprints and snapshots kept: the provenance check compares against them), authored by
-    the importer."""
+    (fingerprints and snapshots kept: the provenance check compares against them; `_source_in`),
+    authored by the importer."""
     # The state _status decided and the importer as author, over what the file says; the row
     # goes in through the import's one row function.
     decided = {"status": status, "queue_reason": reason, "author_kind": actor.kind, "author_name": actor.name}
@@ -583,14 +628,7 @@ def _memory_insert(actor, agent, file_agent, m, *, entry, skill, content_hash, s
             for v in m["versions"]
         ],
         sources=[
-            {
-                "kind": s["kind"],
-                "ref": s["ref"],
-                "fingerprint": s.get("fingerprint") or "",
-                "snapshot": s.get("snapshot"),
-                "state": s.get("state") or MemorySource.UNCHANGED,
-                "checked_at": when(s.get("checked_at")),
-            }
+            _source_in(s, here)
             for s in m.get("sources") or []
             if s.get("file_ref") is None  # cited once every row of the file has its id (_cite)
         ],

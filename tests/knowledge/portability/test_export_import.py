@@ -361,3 +361,46 @@ def test_a_reference_the_import_cannot_carry_over_is_refused_and_writes_nothing(
         )
     assert told.format(old=old.pk) in str(refused.value.detail)
     assert _counts() == before
+
+
+def test_a_cited_message_stays_tracked_only_where_it_is_the_message_cited(world):
+    """A memory citing a message by id: imported into the Brain it came from, the source is
+    still that message, tracked (a change of it still requeues the memory); imported where that
+    id is another message (another Brain), it is kept as `elsewhere:<id>`, untracked — never
+    shown as, nor checked against, a message it is not."""
+    from memory.provenance.services import provenance_check
+
+    [said] = factory.post_messages(world.general, [{"speaker": "alice", "text": "The printer code is 4471."}])
+    factory.make_memory(
+        world.copilot,
+        "The printer code is 4471.",
+        store="self",
+        sources=[{"kind": "message", "ref": str(said)}],
+    )
+    text = _export(world.copilot)
+    admin = Principal.for_user(world.admin)
+
+    _wipe("copilot")
+    agent_import(actor=admin, lines=io.StringIO(text))  # the Brain it came from
+    source = MemorySource.objects.get(memory__text="The printer code is 4471.")
+    assert (source.ref, source.state) == (str(said), "unchanged") and source.fingerprint
+
+    # Elsewhere: the same id names another message (here: the message says something else now).
+    from knowledge.models import Message
+
+    Message.objects.filter(pk=said).update(text="Lunch is at noon.")
+    _wipe("copilot")
+    agent_import(actor=admin, lines=io.StringIO(text))
+    memory = Memory.objects.get(text="The printer code is 4471.")
+    source = memory.sources.get()
+    assert (source.kind, source.ref, source.state, source.fingerprint) == (
+        "message",
+        f"elsewhere:{said}",
+        "untracked",
+        "",
+    )
+    status = memory.status
+    provenance_check(actor=factory.SYSTEM)  # the check leaves it alone: nothing here to compare
+    memory.refresh_from_db()
+    assert memory.status == status and memory.sources.get().state == "untracked"
+    assert not memory.status_reason.startswith("re-check")
