@@ -23,8 +23,7 @@ from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid, Refused
 from knowledge.memories.exported import memory_row_exported
-from knowledge.memories.fingerprints import INTERNAL_SQL, internal_states
-from knowledge.memories.rows import memory_row_state, memory_sources_add
+from knowledge.memories.rows import memory_row_state
 from knowledge.models import (
     Agent,
     AgentSkill,
@@ -33,7 +32,6 @@ from knowledge.models import (
     Entry,
     EntryRelation,
     Memory,
-    MemorySource,
     Person,
     PinnedMemo,
     Skill,
@@ -53,6 +51,7 @@ from knowledge.portability.checks import (
     parse_export,
     when,
 )
+from knowledge.portability.sources import cite, cited, rows_here, source_in, with_file_ref
 from knowledge.principal import ADMIN, Principal
 from knowledge.stores import parse_scope
 
@@ -126,7 +125,7 @@ def export_rows(agent: Agent) -> list[dict]:
             for v in sorted(m.versions.all(), key=lambda v: v.version)
         ]
         row["sources"] = [
-            _with_file_ref(
+            with_file_ref(
                 {**{f: getattr(s, f) for f in SOURCE_FIELDS}, "checked_at": _iso(s.checked_at)},
                 memory_ref,
                 entry_ref,
@@ -140,21 +139,9 @@ def export_rows(agent: Agent) -> list[dict]:
         row = {"type": "relation", "source": entry_ref[r.source_id], "target": entry_ref[r.target_id]}
         for f in RELATION_FIELDS:
             row[f] = _iso(getattr(r, f)) if f in ("valid_from", "valid_to") else getattr(r, f)
-        row["sources"] = [_with_file_ref(s, memory_ref, entry_ref) for s in row["sources"]]
+        row["sources"] = [with_file_ref(s, memory_ref, entry_ref) for s in row["sources"]]
         rows.append(row)
     return rows
-
-
-def _with_file_ref(source, memory_ref: dict, entry_ref: dict):
-    """A source as exported: one naming a memory or entry of the file also names it by the
-    file's ref (`file_ref`), so an import cites the row it brings in, not this Brain's id."""
-    if not isinstance(source, dict):
-        return source
-    rows = {"memory": memory_ref, "entry": entry_ref}.get(source.get("kind"))
-    ref = str(source.get("ref"))
-    if rows is not None and ref.isdigit() and int(ref) in rows:
-        return {**source, "file_ref": rows[int(ref)]}
-    return source
 
 
 # --- import ---------------------------------------------------------------------------------
@@ -310,7 +297,7 @@ def _write(actor, data, *, name, existing, replace, shared) -> ImportPlan:
     _relations(actor, data, plan, entries, here)
     if memories:
         _link(memories, here["memory"])
-        _cite(memories, here)
+        cite(memories, here)
     if any(plan.written.values()):
         audit_record(
             "agent.imported",
@@ -426,7 +413,7 @@ def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> tuple
         if entry is None and skill is None:
             anyones.setdefault((store, content), pk)
     active = _active_by_key(agent, rows)
-    here = _rows_here(rows)
+    here = rows_here(rows)
     new, present = {}, {}
     for row in rows:
         if row.get("entry") is not None and row["entry"] not in entries:
@@ -508,22 +495,6 @@ def _link(new: dict, here: dict) -> None:
             memory_row_state(memory, **update)
 
 
-def _cited(source: dict, here: dict) -> dict:
-    """A source naming a row of the file (`file_ref`) as the row it is here; one whose row did
-    not come in (left out, or held by another agent) keeps the id it had where it was exported."""
-    found = here[source["kind"]].get(source["file_ref"])
-    return {"kind": source["kind"], "ref": str(found) if found else str(source["ref"])}
-
-
-def _cite(new: dict, here: dict) -> None:
-    """The sources of the imported memories that name rows of the file, once every row has its
-    id here, each fingerprinted as that row is now (memory_sources_add)."""
-    for memory, row in new.values():
-        cited = [_cited(s, here) for s in row.get("sources") or [] if s.get("file_ref") is not None]
-        if cited:  # two file refs may be one row here (a present one): cite it once
-            memory_sources_add(memory, list({(s["kind"], s["ref"]): s for s in cited}.values()))
-
-
 def _relations(actor, data, plan, entries, here) -> None:
     for r in data["relation"]:
         source, target = entries.get(r["source"]), entries.get(r["target"])
@@ -536,7 +507,7 @@ def _relations(actor, data, plan, entries, here) -> None:
             target=target,
             predicate=r["predicate"],
             sources=[
-                _cited(s, here) if isinstance(s, dict) and s.get("file_ref") is not None else s
+                cited(s, here) if isinstance(s, dict) and s.get("file_ref") is not None else s
                 for s in r["sources"]
             ],
             valid_from=when(r.get("valid_from"), parse_date),
@@ -553,51 +524,11 @@ def _imported(reason: str, row: dict, file_agent: str) -> str:
     return "; ".join(filter(None, [reason, f"imported from {file_agent}'s file, written there by {said}"]))
 
 
-ELSEWHERE = "elsewhere:"  # the ref of a cited row of the exporting Brain that is not here
-
-
-def _rows_here(rows) -> dict[tuple[str, str], str]:
-    """{(kind, ref): fingerprint now} of the rows of this Brain that the file's memories cite by
-    id outside the file (messages, conversations, materials …: internal kinds), one query a kind."""
-    wanted: dict[str, set] = {}
-    for row in rows:
-        for source in row.get("sources") or []:
-            if source.get("file_ref") is None and source["kind"] in INTERNAL_SQL:  # (by id or not)
-                wanted.setdefault(source["kind"], set()).add(str(source["ref"]))
-    return {
-        (kind, ref): fp
-        for kind, refs in wanted.items()
-        for ref, (fp, _) in internal_states(kind, list(refs)).items()
-    }
-
-
-def _source_in(source: dict, here: dict) -> dict:
-    """A source as recorded in the file. One citing a row of this Brain's kinds by its id stays
-    tracked only when that row is here as it was cited (the same fingerprint: the file comes from
-    this Brain, or a copy of its data); otherwise the id named a row of the exporting Brain —
-    here it is another row or none — so it is kept as `elsewhere:<id>`, untracked: never opened
-    as, or checked against, a row it is not."""
-    kind, ref = source["kind"], str(source["ref"])
-    recorded = {
-        "kind": kind,
-        "ref": ref,
-        "fingerprint": source.get("fingerprint") or "",
-        "snapshot": source.get("snapshot"),
-        "state": source.get("state") or MemorySource.UNCHANGED,
-        "checked_at": when(source.get("checked_at")),
-    }
-    by_id = ref.partition("#")[0].isdigit()  # a material's connector:ref names the same one anywhere
-    cited_here = here.get((kind, ref)) == recorded["fingerprint"] != ""
-    if kind in INTERNAL_SQL and by_id and not cited_here:
-        recorded.update(ref=(ELSEWHERE + ref)[:300], fingerprint="", state=MemorySource.UNTRACKED)
-    return recorded
-
-
 def _memory_insert(
     actor, agent, file_agent, m, *, entry, skill, content_hash, status, reason, here: dict
 ) -> Memory:
     """One file memory with its whole version history and its sources as they were recorded
-    (fingerprints and snapshots kept: the provenance check compares against them; `_source_in`),
+    (fingerprints and snapshots kept: the provenance check compares against them; `source_in`),
     authored by the importer."""
     # The state _status decided and the importer as author, over what the file says; the row
     # goes in through the import's one row function.
@@ -628,9 +559,9 @@ def _memory_insert(
             for v in m["versions"]
         ],
         sources=[
-            _source_in(s, here)
+            source_in(s, here)
             for s in m.get("sources") or []
-            if s.get("file_ref") is None  # cited once every row of the file has its id (_cite)
+            if s.get("file_ref") is None  # cited once every row of the file has its id (cite)
         ],
         created_at=when(m.get("created_at")),
     )
