@@ -16,11 +16,15 @@ def consolidation_job(*, actor: dict, owner: int | None = None, store: str = "")
         store=store,
     )
     groups = plan.counts.get("groups", 0)
-    return {
+    result = {
         "plan": plan.pk,
         "state": plan.state,
         "summary": f"Plan #{plan.pk} is {plan.state} ({groups} changes).",
     }
+    if "deferred: " in (plan.model_note or ""):
+        # an outage: its model work waits and the run comes back by itself (not done)
+        result.update(state="deferred", summary=f"{result['summary']} {plan.model_note}"[:2000])
+    return result
 
 
 def reconcile_job(*, actor: dict, agent: int) -> dict:

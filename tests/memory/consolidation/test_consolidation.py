@@ -236,6 +236,25 @@ def test_an_outage_defers_the_model_work_which_runs_when_the_server_answers(worl
     assert not deferred("memory.consolidation.plans.consolidation_resume")
 
 
+def test_a_consolidation_job_whose_model_work_was_deferred_says_so(world, model_stub, settings):
+    """Run now from the console or the API during an outage: the job ends deferred, not done,
+    saying why; the run comes back by itself."""
+    from knowledge.llm.jobs import job_run
+    from knowledge.models import ModelJob
+    from tests.deferred import deferred, server_down
+
+    settings.BRAIN_MODEL_MAX_RETRIES = 0
+    remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
+    remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
+    server_down()
+    queued = world.client("admin").post("/api/memory-consolidations/run", {}, format="json")
+    assert queued.status_code == 202, queued.content
+    assert job_run(queued.json()["id"]) == "deferred"
+    job = ModelJob.objects.get(pk=queued.json()["id"])
+    assert job.state == ModelJob.DEFERRED and "deferred: unreachable" in job.result["summary"]
+    assert len(deferred("memory.consolidation.plans.consolidation_resume")) == 1
+
+
 def test_malformed_model_output_writes_nothing(world, model_stub):
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
