@@ -57,7 +57,7 @@ def defer_later(func: str, *args, deferrals: int, what: str) -> datetime:
         args=repr(tuple(args)),
         kwargs=repr({"deferrals": deferrals}),
         schedule_type=Schedule.ONCE,
-        repeats=1,
+        repeats=-1,  # a one-off schedule django-q2 deletes once it has started its task
         next_run=at,
     )
     return at
