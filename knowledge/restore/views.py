@@ -1,7 +1,6 @@
 """Console: the Knowledge page's Audit tab — filter the trail, preview an event's before/after,
 and restore one event or a selected batch atomically (admins)."""
 
-import dataclasses
 import math
 
 from django.contrib import messages
@@ -47,7 +46,9 @@ def audit_list(request):
         filters, page = AuditFilters(owner=owner), 1
     qs = audit_events(filters)
     count = qs.count()
-    restorable = audit_events(dataclasses.replace(filters, restorable=True)).count() if filters.batch else 0
+    # what "restore the whole batch" restores: every restorable event of it, whatever else is filtered
+    batch = AuditFilters(batch=filters.batch, restorable=True)
+    restorable = audit_events(batch).count() if filters.batch else 0
     events = list(qs[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
     query = request.GET.copy()
     query.pop("page", None)
