@@ -54,23 +54,31 @@ def asgi_observed(app, route: str):
         if scope["type"] != "http":
             return await app(scope, receive, send)
         started = time.perf_counter()
-        status = 500
+        status, counted = 500, False
+
+        def count():
+            nonlocal counted
+            if not counted:
+                counted = True
+                instruments.http_observe(
+                    route=route,
+                    method=scope.get("method", ""),
+                    status=status,
+                    seconds=time.perf_counter() - started,
+                )
 
         async def sending(message):
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                count()  # before the client has the whole response: a scrape after it sees it
             await send(message)
 
         try:
             await app(scope, receive, sending)
         finally:
-            instruments.http_observe(
-                route=route,
-                method=scope.get("method", ""),
-                status=status,
-                seconds=time.perf_counter() - started,
-            )
+            count()  # a response cut short (or none) counts too
 
     return observed
 

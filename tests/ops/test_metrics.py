@@ -139,6 +139,33 @@ def test_mcp_requests_are_counted_beside_django_ones(db, metrics_on):
     assert value(after, http, f"{http}_total", **labels) - value(before, http, f"{http}_total", **labels) == 1
 
 
+def test_an_asgi_response_is_counted_before_its_client_has_it():
+    """The count is taken when the last body message goes out, not after the app returns (the
+    client may scrape in between: a response it holds is always counted)."""
+    import asyncio
+
+    from brainsite.ops.metrics import asgi_observed
+    from knowledge.metrics import http_requests
+
+    def counted() -> float:
+        return http_requests.labels("/test-asgi/", "POST", "401")._value.get()
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 401, "headers": []})
+        await send({"type": "http.response.body", "body": b"no", "more_body": False})
+        await asyncio.sleep(0)  # the app's own cleanup, after the client has the response
+
+    seen = []
+
+    async def send(message):
+        if message["type"] == "http.response.body":
+            seen.append(counted())
+
+    before = counted()
+    asyncio.run(asgi_observed(app, "/test-asgi/")({"type": "http", "method": "POST"}, None, send))
+    assert seen == [before + 1] and counted() == before + 1
+
+
 def test_finished_jobs_are_counted_by_function_and_outcome(db, metrics_on):
     """The worker connects this receiver to django-q2's post_execute (brainsite.ops.worker);
     here tasks run inline (the test settings' sync cluster), through the same monitor code."""
