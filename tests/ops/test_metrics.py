@@ -143,6 +143,7 @@ def test_an_asgi_response_is_counted_before_its_client_has_it():
     """The count is taken when the last body message goes out, not after the app returns (the
     client may scrape in between: a response it holds is always counted)."""
     import asyncio
+    import threading
 
     from brainsite.ops.metrics import asgi_observed
     from knowledge.metrics import http_requests
@@ -162,7 +163,11 @@ def test_an_asgi_response_is_counted_before_its_client_has_it():
             seen.append(counted())
 
     before = counted()
-    asyncio.run(asgi_observed(app, "/test-asgi/")({"type": "http", "method": "POST"}, None, send))
+    call = asgi_observed(app, "/test-asgi/")({"type": "http", "method": "POST"}, None, send)
+    # in a thread of its own: the browser tests' Playwright keeps an event loop in this one
+    thread = threading.Thread(target=asyncio.run, args=(call,))
+    thread.start()
+    thread.join()
     assert seen == [before + 1] and counted() == before + 1
 
 
