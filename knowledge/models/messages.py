@@ -5,6 +5,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import F, Func
 from pgvector.django import HnswIndex, VectorField
 
 from knowledge.models.memories import EMBEDDING_DIMENSIONS
@@ -73,7 +74,18 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["channel", "ts"], name="message_channel_ts"),
             models.Index(fields=["channel", "thread", "ts"], name="message_thread_ts"),
-            GinIndex(fields=["search"], name="message_search_gin"),
+            # The words with the channel and the day beside them (migration 0027), so the keyword
+            # route selects "these words in this channel or these days" inside the index.
+            GinIndex(
+                Func(
+                    F("search"),
+                    F("channel_id"),
+                    F("ts"),
+                    function="brain_message_keys",
+                    output_field=SearchVectorField(),
+                ),
+                name="message_keys_gin",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["channel", "external_id"], name="message_external_id_unique"),

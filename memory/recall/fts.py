@@ -11,6 +11,9 @@ CONFIG = "english"
 MEMORY_TSV = "{t}.search"
 ENTRY_TSV = "{t}.head_vector"
 MESSAGE_TSV = "{t}.search"
+# What the messages' GIN index holds (migration 0027): the words, the channel ('~c<id>') and the
+# day ('~d<n>'). Matching goes through it; scoring reads the words (MESSAGE_TSV).
+MESSAGE_KEYS = "brain_message_keys({t}.search, {t}.channel_id, {t}.ts)"
 
 
 def memory_tsv(alias: str) -> str:
@@ -23,3 +26,7 @@ def entry_tsv(alias: str) -> str:
 
 def message_tsv(alias: str) -> str:
     return MESSAGE_TSV.format(t=alias)
+
+
+def message_keys(alias: str) -> str:
+    return MESSAGE_KEYS.format(t=alias)

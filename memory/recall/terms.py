@@ -163,6 +163,19 @@ class Selection:
     def tsquery(self) -> str:
         return (" & " if self.together else " | ").join(t.tsquery for t in self.terms)
 
+    @property
+    def expected(self) -> float:
+        """The documents expected to hold the selection: the terms' documents added up, or,
+        `together`, the rarest's documents times the others' shares."""
+        if not self.terms:
+            return 0.0
+        if not self.together:
+            return float(sum(t.docs for t in self.terms))
+        expected = float(self.terms[0].docs)
+        for term in self.terms[1:]:
+            expected *= term.share
+        return expected
+
 
 def candidate_selection(weighed: Weighed) -> Selection:
     """How a keyword route selects its candidates: the rarest terms, any of them, while their

@@ -1,0 +1,66 @@
+"""Newest first, when the message route's words are everywhere.
+
+The route's candidate selection (terms.candidate_selection) bounds the rows a search reads by
+its words' documents. On a large corpus even the rarest words of a question can be in tens of
+thousands of messages, and PostgreSQL visits each matching row to test its scope and time. Then
+the selection is narrowed inside the index (whose keys hold each message's channel and day,
+migration 0027) to the conversation's own channel, in full, and the newest days of the rest:
+as many days as the selection is expected to find about WINDOW_DOCS rows in. A rare word is
+never narrowed (its documents are within the bound), and neither is a corpus whose newest days
+would be most of it — so a search reads about the same rows at a million messages as at a
+hundred thousand, and the answers differ only for words common enough that the newest of their
+messages are what the route ranks first anyway (ties go to the newest).
+
+The days are counted exactly on every write (knowledge_termstat, corpus 'message_day'): the same
+search over the same data reads the same days."""
+
+from datetime import datetime
+
+from memory.recall.terms import CANDIDATE_DOCS, Selection
+
+# About the rows a narrowed selection reads outside the conversation's own channel.
+WINDOW_DOCS = CANDIDATE_DOCS
+# Newest days holding more than this share of the corpus: narrowing would save too little.
+MOST = 0.5
+DAY_SECONDS = 86_400
+DAYS_SQL = (
+    "SELECT lexeme, sum(docs) FROM knowledge_termstat WHERE corpus = 'message_day' "
+    "GROUP BY lexeme HAVING sum(docs) > 0",
+    [],
+)
+
+
+def day_number(when: datetime) -> int:
+    """Whole days since 1970-01-01 UTC (the index's '~d' key of a message at `when`)."""
+    return int(when.timestamp() // DAY_SECONDS)
+
+
+def needs_window(selection: Selection) -> bool:
+    """Whether the selection is expected to read more than WINDOW_DOCS rows (then DAYS_SQL's
+    counts decide the window)."""
+    return selection.expected > WINDOW_DOCS
+
+
+def window_keys(
+    selection: Selection, days: list[tuple], docs: int, channel_id: int | None, now: datetime
+) -> str:
+    """The index keys the selection is narrowed to, as a tsquery ('~c<own channel>' | '~d<day>'
+    | …), or "" for no narrowing. `days` are DAYS_SQL's rows, `docs` the corpus's messages."""
+    expected = selection.expected
+    if expected <= WINDOW_DOCS or docs <= 0:
+        return ""
+    wanted = docs * WINDOW_DOCS / expected
+    today = day_number(now)
+    newest_first = sorted(((int(day), int(n)) for day, n in days if int(day) <= today), reverse=True)
+    chosen, total = [], 0
+    for day, count in newest_first:
+        chosen.append(day)
+        total += count
+        if total >= wanted:
+            break
+    if total >= wanted and total <= MOST * docs:
+        keys = [f"'~d{day}'" for day in chosen]
+        if channel_id is not None:
+            keys.insert(0, f"'~c{int(channel_id)}'")
+        return " | ".join(keys)
+    return ""

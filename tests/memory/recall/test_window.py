@@ -1,0 +1,148 @@
+"""Newest first when a question's words are everywhere (memory.recall.window): the message route
+narrows such a selection inside the index to the conversation's own channel, in full, and the
+newest days of the rest; rare words are never narrowed; the day counts it reads stay exact."""
+
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from knowledge.models import Message
+from memory.recall import routes, window
+from memory.recall.terms import Selection, Term
+from tests import factory
+
+NOW = timezone.now().replace(microsecond=0)
+
+
+def search(client, conv, q, k=50):
+    response = client.post(
+        "/api/memory/search", {"agent": "copilot", "conversation": conv.pk, "q": q, "k": k}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    return response.json()["results"]
+
+
+def keyword_ids(results) -> set[int]:
+    return {r["id"] for r in results if r["kind"] == "message" and "keyword_messages" in r["routes"]}
+
+
+def _days_counted() -> dict[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(*window.DAYS_SQL)
+        return {int(day): int(n) for day, n in cursor.fetchall()}
+
+
+def _days_exact() -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for ts in Message.objects.values_list("ts", flat=True):
+        counts[window.day_number(ts)] = counts.get(window.day_number(ts), 0) + 1
+    return counts
+
+
+def test_the_day_counts_stay_exact_through_inserts_and_deletes(world):
+    factory.post_messages(
+        world.general,
+        [
+            {"speaker": "bob", "text": f"note {i}", "ts": NOW - timedelta(days=i % 4, hours=i)}
+            for i in range(12)
+        ],
+    )
+    factory.post_messages(
+        world.support, [{"speaker": "alice", "text": "late", "ts": NOW - timedelta(days=40)}]
+    )
+    assert _days_counted() == _days_exact() and sum(_days_exact().values()) == 13
+    Message.objects.filter(channel=world.general, ts__lt=NOW - timedelta(days=2)).delete()
+    assert _days_counted() == _days_exact()
+
+
+def _term(lexeme, docs, corpus_docs):
+    return Term(lexeme=lexeme, idf=1.0, share=docs / corpus_docs, docs=docs)
+
+
+def test_the_window_holds_the_own_channel_and_enough_newest_days():
+    today = window.day_number(NOW)
+    days = [(str(today - d), 100) for d in range(100)]  # 10,000 messages, 100 a day
+    rare = Selection([_term("e4012", 40, 10_000)])
+    assert window.window_keys(rare, days, 10_000, 7, NOW) == ""  # within the bound: every day
+    common = Selection([_term("billing", 8_000, 10_000)])  # 8,000 expected: a quarter suffices
+    keys = window.window_keys(common, days, 10_000, 7, NOW).split(" | ")
+    assert keys[0] == "'~c7'"
+    assert keys[1:] == [f"'~d{today - d}'" for d in range(25)]  # 2,500 × 8,000 / 10,000 = 2,000
+    assert window.window_keys(common, days, 10_000, None, NOW).split(" | ") == keys[1:]
+    # Newest days that would be most of the corpus save too little: no narrowing.
+    assert window.window_keys(Selection([_term("billing", 3_000, 10_000)]), days, 10_000, 7, NOW) == ""
+    # Days after `now` (a search as of an earlier time) are not counted.
+    later = [(str(today + 1), 5_000), *days]
+    assert window.window_keys(common, later, 15_000, 7, NOW).split(" | ")[1] == f"'~d{today}'"
+
+
+def test_the_keyword_statement_selects_through_the_keys_index(world):
+    from memory.recall.terms import Weighed
+
+    weighed = Weighed([_term("billing", 5, 10)], avg_length=4.0, docs=10)
+    sql, params = routes._keyword_rows(
+        routes.MESSAGE,
+        weighed,
+        "knowledge_message.store <> %s",  # a scope no other index answers
+        [""],
+        "knowledge_message.ts",
+        10,
+        f"'~c{world.general.pk}' | '~d{window.day_number(NOW)}'",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "message_keys_gin" in plan, plan
+
+
+def test_common_words_read_the_own_channel_in_full_and_the_newest_days_of_the_rest(world, monkeypatch):
+    conv = factory.make_conversation(world.copilot, world.general)
+    other = factory.make_channel("billing-ops")
+    factory.make_conversation(world.copilot, other)  # copilot takes part there: its shared store is read
+    old_other = factory.post_messages(
+        other,
+        [
+            {
+                "speaker": "bob",
+                "text": f"billing service outage report {i}",
+                "ts": NOW - timedelta(days=90, hours=i),
+            }
+            for i in range(10)
+        ],
+    )
+    new_other = factory.post_messages(
+        other,
+        [
+            {
+                "speaker": "bob",
+                "text": f"billing service outage report {20 + i}",
+                "ts": NOW - timedelta(hours=i + 1),
+            }
+            for i in range(10)
+        ],
+    )
+    (old_own,) = factory.post_messages(
+        world.general,
+        [
+            {
+                "speaker": "alice",
+                "text": "billing service outage in our channel",
+                "ts": NOW - timedelta(days=120),
+            }
+        ],
+    )
+    (rare_old,) = factory.post_messages(
+        other,
+        [{"speaker": "bob", "text": "error ZQX-7781 on the billing service", "ts": NOW - timedelta(days=95)}],
+    )
+    client = world.client("copilot")
+    before = keyword_ids(search(client, conv, "billing service outage"))
+    assert set(old_other) <= before and set(new_other) <= before and old_own in before
+
+    monkeypatch.setattr(window, "WINDOW_DOCS", 4)  # as if these words were in a million messages
+    narrowed = keyword_ids(search(client, conv, "billing service outage"))
+    assert set(new_other) <= narrowed and old_own in narrowed  # the newest days; the own channel in full
+    assert not set(old_other) & narrowed and rare_old not in narrowed
+    assert rare_old in keyword_ids(search(client, conv, "ZQX-7781"))  # a rare word reads every day
