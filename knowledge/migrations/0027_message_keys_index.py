@@ -101,4 +101,6 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunSQL(DAY_COUNTS, DAY_COUNTS_REVERSE),
+        # The planner's statistics of the new index expression, before the first search needs them.
+        migrations.RunSQL("ANALYZE knowledge_message", migrations.RunSQL.noop),
     ]

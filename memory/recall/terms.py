@@ -164,17 +164,15 @@ class Selection:
         return (" & " if self.together else " | ").join(t.tsquery for t in self.terms)
 
     @property
-    def expected(self) -> float:
-        """The documents expected to hold the selection: the terms' documents added up, or,
-        `together`, the rarest's documents times the others' shares."""
+    def most(self) -> float:
+        """The most documents the selection can hold: the terms' documents added up, or,
+        `together`, the rarest's (words of one question often come together: "billing service"
+        is in as many messages as "billing")."""
         if not self.terms:
             return 0.0
-        if not self.together:
-            return float(sum(t.docs for t in self.terms))
-        expected = float(self.terms[0].docs)
-        for term in self.terms[1:]:
-            expected *= term.share
-        return expected
+        if self.together:
+            return float(min(t.docs for t in self.terms))
+        return float(sum(t.docs for t in self.terms))
 
 
 def candidate_selection(weighed: Weighed) -> Selection:

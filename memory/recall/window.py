@@ -5,7 +5,10 @@ its words' documents. On a large corpus even the rarest words of a question can 
 thousands of messages, and PostgreSQL visits each matching row to test its scope and time. Then
 the selection is narrowed inside the index (whose keys hold each message's channel and day,
 migration 0027) to the conversation's own channel, in full, and the newest days of the rest:
-as many days as the selection is expected to find about WINDOW_DOCS rows in. A rare word is
+as many days as hold at most about WINDOW_DOCS of its rows. (How many rows hold all of a
+question's words is not known before reading them; words of one question often come together —
+"billing service", "network drive" — so the bound is the rarest word's documents, not the product
+of the words' shares.) A rare word is
 never narrowed (its documents are within the bound), and neither is a corpus whose newest days
 would be most of it — so a search reads about the same rows at a million messages as at a
 hundred thousand, and the answers differ only for words common enough that the newest of their
@@ -36,9 +39,9 @@ def day_number(when: datetime) -> int:
 
 
 def needs_window(selection: Selection) -> bool:
-    """Whether the selection is expected to read more than WINDOW_DOCS rows (then DAYS_SQL's
-    counts decide the window)."""
-    return selection.expected > WINDOW_DOCS
+    """Whether the selection may read more than WINDOW_DOCS rows (then DAYS_SQL's counts decide
+    the window)."""
+    return selection.most > WINDOW_DOCS
 
 
 def window_keys(
@@ -46,10 +49,10 @@ def window_keys(
 ) -> str:
     """The index keys the selection is narrowed to, as a tsquery ('~c<own channel>' | '~d<day>'
     | …), or "" for no narrowing. `days` are DAYS_SQL's rows, `docs` the corpus's messages."""
-    expected = selection.expected
-    if expected <= WINDOW_DOCS or docs <= 0:
+    most = selection.most
+    if most <= WINDOW_DOCS or docs <= 0:
         return ""
-    wanted = docs * WINDOW_DOCS / expected
+    wanted = docs * WINDOW_DOCS / most
     today = day_number(now)
     newest_first = sorted(((int(day), int(n)) for day, n in days if int(day) <= today), reverse=True)
     chosen, total = [], 0
