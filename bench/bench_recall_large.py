@@ -10,7 +10,9 @@ of the same kind with small noise, and the HNSW indexes are rebuilt once. Those 
 for timing searches (the index, the filters and the rows read are those of a real store), not
 for recall quality. Then the same HTTP searches as bench_recall.
 
-BRAIN_BENCH_LARGE_MESSAGES (default 1,000,000) runs it at another size."""
+BRAIN_BENCH_LARGE_MESSAGES (default 1,000,000) runs it at another size. The world is first built
+at the curve's smaller points (BRAIN_BENCH_LARGE_SIZES, default 100,000) and timed there, then
+grown: one run gives the ratio of the largest size's p95 to the first's."""
 
 import os
 import random
@@ -32,6 +34,16 @@ from memory.recall.routes import vector_literal
 TOTAL = int(os.environ.get("BRAIN_BENCH_LARGE_MESSAGES", "1000000"))
 THROUGH_API = min(int(os.environ.get("BRAIN_BENCH_LARGE_API", "50000")), TOTAL)
 EMBED_SECONDS = float(os.environ.get("BRAIN_BENCH_LARGE_EMBED_SECONDS", "300"))
+# The curve's points (messages): one world grown through them, the searches timed at each; the
+# largest over the first is the scaling figure (BRAIN_BENCH_LARGE_SIZES, comma-separated).
+SIZES = sorted(
+    {TOTAL}
+    | {
+        int(size)
+        for size in os.environ.get("BRAIN_BENCH_LARGE_SIZES", "100000").split(",")
+        if size.strip() and int(size) < TOTAL
+    }
+)
 CHUNK = 50_000
 HNSW_INDEXES = ("message_embedding_hnsw", "memory_embedding_hnsw")
 
@@ -43,8 +55,8 @@ def _stage(name: str, start: float) -> float:
 
 
 def _insert_messages(channels, gen, rng, first: int, total: int) -> None:
-    """Messages first..total-1, set-wise, with the stores and speakers the API gave the first ones
-    in the same channels (the rule message_ingest applies)."""
+    """Messages first..total-1, set-wise, spread over the benchmark's days, with the stores and
+    speakers the API gave the first ones in the same channels (the rule message_ingest applies)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT ON (channel_id) channel_id, store, posted_by FROM knowledge_message "
@@ -72,7 +84,8 @@ def _insert_messages(channels, gen, rng, first: int, total: int) -> None:
             cols["person"].append(people[speaker])
             cols["speaker"].append(speaker)
             cols["text"].append(gen.message())
-            cols["ts"].append(now - timedelta(days=B.DAYS * (1 - i / total), minutes=rng.random() * 60))
+            span = (i - first) / (total - first)  # each call's messages cover all DAYS
+            cols["ts"].append(now - timedelta(days=B.DAYS * (1 - span), minutes=rng.random() * 60))
             cols["ext"].append(f"m-{i}")
             cols["by"].append(posted)
         with connection.cursor() as cursor:
@@ -166,15 +179,18 @@ def run(report):
     t = time.perf_counter()
     reset_recall_tables()
     copilot, integration, channels = B._world(rng)
+    first = SIZES[0]
+    through_api = min(THROUGH_API, first)
     with override_settings(BRAIN_EMBEDDING_KICK=False):
         B._ingest(
-            report, B._client(B._token(integration=integration)), channels, gen, rng, THROUGH_API, label
+            report, B._client(B._token(integration=integration)), channels, gen, rng, through_api, label
         )
-    t = _stage(f"{THROUGH_API:,} messages through the API", t)
-    _insert_messages(channels, gen, rng, THROUGH_API, TOTAL)
-    t = _stage(f"{TOTAL - THROUGH_API:,} messages set-wise", t)
-    B._knowledge(copilot, channels, gen, rng, TOTAL // 5, TOTAL // 20)
-    t = _stage(f"{TOTAL // 5:,} memories, {TOTAL // 20:,} entries", t)
+    t = _stage(f"{through_api:,} messages through the API", t)
+    _insert_messages(channels, gen, rng, through_api, first)
+    B._knowledge(copilot, channels, gen, rng, first // 5, first // 20)
+    t = _stage(
+        f"{first - through_api:,} messages set-wise, {first // 5:,} memories, {first // 20:,} entries", t
+    )
     sample = [m.text for m in Memory.objects.all()[:4000]]
     t0 = time.perf_counter()
     embeddings.embed_texts(sample)
@@ -190,9 +206,27 @@ def run(report):
         f"before them; the model alone: {model_only:,.0f} texts/s",
     )
     t = _stage("embedding backlog (sample)", t)
-    written = _fill_vectors()
-    t = _stage(f"{written:,} vectors set-wise and the HNSW indexes built", t)
-    analyze()
-    t = _stage("VACUUM ANALYZE", t)
-    B.http_figures(report, copilot, gen, rng, label)
-    _stage("searches", t)
+    p95: dict[int, float] = {}
+    held = first
+    for size in SIZES:  # one world, grown through the curve's points
+        if size > held:
+            _insert_messages(channels, gen, rng, held, size)
+            B._knowledge(copilot, channels, gen, rng, (size - held) // 5, (size - held) // 20)
+            t = _stage(f"grown to {size:,} messages", t)
+            held = size
+        written = _fill_vectors()
+        t = _stage(f"{written:,} vectors set-wise and the HNSW indexes built", t)
+        analyze()
+        t = _stage("VACUUM ANALYZE", t)
+        figures = B.http_figures(report, copilot, gen, rng, f"at {size // 1000:,}k messages: ")
+        p95[size] = figures[10][1]
+        t = _stage(f"searches at {size:,}", t)
+    if len(SIZES) > 1:
+        top, base = SIZES[-1], SIZES[0]
+        report(
+            f"memory_search k=10 p95 (HTTP) at {top // 1000:,}k / at {base // 1000:,}k messages",
+            p95[top] / p95[base],
+            "×",
+            target="≤ 1.3",
+            note=f"{p95[top]:.1f} / {p95[base]:.1f} ms, one world grown from {base:,} to {top:,} messages",
+        )

@@ -97,6 +97,25 @@ def test_the_keyword_statement_selects_through_the_keys_index(world):
     assert "message_keys_gin" in plan, plan
 
 
+def test_the_candidates_are_read_through_the_index_once_however_many_words(world):
+    from memory.recall.terms import Weighed
+
+    words = [_term(w, 3, 10) for w in ("billing", "servic", "export", "report", "outag")]
+    sql, params = routes._keyword_rows(
+        routes.MESSAGE,
+        Weighed(words, avg_length=4.0, docs=10),
+        "knowledge_message.store <> %s",
+        [""],
+        "knowledge_message.ts",
+        10,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert plan.count("Bitmap Index Scan on message_keys_gin") == 1, plan
+
+
 def test_common_words_read_the_own_channel_in_full_and_the_newest_days_of_the_rest(world, monkeypatch):
     conv = factory.make_conversation(world.copilot, world.general)
     other = factory.make_channel("billing-ops")
