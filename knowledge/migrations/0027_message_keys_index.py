@@ -12,16 +12,16 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import migrations
 from django.db.models import F, Func
 
-KEYS_FUNCTION = """
+_DAY = "floor(extract(epoch FROM {r}.ts) / 86400)::bigint::text"
+
+KEYS_FUNCTION = f"""
 CREATE FUNCTION brain_message_keys(search tsvector, channel bigint, ts timestamptz) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT coalesce(search, ''::tsvector) || array_to_tsvector(ARRAY[
-    '~c' || channel::text, '~d' || floor(extract(epoch FROM ts) / 86400)::bigint::text])
+    '~c' || channel::text, '~d' || {_DAY.format(r="brain_message_keys")}])
 $$;
 """
 # extract(epoch …) of a timestamptz is the same instant in every time zone: immutable in fact.
-
-_DAY = "floor(extract(epoch FROM {r}.ts) / 86400)::bigint::text"
 
 # Messages per day, kept like the lexemes' documents: corpus 'message_day', lexeme the day.
 DAY_COUNTS = f"""

@@ -49,10 +49,9 @@ def window_keys(
 ) -> str:
     """The index keys the selection is narrowed to, as a tsquery ('~c<own channel>' | '~d<day>'
     | …), or "" for no narrowing. `days` are DAYS_SQL's rows, `docs` the corpus's messages."""
-    most = selection.most
-    if most <= WINDOW_DOCS or docs <= 0:
+    if not needs_window(selection) or docs <= 0:
         return ""
-    wanted = docs * WINDOW_DOCS / most
+    wanted = docs * WINDOW_DOCS / selection.most
     today = day_number(now)
     newest_first = sorted(((int(day), int(n)) for day, n in days if int(day) <= today), reverse=True)
     chosen, total = [], 0

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from knowledge.models import Message
 from memory.recall import routes, window
-from memory.recall.terms import Selection, Term
+from memory.recall.terms import Selection, Term, Weighed
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)
@@ -78,8 +78,6 @@ def test_the_window_holds_the_own_channel_and_enough_newest_days():
 
 
 def test_the_keyword_statement_selects_through_the_keys_index(world):
-    from memory.recall.terms import Weighed
-
     weighed = Weighed([_term("billing", 5, 10)], avg_length=4.0, docs=10)
     sql, params = routes._keyword_rows(
         routes.MESSAGE,
@@ -98,8 +96,6 @@ def test_the_keyword_statement_selects_through_the_keys_index(world):
 
 
 def test_the_candidates_are_read_through_the_index_once_however_many_words(world):
-    from memory.recall.terms import Weighed
-
     words = [_term(w, 3, 10) for w in ("billing", "servic", "export", "report", "outag")]
     sql, params = routes._keyword_rows(
         routes.MESSAGE,
