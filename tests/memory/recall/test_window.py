@@ -13,6 +13,9 @@ from memory.recall.terms import Selection, Term, Weighed
 from tests import factory
 
 NOW = timezone.now().replace(microsecond=0)
+# Noon of yesterday (UTC): messages a few minutes apart before it fall on one day whatever the
+# hour the suite runs at (the window takes whole days).
+NEWEST_DAY = NOW.replace(hour=12, minute=0, second=0) - timedelta(days=1)
 
 
 def search(client, conv, q, k=50):
@@ -133,7 +136,7 @@ def test_common_words_read_the_own_channel_in_full_and_the_newest_days_of_the_re
             {
                 "speaker": "bob",
                 "text": f"billing service outage report {20 + i}",
-                "ts": NOW - timedelta(hours=i + 1),
+                "ts": NEWEST_DAY - timedelta(minutes=i),
             }
             for i in range(10)
         ],
