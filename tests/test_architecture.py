@@ -4,6 +4,7 @@ Each check names the offending module and line, so a failure says what to move.
 """
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -34,6 +35,15 @@ MODULES = {_module_name(rel): (rel, path) for rel, path in _modules()}
 
 
 def _tree(path):
+    """A module's syntax tree; the repository's are parsed once a run (several checks read every
+    module), a planted module's every time it is written."""
+    if path.is_relative_to(ROOT):
+        return _repository_tree(path)
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+@functools.cache
+def _repository_tree(path):
     return ast.parse(path.read_text(), filename=str(path))
 
 
