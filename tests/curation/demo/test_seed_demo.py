@@ -1,18 +1,92 @@
+from io import StringIO
+
 from django.core.management import call_command
 
-from memory.models import ConsolidationGroup, ConsolidationPlan
+from curation.models import DreamingRun
+from knowledge.models import (
+    Agent,
+    AgentSkill,
+    AuditEvent,
+    CurationGuide,
+    Entry,
+    EntryRelation,
+    Memory,
+    Message,
+    PinnedMemo,
+    TaskOutcome,
+)
+from memory.models import ConsolidationGroup, ConsolidationPlan, EvalDataset
 
 
-def test_seed_demo_brings_a_proposed_plan_even_without_a_model(db):
-    call_command("seed_demo", verbosity=0)
+def _counts():
+    return {
+        model.__name__: manager.count()
+        for model, manager in (
+            (Agent, Agent.objects),
+            (Memory, Memory.objects),
+            (AuditEvent, AuditEvent.objects),
+            (Entry, Entry.all_objects),
+            (EntryRelation, EntryRelation.objects),
+            (Message, Message.objects),
+            (ConsolidationPlan, ConsolidationPlan.objects),
+            (TaskOutcome, TaskOutcome.objects),
+        )
+    }
+
+
+def test_seed_demo_without_a_model_brings_the_whole_demo_once(db, django_capture_on_commit_callbacks):
+    """One run of the demo without a model, checked part by part, then a second run that adds
+    nothing (each run takes seconds: the parts share them)."""
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", stdout=out)
+    assert "stage A not queued: the light model is not configured" in out.getvalue()
+    assert not DreamingRun.objects.exists()
+
+    # Memories in every state, tier and queue reason.
+    assert set(Memory.objects.values_list("status", flat=True)) == {s for s, _ in Memory.STATUSES}
+    reasons = set(Memory.objects.filter(status=Memory.QUEUED).values_list("queue_reason", flat=True))
+    assert reasons == {"new", "requeued", "merge", "gate", "conflict"}
+    assert Memory.objects.filter(pinned=True).exists()
+    assert set(Memory.objects.values_list("tier", flat=True)) == {t for t, _ in Memory.TIERS}
+    assert Memory.objects.filter(status=Memory.QUEUED, supersedes__isnull=False).exists()
+
+    # Entries, relations, a corrected block, a deleted entry, a curation guide.
+    assert Entry.objects.count() >= 25 and len(set(Entry.objects.values_list("type", flat=True))) >= 5
+    assert EntryRelation.objects.count() >= 10
+    corrected = Memory.objects.filter(entry__name="VPN client", version=2)
+    assert corrected.count() == 2 and all(v.reason for m in corrected for v in m.versions.filter(version=2))
+    assert Entry.all_objects.filter(deleted_at__isnull=False).count() == 1
+    assert CurationGuide.objects.filter(owner__name="copilot").exists()
+
+    # Conversations and the copilot's memo.
+    assert Message.objects.count() >= 10
+    assert Message.objects.filter(channel__name="vpn-support", text__contains="AUTH-7731").exists()
+    assert PinnedMemo.objects.get(agent__name="copilot").version == 1
+
+    # A proposed consolidation plan: the near-duplicates wait for a model.
     plan = ConsolidationPlan.objects.get()
     assert plan.state == "proposed"
-    kinds = sorted(plan.groups.values_list("kind", flat=True))
-    assert kinds == ["conflict", "duplicate", "duplicate"]  # near-duplicates wait for a model
+    assert sorted(plan.groups.values_list("kind", flat=True)) == ["conflict", "duplicate", "duplicate"]
     assert plan.groups.get(kind=ConsolidationGroup.DUPLICATE, store="shared").items.count() == 4
     assert "not configured" in plan.model_note
-    call_command("seed_demo", verbosity=0)  # idempotent
-    assert ConsolidationPlan.objects.count() == 1
+
+    # The copilot's gate dataset; the scribe's skill with its experience.
+    dataset = EvalDataset.objects.get(name="memory-gate-copilot")
+    assert [c["id"] for c in dataset.cases] == ["vpn-fix", "printer-floor-3", "no-passwords"]
+    assert AgentSkill.objects.filter(skill__name="meeting-notes", enabled=True).count() == 2
+    assert TaskOutcome.objects.count() == 2
+    lessons = Memory.objects.filter(skill__name="meeting-notes", owner__name="scribe", status="active")
+    assert lessons.count() == 2 and all(m.sources.filter(kind="task_outcome").exists() for m in lessons)
+
+    counts = _counts()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", verbosity=0)
+    assert _counts() == counts
+    assert PinnedMemo.objects.get(agent__name="copilot").version == 1
+    # The memory whose source ticket changed is stale, once.
+    stale = Memory.objects.filter(stale=True, stale_reason="re-check: its source ticket:INC-31 changed")
+    assert stale.count() == 1
 
 
 def test_seed_demo_merges_the_near_duplicates_when_a_model_answers(db, model_stub):
@@ -26,46 +100,13 @@ def test_seed_demo_merges_the_near_duplicates_when_a_model_answers(db, model_stu
     assert plan.groups.filter(kind=ConsolidationGroup.NEAR_DUPLICATE).count() == 1
 
 
-def test_seed_demo_is_idempotent_and_shows_a_stale_memory(db):
-    from knowledge.models import Agent, AuditEvent, Memory
-
-    call_command("seed_demo", verbosity=0)
-    counts = (Agent.objects.count(), Memory.objects.count(), AuditEvent.objects.count())
-    call_command("seed_demo", verbosity=0)
-    assert (Agent.objects.count(), Memory.objects.count(), AuditEvent.objects.count()) == counts
-    assert (
-        Memory.objects.filter(stale=True, stale_reason="re-check: its source ticket:INC-31 changed").count()
-        == 1
-    )
-
-
-def test_seed_demo_brings_a_gate_dataset_for_the_copilot(db):
-    from memory.models import EvalDataset
-
-    call_command("seed_demo", verbosity=0)
-    dataset = EvalDataset.objects.get(name="memory-gate-copilot")
-    assert [c["id"] for c in dataset.cases] == ["vpn-fix", "printer-floor-3", "no-passwords"]
-
-
-def test_seed_demo_brings_a_skill_with_experience(db):
-    from knowledge.models import AgentSkill, Memory, TaskOutcome
-
-    call_command("seed_demo", verbosity=0)
-    call_command("seed_demo", verbosity=0)  # idempotent
-    assert AgentSkill.objects.filter(skill__name="meeting-notes", enabled=True).count() == 2
-    assert TaskOutcome.objects.count() == 2
-    lessons = Memory.objects.filter(skill__name="meeting-notes", owner__name="scribe", status="active")
-    assert lessons.count() == 2 and all(m.sources.filter(kind="task_outcome").exists() for m in lessons)
-
-
 def test_seed_demo_makes_episodes_for_the_demo_channels_when_a_model_answers(
     db, model_stub, django_capture_on_commit_callbacks
 ):
     import json
     import re
 
-    from curation.models import DreamingRun
-    from knowledge.models import Episode, Message
+    from knowledge.models import Episode
 
     def one_episode_per_batch(body):
         text = "\n".join(m["content"] for m in body["messages"])
@@ -91,15 +132,3 @@ def test_seed_demo_makes_episodes_for_the_demo_channels_when_a_model_answers(
     assert {r.started_by for r in runs} == {"system:seed_demo"}
     assert Episode.objects.count() == 3
     assert not Message.objects.filter(episode__isnull=True).exists()
-
-
-def test_seed_demo_without_a_model_queues_no_stage_a(db, django_capture_on_commit_callbacks):
-    from io import StringIO
-
-    from curation.models import DreamingRun
-
-    out = StringIO()
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("seed_demo", stdout=out)
-    assert "stage A not queued: the light model is not configured" in out.getvalue()
-    assert not DreamingRun.objects.exists()
