@@ -1,6 +1,7 @@
 """The small fixed world every test can use: an owner person, a teammate and an outsider; two
 agents (one trusted); a reviewer and an admin; channels of every kind; API clients per token."""
 
+from collections import Counter
 from dataclasses import dataclass
 
 import pytest
@@ -16,6 +17,9 @@ XDIST_GROUPS = ("ops", "browser", "real_models")
 
 
 def pytest_collection_modifyitems(items):
+    twice = sorted(nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1)
+    if twice:  # pytest-xdist would run one test of each such id and count it once
+        raise pytest.UsageError("tests share an id: " + ", ".join(twice[:5]))
     for item in items:
         parts = item.nodeid.split("/")
         if len(parts) > 2 and parts[0] == "tests" and parts[1] in XDIST_GROUPS:

@@ -122,6 +122,10 @@ def no_token_throttle(settings):
     settings.BRAIN_API_BAD_TOKENS_PER_MINUTE = 1_000_000
 
 
+# Also what gives each operation's test its own id ("…[GET /api/memory][every-token]"): without a
+# pytest parametrization every operation's test would have the same one, and pytest-xdist would
+# run one of them.
+@pytest.mark.parametrize("principals", [("admin", "copilot", "integration")], ids=["every-token"])
 @schema.parametrize()
 @settings(
     max_examples=10,
@@ -130,7 +134,9 @@ def no_token_throttle(settings):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-def test_api_answers_as_its_schema_documents(case, world, known_ids, in_test_transaction, no_token_throttle):
+def test_api_answers_as_its_schema_documents(
+    case, principals, world, known_ids, in_test_transaction, no_token_throttle
+):
     """Each generated case goes out with every principal's token in turn. The coverage phase's
     cases (every boundary and malformed value the schema defines, about 200 an operation) go
     with an admin's and an agent's: the two principals whose permissions reach every validator;
@@ -139,7 +145,7 @@ def test_api_answers_as_its_schema_documents(case, world, known_ids, in_test_tra
     run side by side)."""
     coverage = case.meta is not None and case.meta.phase.name == TestPhase.COVERAGE
     generated = dict(case.path_parameters or {})
-    for who in ("admin", "copilot") if coverage else ("admin", "copilot", "integration"):
+    for who in ("admin", "copilot") if coverage else principals:
         headers = {"Authorization": f"Bearer {world.tokens[who]}"}
         real = {name: known_ids[name] for name in generated if name in known_ids}
         for path_parameters in (generated, {**generated, **real}) if real else (generated,):
