@@ -35,16 +35,12 @@ MODULES = {_module_name(rel): (rel, path) for rel, path in _modules()}
 
 
 def _tree(path):
-    """A module's syntax tree; the repository's are parsed once a run (several checks read every
-    module), a planted module's every time it is written."""
-    if path.is_relative_to(ROOT):
-        return _repository_tree(path)
-    return ast.parse(path.read_text(), filename=str(path))
+    return _parsed(path.read_text(), str(path))
 
 
-@functools.cache
-def _repository_tree(path):
-    return ast.parse(path.read_text(), filename=str(path))
+@functools.cache  # several checks read every module: each text is parsed once a run
+def _parsed(source, filename):
+    return ast.parse(source, filename=filename)
 
 
 def _is_type_checking(node):
