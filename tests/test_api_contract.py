@@ -145,10 +145,11 @@ def test_api_answers_as_its_schema_documents(
     run side by side)."""
     coverage = case.meta is not None and case.meta.phase.name == TestPhase.COVERAGE
     generated = dict(case.path_parameters or {})
+    real = {name: known_ids[name] for name in generated if name in known_ids}
+    paths = (generated, {**generated, **real}) if real else (generated,)
     for who in ("admin", "copilot") if coverage else principals:
         headers = {"Authorization": f"Bearer {world.tokens[who]}"}
-        real = {name: known_ids[name] for name in generated if name in known_ids}
-        for path_parameters in (generated, {**generated, **real}) if real else (generated,):
+        for path_parameters in paths:
             case.path_parameters = path_parameters
             try:
                 case.call_and_validate(headers=headers, checks=CHECKS)

@@ -19,19 +19,17 @@ from memory.models import ConsolidationGroup, ConsolidationPlan, EvalDataset
 
 
 def _counts():
-    return {
-        model.__name__: manager.count()
-        for model, manager in (
-            (Agent, Agent.objects),
-            (Memory, Memory.objects),
-            (AuditEvent, AuditEvent.objects),
-            (Entry, Entry.all_objects),
-            (EntryRelation, EntryRelation.objects),
-            (Message, Message.objects),
-            (ConsolidationPlan, ConsolidationPlan.objects),
-            (TaskOutcome, TaskOutcome.objects),
-        )
-    }
+    managers = (
+        Agent.objects,
+        Memory.objects,
+        AuditEvent.objects,
+        Entry.all_objects,
+        EntryRelation.objects,
+        Message.objects,
+        ConsolidationPlan.objects,
+        TaskOutcome.objects,
+    )
+    return {manager.model.__name__: manager.count() for manager in managers}
 
 
 def test_seed_demo_without_a_model_brings_the_whole_demo_once(db, django_capture_on_commit_callbacks):

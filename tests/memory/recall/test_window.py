@@ -80,26 +80,9 @@ def test_the_window_holds_the_own_channel_and_enough_newest_days():
     assert window.window_keys(common, later, 15_000, 7, NOW).split(" | ")[1] == f"'~d{today}'"
 
 
-def test_the_keyword_statement_selects_through_the_keys_index(world):
-    weighed = Weighed([_term("billing", 5, 10)], avg_length=4.0, docs=10)
-    sql, params = routes._keyword_rows(
-        routes.MESSAGE,
-        weighed,
-        "knowledge_message.store <> %s",  # a scope no other index answers
-        [""],
-        "knowledge_message.ts",
-        10,
-        f"'~c{world.general.pk}' | '~d{window.day_number(NOW)}'",
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(f"EXPLAIN {sql}", params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "message_keys_gin" in plan, plan
-
-
-def test_the_candidates_are_read_through_the_index_once_however_many_words(world):
-    words = [_term(w, 3, 10) for w in ("billing", "servic", "export", "report", "outag")]
+def _message_plan(words, keys="") -> str:
+    """EXPLAIN of the message route's keyword statement for `words`, in a scope no other index
+    answers, sequential scans off."""
     sql, params = routes._keyword_rows(
         routes.MESSAGE,
         Weighed(words, avg_length=4.0, docs=10),
@@ -107,11 +90,23 @@ def test_the_candidates_are_read_through_the_index_once_however_many_words(world
         [""],
         "knowledge_message.ts",
         10,
+        keys,
     )
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {sql}", params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_the_keyword_statement_selects_through_the_keys_index(world):
+    keys = f"'~c{world.general.pk}' | '~d{window.day_number(NOW)}'"
+    plan = _message_plan([_term("billing", 5, 10)], keys)
+    assert "message_keys_gin" in plan, plan
+
+
+def test_the_candidates_are_read_through_the_index_once_however_many_words(world):
+    words = [_term(w, 3, 10) for w in ("billing", "servic", "export", "report", "outag")]
+    plan = _message_plan(words)
     assert plan.count("Bitmap Index Scan on message_keys_gin") == 1, plan
 
 
