@@ -1,6 +1,7 @@
 from django.urls import path
 
 from memory.lifecycle import api, views
+from memory.lifecycle.pages import views as pages
 
 # the review queue and the memories pages
 urlpatterns = [
@@ -13,13 +14,13 @@ urlpatterns = [
     path("review/<int:memory_id>/edit", views.review_edit, name="review-edit"),
     path("review/<int:memory_id>/keep", views.review_conflict_keep, name="review-conflict-keep"),
     path("review/<int:memory_id>/duplicate", views.review_duplicate, name="review-duplicate"),
-    path("memories/", views.memory_list, name="memory-list"),
-    path("memories/<int:memory_id>/", views.memory_detail, name="memory-detail"),
-    path("memories/<int:memory_id>/pin", views.memory_pin, name="memory-pin"),
-    path("memories/<int:memory_id>/revoke", views.memory_revoke, name="memory-revoke"),
-    path("memories/<int:memory_id>/promote", views.memory_promote, name="memory-promote"),
-    path("memories/<int:memory_id>/revise", views.memory_revise, name="memory-revise"),
-    path("memories/stale/<int:memory_id>", views.stale_action, name="stale-action"),
+    path("memories/", pages.memory_list, name="memory-list"),
+    path("memories/<int:memory_id>/", pages.memory_detail, name="memory-detail"),
+    path("memories/<int:memory_id>/pin", pages.memory_pin, name="memory-pin"),
+    path("memories/<int:memory_id>/revoke", pages.memory_revoke, name="memory-revoke"),
+    path("memories/<int:memory_id>/promote", pages.memory_promote, name="memory-promote"),
+    path("memories/<int:memory_id>/revise", pages.memory_revise, name="memory-revise"),
+    path("memories/stale/<int:memory_id>", pages.stale_action, name="stale-action"),
 ]
 
 api_urlpatterns = [
