@@ -94,6 +94,23 @@ def audit_record(
     return event
 
 
+@contextlib.contextmanager
+def audit_batch():
+    """One decision, one batch: every event written inside the block shares one batch id — the
+    enclosing block's when there is one — so restoring that batch undoes the whole decision
+    (an approval and every memory it retired, a bulk decision's every memory). Yields the id."""
+    batch = current_batch_id.get()
+    if batch is not None:
+        yield batch
+        return
+    batch = uuid.uuid4()
+    token = current_batch_id.set(batch)
+    try:
+        yield batch
+    finally:
+        current_batch_id.reset(token)
+
+
 # Set by audit_held: the events audit_record built and has not written yet.
 _held: contextvars.ContextVar[list | None] = contextvars.ContextVar("brain_audit_held", default=None)
 

@@ -2,7 +2,8 @@
 tier, category, reason, source kind, import, author, age, text), the counts of
 each facet under the rest of the filter, and one page of the matches. The filter is what the
 queue's URL says (`QueueFilterForm`), so a filtered queue can be shared, and "approve everything
-this filter matches" decides exactly the memories the reviewer was shown the count of.
+this filter matches" decides exactly the memories its confirmation named
+(`queue_matching_shown`, memory.lifecycle.shown).
 
 An import is found by what it leaves on its memories: a Mem0 import (memory.imports.mem0) cites
 `record` sources `mem0:<id>` and files its memories in category `mem0`; `import=mem0` matches
@@ -21,6 +22,7 @@ from django.utils import timezone
 from knowledge.models import Memory, MemorySource
 from knowledge.principal import Principal
 from memory.lifecycle import selectors
+from memory.lifecycle.shown import FINGERPRINT_FIELDS, fingerprint
 
 OLDEST, NEWEST = "oldest", "newest"
 ORDERS = (OLDEST, NEWEST)
@@ -165,9 +167,14 @@ def queue_page(
     return sorted(items, key=lambda item: position[item.memory.pk])
 
 
-def queue_matching_ids(where: QueueFilter, *, owner: str = "", order: str = OLDEST) -> list[int]:
-    """Every queued memory `where` matches, in queue order (for a decision on all of them)."""
-    return list(queue_ordered(queued_matching(where, owner=owner), order).values_list("pk", flat=True))
+def queue_matching_shown(
+    where: QueueFilter, *, owner: str = "", order: str = OLDEST, most: int | None = None
+) -> list[tuple[int, str]]:
+    """The first `most` queued memories `where` matches, in queue order, each with the
+    fingerprint of what a confirmation shows of it (memory.lifecycle.shown): what a decision on
+    all of them is bound to."""
+    qs = queue_ordered(queued_matching(where, owner=owner), order).values_list("pk", *FINGERPRINT_FIELDS)
+    return [(row[0], fingerprint(row[1:])) for row in (qs[:most] if most is not None else qs)]
 
 
 # The facets that are a column of the row (or, for age, a bucket of one), counted by grouping.

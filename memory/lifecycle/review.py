@@ -4,14 +4,13 @@ of one), sending a memory back to the queue, and settling a conflict already in 
 reviewers acting at once exactly one wins; the other gets MemoryStateConflict."""
 
 import datetime
-import uuid
 from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
 
 from knowledge import access
-from knowledge.audit.services import audit_held, current_batch_id, snapshot
+from knowledge.audit.services import audit_batch, audit_held, snapshot
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.memories.rows import memory_row_state
 from knowledge.models import Memory
@@ -34,6 +33,7 @@ from memory.lifecycle.conflicts import (
     conflicting_active,
     policy_violation_record,
 )
+from memory.lifecycle.shown import FINGERPRINT_FIELDS, fingerprint, shown_read
 from memory.lifecycle.supersession import memory_close, memory_supersede
 
 
@@ -57,7 +57,8 @@ def memory_approve(
     (approval.memories_approve)."""
     ask = Ask(memory_id, text=text, supersedes=supersedes, decision=decision, boundary=boundary)
     try:
-        with transaction.atomic():
+        # one decision, one audit batch: the approval and every memory it retires or closes
+        with audit_batch(), transaction.atomic():
             decided = memories_approve(actor=actor, asks=[ask], reason=reason)
             if decided.failed:
                 raise decided.failed[memory_id]
@@ -107,7 +108,7 @@ def memory_reject_duplicate(*, actor: Principal, memory_id: int, of: int) -> Mem
 
 
 def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None = None) -> Memory:
-    with transaction.atomic():
+    with audit_batch(), transaction.atomic():
         decided = memories_reject(actor=actor, memory_ids=[memory_id], reason=reason, data=data)
         if decided.failed:
             raise decided.failed[memory_id]
@@ -117,27 +118,38 @@ def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None 
 BULK_CHUNK = 100  # memories decided in one transaction of a bulk decision
 
 
-def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: str, reason: str = "") -> dict:
+def memory_review_bulk(
+    *,
+    actor: Principal,
+    memory_ids: Iterable[int],
+    action: str,
+    reason: str = "",
+    expect: dict[int, str] | None = None,
+) -> dict:
     """Approve or reject many queued memories, set-wise (memory.lifecycle.approval): a
     transaction per BULK_CHUNK memories, each memory with the checks and the audit event a lone
     decision gives it, all events sharing one batch id (restorable together). A memory that
     needs a decision a bulk action cannot make (a conflict, a contradiction, strict anti-drift),
-    or that another reviewer took first, is skipped and the rest decided. Returns {"done":
-    [ids], "held": [ids the enforcing eval gate holds, among done], "failed": {id: message},
-    "batch": the audit batch id of their events}."""
+    or that another reviewer took first, is skipped and the rest decided. With `expect` (id →
+    the fingerprint the reviewer was shown, memory.lifecycle.shown), a memory whose fingerprint
+    differs now, read under its row lock, is left as it is and listed in "changed". Returns
+    {"done": [ids], "held": [ids the enforcing eval gate holds, among done], "changed": [ids],
+    "failed": {id: message}, "batch": the audit batch id of their events}."""
     if action not in ("approve", "reject"):
         raise Invalid({"action": ["Use approve or reject."]})
     reason = (reason or "").strip() if action == "reject" else reason
     if action == "reject" and not reason:
         raise Invalid({"reason": ["Say why the memories are rejected."]})
     ids = list(dict.fromkeys(memory_ids))
-    done, held, failed = [], [], {}
-    batch = current_batch_id.get() or uuid.uuid4()
-    token = current_batch_id.set(batch)
-    try:
+    done, held, changed, failed = [], [], [], {}
+    with audit_batch() as batch:
         for start in range(0, len(ids), BULK_CHUNK):
             chunk = ids[start : start + BULK_CHUNK]
             with transaction.atomic(), audit_held():
+                if expect is not None:
+                    moved = _changed_since_shown(chunk, expect)
+                    chunk = [i for i in chunk if i not in moved]
+                    changed += moved
                 if action == "approve":
                     decided = memories_approve(actor=actor, asks=[Ask(i) for i in chunk], reason=reason)
                 else:
@@ -153,9 +165,36 @@ def memory_review_bulk(*, actor: Principal, memory_ids: Iterable[int], action: s
                     if isinstance(exc, NotFound)
                     else str(exc.detail["detail"])
                 )
-    finally:
-        current_batch_id.reset(token)
-    return {"done": done, "held": held, "failed": failed, "batch": str(batch)}
+    for memory_id in changed:
+        failed[memory_id] = (
+            f"Memory {memory_id} changed since it was shown; it was left queued to be seen again."
+        )
+    return {"done": done, "held": held, "changed": changed, "failed": failed, "batch": str(batch)}
+
+
+def _changed_since_shown(ids: list[int], expect: dict[int, str]) -> list[int]:
+    """The queued memories of `ids` whose fingerprint is no longer the one shown, read with their
+    rows locked (so none changes between this check and the decision). The ones that left the
+    queue are the decision's to report (another reviewer first)."""
+    rows = (
+        Memory.objects.select_for_update()
+        .filter(pk__in=ids, status=Memory.QUEUED)
+        .values_list("pk", *FINGERPRINT_FIELDS)
+    )
+    return sorted(row[0] for row in rows if fingerprint(row[1:]) != expect.get(row[0]))
+
+
+def memory_review_shown(*, actor: Principal, snapshot: str, action: str, reason: str = "") -> dict:
+    """A decision on the memories a confirmation showed (memory.lifecycle.shown): exactly the
+    ones its snapshot token names, each as it was shown, through memory_review_bulk. A memory
+    that came to match the filter afterwards is not among them; one that changed since is left
+    queued and reported in "changed". Returns memory_review_bulk's answer with "shown", the ids
+    the token named."""
+    expect = shown_read(snapshot)
+    result = memory_review_bulk(
+        actor=actor, memory_ids=list(expect), action=action, reason=reason, expect=expect
+    )
+    return {**result, "shown": list(expect)}
 
 
 def memory_requeue(
@@ -200,7 +239,7 @@ def memory_conflict_resolve(
     if decision not in CONFLICT_DECISIONS:
         raise Invalid({"decision": [f"Use one of {', '.join(CONFLICT_DECISIONS)}."]})
     now = timezone.now()
-    with transaction.atomic():
+    with audit_batch(), transaction.atomic():
         memory = memory_lock_in(memory_id, [Memory.ACTIVE], "kept")
         # the window it has in force, so the rule sees what it sees at activation
         conflicts = conflicting_active(memory, now=memory.valid_from or memory.created_at)

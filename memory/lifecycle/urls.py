@@ -1,6 +1,7 @@
 from django.urls import path
 
 from memory.lifecycle import api, views
+from memory.lifecycle.decisions import api as decisions
 from memory.lifecycle.pages import views as pages
 
 # the review queue and the memories pages
@@ -25,6 +26,7 @@ urlpatterns = [
 
 api_urlpatterns = [
     path("memory", api.memory_collection, name="api-memory"),
+    path("memory/review", decisions.memory_review, name="api-memory-review"),
     path("memory/<int:memory_id>", api.memory_detail, name="api-memory-detail"),
     path("memory/<int:memory_id>/approve", api.memory_approve, name="api-memory-approve"),
     path("memory/<int:memory_id>/reject", api.memory_reject, name="api-memory-reject"),

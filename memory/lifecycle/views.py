@@ -30,6 +30,7 @@ from memory.lifecycle.forms import (
     RejectForm,
     first_error,
 )
+from memory.lifecycle.shown import shown_snapshot
 
 BULK_MOST = 1000  # one decision on a filter's matches decides at most this many
 
@@ -333,6 +334,15 @@ def _bulk_notice(result: dict, verb: str, *, matched: str = "") -> tuple[str, st
     if done:
         ids = ", ".join(map(str, done[:20])) + (f", … {len(done) - 20} more" if len(done) > 20 else "")
         parts.append(f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'}{matched} ({ids}).")
+    changed = result.get("changed", [])
+    if changed:
+        parts.append(
+            f"Left queued, changed since you were shown {'it' if len(changed) == 1 else 'them'}: "
+            + ", ".join(f"#{i}" for i in changed[:20])
+            + ("…" if len(changed) > 20 else "")
+            + "."
+        )
+        failed = {i: m for i, m in failed.items() if i not in changed}
     held = result.get("held", [])
     if held:
         parts.append(f"{len(held)} of them wait{'s' if len(held) == 1 else ''} for the eval gate's check.")
@@ -340,7 +350,7 @@ def _bulk_notice(result: dict, verb: str, *, matched: str = "") -> tuple[str, st
         shown = list(failed.values())[:5]
         more = len(failed) - len(shown)
         parts.append(" ".join(shown) + (f" And {more} more not decided." if more > 0 else ""))
-    kind = "success" if not failed else ("warning" if done else "error")
+    kind = "success" if not (failed or changed) else ("warning" if done else "error")
     return " ".join(parts) or "Nothing was changed.", kind
 
 
@@ -362,40 +372,44 @@ def _terms(where: queue.QueueFilter) -> list[tuple[str, str]]:
 @require_http_methods(["GET", "POST"])
 def review_bulk_filter(request):
     """Approve or reject everything the queue's current filter matches: a GET shows the count and
-    asks for confirmation; the confirming POST decides the matches through memory_review_bulk
-    (set-wise, with a lone decision's checks and audit event per memory, one audit batch an admin
-    can restore). If the filter has come to match another number in between, nothing is decided
-    and the new count is asked for again."""
+    asks for confirmation, carrying a snapshot token that names exactly the memories counted
+    (memory.lifecycle.shown); the confirming POST decides those memories and no others through
+    memory_review_bulk (set-wise, with a lone decision's checks and audit event per memory, one
+    audit batch an admin can restore). One that changed since or left the queue is left as it
+    is and named; one that came to match the filter since is not decided, and counted."""
     data = request.POST if request.method == "POST" else request.GET
     where, order, size, _page = QueueFilterForm(request.GET).parsed()  # the filter is in the URL
     action = data.get("action") if data.get("action") in ("approve", "reject") else "approve"
-    ids = queue.queue_matching_ids(where, owner=_owner(request), order=order)[:BULK_MOST]
     context = {
         "where": where,
         "order": order,
         "size": size,
         "query": _query(where, order, size),
         "action": action,
-        "count": len(ids),
-        "capped": len(ids) == BULK_MOST,
         "terms": _terms(where),
         "reject_reason": data.get("reason", ""),
     }
     if request.method == "POST":
-        expected = data.get("expected", "")
         reason = (data.get("reason") or "").strip()
-        if action == "reject" and not reason:
-            context["error"] = "Say why the memories are rejected."
-        elif expected != str(len(ids)):
-            context["error"] = (
-                f"The filter now matches {len(ids)} memories, not {expected}: nothing was decided. Confirm again."
+        try:
+            if action == "reject" and not reason:
+                raise Invalid({"reason": ["Say why the memories are rejected."]})
+            result = review.memory_review_shown(
+                actor=request.principal, snapshot=data.get("snapshot", ""), action=action, reason=reason
             )
+        except Invalid as exc:
+            context["error"] = error_text(exc)
         else:
-            result = review.memory_review_bulk(
-                actor=request.principal, memory_ids=ids, action=action, reason=reason
-            )
             verb = "Approved" if action == "approve" else "Rejected"
             notice, kind = _bulk_notice(result, verb, matched=" matching the filter")
+            arrived = (
+                queue.queued_matching(where, owner=_owner(request)).exclude(pk__in=result["shown"]).count()
+            )
+            if arrived:
+                notice += (
+                    f" {arrived} memor{'y' if arrived == 1 else 'ies'} that came to match the filter after "
+                    "you confirmed w" + ("as" if arrived == 1 else "ere") + " not decided."
+                )
             if not request.htmx:
                 getattr(messages, kind)(request, notice)
                 return redirect(
@@ -406,6 +420,8 @@ def review_bulk_filter(request):
             )
             swap["oob"] = True
             return render(request, "memory/lifecycle/queue.html#queue-swap", swap)
+    shown = queue.queue_matching_shown(where, owner=_owner(request), order=order, most=BULK_MOST)
+    context.update(count=len(shown), capped=len(shown) == BULK_MOST, snapshot=shown_snapshot(shown))
     template = "memory/lifecycle/queue_confirm.html"
     if not request.htmx:
         return render(request, template, context)

@@ -113,27 +113,75 @@ def test_a_page_of_fifty_takes_a_bounded_number_of_queries(rita, world, django_a
     assert len(shown(body)) == 50
 
 
+def snapshot_of(rita, query: str, action: str = "approve", **headers) -> str:
+    """The snapshot token the confirmation of a decision on `query`'s matches carries."""
+    ask = rita.get(f"/review/all?{query}&action={action}", **headers).content.decode()
+    return re.search(r'name="snapshot" value="([^"]+)"', ask).group(1)
+
+
 def test_approve_everything_a_filter_matches_after_confirming_its_count(rita, world):
     alice = [mem0(world, f"Alice fact {i}") for i in range(3)]
     bob = mem0(world, "Bob likes tea", person="bob")
     other = factory.make_queued_memory(world.copilot, "not from the import")
     query = "import=mem0&store=private:alice"
     ask = rita.get(f"/review/all?{query}&action=approve").content.decode()
-    assert "Approve 3 memories?" in ask and 'name="expected" value="3"' in ask
-    # The filter matched another number by the time it is confirmed: nothing is decided.
-    extra = mem0(world, "Alice fact late")
-    again = rita.post(f"/review/all?{query}", {"action": "approve", "expected": "3"}).content.decode()
-    assert "now matches 4 memories, not 3" in again
-    assert Memory.objects.filter(status=Memory.ACTIVE).count() == 0
-    response = rita.post(f"/review/all?{query}", {"action": "approve", "expected": "4"}, follow=True)
+    assert "Approve 3 memories?" in ask and 'name="snapshot"' in ask
+    response = rita.post(
+        f"/review/all?{query}", {"action": "approve", "snapshot": snapshot_of(rita, query)}, follow=True
+    )
     assert response.redirect_chain[-1][0] == "/review/?store=private:alice&import=mem0"
-    assert "Approved 4 memories matching the filter" in response.content.decode()
+    assert "Approved 3 memories matching the filter" in response.content.decode()
     statuses = dict(Memory.objects.values_list("pk", "status"))
-    assert {statuses[m.pk] for m in [*alice, extra]} == {Memory.ACTIVE}
+    assert {statuses[m.pk] for m in alice} == {Memory.ACTIVE}
     assert statuses[bob.pk] == statuses[other.pk] == Memory.QUEUED
     events = AuditEvent.objects.filter(action="memory.approved")
-    assert events.count() == 4 and len({e.batch_id for e in events}) == 1
+    assert events.count() == 3 and len({e.batch_id for e in events}) == 1
     assert {e.actor_name for e in events} == {"rita"}
+
+
+def test_a_memory_queued_between_confirmation_and_submit_is_not_approved(rita, world):
+    """Issue 58.3: the count stays 3 because one left as another arrived; the decision acts on
+    the three shown, reports the one that left, and leaves the newcomer queued, unseen."""
+    shown = [mem0(world, f"Alice fact {i}") for i in range(3)]
+    query = "import=mem0&store=private:alice"
+    token = snapshot_of(rita, query)
+    from memory.lifecycle import review
+
+    review.memory_reject(actor=Principal.system("other reviewer"), memory_id=shown[0].pk, reason="wrong")
+    late = mem0(world, "Alice's card number is 4242")  # arrives: the filter matches 3 again
+    body = rita.post(f"/review/all?{query}", {"action": "approve", "snapshot": token}, follow=True)
+    text = body.content.decode()
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert statuses[late.pk] == Memory.QUEUED
+    assert [statuses[m.pk] for m in shown] == [Memory.REJECTED, Memory.ACTIVE, Memory.ACTIVE]
+    assert "Approved 2 memories matching the filter" in text
+    assert f"Memory {shown[0].pk} is rejected now (rejected by other reviewer)" in text
+    assert "1 memory that came to match the filter after you confirmed was not decided." in text
+
+
+def test_a_memory_changed_since_the_confirmation_is_left_queued_and_named(rita, world):
+    first, second = mem0(world, "Alice fact 1"), mem0(world, "Alice fact 2")
+    query = "import=mem0&store=private:alice"
+    token = snapshot_of(rita, query)
+    from memory.lifecycle import operate
+
+    operate.memory_revise(actor=factory.SYSTEM, memory_id=second.pk, text="Alice's PIN is 1234", reason="x")
+    text = rita.post(f"/review/all?{query}", {"action": "approve", "snapshot": token}, follow=True)
+    text = text.content.decode()
+    assert "Approved 1 memory matching the filter" in text
+    assert f"Left queued, changed since you were shown it: #{second.pk}." in text
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert (statuses[first.pk], statuses[second.pk]) == (Memory.ACTIVE, Memory.QUEUED)
+
+
+def test_a_confirmation_that_was_not_given_decides_nothing(rita, world):
+    memory = mem0(world, "Alice fact 1")
+    query = "import=mem0&store=private:alice"
+    token = snapshot_of(rita, query)
+    for bad in ("", "made-up", token[:-2] + ("AA" if not token.endswith("AA") else "BB")):
+        body = rita.post(f"/review/all?{query}", {"action": "approve", "snapshot": bad}).content.decode()
+        assert "Not a confirmation this Brain gave: confirm again." in body
+    assert Memory.objects.get(pk=memory.pk).status == Memory.QUEUED
 
 
 def test_reject_everything_matching_needs_a_reason_and_htmx_swaps_the_queue(rita, world):
@@ -146,11 +194,12 @@ def test_reject_everything_matching_needs_a_reason_and_htmx_swaps_the_queue(rita
     keep = factory.make_queued_memory(world.copilot, "no source")
     ask = rita.get("/review/all?source=ticket&action=reject", **HX)
     assert ask["HX-Retarget"] == "#bulk-confirm" and "Reject 2 memories?" in ask.content.decode()
-    refused = rita.post("/review/all?source=ticket", {"action": "reject", "expected": "2"}, **HX)
+    token = snapshot_of(rita, "source=ticket", "reject", **HX)
+    refused = rita.post("/review/all?source=ticket", {"action": "reject", "snapshot": token}, **HX)
     assert "Say why the memories are rejected." in refused.content.decode()
     done = rita.post(
         "/review/all?source=ticket",
-        {"action": "reject", "expected": "2", "reason": "tickets are not facts"},
+        {"action": "reject", "snapshot": token, "reason": "tickets are not facts"},
         HTTP_HX_CURRENT_URL="http://testserver/review/?source=ticket",
         **HX,
     ).content.decode()
@@ -323,7 +372,7 @@ def test_tier_author_and_age_narrow_the_queue_with_their_counts(rita, world):
     # the confirmation names the filter in words, and approves exactly what it matched
     ask = rita.get("/review/all?author=import_mem0&age=older&action=approve").content.decode()
     assert "Approve 1 memory?" in ask and "over 30 days" in ask
-    rita.post("/review/all?author=import_mem0&age=older", {"action": "approve", "expected": "1"})
+    rita.post("/review/all?author=import_mem0&age=older", {"action": "approve", "snapshot": snapshot_of(rita, "author=import_mem0&age=older")})
     assert Memory.objects.get(pk=ancient.pk).status == Memory.ACTIVE
     assert Memory.objects.filter(status=Memory.QUEUED).count() == 4
 
@@ -412,10 +461,10 @@ def test_approving_everything_a_filter_matches_costs_the_same_statements_per_mem
             mem0(
                 world, f"{person.title()} reported a printer problem, ticket SUP-{person}-{i}", person=person
             )
+        query = f"import=mem0&store=private:{person}"
+        token = snapshot_of(rita, query)
         with CaptureQueriesContext(connection) as done:
-            rita.post(
-                f"/review/all?import=mem0&store=private:{person}", {"action": "approve", "expected": str(n)}
-            )
+            rita.post(f"/review/all?{query}", {"action": "approve", "snapshot": token})
         assert Memory.objects.filter(store=f"private:{person}", status=Memory.ACTIVE).count() == n
         return len([q for q in done.captured_queries if "SAVEPOINT" not in q["sql"]])
 
