@@ -201,6 +201,33 @@ def readable_q(principal: Principal, *, conversation: Conversation | None = None
     return nothing
 
 
+def memory_readable_q(
+    principal: Principal, *, conversation: Conversation | None = None, prefix: str = ""
+) -> Q:
+    """`readable_q` for memories, and unreviewed is unseen: a queued memory is read by its
+    writer (the agent that owns it) and by people with a role, never by another agent."""
+    q = readable_q(principal, conversation=conversation, prefix=prefix)
+    if principal.is_agent:
+        q &= ~Q(**{f"{prefix}status": Memory.QUEUED}) | Q(**{f"{prefix}owner": principal.agent})
+    return q
+
+
+def can_read_memory(principal: Principal, memory: Memory) -> bool:
+    """Whether `principal` may read `memory`: its store (`can_read_store`), and, queued, only
+    its own agent or a person with a role."""
+    if memory.status == Memory.QUEUED and is_agent_other_than(principal, memory.owner_id):
+        return False
+    return can_read_store(principal, owner=memory.owner, store=memory.store)
+
+
+def memory_ids_readable(principal: Principal, ids) -> set[int]:
+    """Of the memory ids `ids`, those `principal` may read (one query; none for an empty list)."""
+    ids = {pk for pk in ids if pk is not None}
+    if not ids or principal.is_reviewer:  # people with a role read every memory
+        return ids
+    return set(Memory.objects.filter(memory_readable_q(principal), pk__in=ids).values_list("pk", flat=True))
+
+
 def can_read_store(principal: Principal, *, owner: Agent, store: str) -> bool:
     if principal.is_reviewer:
         return True
@@ -518,7 +545,8 @@ def memory_get_for(principal: Principal, memory_id: int, *, hidden: bool = False
     that must not tell an unreadable memory from a missing one (its provenance). The one access
     helper for a single memory."""
     memory = Memory.objects.select_related("owner").filter(pk=memory_id).first()
-    if memory is None:
+    if memory is None or (memory.status == Memory.QUEUED and is_agent_other_than(principal, memory.owner_id)):
+        # another agent's unreviewed memory is not there at all for this agent
         raise NotFound(f"There is no memory {memory_id}.")
     if not can_read_store(principal, owner=memory.owner, store=memory.store):
         if hidden:

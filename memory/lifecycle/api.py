@@ -38,6 +38,7 @@ from memory.lifecycle.serializers import (
     RunFinishSerializer,
     facets_out,
     memory_out,
+    shown_to,
     version_out,
     write_route,
 )
@@ -69,9 +70,9 @@ CONFLICT = OpenApiResponse(
 TAG = ["memory"]
 
 
-def _reloaded(memory: Memory) -> dict:
+def _reloaded(memory: Memory, reader) -> dict:
     memory = Memory.objects.select_related("owner").prefetch_related("sources").get(pk=memory.pk)
-    return memory_out(memory)
+    return memory_out(memory, reader=reader)
 
 
 @extend_schema(
@@ -139,7 +140,10 @@ def memory_collection(request):
         route = write_route(data)
         memory = write.memory_write(actor=principal, route=route, **access.write_named(principal, data))
         created = not getattr(memory, "duplicate_of", None)
-        return Response(memory_out(memory), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            memory_out(memory, reader=principal),
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
     filters = request.query_params.copy()
     for name in PAGE_PARAMS:
@@ -154,7 +158,9 @@ def memory_collection(request):
     base = selectors.memory_list(principal, **query)
     qs = queue.queue_ordered(queue.memories_matching(base, where), order)
     count = qs.count()
-    results = [memory_out(m) for m in qs[(page - 1) * size : page * size]] if count else []
+    rows = list(qs[(page - 1) * size : page * size]) if count else []
+    shown = shown_to(principal, rows)
+    results = [memory_out(m, reader=principal, shown=shown) for m in rows]
     body = {
         "count": count,
         "page": page,
@@ -178,7 +184,7 @@ def memory_detail(request, memory_id: int):
     memory = access.memory_get_for(request.user, memory_id)
     if memory.status == Memory.QUEUED:
         memory.related = selectors.related_with_model([memory], request.user)[memory.pk]
-    body = memory_out(memory)
+    body = memory_out(memory, reader=request.user)
     body["versions"] = [version_out(v) for v in memory.versions.order_by("-version")]
     return Response(body)
 
@@ -209,7 +215,7 @@ def memory_approve(request, memory_id: int):
         decision=data.get("decision"),
         boundary=data.get("boundary"),
     )
-    return Response(_reloaded(memory))
+    return Response(_reloaded(memory, request.user))
 
 
 @extend_schema(
@@ -233,7 +239,7 @@ def memory_keep(request, memory_id: int):
         boundary=data.get("boundary"),
         reason=data["reason"],
     )
-    return Response(_reloaded(memory))
+    return Response(_reloaded(memory, request.user))
 
 
 @extend_schema(
@@ -247,7 +253,7 @@ def memory_keep(request, memory_id: int):
 def memory_reject(request, memory_id: int):
     data = validated(ReasonSerializer, request.data)
     memory = review.memory_reject(actor=request.user, memory_id=memory_id, reason=data["reason"])
-    return Response(_reloaded(memory))
+    return Response(_reloaded(memory, request.user))
 
 
 @extend_schema(
@@ -260,7 +266,7 @@ def memory_reject(request, memory_id: int):
 @permission_classes([IsReviewer])
 @no_body
 def memory_pin(request, memory_id: int):
-    return Response(_reloaded(operate.memory_pin(actor=request.user, memory_id=memory_id)))
+    return Response(_reloaded(operate.memory_pin(actor=request.user, memory_id=memory_id), request.user))
 
 
 @extend_schema(
@@ -273,7 +279,7 @@ def memory_pin(request, memory_id: int):
 @permission_classes([IsReviewer])
 @no_body
 def memory_unpin(request, memory_id: int):
-    return Response(_reloaded(operate.memory_unpin(actor=request.user, memory_id=memory_id)))
+    return Response(_reloaded(operate.memory_unpin(actor=request.user, memory_id=memory_id), request.user))
 
 
 @extend_schema(
@@ -289,7 +295,7 @@ def memory_unpin(request, memory_id: int):
 def memory_revoke(request, memory_id: int):
     data = validated(ReasonSerializer, request.data)
     memory = operate.memory_revoke(actor=request.user, memory_id=memory_id, reason=data["reason"])
-    return Response(_reloaded(memory))
+    return Response(_reloaded(memory, request.user))
 
 
 @extend_schema(
@@ -304,7 +310,7 @@ def memory_revoke(request, memory_id: int):
 def memory_revise(request, memory_id: int):
     data = validated(ReviseSerializer, request.data)
     memory = operate.memory_revise(actor=request.user, memory_id=memory_id, **data)
-    return Response(_reloaded(memory))
+    return Response(_reloaded(memory, request.user))
 
 
 @extend_schema(
@@ -320,7 +326,7 @@ def memory_revise(request, memory_id: int):
 def memory_promote(request, memory_id: int):
     data = validated(PromoteSerializer, request.data)
     memory = operate.memory_promote(actor=request.user, memory_id=memory_id, **data)
-    return Response(_reloaded(memory))
+    return Response(_reloaded(memory, request.user))
 
 
 @extend_schema(

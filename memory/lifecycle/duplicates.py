@@ -174,7 +174,7 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
     others = {row[1] for row in exact} | {row[1] for row in near}
     qs = Memory.objects.filter(pk__in=others).select_related("owner")
     if principal is not None:
-        qs = qs.filter(access.readable_q(principal))
+        qs = qs.filter(access.memory_readable_q(principal))
     rows = {m.pk: m for m in qs.defer("embedding")}
     hints = {i: DuplicateHints() for i in ids}
     exact_pairs = set()

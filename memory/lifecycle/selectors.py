@@ -75,7 +75,7 @@ def memory_list(
     substring of the text or key (the list's filter); `words` matches words of them, stemmed,
     through the stored tsvector and its GIN index (the header search: a rare word would
     otherwise scan every memory)."""
-    qs = Memory.objects.filter(access.readable_q(principal)).select_related("owner")
+    qs = Memory.objects.filter(access.memory_readable_q(principal)).select_related("owner")
     if status:
         qs = qs.filter(status=status)
     if tier:
@@ -421,7 +421,7 @@ def conflicts_in_force(
     ids = {i for pair in pairs for i in pair}
     qs = Memory.objects.filter(pk__in=ids).select_related("owner", "entry", "skill")
     if principal is not None:
-        qs = qs.filter(access.readable_q(principal))
+        qs = qs.filter(access.memory_readable_q(principal))
     rows = {m.pk: m for m in qs}
     parent = {i: i for i in ids}
 

@@ -1,9 +1,12 @@
 """Small input/output serializers for the memory API. No business logic here: services decide."""
 
+from typing import NamedTuple
+
 from rest_framework import serializers
 
 from knowledge import access
 from knowledge.models import Memory, MemorySource
+from knowledge.principal import Principal
 from knowledge.stores import SELF
 from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
 from memory.lifecycle import queue
@@ -323,13 +326,43 @@ def _dt(value):
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def memory_out(memory: Memory, sources=None) -> dict:
-    """The API body of one memory (the fields of MemorySerializer). `sources` defaults to the
-    memory's prefetched sources, or the list a write just recorded."""
+class Shown(NamedTuple):
+    """What of the ids around some memories a reader may be shown: the memories they supersede or
+    are superseded by, and the (kind, ref) of their sources (knowledge.access)."""
+
+    memories: set[int]
+    sources: set[tuple[str, str]]
+
+
+def _source_list(memory: Memory, sources=None) -> list[dict]:
     if sources is None:
         sources = getattr(memory, "source_list", None)
     if sources is None:
         sources = [{"kind": s.kind, "ref": s.ref} for s in memory.sources.all()]
+    return sources
+
+
+def shown_to(reader: Principal, memories: list[Memory]) -> Shown:
+    """The ids around `memories` that `reader` may read, in a query per kind at most."""
+    return Shown(
+        access.memory_ids_readable(
+            reader, {pk for m in memories for pk in (m.supersedes_id, m.superseded_by_id)}
+        ),
+        access.readable_sources(reader, [s for m in memories for s in _source_list(m)]),
+    )
+
+
+def memory_out(memory: Memory, sources=None, *, reader: Principal, shown: Shown | None = None) -> dict:
+    """The API body of one memory (the fields of MemorySerializer) as `reader` sees it: the
+    memories it supersedes or is superseded by, and its internal sources, are named only when the
+    reader may read them (`shown`, looked up for a whole page by the caller, or here). `sources`
+    defaults to the memory's prefetched sources, or the list a write just recorded."""
+    sources = _source_list(memory, sources)
+    if shown is None:
+        memory.source_list = sources
+        shown = shown_to(reader, [memory])
+    sources = [s for s in sources if (s["kind"], str(s["ref"])) in shown.sources]
+    readable = shown.memories
     return {
         "id": memory.pk,
         "agent": memory.owner.name,
@@ -351,8 +384,8 @@ def memory_out(memory: Memory, sources=None) -> dict:
         "expires_at": _dt(memory.expires_at),
         "content_hash": memory.content_hash,
         "version": memory.version,
-        "supersedes": memory.supersedes_id,
-        "superseded_by": memory.superseded_by_id,
+        "supersedes": memory.supersedes_id if memory.supersedes_id in readable else None,
+        "superseded_by": memory.superseded_by_id if memory.superseded_by_id in readable else None,
         "sources": sources,
         "author": {"kind": memory.author_kind, "name": memory.author_name},
         "conversation": memory.conversation_id,

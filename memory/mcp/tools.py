@@ -108,7 +108,10 @@ def memory_search_tool(principal: Principal, args: dict) -> dict:
 def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = validated(MemoryWriteSerializer, args, principal=principal)
     route = write_route(data)
-    return memory_out(write.memory_write(actor=principal, route=route, **access.write_named(principal, data)))
+    return memory_out(
+        write.memory_write(actor=principal, route=route, **access.write_named(principal, data)),
+        reader=principal,
+    )
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:

@@ -55,7 +55,7 @@ def memory_provenance(memory: Memory, viewer: Principal) -> dict:
 
 def stale_memories(principal, *, agent=None, store=None):
     qs = (
-        Memory.objects.filter(access.readable_q(principal), stale=True)
+        Memory.objects.filter(access.memory_readable_q(principal), stale=True)
         .exclude(status__in=[Memory.SUPERSEDED, Memory.REJECTED, Memory.EXPIRED])
         .select_related("owner")
         .order_by("-updated_at", "-id")

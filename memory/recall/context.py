@@ -170,7 +170,9 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
     )
     best = best_fused(params)
     expander = Expander(scope, now, params)
-    pool = correct_candidates(ranking.candidates[: 2 * MAX_RECALLED_ITEMS], upto=2 * MAX_RECALLED_ITEMS)
+    pool = correct_candidates(
+        ranking.candidates[: 2 * MAX_RECALLED_ITEMS], scope=scope, upto=2 * MAX_RECALLED_ITEMS
+    )
     expander.prefetch(pool)
     cap = item_cap(max(budget, 1), params)
 

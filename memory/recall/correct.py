@@ -11,6 +11,11 @@ Applied to the candidates a search or a context may show, before they are packed
   an active memory: knowledge.MemoryContradiction) likewise: the newest ranked one stands,
   with "(disagrees with #10 from 2026-11-02: …)", so an agent can say "was X until then".
 
+Only memories the scope may read take part (`scope.knowledge_q`, from knowledge.access): a rival
+the reader may not read is never named, dated, quoted or counted, so another agent's `self` or
+another person's private memory neither shows through a note nor hides a memory the reader may
+read.
+
 One statement for each, the first only when a ranked memory has a key."""
 
 import json
@@ -42,9 +47,10 @@ def _start(row: Memory):
     return row.valid_from or row.created_at
 
 
-def correct_candidates(candidates: list, *, upto: int) -> list:
+def correct_candidates(candidates: list, *, scope, upto: int) -> list:
     """`candidates` with near-identical and conflicting memories among the first `upto` (the
-    ones that may be shown) left out as described above; the order is kept."""
+    ones that may be shown) left out as described above, rivals read through `scope` (a
+    RecallScope); the order is kept."""
     head = candidates[:upto]
     memories = [c for c in head if c.kind == MEMORY and c.obj is not None]
     if len(memories) < 1:
@@ -67,6 +73,7 @@ def correct_candidates(candidates: list, *, upto: int) -> list:
     if keyed:
         rows = list(
             Memory.objects.filter(status=Memory.ACTIVE)
+            .filter(scope.knowledge_q)
             .filter(Q(key__in={c.obj.key for c in keyed}), Q(store__in={c.obj.store for c in keyed}))
             .only("id", "owner_id", "store", "key", "value", "text", "valid_from", "valid_to", "created_at")
         )
@@ -96,13 +103,13 @@ def correct_candidates(candidates: list, *, upto: int) -> list:
             others = [r for r in rivals if r.pk != me.pk]
             cand.conflict_with = sorted(r.pk for r in others)
             cand.conflict_note = "(conflicts with " + ", ".join(f"#{r.pk}: {_label(r)}" for r in others) + ")"
-    _contradictions(memories, drop)
+    _contradictions(memories, drop, scope)
     if not drop:
         return candidates
     return [c for c in head if c.key not in drop] + candidates[upto:]
 
 
-def _contradictions(memories: list, drop: set) -> None:
+def _contradictions(memories: list, drop: set, scope) -> None:
     """Keyless memories in a recorded contradiction in force (both active, overlapping
     validity): the newest among those ranked stands, with the note; the others are dropped."""
     keyless = {c.id: c for c in memories if not c.obj.key and c.key not in drop}
@@ -113,8 +120,16 @@ def _contradictions(memories: list, drop: set) -> None:
         memory__status=Memory.ACTIVE,
         other__status=Memory.ACTIVE,
     ).select_related("memory", "other")
+    pairs = list(pairs)
+    readable = set(
+        Memory.objects.filter(scope.knowledge_q)
+        .filter(pk__in={pk for pair in pairs for pk in (pair.memory_id, pair.other_id)})
+        .values_list("pk", flat=True)
+    )
     rivals: dict[int, list[Memory]] = {}
     for pair in pairs:
+        if pair.memory_id not in readable or pair.other_id not in readable:
+            continue
         a, b = pair.memory, pair.other
         if windows_overlap(a.valid_from, a.valid_to, b.valid_from, b.valid_to):
             rivals.setdefault(a.pk, []).append(b)

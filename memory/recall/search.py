@@ -299,7 +299,7 @@ def memory_search(
         hydrate_top=2 * k + HYDRATE_SPARE,
     )
     pack_start = time.perf_counter()
-    ranking.candidates = correct_candidates(ranking.candidates, upto=2 * k)
+    ranking.candidates = correct_candidates(ranking.candidates, scope=scope, upto=2 * k)
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
