@@ -20,7 +20,7 @@ from knowledge.memories.rows import memory_content_errors, memory_row_new, memor
 from knowledge.models import Agent, Conversation, Memory
 from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
-from memory.lifecycle.activation_hooks import API_WRITE, IMPORT
+from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE, IMPORT
 from memory.lifecycle.common import QUEUE_NEW, memory_lock
 from memory.lifecycle.conflicts import MemoryConflict, contradictions_mark_later, policy_violation_record
 from memory.lifecycle.duplicates import exact_duplicate_for_write
@@ -138,6 +138,30 @@ def memory_write_check(
         raise Invalid(errors)
     _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=list(sources))
     return text
+
+
+def state_write_check(
+    *, owner: Agent, supersedes: Memory | None, expires_at: datetime.datetime | None, now: datetime.datetime
+) -> None:
+    """State is scratch, nothing more: a state write (route AGENT_STATE, active without review)
+    may supersede only a state item of the same agent (its own working memory in its own store)
+    and expires within the working TTL. Raises Invalid naming the field otherwise."""
+    errors = {}
+    if supersedes is not None and (
+        supersedes.owner_id != owner.pk
+        or (supersedes.store, supersedes.tier) != (access.SELF, Memory.WORKING)
+        or supersedes.status not in Memory.LIVE
+    ):
+        errors["supersedes"] = [
+            "A state write supersedes only the agent's own state (working memory in its own store); "
+            "write without state to replace a fact, and a reviewer will decide."
+        ]
+    if expires_at is not None and expires_at > now + _short_term_ttl():
+        errors["expires_at"] = [
+            f"State expires within {settings.BRAIN_SHORT_TERM_TTL_HOURS} hours (the working TTL)."
+        ]
+    if errors:
+        raise Invalid(errors)
 
 
 def duplicate_answers(
@@ -266,6 +290,10 @@ def memory_write(
         supersedes=supersedes,
         sources=sources,
     )
+    if route == AGENT_STATE:
+        state_write_check(
+            owner=owner, supersedes=supersedes, expires_at=expires_at, now=now or timezone.now()
+        )
     if duplicate_answers(actor=actor, supersedes=supersedes, attach=attach, route=route):
         existing = exact_duplicate_for_write(
             owner=owner, store=store, tier=tier, text=text, key=key, value=value

@@ -233,12 +233,17 @@ def test_an_untrusted_agents_graph_state_never_reaches_the_review_queue(live_ser
     ]
     assert not MemoryRow.objects.filter(status="queued").exists()
     with Brain(live_server.url, world.tokens["copilot"]) as brain:
-        store = BrainStore(brain, state=["visits"], state_ttl_hours=24 * 30)
+        store = BrainStore(brain, state=["visits"], state_ttl_hours=2)
         store.put(("facts",), "bob", {"text": "Bob prefers e-mail"})
         assert store.memory(("facts",), "bob").status == "queued"  # a fact: a reviewer decides
         store.put(("visits", "bob"), "count", {"count": 9})
         expires = datetime.fromisoformat(store.memory(("visits", "bob"), "count").expires_at)
-        assert expires > datetime.now(UTC) + timedelta(days=29)
+        assert datetime.now(UTC) + timedelta(hours=1) < expires < datetime.now(UTC) + timedelta(hours=3)
+        # State is scratch: it lives no longer than Brain's working TTL.
+        with pytest.raises(Exception, match="working TTL"):
+            BrainStore(brain, state=["visits"], state_ttl_hours=24 * 30).put(
+                ("visits", "bob"), "count", {"n": 1}
+            )
         # State is the agent's own: it cannot be written into a shared store.
         with pytest.raises(Exception, match="scope agent"):
             brain.memory.write("x", scope="shared", state=True)

@@ -23,7 +23,7 @@ How LangGraph's items map onto Brain's memories:
   back itself. They are written with Brain's `state` flag: the agent's own working memory in its
   own store, active at once with no review (so an untrusted agent's loop does not fill the
   review queue), recalled only for that agent, never into a shared store, expiring like any
-  working memory (`state_ttl_hours`, default Brain's BRAIN_SHORT_TERM_TTL). Facts the graph wants
+  working memory (`state_ttl_hours`, default and longest Brain's BRAIN_SHORT_TERM_TTL). Facts the graph wants
   remembered belong in the other namespaces, which an untrusted agent's review still decides.
 - Provenance: every write cites `{"kind": "record", "ref": "langgraph:<memory key>"}` plus the
   store's own `sources` (a conversation, a task outcome…); `memory(namespace, key)` gives the
@@ -124,7 +124,7 @@ class BrainStore(BaseStore):
     memory's text (default: the whole value); `write`: other fields for every write (tier,
     conversation, run_id…); `state`: first namespace labels (or True: all) whose items are the
     graph's own working state, never reviewed; `state_ttl_hours`: how long a state item lives
-    unless put again (default: Brain's short-term TTL)."""
+    unless put again (default and longest: Brain's short-term TTL)."""
 
     supports_ttl = False
 

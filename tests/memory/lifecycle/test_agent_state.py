@@ -59,3 +59,50 @@ def test_state_never_shows_in_the_review_queue(client, world, copilot):
     client.force_login(world.reviewer)
     body = client.get("/review/").content.decode()
     assert "Nothing is waiting for review." in body and "{&quot;count&quot;: 3}" not in body
+
+
+def test_state_supersedes_only_the_agents_own_state(world, copilot):
+    """An untrusted agent's state write naming its own reviewer-approved facts — a shared one and
+    a self one — is refused and retires nothing; its own state it may replace."""
+    from tests import factory
+
+    shared = factory.make_memory(world.copilot, "Refunds take five days", store="shared")
+    own_fact = factory.make_memory(world.copilot, "Bob prefers e-mail", store="self")
+    for fact in (shared, own_fact):
+        refused = copilot.post(
+            "/api/memory",
+            {"scope": "agent", "key": "loop/count", "value": 1, "state": True, "supersedes": fact.pk},
+            format="json",
+        )
+        assert refused.status_code == 400, refused.content
+        assert "own state" in refused.json()["fields"]["supersedes"][0]
+        assert Memory.objects.get(pk=fact.pk).status == Memory.ACTIVE
+    assert not Memory.objects.filter(key="loop/count").exists()
+    # the same write with `state` left out is queued for a reviewer, and retires nothing yet
+    queued = copilot.post(
+        "/api/memory",
+        {"scope": "shared", "text": "Refunds take a week", "supersedes": shared.pk},
+        format="json",
+    ).json()
+    assert queued["status"] == "queued" and Memory.objects.get(pk=shared.pk).status == Memory.ACTIVE
+
+
+def test_state_expires_within_the_working_ttl(copilot, settings):
+    import datetime
+
+    from django.utils import timezone
+
+    far = copilot.post(
+        "/api/memory",
+        {"scope": "agent", "text": "cursor 7", "state": True, "expires_at": "9999-01-01T00:00:00Z"},
+        format="json",
+    )
+    assert far.status_code == 400 and "expires_at" in far.json()["fields"]
+    assert not Memory.objects.exists()
+    soon = timezone.now() + datetime.timedelta(hours=settings.BRAIN_SHORT_TERM_TTL_HOURS - 1)
+    ok = copilot.post(
+        "/api/memory",
+        {"scope": "agent", "text": "cursor 7", "state": True, "expires_at": soon.isoformat()},
+        format="json",
+    )
+    assert ok.status_code == 201, ok.content
