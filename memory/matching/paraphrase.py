@@ -1,28 +1,9 @@
-"""Two ways one word is said in other words, which the relation finder's duplicate rule
-(memory.matching.relations, `_coverage`) counts as said: an acronym and the words it stands for
-("OOO" / "out of office"), and a word with a short prefix that does not negate it (mail /
-email, try / retry; never lock / unlock, which `prefix_negates` finds: no duplicate then).
-Chosen on the dev pairs by cross-validation with the
-rule's threshold (bench.relations_eval --cv); no word list of the pairs' wording."""
+"""Word forms the relation finder reads (memory.matching.relations): an acronym and the words it
+stands for ("OOO" / "out of office"), which its duplicate rule counts as said, and a word against
+itself with a negating prefix (lock / unlock, active / inactive), an opposite. A word with any
+other prefix is another word (remove / move)."""
 
 NEGATING_PREFIXES = ("a", "de", "di", "il", "im", "in", "ir", "no", "un")
-
-
-def prefixed(term: str, terms) -> bool:
-    """`term` is a word of `terms` with a prefix of one or two letters that does not negate it,
-    or the reverse; the shorter word has three letters at least."""
-    for t in terms:
-        short, long = sorted((term, t), key=len)
-        extra = long[: len(long) - len(short)]
-        if (
-            len(short) >= 3
-            and long.endswith(short)
-            and 1 <= len(extra) <= 2
-            and extra.isalpha()
-            and extra not in NEGATING_PREFIXES
-        ):
-            return True
-    return False
 
 
 def spelt_out(words, terms, acronyms) -> set[str]:

@@ -48,8 +48,8 @@ def test_an_owner_swapped_for_one_the_originals_name_is_refused():
 
 
 def test_originals_that_contradict_each_other_are_never_merged():
-    originals = ["Acme wants support updates by phone only.", "Acme wants support updates by e-mail only."]
-    why = merge_breach("Acme wants support updates by phone only.", originals)
+    originals = ["The roof terrace is open to visitors.", "The roof terrace is closed to visitors."]
+    why = merge_breach("The roof terrace is open to visitors.", originals)
     assert why.startswith("the originals disagree")
 
 
@@ -62,9 +62,9 @@ def test_consolidation_never_groups_contradicting_memories():
     from memory.consolidation import near_duplicate_groups
 
     rows = [
-        {"id": 1, "text": "Acme wants support updates by phone only."},
-        {"id": 2, "text": "Acme wants support updates by e-mail only."},
-        {"id": 3, "text": "acme wants  support updates by phone only"},
+        {"id": 1, "text": "The roof terrace is open to visitors."},
+        {"id": 2, "text": "The roof terrace is closed to visitors."},
+        {"id": 3, "text": "the roof terrace is  open to visitors"},
     ]
     assert near_duplicate_groups(rows) == [[1, 3]]
 

@@ -23,11 +23,11 @@ from tests import factory
         ("Ravi is no longer on the hiring panel.", "Ravi is on the hiring panel.", "negation"),
         ("Smoking is allowed on the roof terrace.", "Smoking is forbidden on the roof terrace.", "antonym"),
         (
-            "Acme wants support updates by phone only.",
-            "Acme wants support updates by e-mail only.",
+            "The roof terrace is open to visitors.",
+            "The roof terrace is closed to visitors.",
             "antonym",
         ),
-        ("Deploys are allowed on Fridays.", "deploys are frozen every Friday after 14:00", "antonym"),
+        ("Deploys are allowed on Fridays.", "deploys are prohibited every Friday", "antonym"),
         ("The lab key is kept by Ingrid Holm.", "The lab key is kept by Olaf Berg.", "entity"),
     ],
 )
@@ -73,17 +73,24 @@ def test_neither(a, b):
     assert classify(a, b).relation != DUPLICATE
 
 
-def test_the_phone_and_e_mail_case_is_a_contradiction_never_a_duplicate():
-    relation = classify(
-        "Acme wants support updates by e-mail only.", "Acme wants support updates by phone only."
-    )
+def test_open_and_closed_is_a_contradiction_never_a_duplicate():
+    relation = classify("The roof terrace is closed to visitors.", "The roof terrace is open to visitors.")
     assert relation.relation == CONTRADICTION
-    assert "phone" in relation.why and "mail" in relation.why
+    assert "open" in relation.why and "closed" in relation.why
+
+
+def test_two_values_no_general_resource_opposes_are_undecided_never_a_duplicate():
+    """Phone against e-mail was an opposite pair of the old list drawn from the dev set; no
+    general resource says they cannot both hold, so the rules leave it to the model."""
+    relation = classify(
+        "Acme wants support updates by phone only.", "Acme wants support updates by e-mail only."
+    )
+    assert (relation.relation, relation.kind) == ("", "undecided")
 
 
 def test_a_queued_write_carries_its_related_memories(world):
     old = factory.make_memory(world.copilot, "VPN-4012 is fixed by client 5.2.1")
-    same = factory.make_memory(world.copilot, "Acme wants support updates by e-mail only")
+    same = factory.make_memory(world.copilot, "The roof terrace is closed to visitors")
     factory.make_memory(world.copilot, "The canteen serves lunch until 14:00")
     client = world.client("copilot")
 
@@ -96,7 +103,7 @@ def test_a_queued_write_carries_its_related_memories(world):
     related = client.get(f"/api/memory/{body['id']}").json()["related"]
     assert [(r["memory"], r["relation"]) for r in related] == [(old.pk, "contradiction")]
     assert "5.2.1" in related[0]["why"] and 0 < related[0]["score"] <= 1
-    body = post("Acme wants support updates by phone only")
+    body = post("The roof terrace is open to visitors")
     related = client.get(f"/api/memory/{body['id']}").json()["related"]
     assert [(r["memory"], r["relation"]) for r in related] == [(same.pk, "contradiction")]
 
@@ -118,10 +125,8 @@ def test_a_memory_it_supersedes_is_not_listed(world):
 
 
 def test_the_queue_never_offers_a_contradiction_as_a_near_duplicate(client, world):
-    email = factory.make_memory(world.scribe, "Acme wants support updates by e-mail only.", store="shared")
-    phone = factory.make_queued_memory(
-        world.scribe, "Acme wants support updates by phone only.", store="shared"
-    )
+    email = factory.make_memory(world.scribe, "The roof terrace is closed to visitors.", store="shared")
+    phone = factory.make_queued_memory(world.scribe, "The roof terrace is open to visitors.", store="shared")
     factory.embed_all()
     a, b = (Memory.objects.get(pk=m.pk).embedding for m in (email, phone))
     assert (
