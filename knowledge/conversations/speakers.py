@@ -4,7 +4,11 @@ A speaker is a display name as chat exports write it ("Fahim Khan", "José", "�
 prefixed `person:` or `agent:`: any non-empty name up to MAX_SPEAKER characters without control
 characters. A name that is an agent's, in any letter case, is that agent (`AGENTA` is agent
 `agenta`), so "an agent speaks only for itself" (`access.check_speaker`) cannot be passed with a
-look-alike; `agent:` must name one. Anyone else is a person, found or created under a name a
+look-alike; `agent:` must name one. A name that only *looks* like an agent's — the same after
+Unicode compatibility folding (NFKC), case folding and the Unicode confusables map ("аgenta" with
+a Cyrillic а, fullwidth "ａｇｅｎｔａ") — is refused: it would read as that agent's turn. Agent,
+person and integration names are ASCII slugs, so among them letter case is the only look-alike.
+Anyone else is a person, found or created under a name a
 store and a URL can hold (the display name when it is already one, else its ASCII slug, else a
 name derived from it), the display name kept on the person and on each message."""
 
@@ -12,6 +16,7 @@ import hashlib
 import re
 import unicodedata
 
+import confusables
 from django.db.models.functions import Lower
 from django.utils.text import slugify
 
@@ -48,6 +53,30 @@ def speaker_error(raw) -> str | None:
     return None
 
 
+def folded_forms(name: str) -> set[str]:
+    """The spellings `name` may be read as: NFKC, case-folded, every confusable letter replaced
+    by the character it imitates (Unicode's confusables table, letters first)."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return {folded, *confusables.normalize(folded, prioritize_alpha=True)}
+
+
+def _look_alikes(names: set[str]) -> dict[str, str]:
+    """name -> the agent it imitates, for the names among `names` that are not an agent's name in
+    any letter case but fold to one (only names with a non-ASCII character can)."""
+    odd = {n: folded_forms(n) for n in names if not n.isascii()}
+    if not odd:
+        return {}
+    agents = {name.lower(): name for name in Agent.objects.values_list("name", flat=True)}
+    out = {}
+    for name, forms in odd.items():
+        if name.lower() in agents:
+            continue
+        hit = sorted(agents[f] for f in forms if f in agents)
+        if hit:
+            out[name] = hit[0]
+    return out
+
+
 def person_name_for(display: str) -> str:
     """The Person.name a display name is stored under: itself when it is one already (the
     names people were always given), else its ASCII slug ("Fahim Khan" → fahim-khan), else one
@@ -70,6 +99,10 @@ def speakers_resolve(actor: Principal, raws: set[str]) -> dict[str, tuple[str, i
         if problem:
             raise Invalid({"speaker": [f"{raw!r}: {problem}"]})
         parts[raw] = speaker_parts(raw)
+    look_alikes = _look_alikes({name for _, name in parts.values()})
+    if look_alikes:
+        name, agent = min(look_alikes.items())
+        raise Invalid({"speaker": [f"{name!r} looks like agent {agent}'s name: name a person another way."]})
     wanted = {name.lower() for _, name in parts.values()}
     matches: dict[str, list[tuple[str, int]]] = {}
     for name, pk in (
