@@ -281,6 +281,10 @@ def classify(
     if negation:
         denied = ", ".join(sorted(a.said(t) if t in a.surface else b.said(t) for t in negation))
         slots.append(("negation", f"one says it is not so: {denied}"))
+    if not slots and len(unsaid_a) == len(unsaid_b) == 1 and _exclusive(a) and _exclusive(b):
+        (x,), (y,) = unsaid_a, unsaid_b  # "by phone only" / "by e-mail only": one excludes the other
+        slots.append(("entity", f"only one holds: {a.said(x)} / {b.said(y)}"))
+        differing |= {x, y}
     rest_a, rest_b = unsaid_a - differing, unsaid_b - differing
     if len(slots) == 1:
         if min(len(rest_a), len(rest_b)) > p["besides"]:  # something else differs too
@@ -297,6 +301,11 @@ def classify(
     if covered >= p["duplicate"] and not prefix_negates(a.lemmas, b.lemmas) and _polarity(a) == _polarity(b):
         return Relation(DUPLICATE, "paraphrase", score, "the same claim in other words")
     return Relation(NEITHER, UNDECIDED, score, "the same subject, both can hold")
+
+
+def _exclusive(r: Reading) -> bool:
+    """The text says its value is the only one ("only", "solely", "exclusively")."""
+    return any(w.lower in ("only", "solely", "exclusively") for w in r.words)
 
 
 def _shown(n: str) -> str:

@@ -79,12 +79,15 @@ def test_open_and_closed_is_a_contradiction_never_a_duplicate():
     assert "open" in relation.why and "closed" in relation.why
 
 
-def test_two_values_no_general_resource_opposes_are_undecided_never_a_duplicate():
-    """Phone against e-mail was an opposite pair of the old list drawn from the dev set; no
-    general resource says they cannot both hold, so the rules leave it to the model."""
+def test_two_values_each_said_to_be_the_only_one_contradict():
+    """Phone against e-mail was an opposite pair of the old list drawn from the dev set; now
+    "only" says it: each side's one value excludes the other's."""
     relation = classify(
         "Acme wants support updates by phone only.", "Acme wants support updates by e-mail only."
     )
+    assert (relation.relation, relation.kind) == (CONTRADICTION, "entity")
+    assert "phone" in relation.why and "mail" in relation.why
+    relation = classify("Acme wants support updates by phone.", "Acme wants support updates by e-mail.")
     assert (relation.relation, relation.kind) == ("", "undecided")
 
 
