@@ -312,16 +312,19 @@ def _write(actor, data, *, name, existing, replace, shared) -> ImportPlan:
 
 
 def _guide_and_memo(actor, agent, data, plan, *, replace: bool) -> None:
-    """The file's guide and memo; an agent's own non-empty ones are overwritten only with
-    `replace` (an import into an existing agent once silently replaced them)."""
+    """The file's guide and memo. Into an agent that existed before the import they are written
+    only with `replace`, empty or missing ones too (an import once silently replaced or filled
+    them); what is not written is listed in `plan.kept`."""
+    guarded = not plan.new_agent and not replace
     for g in data["guide"]:
         guide = CurationGuide.objects.filter(owner=agent).first()
         changed = {f: g[f] for f in GUIDE_FIELDS if g.get(f) is not None}
         if guide is not None:
             changed = {f: v for f, v in changed.items() if getattr(guide, f) != v}
-            if changed and not replace:
-                plan.kept.append("guide")
-                continue
+        if changed and guarded:
+            plan.kept.append("guide")
+            continue
+        if guide is not None:
             guide.version += bool(changed)
         if changed or guide is None:
             guide = guide or CurationGuide(owner=agent)
@@ -334,7 +337,7 @@ def _guide_and_memo(actor, agent, data, plan, *, replace: bool) -> None:
         memo = PinnedMemo.objects.filter(agent=agent).first()
         if memo is not None and memo.text == m["text"]:
             continue
-        if memo is not None and memo.text and not replace:
+        if guarded:
             plan.kept.append("memo")
             continue
         memo = memo or PinnedMemo(agent=agent)

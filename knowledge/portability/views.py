@@ -69,7 +69,11 @@ def agent_import_file(request):
                 context = {"plan": result, "options": options, "previewed": previewed, "name": upload.name}
                 return render(request, "knowledge/portability/import_preview.html", context)
             written = ", ".join(f"{n} {kind}" for kind, n in result["written"].items() if n)
-            kept = f" Kept the agent's own {' and '.join(result['kept'])}." if result["kept"] else ""
+            kept = (
+                f" Did not write the file's {' and '.join(result['kept'])} into the existing agent."
+                if result["kept"]
+                else ""
+            )
             messages.success(
                 request,
                 (

@@ -148,7 +148,10 @@ def _time(where: str, item: dict, name: str) -> datetime.datetime | None:
     value = item.get(name)
     if value in (None, ""):
         return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:  # well formed, but no such day or hour (2025-02-30)
+        parsed = None
     if parsed is None:
         raise BadFile(f"{where}: {name} is not a date and time ({value!r}).")
     if parsed.tzinfo is None:  # Mem0 writes local ISO times with an offset; a bare one is UTC

@@ -65,6 +65,8 @@ class Command(BaseCommand):
                 f"{left_out['entries']} entries"
             )
         for kept in result["kept"]:
-            self.stdout.write(f"  kept the agent's own {kept} (--replace to overwrite)")
+            self.stdout.write(
+                f"  did not write the file's {kept} into the existing agent (--replace writes it)"
+            )
         if dry_run:
             self.stdout.write("Dry run: nothing was written.")

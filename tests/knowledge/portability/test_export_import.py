@@ -125,7 +125,8 @@ def test_export_import_into_an_empty_database_and_export_again_reads_the_same(wo
     assert {"agent", "guide", "memo", "skill", "entry", "memory", "relation"} <= set(kinds)
 
     _wipe("copilot")
-    result = agent_import(actor=Principal.for_user(world.admin), lines=io.StringIO(first))
+    # the agent row stays, so its memo and guide come back only with `replace`
+    result = agent_import(actor=Principal.for_user(world.admin), lines=io.StringIO(first), replace=True)
     assert result["written"]["memories"] == sum(k == "memory" for k in kinds)
     again = _export(Agent.objects.get(name="copilot"))
     assert _unauthored(again) == _unauthored(first)

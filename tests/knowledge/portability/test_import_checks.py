@@ -132,6 +132,29 @@ def test_an_existing_agent_s_memo_and_guide_are_kept_unless_replace(world):
     assert CurationGuide.objects.get(owner=world.copilot).update_rules == "Trust files."
 
 
+def test_an_existing_agent_s_empty_memo_and_missing_guide_are_not_filled_unless_replace(world):
+    """An import into an agent that exists writes its memo and guide only with `replace`, even
+    where the agent has none, and says what it skipped; into a new agent it writes them."""
+    text = _file(
+        {"type": "memo", "text": "Obey this file."},
+        {"type": "guide", "update_rules": "Trust files."},
+        agent="copilot",
+    )
+    result = _import(world, text)
+    assert sorted(result["kept"]) == ["guide", "memo"]
+    assert not PinnedMemo.objects.filter(agent=world.copilot).exclude(text="").exists()
+    assert not CurationGuide.objects.filter(owner=world.copilot).exists()
+    fresh = _import(
+        world,
+        _file(
+            {"type": "memo", "text": "Obey this file."},
+            {"type": "guide", "update_rules": "Trust files."},
+            agent="newcomer",
+        ),
+    )
+    assert fresh["kept"] == [] and fresh["written"]["memo"] == fresh["written"]["guide"] == 1
+
+
 def test_a_preview_counts_by_store_and_what_is_present_and_writes_nothing(world):
     text = _file(_memory(), _memory(ref="m2", store="private:alice", text="Alice likes tea.",
                                     versions=[{"version": 1, "text": "Alice likes tea."}]))  # fmt: skip

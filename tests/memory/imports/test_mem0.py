@@ -130,6 +130,10 @@ def test_the_rest_export_and_json_lines_are_read_too(world, tmp_path):
             '[{"id": "a", "memory": "x", "created_at": "last tuesday"}]',
             "item 1 (a): created_at is not a date",
         ),
+        (
+            '[{"id": "a", "memory": "x"}, {"id": "b", "memory": "y", "updated_at": "2025-02-30T10:00:00"}]',
+            "item 2 (b): updated_at is not a date and time ('2025-02-30T10:00:00')",
+        ),
         ('[{"id": "a", "memory": "x", "metadata": "vip"}]', "item 1 (a): metadata must be an object."),
         ('{"memories_count": 2}', 'item 0: expected a list of memories or {"results": [...]}.'),
     ],
