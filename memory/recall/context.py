@@ -55,10 +55,19 @@ def item_label(cand: Candidate) -> str:
     when = cand.time
     date = f" · {when:%Y-%m-%d}" if when else ""
     if cand.kind == MEMORY:
+        # when it held first (its own time: valid_from, else when it was written), then when Brain
+        # learned it when that was another day (an import, an approval days later)
         label = f"memory {obj.pk or 'new'} · {obj.tier}"
+        held = obj.valid_from or obj.created_at
+        if held is not None:
+            label += f" · held {held:%Y-%m-%d}"
         if obj.valid_to and obj.valid_to <= timezone.now():
             label += f" · until {obj.valid_to:%Y-%m-%d}"
-        return f"[{label}{date}]"
+        if held is not None and obj.created_at is not None and obj.created_at.date() != held.date():
+            label += f" · learned {obj.created_at:%Y-%m-%d}"
+        elif held is None and when:
+            label += date
+        return f"[{label}]"
     if cand.kind == ENTRY:
         return f"[entry {obj.pk}{date}]"
     if cand.kind == EPISODE:

@@ -73,3 +73,24 @@ def test_the_playground_marks_a_conflict(client, world):
     assert page.status_code == 200
     body = page.content.decode()
     assert 'class="badge bad conflict"' in body and f"#{old.pk}" in body
+
+
+def test_a_context_line_says_when_a_memory_held_and_when_brain_learned_it(world):
+    """An imported fact from 2025-03-02 approved today: its line shows the day it held first,
+    then the day Brain learned it — not the approval's day as if it were the fact's."""
+    import datetime
+
+    conv = factory.make_conversation(world.copilot, world.general)
+    held = datetime.datetime(2025, 3, 2, 9, 0, tzinfo=datetime.UTC)
+    memory = factory.make_memory(
+        world.copilot, "Acme's renewal is due in April", store="shared", valid_from=held
+    )
+    body = world.client("copilot").post(
+        "/api/agents/copilot/context",
+        {"conversation": conv.pk, "q": "When is Acme's renewal?"},
+        format="json",
+    )
+    assert body.status_code == 200, body.content
+    today = timezone.now().date().isoformat()
+    text = " ".join(section["text"] for section in body.json()["sections"])
+    assert f"[memory {memory.pk} · semantic · held 2025-03-02 · learned {today}]" in text
