@@ -4,11 +4,13 @@ every wait polls with a deadline."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +20,37 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
+
+
+# --- temporary folders PostgreSQL's own user can always reach ----------------------------------
+# pytest keeps tmp_path under /tmp/pytest-of-<user>, and every pytest session of that user that
+# starts (another clone's suite, a single test run beside it) sets that folder back to 0700: the
+# embedded server's `pgserver` user, which runs PostgreSQL under root, then loses its way to a
+# data directory in the middle of a test. These tests' folders live under a root of their own.
+
+
+class _OpsTempFactory:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def mktemp(self, name: str) -> Path:
+        path = Path(tempfile.mkdtemp(prefix=f"{name[:40]}-", dir=self.root))
+        path.chmod(0o755)
+        return path
+
+
+@pytest.fixture(scope="session")
+def tmp_path_factory():
+    """As pytest's, under /tmp/brain-ops-* (0755) instead of pytest's base folder (see above)."""
+    root = Path(tempfile.mkdtemp(prefix="brain-ops-"))
+    root.chmod(0o755)
+    yield _OpsTempFactory(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_path(tmp_path_factory, request):
+    return tmp_path_factory.mktemp(re.sub(r"\W", "_", request.node.name))
 
 
 def free_port() -> int:
