@@ -1,9 +1,11 @@
 // The review queue by keyboard: every decision has a key (? lists them). j/k move between
 // memories and on across pages; a approves, 1 / 2 settle a conflict (replace / keep both from
-// the date filled in, Enter approves), r rejects with a reason, d rejects as a duplicate, e edits,
-// o opens the source, x ticks for a bulk action, A / R decide everything the filter matches
-// (after a confirmation). After a decision focus moves to the next memory. Without this file
-// every card still works with Tab and the buttons.
+// the date filled in), r rejects with a reason, d rejects as a duplicate, e edits, u dismisses a
+// hint as unrelated, o opens the source, x ticks for a bulk action, A / R decide everything the
+// filter matches. No key that retires or rejects acts by itself: each asks, and Enter confirms
+// (1 and d focus the button that does it and say what it does; A / R open a confirmation).
+// After a decision focus moves to the next memory. Without this file every card still works
+// with Tab and the buttons.
 (() => {
   const cards = () => Array.from(document.querySelectorAll("#queue-items article.qitem"));
   const current = () => document.activeElement && document.activeElement.closest("article.qitem");
@@ -45,13 +47,21 @@
 
   // A conflict's choice: check it, and for "replace" approve at once; for "keep both" focus the
   // boundary (filled in by the server), where Enter approves.
+  // Ask before a key acts: focus the button that does it and say so; Enter confirms, Esc (or
+  // any other key) leaves it.
+  const ask = (card, button, text) => {
+    const hint = card.querySelector(".confirm-hint");
+    if (hint) hint.textContent = text;
+    button.focus();
+  };
   const decide = (card, value) => {
     const form = card && actionForm(card, "approve");
     const radio = form && form.querySelector(`input[name=decision][value=${value}]`);
     if (!radio) return false;
     radio.checked = true;
     if (value === "replace") {
-      form.requestSubmit();
+      const named = radio.closest("label").textContent.replace(/\s+/g, " ").replace(/ 1$/, "").trim();
+      ask(card, form.querySelector("button[type=submit]"), `${named}? Enter approves and retires them; Esc goes back.`);
     } else {
       const field = form.querySelector("input[name=boundary]");
       field.focus();
@@ -91,9 +101,12 @@
       return;
     }
     const dialog = document.getElementById("queue-keys");
-    if (event.key === "Escape" && typing(event.target) && current()) {
+    if (event.key === "Escape" && (typing(event.target) || event.target.matches("article.qitem button")) && current()) {
+      const card = event.target.closest("article.qitem");
+      const hint = card.querySelector(".confirm-hint");
+      if (hint) hint.textContent = "";
       event.target.blur();
-      focusCard(event.target.closest("article.qitem"));
+      focusCard(card);
       return;
     }
     // Enter in a "keep both" date approves (a date field does not submit by itself everywhere).
@@ -129,6 +142,14 @@
       case "d": {
         const button = card && card.querySelector("button[data-duplicate]");
         if (!button) return;
+        ask(card, button, `${button.textContent.trim()}? Enter rejects it; Esc goes back.`);
+        break;
+      }
+      case "u": {
+        const button = card && card.querySelector("button[data-unrelated]");
+        if (!button) return;
+        decided = card; // the card comes back without the hint: focus stays on it
+        pendingFocus = null;
         button.form.requestSubmit();
         break;
       }

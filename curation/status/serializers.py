@@ -130,6 +130,12 @@ StatusOut = inline_serializer(
             "StatusConflicts",
             {
                 "memories": serializers.IntegerField(help_text="Active memories in a conflict."),
+                "hints": serializers.DictField(
+                    child=serializers.DictField(),
+                    help_text="The review queue's hints as reviewers judged them, per hint (duplicate, "
+                    "exact-duplicate, near-duplicate, contradiction): unrelated (dismissed), confirmed "
+                    "(acted on), precision (confirmed / both; null before any verdict).",
+                ),
                 "groups": serializers.ListField(
                     child=serializers.DictField(),
                     help_text="Per conflict (newest first, at most 20): store, key, agents, memories "

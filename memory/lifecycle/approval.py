@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.audit.services import snapshot
-from knowledge.errors import DomainError, Invalid
+from knowledge.errors import Conflict, DomainError, Invalid
 from knowledge.memories.activation import Activation
 from knowledge.memories.rows import memory_row_revise, memory_row_state, memory_rows_state
 from knowledge.models import Memory
@@ -42,7 +42,9 @@ from memory.lifecycle.common import (
 )
 from memory.lifecycle.conflicts import ConflictDecisionNeeded, MemoryConflict, contradictions_mark_later
 from memory.lifecycle.contradicted import contradicted_active_for
+from memory.lifecycle.hints import hints_confirm
 from memory.lifecycle.supersession import memories_mark_dependants_stale
+from memory.models import HintVerdict
 from memory.provenance.services import provenance_rebaseline
 
 # What leaves one memory of a batch as it was while the rest are decided: a decision a bulk
@@ -60,6 +62,25 @@ class Ask:
     supersedes: Memory | None = None
     decision: str | None = None
     boundary: datetime.datetime | None = None
+    shown: frozenset[int] | None = None  # what the reviewer's card named as retired or closed
+
+
+class NotShown(Conflict):
+    """The approval would retire or close a memory the reviewer's card did not show (one that
+    came into force, or came to conflict, since the card was drawn). Nothing was changed: the
+    card is shown again with it."""
+
+    code = "not_shown"
+
+    def __init__(self, memory: Memory, unseen: list[int]):
+        self.unseen = unseen
+        named = ", ".join(f"#{i}" for i in unseen)
+        super().__init__(
+            f"Approving memory {memory.pk} would also retire or close {named}, which its card did not "
+            "show. Nothing was changed: look at the card again.",
+            memory=memory.pk,
+            unseen=unseen,
+        )
 
 
 @dataclass
@@ -212,6 +233,11 @@ def _activate(actor: Principal, approvals: list[_Approval], now, failed: dict) -
         except SKIPPED as exc:
             failed[memory.pk] = exc
             continue
+        touched = [*approval.activation.retire, *approval.activation.close]
+        unseen = [i for i in touched if ask.shown is not None and i not in ask.shown]
+        if unseen:
+            failed[memory.pk] = NotShown(memory, unseen)
+            continue
         decided.append(approval)
     # the decided states, one UPDATE each (one for a batch: its memories start now alike)
     states: dict[tuple, list[Memory]] = {}
@@ -226,6 +252,15 @@ def _activate(actor: Principal, approvals: list[_Approval], now, failed: dict) -
         approval.became = activation_carry_out(
             actor=actor, memory=approval.memory, route=REVIEW, activation=approval.activation, now=now
         )
+        if approval.became == Memory.ACTIVE and approval.ask.decision and approval.memory.contradicted:
+            # the reviewer decided the contradictions the finder hinted: confirmed hints
+            hints_confirm(
+                actor=actor,
+                pairs=[
+                    (approval.memory.pk, c.pk, HintVerdict.CONTRADICTION)
+                    for c in approval.memory.contradicted
+                ],
+            )
 
 
 def memories_reject(

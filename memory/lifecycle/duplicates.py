@@ -23,7 +23,8 @@ from django.db import connection
 from knowledge import access
 from knowledge.models import Memory
 from knowledge.principal import Principal
-from memory.matching.relations import CONTRADICTION, classify
+from memory.lifecycle import hints
+from memory.matching.relations import CONTRADICTION, DUPLICATE, classify
 from memory.recall.routes import execute_all
 
 LIVE = (Memory.QUEUED, Memory.ACTIVE)
@@ -135,6 +136,8 @@ def exact_duplicates_for_writes(*, owner, writes: list[tuple[str, str, str, str,
 class DuplicateHints:
     exact: list[Memory] = field(default_factory=list)
     near: list[tuple[Memory, float]] = field(default_factory=list)  # (memory, cosine)
+    dismissed: set[int] = field(default_factory=set)  # the others a reviewer called unrelated to it
+    queued: list = field(default_factory=list)  # relations.Related: queued memories it contradicts
 
 
 def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -> dict[int, DuplicateHints]:
@@ -167,8 +170,15 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
         WHERE q.id = ANY(%s) AND q.embedding IS NOT NULL AND n.sim >= %s"""
     # Both in one round trip. A hint needs the few nearest, not an exhaustive search: a small
     # HNSW candidate list returned the same hints at a third of the time on the bench page.
-    exact, near = execute_all(
-        [(exact_sql, [ids]), (near_sql, [NEAR_PER_MEMORY + 1, ids, NEAR_COSINE])],
+    # With them, the same round trip: the pairs reviewers dismissed as unrelated, and the queued
+    # memories sharing the most words with each card (the contradictions between queued ones).
+    exact, near, dismissed, candidates = execute_all(
+        [
+            (exact_sql, [ids]),
+            (near_sql, [NEAR_PER_MEMORY + 1, ids, NEAR_COSINE]),
+            hints.dismissed_sql(ids),
+            hints.queued_candidates_sql(ids),
+        ],
         f"SET LOCAL jit = off; SET LOCAL hnsw.ef_search = {NEAR_EF_SEARCH}",
     )
     others = {row[1] for row in exact} | {row[1] for row in near}
@@ -176,23 +186,45 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
     if principal is not None:
         qs = qs.filter(access.memory_readable_q(principal))
     rows = {m.pk: m for m in qs.defer("embedding")}
-    hints = {i: DuplicateHints() for i in ids}
+    found = {i: DuplicateHints() for i in ids}
+    for low, high in dismissed:
+        if low in found:
+            found[low].dismissed.add(high)
+        if high in found:
+            found[high].dismissed.add(low)
     exact_pairs = set()
     for q, m, _ in sorted(exact):
-        if m in rows:
-            hints[q].exact.append(rows[m])
+        if m in rows and m not in found[q].dismissed:
+            found[q].exact.append(rows[m])
             exact_pairs.add((q, m))
-    texts = {m.pk: m.text for m in memories}
+    by_id = {m.pk: m for m in memories}
     for q, m, sim in sorted(near, key=lambda r: (r[0], -r[2])):
         if (
             m in rows
             and (q, m) not in exact_pairs
-            and len(hints[q].near) < NEAR_PER_MEMORY
-            and same_facts(texts[q], rows[m].text)
-            and classify(rows[m].text, texts[q]).relation != CONTRADICTION
+            and m not in found[q].dismissed
+            and len(found[q].near) < NEAR_PER_MEMORY
+            and same_facts(by_id[q].text, rows[m].text)
+            and _near_relation(by_id[q], rows[m])
         ):
-            hints[q].near.append((rows[m], round(sim, 3)))
-    return hints
+            found[q].near.append((rows[m], round(sim, 3)))
+    # A queued memory is seen by its writer and people with a role: the cards' readers.
+    if principal is None or principal.is_reviewer:
+        pairs, queued = hints.queued_candidates(candidates)
+        for q, related in hints.queued_contradictions(memories, pairs, queued).items():
+            found[q].queued = [r for r in related if r.memory.pk not in found[q].dismissed]
+    return found
+
+
+def _near_relation(memory: Memory, other: Memory) -> bool:
+    """Whether a near vector may be offered as a near-duplicate of `memory`: never a pair the
+    relation finder calls a contradiction, and across two people's private stores only a pair
+    it calls a duplicate (another person's sentence about their own train is not a duplicate of
+    this one's, however near the vectors)."""
+    relation = classify(other.text, memory.text).relation
+    if hints.across_people(memory, other) or hints.across_people(other, memory):
+        return relation == DUPLICATE
+    return relation != CONTRADICTION
 
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")

@@ -22,6 +22,17 @@ class ApproveForm(forms.Form):
         error_messages={"invalid": "Give the boundary as a date and time."},
     )
     supersedes = forms.IntegerField(required=False, min_value=1)
+    # The memories the card named as what approving retires or closes ("12,15"); absent, none is
+    # checked (a client of its own); present, the approval touches no other (memory_approve).
+    shown = forms.CharField(required=False, max_length=10_000)
+
+    def clean_shown(self):
+        if "shown" not in self.data:
+            return None
+        parts = [p for p in self.cleaned_data["shown"].split(",") if p.strip()]
+        if not all(p.strip().isdigit() for p in parts):
+            raise forms.ValidationError("The card's memories are ids.")
+        return [int(p) for p in parts]
 
 
 class RevokeForm(forms.Form):

@@ -33,8 +33,10 @@ from memory.lifecycle.conflicts import (
     conflicting_active,
     policy_violation_record,
 )
+from memory.lifecycle.hints import hints_confirm
 from memory.lifecycle.shown import FINGERPRINT_FIELDS, fingerprint, shown_read
 from memory.lifecycle.supersession import memory_close, memory_supersede
+from memory.models import HintVerdict
 
 
 def memory_approve(
@@ -46,6 +48,7 @@ def memory_approve(
     supersedes: Memory | None = None,
     decision: str | None = None,
     boundary: datetime.datetime | None = None,
+    shown: Iterable[int] | None = None,
 ) -> Memory:
     """A reviewer's approval: the queued memory goes through memory_activate (route review).
     With `text`, the reviewer's edit becomes a new version first (edit-then-approve). With
@@ -53,9 +56,18 @@ def memory_approve(
     ones (same key, another value, same time) needs `decision`: REPLACE retires every one of
     them, KEEP_BOTH closes them at `boundary` where this one starts; without it
     ConflictDecisionNeeded and nothing changes. Of two reviewers acting at once exactly one
-    wins; the other gets MemoryStateConflict. The batch approval with one memory
-    (approval.memories_approve)."""
-    ask = Ask(memory_id, text=text, supersedes=supersedes, decision=decision, boundary=boundary)
+    wins; the other gets MemoryStateConflict. With `shown`, the memories the reviewer's card
+    named as what it retires or closes: an approval that would touch any other is refused
+    (approval.NotShown) and nothing changes. One audit batch for all of it. The batch approval
+    with one memory (approval.memories_approve)."""
+    ask = Ask(
+        memory_id,
+        text=text,
+        supersedes=supersedes,
+        decision=decision,
+        boundary=boundary,
+        shown=frozenset(shown) if shown is not None else None,
+    )
     try:
         # one decision, one audit batch: the approval and every memory it retires or closes
         with audit_batch(), transaction.atomic():
@@ -98,20 +110,32 @@ def memory_reject(*, actor: Principal, memory_id: int, reason: str) -> Memory:
     return _reject(actor=actor, memory_id=memory_id, reason=reason)
 
 
-def memory_reject_duplicate(*, actor: Principal, memory_id: int, of: int) -> Memory:
-    """Reject a queued memory as a duplicate of live memory `of` (one click in the queue): the
-    reason is filled in and the audit event names the original (`duplicate_of`)."""
+def memory_reject_duplicate(*, actor: Principal, memory_id: int, of: int, hint: str = "") -> Memory:
+    """Reject a queued memory as a duplicate of live memory `of` (the queue's duplicate key): the
+    reason is filled in and the audit event names the original (`duplicate_of`). `hint`, the
+    hint the card showed (duplicate, exact-duplicate, near-duplicate), is counted as confirmed."""
     original = Memory.objects.filter(pk=of, status__in=Memory.LIVE).filter(access.readable_q(actor)).first()
     if original is None or original.pk == memory_id:
         raise Invalid({"of": [f"There is no live memory {of} you can see."]})
-    return _reject(actor=actor, memory_id=memory_id, reason=f"duplicate of #{of}", data={"duplicate_of": of})
+    if hint and hint not in (HintVerdict.DUPLICATE, HintVerdict.EXACT, HintVerdict.NEAR):
+        raise Invalid({"hint": ["Use duplicate, exact-duplicate or near-duplicate."]})
+    return _reject(
+        actor=actor,
+        memory_id=memory_id,
+        reason=f"duplicate of #{of}",
+        data={"duplicate_of": of, **({"hint": hint} if hint else {})},
+        confirms=[(memory_id, of, hint)] if hint else [],
+    )
 
 
-def _reject(*, actor: Principal, memory_id: int, reason: str, data: dict | None = None) -> Memory:
+def _reject(
+    *, actor: Principal, memory_id: int, reason: str, data: dict | None = None, confirms=()
+) -> Memory:
     with audit_batch(), transaction.atomic():
         decided = memories_reject(actor=actor, memory_ids=[memory_id], reason=reason, data=data)
         if decided.failed:
             raise decided.failed[memory_id]
+        hints_confirm(actor=actor, pairs=confirms)
     return decided.memories[0]
 
 

@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from knowledge import access
 from knowledge.models import AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
+from memory.lifecycle import hints
 from memory.matching.facts import contradicts, windows_overlap
 from memory.matching.relations import CONTRADICTION, DUPLICATE, Related, related_for
 from memory.models import GateCheck
@@ -39,7 +40,8 @@ def memory_label(memory: Memory) -> str:
         return f"#{memory.pk} (block {position} of entry {entry.name}, agent {memory.owner.name})"
     if memory.skill_id:
         return f"#{memory.pk} (lesson of skill {memory.skill.name}, agent {memory.owner.name})"
-    return f"#{memory.pk} (agent {memory.owner.name}, {memory.store})"
+    person = memory.store.removeprefix(hints.PRIVATE) if memory.store.startswith(hints.PRIVATE) else ""
+    return f"#{memory.pk} (agent {memory.owner.name}, {memory.store}{f', person {person}' if person else ''})"
 
 
 def retired_by(memory: Memory) -> str:
@@ -124,12 +126,21 @@ class QueueItem:
     labels: dict = field(default_factory=dict)  # id → memory_label of every memory it touches
     dups: object = None  # memory.lifecycle.duplicates.DuplicateHints, for the reader
     related: list = field(default_factory=list)  # memory.matching.relations.Related, for the reader
+    queued_contradicts: list = field(default_factory=list)  # Related: queued memories it contradicts
 
     @property
     def related_duplicates(self) -> list:
         """The relation finder's duplicates the vector hints do not already show."""
         shown = {d.pk for d in self.dups.exact} | {d.pk for d, _ in self.dups.near} if self.dups else set()
         return [r for r in self.related if r.relation == DUPLICATE and r.memory.pk not in shown]
+
+    @property
+    def shown_ids(self) -> str:
+        """The memories the card names as what approving it retires or closes (what it
+        supersedes, what it conflicts with): the approval touches no other (memory_approve's
+        `shown`)."""
+        ids = [self.compare_to.pk] if self.compare_to and self.relation == "supersedes" else []
+        return ",".join(str(i) for i in [*ids, *(c.pk for c in self.contradicts)])
 
     @property
     def why(self) -> dict:
@@ -194,20 +205,34 @@ def review_queue(
     if principal is not None:
         from memory.lifecycle.duplicates import queue_duplicate_hints
 
-        hints = queue_duplicate_hints([i.memory for i in items], principal)
+        found = queue_duplicate_hints([i.memory for i in items], principal)
         related = related_with_model([i.memory for i in items], principal)
         for item in items:
-            item.dups = hints.get(item.memory.pk)
-            item.related = related.get(item.memory.pk, [])
-            if not item.memory.key:
-                # a keyless contradiction gets the keyed conflict's decision (contradicted_active_for)
+            memory = item.memory
+            item.dups = found.get(memory.pk)
+            dismissed = item.dups.dismissed if item.dups else set()
+            # a pair a reviewer dismissed as unrelated is not flagged again
+            item.related = [r for r in related.get(memory.pk, []) if r.memory.pk not in dismissed]
+            item.queued_contradicts = item.dups.queued if item.dups else []
+            item.labels.update({r.memory.pk: memory_label(r.memory) for r in item.queued_contradicts})
+            if not memory.key:
+                # a keyless contradiction gets the keyed conflict's decision (contradicted_active_for),
+                # never one in another person's private store (hints.across_people)
                 known = {c.pk for c in item.contradicts}
                 item.contradicts += [
-                    r.memory for r in item.related if r.relation == CONTRADICTION and r.memory.pk not in known
+                    r.memory
+                    for r in item.related
+                    if r.relation == CONTRADICTION
+                    and r.memory.pk not in known
+                    and not hints.across_people(memory, r.memory)
                 ]
                 item.labels.update({c.pk: memory_label(c) for c in item.contradicts})
                 if item.compare_to is None and item.contradicts:
                     item.compare_to, item.relation = item.contradicts[0], "contradicts"
+            if item.dups:  # a contradiction is never offered as a duplicate too
+                against = {c.pk for c in item.contradicts} | {r.memory.pk for r in item.queued_contradicts}
+                item.dups.exact = [d for d in item.dups.exact if d.pk not in against]
+                item.dups.near = [(d, sim) for d, sim in item.dups.near if d.pk not in against]
     return items
 
 
@@ -459,10 +484,12 @@ def conflict_count() -> int:
 
 
 def conflicts_status() -> dict:
-    """The Status tab's and GET /api/status's conflicts section: conflicts still in force."""
+    """The Status tab's and GET /api/status's conflicts section: conflicts still in force, and
+    the review queue's hints as reviewers judged them (per hint: unrelated, confirmed, precision)."""
     groups = conflicts_in_force(limit=20)
     return {
         "memories": conflict_count(),
+        "hints": hints.hint_verdict_counts(),
         "groups": [
             {
                 "store": g.store,

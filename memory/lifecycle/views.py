@@ -21,7 +21,7 @@ from knowledge.principal import REVIEWER
 from knowledge.principals.permissions import console_principal, reviewer_required
 from knowledge.principals.views import safe_next
 from knowledge.web import error_text
-from memory.lifecycle import queue, review, selectors
+from memory.lifecycle import hints, queue, review, selectors
 from memory.lifecycle.forms import (
     ApproveForm,
     BulkReviewForm,
@@ -219,6 +219,7 @@ def review_approve(request, memory_id: int):
         supersedes=supersedes,
         decision=data["decision"] or None,
         boundary=data["boundary"],
+        shown=data["shown"],
     )
 
 
@@ -264,7 +265,35 @@ def review_duplicate(request, memory_id: int):
         review.memory_reject_duplicate,
         f"Memory {memory_id} rejected as a duplicate of #{of}.",
         of=int(of),
+        hint=request.POST.get("hint", ""),
     )
+
+
+@reviewer_required
+@require_POST
+def review_unrelated(request, memory_id: int):
+    """Dismiss one hint of a card as unrelated (the pair is not flagged again); the card comes
+    back without it."""
+    other, hint = request.POST.get("other", ""), request.POST.get("hint", "")
+    if not other.isdigit():
+        return _item_response(request, memory_id, error="Name the memory the hint pairs it with.")
+    for pk in (memory_id, int(other)):
+        access.memory_get_for(request.principal, pk)
+    try:
+        hints.hint_dismiss(actor=request.principal, memory_id=memory_id, other_id=int(other), hint=hint)
+    except Invalid as exc:
+        return _item_response(request, memory_id, error=error_text(exc))
+    notice = (
+        f"The {hint} hint between #{memory_id} and #{other} is dismissed as unrelated: not flagged again."
+    )
+    if not request.htmx:
+        messages.success(request, notice)
+        return redirect(_next(request, reverse("review-queue")))
+    items = selectors.review_queue(ids=[memory_id], principal=request.principal)
+    if not items:  # decided meanwhile
+        return _item_response(request, memory_id, done=notice)
+    context = {"item": items[0], "card_notice": notice, "reason_labels": selectors.QUEUE_REASON_LABELS}
+    return render(request, "memory/lifecycle/queue.html#item", context)
 
 
 @reviewer_required

@@ -1,8 +1,10 @@
 """The memory app's own rows, one module per concept (like knowledge.models): consolidation plans,
-the eval gate, conversation history summaries and the reconciler's links and runs."""
+the eval gate, conversation history summaries, the reconciler's links and runs, and reviewers'
+verdicts on the queue's hints."""
 
 from memory.models.consolidation import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 from memory.models.gate import EvalDataset, GateCheck
+from memory.models.hints import HintVerdict
 from memory.models.history import ConversationSummary
 from memory.models.reconciler import MemoryLink, ReconcilerRun
 
@@ -13,6 +15,7 @@ __all__ = [
     "ConversationSummary",
     "EvalDataset",
     "GateCheck",
+    "HintVerdict",
     "MemoryLink",
     "ReconcilerRun",
 ]

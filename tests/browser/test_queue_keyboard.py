@@ -126,7 +126,10 @@ def test_every_decision_of_a_mixed_queue_has_a_key_across_two_pages(page, world)
     _wait_focus(page, f"memory-{email.pk}")
     page.keyboard.press("a")  # a conflict without a choice: the keys are named, nothing is sent
     expect(page.locator(f"#memory-{email.pk} .decide-hint")).to_contain_text("1 replaces, 2 keeps both")
-    page.keyboard.press("1")
+    page.keyboard.press("1")  # replace: asks first, naming what it retires; Enter approves
+    expect(page.locator(f"#memory-{email.pk} .confirm-hint")).to_contain_text("Enter approves and retires them")
+    assert Memory.objects.get(pk=slack.pk).status == "active"
+    page.keyboard.press("Enter")
     page.locator(f"#memory-{email.pk}.result").wait_for()
     _wait_focus(page, f"memory-{eight.pk}")
 
@@ -136,7 +139,10 @@ def test_every_decision_of_a_mixed_queue_has_a_key_across_two_pages(page, world)
     page.locator(f"#memory-{eight.pk}.result").wait_for()
     _wait_focus(page, f"memory-{dup.pk}")
 
-    page.keyboard.press("d")
+    page.keyboard.press("d")  # asks first: the duplicate's button is focused, Enter rejects
+    expect(page.locator(f"#memory-{dup.pk} .confirm-hint")).to_contain_text(f"Reject as duplicate of #{priya.pk}?")
+    assert Memory.objects.get(pk=dup.pk).status == "queued"
+    page.keyboard.press("Enter")
     page.locator(f"#memory-{dup.pk}.result").wait_for()
     _wait_focus(page, f"memory-{wrong.pk}")
     page.keyboard.press("r")
@@ -273,7 +279,8 @@ def test_a_mixed_queue_of_thirty_is_worked_through_without_the_mouse(page, world
 
     page.keyboard.press("a")
     decided(plain, email)
-    page.keyboard.press("1")  # replace
+    page.keyboard.press("1")  # replace, once Enter confirms
+    page.keyboard.press("Enter")
     decided(email, eight)
     page.keyboard.press("2")  # keep both: the date is focused, Enter approves
     assert page.evaluate("document.activeElement.name") == "boundary"
@@ -284,6 +291,7 @@ def test_a_mixed_queue_of_thirty_is_worked_through_without_the_mouse(page, world
     page.keyboard.press("Enter")
     decided(eleven, dup)
     page.keyboard.press("d")
+    page.keyboard.press("Enter")
     decided(dup, invoices)
     page.keyboard.press("e")
     page.keyboard.press("Control+a")

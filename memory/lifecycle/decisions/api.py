@@ -8,16 +8,19 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
+from knowledge import access
 from knowledge.principals.permissions import IsReviewer
 from knowledge.schema import error_response
 from knowledge.web import validated
-from memory.lifecycle import queue, review
+from memory.lifecycle import hints, queue, review
 from memory.lifecycle.decisions.serializers import (
     MOST,
     ReviewDecidedSerializer,
     ReviewDecisionSerializer,
     ReviewFilterQuerySerializer,
     ReviewPreviewSerializer,
+    UnrelatedOutSerializer,
+    UnrelatedSerializer,
     decided_out,
 )
 from memory.lifecycle.shown import shown_snapshot
@@ -71,3 +74,34 @@ def memory_review(request):
             actor=request.user, memory_ids=data["ids"], action=data["action"], reason=data["reason"]
         )
     return Response(decided_out(result))
+
+
+@extend_schema(
+    operation_id="memory_hint_unrelated",
+    tags=["memory"],
+    summary="Dismiss a hint between two memories as unrelated (reviewers)",
+    description="The duplicate or contradiction hint the review queue shows between this memory and "
+    "`other` is wrong: remembered, so the pair is not flagged again (its card, `related`, an "
+    "approval's contradiction check), counted per hint for the hints' precision (GET /api/status, "
+    "conflicts.hints), audited as memory.hint_dismissed.",
+    request=UnrelatedSerializer,
+    responses={200: UnrelatedOutSerializer, 400: ERROR, 403: ERROR, 404: ERROR},
+)
+@api_view(["POST"])
+@permission_classes([IsReviewer])
+def memory_unrelated(request, memory_id: int):
+    data = validated(UnrelatedSerializer, request.data)
+    for pk in (memory_id, data["other"]):
+        access.memory_get_for(request.user, pk)
+    verdict = hints.hint_dismiss(
+        actor=request.user, memory_id=memory_id, other_id=data["other"], hint=data["hint"]
+    )
+    return Response(
+        {
+            "memory": memory_id,
+            "other": data["other"],
+            "hint": verdict.hint,
+            "verdict": verdict.verdict,
+            "by": verdict.actor_name,
+        }
+    )

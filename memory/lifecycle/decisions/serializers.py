@@ -76,3 +76,19 @@ def decided_out(result: dict) -> dict:
         "failed": {str(k): v for k, v in result["failed"].items()},
         "batch": result["batch"],
     }
+
+
+class UnrelatedSerializer(StrictSerializer):
+    other = serializers.IntegerField(min_value=1, help_text="The memory the hint pairs it with.")
+    hint = serializers.ChoiceField(
+        choices=["duplicate", "exact-duplicate", "near-duplicate", "contradiction"],
+        help_text="The hint as the queue showed it.",
+    )
+
+
+class UnrelatedOutSerializer(serializers.Serializer):
+    memory = serializers.IntegerField()
+    other = serializers.IntegerField()
+    hint = serializers.CharField()
+    verdict = serializers.CharField(help_text="unrelated")
+    by = serializers.CharField()

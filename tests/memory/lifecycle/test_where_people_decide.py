@@ -1,0 +1,213 @@
+"""Where people decide (issue 59.3), over HTTP: a decision changes only memories the card shows,
+each named with its store and person, and replace never retires another person's private memory;
+a hint can be dismissed as unrelated (remembered, counted per hint); a contradiction is never
+offered as a duplicate; one decision is one audit batch that one restore undoes; two queued
+memories that contradict each other are hinted on both cards."""
+
+import re
+
+import pytest
+
+from knowledge.models import AuditEvent, Channel, Memory
+from knowledge.principal import Principal
+from memory.models import HintVerdict
+from tests import factory
+
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def rita(client, world):
+    client.force_login(world.reviewer)
+    return client
+
+
+def card(body: str, memory) -> str:
+    """One memory's card of a queue page."""
+    found = re.search(rf'<article class="card qitem" id="memory-{memory.pk}".*?</article>', body, re.S)
+    assert found, f"no card for memory {memory.pk}"
+    return found.group(0)
+
+
+def people(world, *names):
+    """DMs of copilot with each person, so copilot reads (and the relation finder pairs) their
+    private stores, as after a two-person Mem0 import."""
+    for name in names:
+        person = factory.make_person(name)
+        channel = factory.make_channel(f"dm-{name}", kind=Channel.KIND_DM, person=person, agent=world.copilot)
+        factory.make_conversation(world.copilot, channel)
+
+
+def test_replace_never_retires_a_memory_in_another_persons_private_store(rita, world):
+    people(world, "noor", "sam")
+    sams = factory.make_memory(world.copilot, "My train leaves at 08:15", store="private:sam")
+    noors_old = factory.make_memory(
+        world.copilot, "My train leaves at 08:15 on weekdays", store="private:noor"
+    )
+    noors = factory.make_queued_memory(world.copilot, "My train leaves at 08:45", store="private:noor")
+    shown = card(rita.get("/review/").content.decode(), noors)
+    assert f'data-memory="{sams.pk}"' not in shown  # Sam's memory is no hint on Noor's card
+    assert f'data-memory="{noors_old.pk}"' in shown and "private:noor, person noor" in shown
+    rita.post(f"/review/{noors.pk}/approve", {"decision": "replace", "shown": str(noors_old.pk)})
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert statuses[noors.pk] == Memory.ACTIVE and statuses[noors_old.pk] == Memory.SUPERSEDED
+    assert statuses[sams.pk] == Memory.ACTIVE
+
+
+def test_an_approval_touches_only_what_the_card_listed(rita, world):
+    first = factory.make_memory(
+        world.copilot, "Noor's train leaves at 08:15", key="train.noor", value="08:15"
+    )
+    new = factory.make_queued_memory(
+        world.copilot, "Noor's train leaves at 08:45", key="train.noor", value="08:45"
+    )
+    shown = card(rita.get("/review/").content.decode(), new)
+    assert f'name="shown" value="{first.pk}"' in shown
+    # another value came into force after the card was drawn (a restore, an import)
+    late = factory.make_memory_row(
+        world.copilot, "Noor's train leaves at 08:30", store="self", key="train.noor", value="08:30"
+    )
+    answer = rita.post(f"/review/{new.pk}/approve", {"decision": "replace", "shown": str(first.pk)}, **HX)
+    text = answer.content.decode()
+    assert f"would also retire or close #{late.pk}, which its card did not show" in text
+    again = re.search(r'name="shown" value="([\d,]*)"', text).group(1)  # the card again, with it
+    assert sorted(map(int, again.split(","))) == [first.pk, late.pk]
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert statuses[new.pk] == Memory.QUEUED and statuses[first.pk] == statuses[late.pk] == Memory.ACTIVE
+    rita.post(f"/review/{new.pk}/approve", {"decision": "replace", "shown": f"{first.pk},{late.pk}"})
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert statuses[new.pk] == Memory.ACTIVE and statuses[first.pk] == statuses[late.pk] == Memory.SUPERSEDED
+
+
+def test_a_hint_dismissed_as_unrelated_is_not_flagged_again_and_is_counted(rita, world):
+    priya = factory.make_memory(world.scribe, "Priya is on call this week.", store="shared")
+    dup = factory.make_queued_memory(
+        world.copilot, "priya is on call this week.", store="shared", tier="episodic"
+    )
+    shown = card(rita.get("/review/").content.decode(), dup)
+    assert "exact duplicate" in shown and 'name="hint" value="exact-duplicate"' in shown
+    answer = rita.post(f"/review/{dup.pk}/unrelated", {"other": priya.pk, "hint": "exact-duplicate"}, **HX)
+    text = answer.content.decode()
+    assert "dismissed as unrelated" in text and "exact duplicate" not in text
+    assert "exact duplicate" not in card(rita.get("/review/").content.decode(), dup)
+    verdict = HintVerdict.objects.get()
+    assert (verdict.low_id, verdict.high_id, verdict.verdict, verdict.actor_name) == (
+        priya.pk, dup.pk, "unrelated", "rita",
+    )  # fmt: skip
+    event = AuditEvent.objects.get(action="memory.hint_dismissed")
+    assert event.object_ids == [str(dup.pk), str(priya.pk)]
+    assert Memory.objects.get(pk=dup.pk).status == Memory.QUEUED  # a dismissal decides nothing
+
+    # over the API too; and a hint acted on counts as confirmed
+    other = factory.make_queued_memory(world.copilot, "Priya is on call this week!", store="shared")
+    api = world.client("reviewer")
+    answer = api.post(
+        f"/api/memory/{other.pk}/unrelated", {"other": priya.pk, "hint": "near-duplicate"}, format="json"
+    )
+    assert answer.status_code == 200 and answer.json()["verdict"] == "unrelated", answer.content
+    third = factory.make_queued_memory(
+        world.copilot, "PRIYA is on call this week.", store="shared", tier="procedural"
+    )
+    rita.post(f"/review/{third.pk}/duplicate", {"of": priya.pk, "hint": "exact-duplicate"})
+    hints = api.get("/api/status").json()["conflicts"]["hints"]
+    assert hints["exact-duplicate"] == {"unrelated": 1, "confirmed": 1, "precision": 0.5}
+    assert hints["near-duplicate"] == {"unrelated": 1, "confirmed": 0, "precision": 0.0}
+    assert hints["contradiction"]["precision"] is None
+    assert 'id="hint-verdicts"' in rita.get("/knowledge/status/").content.decode()
+
+
+def test_a_dismissed_contradiction_needs_no_decision_and_replace_leaves_it(rita, world):
+    frozen = factory.make_memory(world.scribe, "Deploys are not allowed on Fridays.", store="shared")
+    allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
+    assert f'data-memory="{frozen.pk}"' in card(rita.get("/review/").content.decode(), allowed)
+    rita.post(f"/review/{allowed.pk}/unrelated", {"other": frozen.pk, "hint": "contradiction"})
+    assert f'data-memory="{frozen.pk}"' not in card(rita.get("/review/").content.decode(), allowed)
+    rita.post(f"/review/{allowed.pk}/approve", {"shown": ""})
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert statuses[allowed.pk] == statuses[frozen.pk] == Memory.ACTIVE
+
+
+def test_a_dismissal_is_for_reviewers_and_names_real_memories(client, world):
+    a = factory.make_queued_memory(world.copilot, "one")
+    assert (
+        world.client("copilot")
+        .post(f"/api/memory/{a.pk}/unrelated", {"other": a.pk, "hint": "duplicate"}, format="json")
+        .status_code
+        == 403
+    )
+    api = world.client("reviewer")
+    assert (
+        api.post(
+            f"/api/memory/{a.pk}/unrelated", {"other": 99999, "hint": "duplicate"}, format="json"
+        ).status_code
+        == 404
+    )
+    same = api.post(f"/api/memory/{a.pk}/unrelated", {"other": a.pk, "hint": "duplicate"}, format="json")
+    assert same.status_code == 400 and "other" in same.json()["fields"]
+    bad = api.post(f"/api/memory/{a.pk}/unrelated", {"other": a.pk, "hint": "cousin"}, format="json")
+    assert bad.status_code == 400 and "hint" in bad.json()["fields"]
+    assert not HintVerdict.objects.exists()
+
+
+def test_a_contradiction_is_never_offered_as_a_duplicate(rita, world):
+    porto = factory.make_memory(world.scribe, "Our team offsite is in Porto in June", store="shared")
+    valencia = factory.make_queued_memory(
+        world.copilot, "Our team offsite is in Valencia in June", store="shared"
+    )
+    factory.embed_all()  # the vectors that make near-duplicate hints
+    shown = card(rita.get("/review/").content.decode(), valencia)
+    assert f'class="conflict" data-memory="{porto.pk}"' in shown
+    assert "Reject as duplicate" not in shown and "near-duplicate" not in shown
+
+
+def test_one_decision_is_one_audit_batch_and_one_restore_undoes_it(rita, world):
+    old = factory.make_memory(world.copilot, "Noor's train leaves at 08:15", key="train.noor", value="08:15")
+    factory.make_queued_memory(
+        world.copilot, "Ticket SUP-1 cites it", sources=[{"kind": "memory", "ref": str(old.pk)}]
+    )
+    new = factory.make_queued_memory(
+        world.copilot, "Noor's train leaves at 08:45", key="train.noor", value="08:45"
+    )
+    rita.post(f"/review/{new.pk}/approve", {"decision": "replace", "shown": str(old.pk)})
+    assert Memory.objects.get(pk=old.pk).status == Memory.SUPERSEDED
+    approved = AuditEvent.objects.get(action="memory.approved", object_ids__contains=[str(new.pk)])
+    batch = AuditEvent.objects.filter(batch_id=approved.batch_id)
+    assert {e.action for e in batch} >= {"memory.approved", "memory.superseded", "memory.stale"}
+    restore = world.client("admin").post(
+        "/api/audit/restore", {"events": list(batch.values_list("pk", flat=True))}, format="json"
+    )
+    assert restore.status_code == 200, restore.content
+    old, new = Memory.objects.get(pk=old.pk), Memory.objects.get(pk=new.pk)
+    assert (old.status, old.superseded_by_id, old.valid_to) == (Memory.ACTIVE, None, None)
+    assert new.status == Memory.QUEUED
+    assert not Memory.objects.filter(stale=True).exists()
+
+
+def test_two_queued_memories_that_contradict_each_other_are_hinted_on_both_cards(rita, world):
+    allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
+    forbidden = factory.make_queued_memory(
+        world.copilot, "Deploys are not allowed on Fridays.", store="shared"
+    )
+    factory.make_queued_memory(world.copilot, "Deploys need a ticket.", store="shared")
+    body = rita.get("/review/").content.decode()
+    for mine, theirs in ((allowed, forbidden), (forbidden, allowed)):
+        shown = card(body, mine)
+        assert f'class="conflict queued" data-memory="{theirs.pk}"' in shown, shown
+        assert "Contradicts queued" in shown
+    # dismissed as unrelated on one card, neither card flags the pair again
+    rita.post(f"/review/{allowed.pk}/unrelated", {"other": forbidden.pk, "hint": "contradiction"})
+    body = rita.get("/review/").content.decode()
+    assert "Contradicts queued" not in card(body, allowed) and "Contradicts queued" not in card(
+        body, forbidden
+    )
+
+
+def test_approving_by_card_names_store_and_person_of_what_it_retires(rita, world):
+    people(world, "noor")
+    old = factory.make_memory(world.copilot, "Noor's train leaves at 08:15", store="private:noor")
+    new = factory.make_queued_memory(world.copilot, "Noor's train leaves at 08:45", store="private:noor")
+    shown = card(rita.get("/review/").content.decode(), new)
+    assert f"Replace: retire #{old.pk} (agent copilot, private:noor, person noor)" in shown
+    done = rita.post(f"/review/{new.pk}/approve", {"decision": "replace", "shown": str(old.pk)}, follow=True)
+    assert f"Retired #{old.pk} (agent copilot, private:noor, person noor)." in done.content.decode()
+    assert Principal.system("x")  # the world is plain: no other decision was made
