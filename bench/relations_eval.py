@@ -38,6 +38,7 @@ GRID = {
     "duplicate": (0.6, 0.7, 0.8, 0.9),
     "contradiction": (0.4, 0.5, 0.6, 0.7, 0.8),
     "besides": (0, 1, 2),
+    "negated": (0, 1),
 }
 
 
@@ -237,6 +238,7 @@ def main(argv=None) -> None:
                 ("duplicate", "DUPLICATE_TERMS"),
                 ("contradiction", "CONTRADICTION_TERMS"),
                 ("besides", "BESIDES"),
+                ("negated", "NEGATED_UNSAID"),
             )
         }
         report(f"the module's thresholds {module}, on all pairs", pairs, predict(pairs))

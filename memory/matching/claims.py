@@ -140,6 +140,25 @@ def opposed(x: str, y: str) -> bool:
 
 
 @lru_cache(maxsize=50_000)
+def person(lemma: str) -> bool:
+    """Whether one of `lemma`'s most frequent noun senses is a person (WordNet's noun.person)."""
+    return any(_synset(*sense)[0] == "noun.person" for sense in _senses(lemma, "n", SYNONYM_SENSES))
+
+
+@lru_cache(maxsize=50_000)
+def forms(lemma: str) -> frozenset[str]:
+    """Words WordNet derives from `lemma` or relates it to (Polish / Poland, weekly / week)."""
+    out = set()
+    for pos in _FILES:
+        for p, offset in _senses(lemma, pos, SYNONYM_SENSES):
+            for symbol, tp, to in _synset(p, offset)[2]:
+                if symbol in ("\\", "+", "/"):
+                    out.update(_synset(tp, to)[1])
+    out.discard(lemma)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=50_000)
 def noun_kind(lemma: str) -> str:
     """The lexicographer file of `lemma`'s most frequent noun sense ("noun.time",
     "noun.person", …), or ""."""
@@ -553,11 +572,47 @@ def words(text: str) -> list[Word]:
         if lower in _MONTHS and (bare[:1].isupper() or len(lower) > 3):
             out.append(Word(bare, lower, _MONTHS[lower], "number"))
             continue
-        lemma, _ = _lemma(lower) if "/" not in lower and "@" not in lower else (lower, {})
         kind = "name" if (cap or "@" in lower) and lower not in _FUNCTION else "word"
         if "." in lower.strip(".") and "@" not in lower:  # a host or a file: tessary.example
             kind = "id"
+        if kind == "word" and "-" in lower and not any(entry(lower, pos)[0] for pos in _FILES):
+            # "first-response", "free-tier": the words; "brother-in-law", "left-handed": a word
+            parts = [x for x in lower.split("-") if x]
+            for n, part in enumerate(parts):
+                last = n == len(parts) - 1
+                out.append(Word(part, part, _lemma(part)[0], "word", False, possessive and last))
+            continue
+        lemma, _ = _lemma(lower) if "/" not in lower and "@" not in lower else (lower, {})
         out.append(Word(bare, lower, lemma, kind, cap, possessive))
+    return _joined(out)
+
+
+def _joined(ws: list[Word]) -> list[Word]:
+    """Numbers written in pieces made one: digit groups ("7730 2291 58") and number words
+    ("two hundred and twenty")."""
+    out: list[Word] = []
+    for w in ws:
+        prev = out[-1] if out else None
+        digits = prev and prev.kind == w.kind == "number" and prev.lower.isdigit() and w.lower.isdigit()
+        if digits and len(prev.lower + w.lower) >= 6:
+            joined = prev.lower + w.lower
+            out[-1] = Word(f"{prev.text} {w.text}", joined, joined.lstrip("0"), "number")
+            continue
+        if prev and w.lower == "hundred" and prev.kind == "number" and prev.lemma.isdigit():
+            out[-1] = Word(
+                f"{prev.text} hundred", f"{prev.lower} hundred", str(int(prev.lemma) * 100), "number"
+            )
+            continue
+        if (
+            len(out) > 1
+            and w.kind == "number"
+            and w.lemma.isdigit()
+            and prev.lower == "and"
+            and out[-2].lower.endswith("hundred")
+        ):
+            out[-2:] = [Word(out[-2].text, out[-2].lower, str(int(out[-2].lemma) + int(w.lemma)), "number")]
+            continue
+        out.append(w)
     return out
 
 
@@ -641,7 +696,16 @@ def _clauses(ws: list[Word]) -> list[list[Word]]:
         current.append(w)
     if current:
         out.append(current)
-    return out
+    return [part for clause in out for part in _coordinated(clause)]
+
+
+def _coordinated(ws: list[Word]) -> list[list[Word]]:
+    """A clause split at "and" when both sides have a predicate of their own ("School starts at
+    8:45 and registration closes at 8:55"); "Polish and English" stays one."""
+    for i, w in enumerate(ws):
+        if w.lower == "and" and _predicate(ws[:i]) is not None and _predicate(ws[i + 1 :]) is not None:
+            return [ws[:i], *_coordinated(ws[i + 1 :])]
+    return [ws]
 
 
 def _predicate(ws: list[Word]) -> int | None:
@@ -674,7 +738,7 @@ def _predicate(ws: list[Word]) -> int | None:
             continue  # "the winter opening hours": a participle before a noun qualifies it
         weight = verb_weight(w.lower, w.lemma)
         if weight and w.lower != w.lemma and "VERB" in lemminflect.getAllLemmas(w.lower):
-            weight += 0.5  # an inflected verb (leaves, closed, got) agrees with its subject
+            weight += 0.3  # an inflected verb (leaves, closed, got) agrees with its subject
         if weight > best_score + 1e-9:
             best, best_score = i, weight
     if best is None and ws and ws[0].kind == "word" and verb_weight(ws[0].lower, ws[0].lemma) >= 0.5:

@@ -52,7 +52,7 @@ CONTRADICTION = "contradiction"
 SUBJECT = 0.3  # Dice of content lemmas for "the same subject"
 DUPLICATE_TERMS = 0.6  # the share of each side's lemmas and numbers the other says, for a duplicate
 CONTRADICTION_TERMS = 0.4  # the share of each side's other lemmas the other says, for a contradiction
-NEGATED_UNSAID = 0  # words a denial covers that the other side may leave unsaid
+NEGATED_UNSAID = 1  # words a denial covers that the other side may leave unsaid
 BESIDES = 2  # words each side says that the other does not, beyond the one slot that differs
 SHARED_TERMS = 2  # a subject is more than one word ("memory 3" / "queued memory 5")
 
@@ -153,8 +153,15 @@ def _another_one(a: Reading, b: Reading) -> str:
                 return f"{x} / {y}"
     said_a, said_b = a.lemmas | a.numbers, b.lemmas | b.numbers
     if a.claims and b.claims:  # the first claims' subjects, however the rest is worded
-        sx, sy = a.claims[0].subject, b.claims[0].subject
-        if sx.head and sy.head and not _has(sx.head, said_b) and not _has(sy.head, said_a):
+        x, y = a.claims[0], b.claims[0]
+        sx, sy = x.subject, y.subject
+        if (
+            sx.head
+            and sy.head
+            and _same(x.attribute, y.attribute)
+            and not _has(sx.head, said_b)
+            and not _has(sy.head, said_a)
+        ):
             return f"{a.said(sx.head)} / {b.said(sy.head)}"
     for x in a.claims:
         for y in b.claims:
@@ -164,17 +171,21 @@ def _another_one(a: Reading, b: Reading) -> str:
             if sx.owners and sy.owners and not _same_chain(sx.owners, sy.owners):
                 return f"{_chain(sx.owners, sx.head)} / {_chain(sy.owners, sy.head)}"
             for s1, s2, said in ((sx, sy, said_a), (sy, sx, said_b)):
-                # Ifeoma / Ifeoma's team lead: the one, and someone or something of hers
-                if s2.owners and not s1.owners and _one(s2.owners[-1], s1.head) and not _has(s2.head, said):
-                    return f"{s1.head} / {_chain(s2.owners, s2.head)}"
-                # Gaurav's card limit / Gaurav's assistant's: someone of his is another person
-                if s2.owners and claims.noun_kind(s2.head) == "noun.person" and not _has(s2.head, said):
+                # Ifeoma / Ifeoma's team lead, Gaurav's card limit / Gaurav's assistant: someone
+                # of theirs is another person (their desk is theirs: Jonas / Jonas's desk)
+                if s2.owners and claims.person(s2.head) and not _has(s2.head, said):
                     return f"{_chain(s1.owners, s1.head)} / {_chain(s2.owners, s2.head)}"
             extra_x = [w for w in sx.which if not _has(w, said_b)]
             extra_y = [w for w in sy.which if not _has(w, said_a)]
             if extra_x and extra_y:
                 return f"{a.said(extra_x[0])} / {b.said(extra_y[0])}"
-            if sx.head and sy.head and not _has(sx.head, said_b) and not _has(sy.head, said_a):
+            if (
+                sx.head
+                and sy.head
+                and _same(x.attribute, y.attribute)
+                and not _has(sx.head, said_b)
+                and not _has(sy.head, said_a)
+            ):
                 return f"{a.said(sx.head)} / {b.said(sy.head)}"
     when_a = {w for c in a.claims for w in c.when}
     when_b = {w for c in b.claims for w in c.when}
@@ -199,7 +210,7 @@ def _unsaid(a: Reading, b: Reading) -> set[str]:
     said only as they are, and a name is said by a part of it: Jonas Berg / Jonas)."""
     theirs = b.lemmas | b.numbers
     named = {w for name in a.names if any(x in theirs for x in name.split()) for w in name.split()}
-    named |= {w for w in a.name_words if w in theirs}
+    named |= {w for w in a.name_words if w in theirs or claims.forms(w) & theirs}
     lemmas_a = [w.lemma for w in a.words if w.kind != "punct"]
     lemmas_b = [w.lemma for w in b.words if w.kind != "punct"]
     spelt = spelt_out(lemmas_a, a.lemmas, b.lemmas) | spelt_out(lemmas_b, b.lemmas, a.lemmas)
@@ -268,13 +279,13 @@ def _negations(r: Reading) -> int:
     return sum(1 for w in r.words if w.kind == "neg")
 
 
-def _negation(a: Reading, b: Reading) -> frozenset | None:
+def _negation(a: Reading, b: Reading, unsaid: int = 0) -> frozenset | None:
     """The words `a` denies that `b` states (an odd number of negations against an even)."""
     if _negations(a) % 2 == _negations(b) % 2 or not _negations(a) % 2:
         return None
     negated = {t for c in a.claims for t in c.negated}
     denied = frozenset(t for t in negated if _has(t, b.lemmas))
-    if not denied or len(denied) < len(negated) - NEGATED_UNSAID:
+    if not denied or len(denied) < len(negated) - unsaid:
         return None  # "not available in China" / "available in 14 languages": China is not said
     return denied
 
@@ -304,6 +315,7 @@ def classify(
         "duplicate": DUPLICATE_TERMS,
         "contradiction": CONTRADICTION_TERMS,
         "besides": BESIDES,
+        "negated": NEGATED_UNSAID,
         **(params or {}),
     }
     a = text_a if isinstance(text_a, Reading) else read(text_a)
@@ -338,7 +350,7 @@ def classify(
         slots.append(("entity", f"another one in the same role: {names_a[0]} / {names_b[0]}"))
         differing |= {w for n in names_a + names_b for w in n.split()}
     opposite = _opposite(a, b)
-    negation = _negation(a, b) or _negation(b, a)
+    negation = _negation(a, b, p["negated"]) or _negation(b, a, p["negated"])
     if opposite and _polarity(a) != _polarity(b):
         opposite = negation = None  # "not allowed" / "forbidden" say the same
     if opposite:
