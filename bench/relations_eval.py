@@ -34,11 +34,12 @@ PAIRS = (
 )
 RULE_KINDS = ("number", "negation", "antonym", "entity")
 GRID = {
-    "subject": (0.3, 0.4, 0.5),
-    "duplicate": (0.6, 0.7, 0.8, 0.9),
-    "contradiction": (0.4, 0.5, 0.6, 0.7, 0.8),
-    "besides": (0, 1, 2),
+    "subject": (0.3, 0.4),
+    "duplicate": (0.5, 0.6, 0.7, 0.8),
+    "contradiction": (0.3, 0.4, 0.5, 0.6),
+    "besides": (1, 2, 3),
     "negated": (0, 1),
+    "reworded": (0, 1, 2),
 }
 
 
@@ -239,6 +240,7 @@ def main(argv=None) -> None:
                 ("contradiction", "CONTRADICTION_TERMS"),
                 ("besides", "BESIDES"),
                 ("negated", "NEGATED_UNSAID"),
+                ("reworded", "REWORDED"),
             )
         }
         report(f"the module's thresholds {module}, on all pairs", pairs, predict(pairs))

@@ -52,6 +52,7 @@ CONTRADICTION = "contradiction"
 SUBJECT = 0.3  # Dice of content lemmas for "the same subject"
 DUPLICATE_TERMS = 0.6  # the share of each side's lemmas and numbers the other says, for a duplicate
 CONTRADICTION_TERMS = 0.4  # the share of each side's other lemmas the other says, for a contradiction
+REWORDED = 1  # words each side of a duplicate may say that the other does not, both sides
 NEGATED_UNSAID = 1  # words a denial covers that the other side may leave unsaid
 BESIDES = 2  # words each side says that the other does not, beyond the one slot that differs
 SHARED_TERMS = 2  # a subject is more than one word ("memory 3" / "queued memory 5")
@@ -175,6 +176,16 @@ def _another_one(a: Reading, b: Reading) -> str:
                 # of theirs is another person (their desk is theirs: Jonas / Jonas's desk)
                 if s2.owners and claims.person(s2.head) and not _has(s2.head, said):
                     return f"{_chain(s1.owners, s1.head)} / {_chain(s2.owners, s2.head)}"
+                # the one, and something of theirs that does the same ("Pablo joins the rota" /
+                # "Pablo's new report joins the rota"; not "Jonas's desk is" / "Jonas sits")
+                if (
+                    s2.owners
+                    and not s1.owners
+                    and _one(s2.owners[-1], s1.head)
+                    and not _has(s2.head, said)
+                    and _same(x.attribute, y.attribute)
+                ):
+                    return f"{s1.head} / {_chain(s2.owners, s2.head)}"
             extra_x = [w for w in sx.which if not _has(w, said_b)]
             extra_y = [w for w in sy.which if not _has(w, said_a)]
             if extra_x and extra_y:
@@ -316,6 +327,7 @@ def classify(
         "contradiction": CONTRADICTION_TERMS,
         "besides": BESIDES,
         "negated": NEGATED_UNSAID,
+        "reworded": REWORDED,
         **(params or {}),
     }
     a = text_a if isinstance(text_a, Reading) else read(text_a)
@@ -373,7 +385,7 @@ def classify(
         return Relation(NEITHER, UNDECIDED, score, "differs, and says more besides")
     if slots:
         return Relation(NEITHER, "", score, "differs in more than one place: another subject")
-    if unsaid_a and unsaid_b:  # a word replaced by another: another thing, not the same claim
+    if min(len(unsaid_a), len(unsaid_b)) > p["reworded"] or _replaced(a, b, unsaid_a, unsaid_b):
         return Relation(NEITHER, UNDECIDED, score, "each says what the other does not")
     facts = (a.numbers | a.ids | a.name_words | b.numbers | b.ids | b.name_words) & (unsaid_a | unsaid_b)
     if facts:  # a number, id or name only one side says: a detail, not the same claim
@@ -382,6 +394,33 @@ def classify(
     if covered >= p["duplicate"] and not prefix_negates(a.lemmas, b.lemmas) and _polarity(a) == _polarity(b):
         return Relation(DUPLICATE, "paraphrase", score, "the same claim in other words")
     return Relation(NEITHER, UNDECIDED, score, "the same subject, both can hold")
+
+
+def _neighbours(r: Reading, unsaid: set) -> dict:
+    """For each word of `unsaid`, the content words said on either side of it in `r`."""
+    seq = [w.lemma for w in r.words if w.kind != "punct" and (w.kind == "number" or claims.content(w))]
+    return {
+        t: (seq[i - 1] if i else "", seq[i + 1] if i + 1 < len(seq) else "")
+        for i, t in enumerate(seq)
+        if t in unsaid
+    }
+
+
+def _replaced(a: Reading, b: Reading, unsaid_a: set, unsaid_b: set) -> str:
+    """A word of `a` in the place of a word of `b`, between the same words ("the payments webhook
+    handler" / "the refunds webhook handler"): another thing, however little else differs."""
+    for x, (before_x, after_x) in _neighbours(a, unsaid_a).items():
+        for y, (before_y, after_y) in _neighbours(b, unsaid_b).items():
+            if (before_x or after_x) and _alike(before_x, before_y) and _alike(after_x, after_y):
+                return f"{a.said(x)} / {b.said(y)}"
+    # or the value of the same attribute ("the trip is compulsory" / "the trip is voluntary")
+    for cx in a.claims:
+        for cy in b.claims:
+            if _corresponding(cx, cy) and _same(cx.attribute, cy.attribute):
+                x, y = cx.values & unsaid_a, cy.values & unsaid_b
+                if x and y:
+                    return f"{a.said(min(x))} / {b.said(min(y))}"
+    return ""
 
 
 def _exclusive(r: Reading) -> bool:
