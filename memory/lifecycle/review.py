@@ -208,17 +208,38 @@ def _changed_since_shown(ids: list[int], expect: dict[int, str]) -> list[int]:
     return sorted(row[0] for row in rows if fingerprint(row[1:]) != expect.get(row[0]))
 
 
-def memory_review_shown(*, actor: Principal, snapshot: str, action: str, reason: str = "") -> dict:
+FLAGGED_CHOICES = ("include", "leave")
+
+
+def memory_review_shown(
+    *, actor: Principal, snapshot: str, action: str, reason: str = "", flagged: str = ""
+) -> dict:
     """A decision on the memories a confirmation showed (memory.lifecycle.shown): exactly the
     ones its snapshot token names, each as it was shown, through memory_review_bulk. A memory
     that came to match the filter afterwards is not among them; one that changed since is left
-    queued and reported in "changed". Returns memory_review_bulk's answer with "shown", the ids
-    the token named."""
-    expect = shown_read(snapshot)
+    queued and reported in "changed". An approval whose confirmation named duplicates or
+    contradictions it would put in force needs `flagged`: "include" approves them too, "leave"
+    leaves them queued (reported in "left"); without it Invalid and nothing changes. Returns
+    memory_review_bulk's answer with "shown", the ids the token named, and "left"."""
+    expect, flags = shown_read(snapshot)
+    left: list[int] = []
+    if action == "approve" and flags:
+        if flagged not in FLAGGED_CHOICES:
+            raise Invalid(
+                {
+                    "flagged": [
+                        f"{len(flags)} of these would put a duplicate or a contradiction in force: approve "
+                        "them too (include) or leave them queued (leave)."
+                    ]
+                }
+            )
+        if flagged == "leave":
+            left = [pk for pk in expect if pk in set(flags)]
+            expect = {pk: fp for pk, fp in expect.items() if pk not in set(flags)}
     result = memory_review_bulk(
         actor=actor, memory_ids=list(expect), action=action, reason=reason, expect=expect
     )
-    return {**result, "shown": list(expect)}
+    return {**result, "shown": list(expect) + left, "left": left}
 
 
 def memory_requeue(

@@ -30,9 +30,10 @@ from memory.lifecycle.forms import (
     RejectForm,
     first_error,
 )
-from memory.lifecycle.shown import shown_snapshot
+from memory.lifecycle.shown import shown_flags, shown_snapshot
 
 BULK_MOST = 1000  # one decision on a filter's matches decides at most this many
+FLAGS_SHOWN = 20  # a confirmation lists this many of the duplicates and contradictions it names
 
 
 def _owner(request) -> str:
@@ -357,18 +358,24 @@ def review_bulk(request):
     return render(request, "memory/lifecycle/queue.html#queue-swap", context)
 
 
+def _ids(ids: list[int]) -> str:
+    return ", ".join(f"#{i}" for i in ids[:20]) + ("…" if len(ids) > 20 else "")
+
+
 def _bulk_notice(result: dict, verb: str, *, matched: str = "") -> tuple[str, str]:
     done, failed = result["done"], result["failed"]
     parts = []
     if done:
         ids = ", ".join(map(str, done[:20])) + (f", … {len(done) - 20} more" if len(done) > 20 else "")
         parts.append(f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'}{matched} ({ids}).")
+    left = result.get("left", [])
+    if left:
+        parts.append(f"Left queued as you asked, with a duplicate or contradiction: {_ids(left)}.")
     changed = result.get("changed", [])
     if changed:
         parts.append(
             f"Left queued, changed since you were shown {'it' if len(changed) == 1 else 'them'}: "
-            + ", ".join(f"#{i}" for i in changed[:20])
-            + ("…" if len(changed) > 20 else "")
+            + _ids(changed)
             + "."
         )
         failed = {i: m for i, m in failed.items() if i not in changed}
@@ -424,7 +431,11 @@ def review_bulk_filter(request):
             if action == "reject" and not reason:
                 raise Invalid({"reason": ["Say why the memories are rejected."]})
             result = review.memory_review_shown(
-                actor=request.principal, snapshot=data.get("snapshot", ""), action=action, reason=reason
+                actor=request.principal,
+                snapshot=data.get("snapshot", ""),
+                action=action,
+                reason=reason,
+                flagged=data.get("flagged", ""),
             )
         except Invalid as exc:
             context["error"] = error_text(exc)
@@ -450,7 +461,18 @@ def review_bulk_filter(request):
             swap["oob"] = True
             return render(request, "memory/lifecycle/queue.html#queue-swap", swap)
     shown = queue.queue_matching_shown(where, owner=_owner(request), order=order, most=BULK_MOST)
-    context.update(count=len(shown), capped=len(shown) == BULK_MOST, snapshot=shown_snapshot(shown))
+    # an approval names the duplicates and contradictions it would put in force, and asks
+    flags = shown_flags([pk for pk, _ in shown], request.principal) if action == "approve" else []
+    flagged = sorted({pk for flag in flags for pk in flag.leaves})
+    context.update(
+        count=len(shown),
+        capped=len(shown) == BULK_MOST,
+        snapshot=shown_snapshot(shown, flagged),
+        flags=flags[:FLAGS_SHOWN],
+        flag_count=len(flags),
+        flagged_count=len(flagged),
+        unflagged_count=len(shown) - len(flagged),
+    )
     template = "memory/lifecycle/queue_confirm.html"
     if not request.htmx:
         return render(request, template, context)

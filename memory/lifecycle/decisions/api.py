@@ -23,7 +23,7 @@ from memory.lifecycle.decisions.serializers import (
     UnrelatedSerializer,
     decided_out,
 )
-from memory.lifecycle.shown import shown_snapshot
+from memory.lifecycle.shown import shown_flags, shown_snapshot
 
 ERROR = error_response('JSON error: {"error": "...", ...}')
 FILTERS = ("agent", "store", "tier", "category", "reason", "source", "author", "age", "q")
@@ -35,7 +35,9 @@ FILTERS = ("agent", "store", "tier", "category", "reason", "source", "author", "
     tags=["memory"],
     summary="Dry run of a decision on many queued memories (reviewers)",
     description="The queued memories the filters match now (the console queue's filters), oldest "
-    f"first, at most {MOST}: their ids and a `snapshot` token naming exactly them. Decides nothing.",
+    f"first, at most {MOST}: their ids and a `snapshot` token naming exactly them, and the duplicates "
+    "and contradictions approving them would put in force (`flags`; the decision then says include "
+    "or leave). Decides nothing.",
     parameters=[ReviewFilterQuerySerializer],
     responses={200: ReviewPreviewSerializer, 400: ERROR, 403: ERROR},
 )
@@ -61,13 +63,26 @@ def memory_review(request):
         )
         shown = queue.queue_matching_shown(where, order=query["order"], most=MOST)
         ids = [pk for pk, _ in shown]
+        flags = shown_flags(ids, request.user)
+        flagged = sorted({pk for flag in flags for pk in flag.leaves})
         return Response(
-            {"count": len(ids), "capped": len(ids) == MOST, "ids": ids, "snapshot": shown_snapshot(shown)}
+            {
+                "count": len(ids),
+                "capped": len(ids) == MOST,
+                "ids": ids,
+                "snapshot": shown_snapshot(shown, flagged),
+                "flags": [flag.as_dict() for flag in flags],
+                "flagged": flagged,
+            }
         )
     data = validated(ReviewDecisionSerializer, request.data)
     if "snapshot" in data:
         result = review.memory_review_shown(
-            actor=request.user, snapshot=data["snapshot"], action=data["action"], reason=data["reason"]
+            actor=request.user,
+            snapshot=data["snapshot"],
+            action=data["action"],
+            reason=data["reason"],
+            flagged=data.get("flagged", ""),
         )
     else:
         result = review.memory_review_bulk(

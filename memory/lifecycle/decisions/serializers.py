@@ -1,5 +1,6 @@
 """Input and output shapes of the API's decision on many queued memories (issue 58.3)."""
 
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from knowledge.web import StrictSerializer
@@ -39,6 +40,14 @@ class ReviewDecisionSerializer(StrictSerializer):
         "(in `changed`) any whose text, store, tier, key, value or supersedes changed since.",
     )
 
+    flagged = serializers.ChoiceField(
+        choices=["include", "leave"],
+        required=False,
+        help_text="With a snapshot whose dry run named `flagged` memories (an approval would put a "
+        "duplicate or a contradiction in force): include approves them too, leave leaves them queued. "
+        "Required then.",
+    )
+
     def validate(self, attrs):
         if ("ids" in attrs) == ("snapshot" in attrs):
             raise serializers.ValidationError({"ids": ["Give either ids or snapshot (not both)."]})
@@ -52,6 +61,25 @@ class ReviewPreviewSerializer(serializers.Serializer):
     capped = serializers.BooleanField(help_text=f"More match than one decision takes ({MOST}).")
     ids = serializers.ListField(child=serializers.IntegerField(), help_text="In queue order.")
     snapshot = serializers.CharField(help_text="Names exactly `ids`, as they are now; valid for a day.")
+    flags = serializers.ListField(
+        child=inline_serializer(
+            "ReviewFlag",
+            {
+                "memory": serializers.IntegerField(),
+                "other": serializers.IntegerField(help_text="Active, or among `ids`."),
+                "hint": serializers.ChoiceField(
+                    choices=["exact-duplicate", "near-duplicate", "contradiction"]
+                ),
+                "why": serializers.CharField(),
+            },
+        ),
+        help_text="What approving all of `ids` would put in force: a duplicate of an active memory or of "
+        "another of them, two of them that contradict each other.",
+    )
+    flagged = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="The ids an approval with flagged=leave leaves queued (an approval must say include or leave).",
+    )
 
 
 class ReviewDecidedSerializer(serializers.Serializer):
@@ -64,6 +92,7 @@ class ReviewDecidedSerializer(serializers.Serializer):
     changed = serializers.ListField(
         child=serializers.IntegerField(), help_text="Left queued: changed since the snapshot."
     )
+    left = serializers.ListField(child=serializers.IntegerField(), help_text="Left queued: flagged=leave.")
     failed = serializers.DictField(child=serializers.CharField(), help_text="id → why it was left as it is.")
     batch = serializers.UUIDField(help_text="The audit batch of the decision (restorable as one).")
 
@@ -73,6 +102,7 @@ def decided_out(result: dict) -> dict:
         "done": result["done"],
         "held": result["held"],
         "changed": result["changed"],
+        "left": result.get("left", []),
         "failed": {str(k): v for k, v in result["failed"].items()},
         "batch": result["batch"],
     }

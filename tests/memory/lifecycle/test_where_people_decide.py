@@ -211,3 +211,65 @@ def test_approving_by_card_names_store_and_person_of_what_it_retires(rita, world
     done = rita.post(f"/review/{new.pk}/approve", {"decision": "replace", "shown": str(old.pk)}, follow=True)
     assert f"Retired #{old.pk} (agent copilot, private:noor, person noor)." in done.content.decode()
     assert Principal.system("x")  # the world is plain: no other decision was made
+
+
+def _flagged_world(world):
+    priya = factory.make_memory(world.scribe, "Priya is on call this week.", store="shared")
+    queued = {
+        "allowed": factory.make_queued_memory(
+            world.copilot, "Deploys are allowed on Fridays.", store="shared"
+        ),
+        "forbidden": factory.make_queued_memory(
+            world.copilot, "Deploys are not allowed on Fridays.", store="shared"
+        ),
+        "dup": factory.make_queued_memory(
+            world.copilot, "priya is on call this week.", store="shared", tier="episodic"
+        ),
+        "plain": factory.make_queued_memory(world.copilot, "Invoices go out on the 1st.", store="shared"),
+    }
+    return priya, queued
+
+
+def test_a_bulk_approval_names_what_it_would_put_in_force_and_asks_first(rita, world):
+    priya, m = _flagged_world(world)
+    ask = rita.get("/review/all?agent=copilot&action=approve").content.decode()
+    flags = re.search(r'<div class="flags" id="confirm-flags">.*?</div>', ask, re.S).group(0)
+    assert "3 of them would put 2 duplicates or contradictions in force" in flags
+    assert f'data-memory="{m["dup"].pk}" data-other="{priya.pk}"' in flags and "exact-duplicate" in flags
+    a, b = m["allowed"].pk, m["forbidden"].pk
+    assert f'data-memory="{a}" data-other="{b}"' in flags or f'data-memory="{b}" data-other="{a}"' in flags
+    assert "contradiction" in flags
+    assert "Approve the other 1, leave these 3 queued" in ask and "Approve all 4, these 3 too" in ask
+    token = re.search(r'name="snapshot" value="([^"]+)"', ask).group(1)
+    refused = rita.post(
+        "/review/all?agent=copilot", {"action": "approve", "snapshot": token}
+    ).content.decode()
+    assert "3 of these would put a duplicate or a contradiction in force" in refused
+    assert not Memory.objects.filter(status=Memory.ACTIVE, owner=world.copilot).exists()
+    done = rita.post(
+        "/review/all?agent=copilot", {"action": "approve", "snapshot": token, "flagged": "leave"}, follow=True
+    ).content.decode()
+    assert "Approved 1 memory matching the filter" in done and "Left queued as you asked" in done
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert statuses[m["plain"].pk] == Memory.ACTIVE
+    assert {statuses[m[k].pk] for k in ("allowed", "forbidden", "dup")} == {Memory.QUEUED}
+
+
+def test_the_api_dry_run_names_the_flags_and_the_decision_must_say_include_or_leave(world):
+    priya, m = _flagged_world(world)
+    api = world.client("reviewer")
+    dry = api.get("/api/memory/review?agent=copilot").json()
+    assert sorted(dry["flagged"]) == sorted(m[k].pk for k in ("allowed", "forbidden", "dup"))
+    assert {(f["memory"], f["other"], f["hint"]) for f in dry["flags"]} >= {
+        (m["dup"].pk, priya.pk, "exact-duplicate")
+    }
+    refused = api.post(
+        "/api/memory/review", {"action": "approve", "snapshot": dry["snapshot"]}, format="json"
+    )
+    assert refused.status_code == 400 and "flagged" in refused.json()["fields"]
+    out = api.post(
+        "/api/memory/review",
+        {"action": "approve", "snapshot": dry["snapshot"], "flagged": "include"},
+        format="json",
+    ).json()
+    assert sorted(out["done"]) == sorted(x.pk for x in m.values()) and out["left"] == []
