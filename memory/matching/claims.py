@@ -141,8 +141,9 @@ def opposed(x: str, y: str) -> bool:
 
 @lru_cache(maxsize=50_000)
 def person(lemma: str) -> bool:
-    """Whether one of `lemma`'s most frequent noun senses is a person (WordNet's noun.person)."""
-    return any(_synset(*sense)[0] == "noun.person" for sense in _senses(lemma, "n", SYNONYM_SENSES))
+    """Whether `lemma`'s most frequent noun sense is a person (WordNet's noun.person)."""
+    senses = _senses(lemma, "n", 1)
+    return bool(senses) and _synset(*senses[0])[0] == "noun.person"
 
 
 @lru_cache(maxsize=50_000)
@@ -450,6 +451,9 @@ _WEEKDAYS = {
     for n, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split(), 1)  # noqa: SIM905
 }
 _WEEKDAYS.update({d + "s": n for d, n in list(_WEEKDAYS.items())})
+_WEEKDAYS.update({"mon": "day:1", "tue": "day:2", "tues": "day:2", "thu": "day:4", "thur": "day:4"})
+_WEEKDAYS.update({"thurs": "day:4", "fri": "day:5"})
+_WEEKDAY_ABBREVIATIONS = {"wed": "day:3", "sat": "day:6", "sun": "day:7"}  # words too: only capitalised
 _WEEKDAYS.update(
     {"weekday": "day:weekday", "weekdays": "day:weekday", "weekend": "day:weekend", "weekends": "day:weekend"}
 )
@@ -537,7 +541,7 @@ def words(text: str) -> list[Word]:
         lower = bare.lower()
         if not lower:
             continue
-        cap = bare[:1].isupper() and (not opening or _unknown(lower))  # a sentence may open with a name
+        cap = bare[:1].isupper() and (not opening or unknown(lower))  # a sentence may open with a name
         opening = False
         if any(c.isdigit() for c in lower):
             if m := _DATE.match(lower):
@@ -563,8 +567,8 @@ def words(text: str) -> list[Word]:
             continue
         if lower in ("longer", "more") and out and out[-1].lower == "no":
             continue  # "no longer", "no more": one negator
-        if lower in _WEEKDAYS:
-            out.append(Word(bare, lower, _WEEKDAYS[lower], "word"))
+        if lower in _WEEKDAYS or lower in _WEEKDAY_ABBREVIATIONS and bare[:1].isupper():
+            out.append(Word(bare, lower, _WEEKDAYS.get(lower) or _WEEKDAY_ABBREVIATIONS[lower], "word"))
             continue
         if lower in NUMBER_WORDS and not cap:
             out.append(Word(bare, lower, NUMBER_WORDS[lower], "number"))
@@ -582,7 +586,8 @@ def words(text: str) -> list[Word]:
                 last = n == len(parts) - 1
                 out.append(Word(part, part, _lemma(part)[0], "word", False, possessive and last))
             continue
-        lemma, _ = _lemma(lower) if "/" not in lower and "@" not in lower else (lower, {})
+        plain = kind == "name" or "/" in lower or "@" in lower  # a name is not inflected: Boxing Day
+        lemma = lower if plain else _lemma(lower)[0]
         out.append(Word(bare, lower, lemma, kind, cap, possessive))
     return _joined(out)
 
@@ -617,7 +622,7 @@ def _joined(ws: list[Word]) -> list[Word]:
 
 
 @lru_cache(maxsize=50_000)
-def _unknown(lower: str) -> bool:
+def unknown(lower: str) -> bool:
     """A word no dictionary here knows (lemminflect, WordNet): a name when capitalised."""
     if lower in _FUNCTION or lower in NUMBER_WORDS or lower in _MONTHS or not lower.isalpha():
         return False
@@ -743,7 +748,7 @@ def _predicate(ws: list[Word]) -> int | None:
             best, best_score = i, weight
     if best is None and ws and ws[0].kind == "word" and verb_weight(ws[0].lower, ws[0].lemma) >= 0.5:
         return 0  # an imperative: "Remove the old printer"
-    return best if best_score >= 0.35 else None
+    return best if best_score > 0 else None
 
 
 def _subject(ws: list[Word]) -> Subject:
@@ -848,6 +853,8 @@ def _when(ws: list[Word], skip=frozenset()) -> set[str]:
             continue
         if w.lemma.startswith("day:"):
             out.add(w.lemma)
+            if w.lemma == "day:5" and "day:1" in out:
+                out.add("day:weekday")  # Monday to Friday
             continue
         if w.kind != "word" or not content(w) or noun_kind(w.lemma) != "noun.time" or not i:
             continue

@@ -50,7 +50,7 @@ DUPLICATE = "duplicate"
 CONTRADICTION = "contradiction"
 
 SUBJECT = 0.3  # Dice of content lemmas for "the same subject"
-DUPLICATE_TERMS = 0.6  # the share of each side's lemmas and numbers the other says, for a duplicate
+DUPLICATE_TERMS = 0.5  # the share of each side's lemmas and numbers the other says, for a duplicate
 CONTRADICTION_TERMS = 0.4  # the share of each side's other lemmas the other says, for a contradiction
 REWORDED = 1  # words each side of a duplicate may say that the other does not, both sides
 NEGATED_UNSAID = 1  # words a denial covers that the other side may leave unsaid
@@ -93,8 +93,17 @@ def _one_edit(x: str, y: str) -> bool:
 
 
 def _same(x: str, y: str) -> bool:
-    """The same word or a synonym of it (WordNet: one of their most frequent senses shared)."""
-    return _alike(x, y) or (x.isalpha() and y.isalpha() and (y in synonyms(x) or x in synonyms(y)))
+    """The same word, an abbreviation of it (a short word no dictionary here knows that starts
+    the other: St / Street, prio / priority), or a synonym (WordNet: one of their most frequent
+    senses shared)."""
+    if _alike(x, y):
+        return True
+    if not (x.isalpha() and y.isalpha()):
+        return False
+    short, long = sorted((x, y), key=len)
+    if 2 <= len(short) <= 4 and long.startswith(short) and claims.unknown(short):
+        return True
+    return y in synonyms(x) or x in synonyms(y)
 
 
 def _has(term: str, terms) -> bool:
@@ -147,8 +156,8 @@ def _another_one(a: Reading, b: Reading) -> str:
         for chain_b, thing_b in b.possessed:
             if _same(thing_a, thing_b) and not _same_chain(chain_a, chain_b):
                 return f"{_chain(chain_a, thing_a)} / {_chain(chain_b, thing_b)}"
-    for x in a.names:  # Sam Okoye / Sam Lindqvist, Erik Lund / Erika Lund
-        for y in b.names:
+    for x in a.names - b.names:  # Sam Okoye / Sam Lindqvist, Erik Lund / Erika Lund
+        for y in b.names - a.names:
             wx, wy = set(x.split()), set(y.split())
             if wx & wy and wx - wy and wy - wx:
                 return f"{x} / {y}"
