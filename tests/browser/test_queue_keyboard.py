@@ -127,7 +127,9 @@ def test_every_decision_of_a_mixed_queue_has_a_key_across_two_pages(page, world)
     page.keyboard.press("a")  # a conflict without a choice: the keys are named, nothing is sent
     expect(page.locator(f"#memory-{email.pk} .decide-hint")).to_contain_text("1 replaces, 2 keeps both")
     page.keyboard.press("1")  # replace: asks first, naming what it retires; Enter approves
-    expect(page.locator(f"#memory-{email.pk} .confirm-hint")).to_contain_text("Enter approves and retires them")
+    expect(page.locator(f"#memory-{email.pk} .confirm-hint")).to_contain_text(
+        "Enter approves and retires them"
+    )
     assert Memory.objects.get(pk=slack.pk).status == "active"
     page.keyboard.press("Enter")
     page.locator(f"#memory-{email.pk}.result").wait_for()
@@ -140,7 +142,9 @@ def test_every_decision_of_a_mixed_queue_has_a_key_across_two_pages(page, world)
     _wait_focus(page, f"memory-{dup.pk}")
 
     page.keyboard.press("d")  # asks first: the duplicate's button is focused, Enter rejects
-    expect(page.locator(f"#memory-{dup.pk} .confirm-hint")).to_contain_text(f"Reject as duplicate of #{priya.pk}?")
+    expect(page.locator(f"#memory-{dup.pk} .confirm-hint")).to_contain_text(
+        f"Reject as duplicate of #{priya.pk}?"
+    )
     assert Memory.objects.get(pk=dup.pk).status == "queued"
     page.keyboard.press("Enter")
     page.locator(f"#memory-{dup.pk}.result").wait_for()

@@ -25,7 +25,9 @@ def test_the_reviewers_story_of_three_trains(page, world):
     sams = factory.make_memory(copilot, "Sam's train leaves at 08:15.", store="private:sam")
     noors_old = factory.make_memory(copilot, "Noor's train leaves at 08:15.", store="private:noor")
     noors = factory.make_queued_memory(copilot, "Noor's train leaves at 08:45.", store="private:noor")
-    sister = factory.make_queued_memory(copilot, "Noor's sister's train leaves at 10:45.", store="private:noor")
+    sister = factory.make_queued_memory(
+        copilot, "Noor's sister's train leaves at 10:45.", store="private:noor"
+    )
     frozen = factory.make_memory(world.scribe, "Deploys are not allowed on Fridays.", store="shared")
     allowed = factory.make_queued_memory(copilot, "Deploys are allowed on Fridays.", store="shared")
 

@@ -372,7 +372,10 @@ def test_tier_author_and_age_narrow_the_queue_with_their_counts(rita, world):
     # the confirmation names the filter in words, and approves exactly what it matched
     ask = rita.get("/review/all?author=import_mem0&age=older&action=approve").content.decode()
     assert "Approve 1 memory?" in ask and "over 30 days" in ask
-    rita.post("/review/all?author=import_mem0&age=older", {"action": "approve", "snapshot": snapshot_of(rita, "author=import_mem0&age=older")})
+    rita.post(
+        "/review/all?author=import_mem0&age=older",
+        {"action": "approve", "snapshot": snapshot_of(rita, "author=import_mem0&age=older")},
+    )
     assert Memory.objects.get(pk=ancient.pk).status == Memory.ACTIVE
     assert Memory.objects.filter(status=Memory.QUEUED).count() == 4
 
