@@ -617,3 +617,19 @@ def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
     if is_agent_other_than(principal, agent.pk):
         raise Refused(refusal)
     return agent
+
+
+def erasure_target_for(principal: Principal, *, kind: str, ref: str):
+    """The row an erasure names (a Memory, Message or Conversation by id, a Person by name) for
+    an admin only (Refused otherwise); NotFound when there is none. Erase reaches every store."""
+    from knowledge.models import Person
+
+    require_role(principal, ADMIN, "Only an admin may erase; an agent retires its own memories.")
+    if kind == "person":
+        row = Person.objects.filter(name=str(ref)).first()
+    else:
+        model = {"memory": Memory, "message": Message, "conversation": Conversation}[kind]
+        row = model.objects.filter(pk=int(ref)).first() if str(ref).isdigit() else None
+    if row is None:
+        raise NotFound(f"No {kind} {ref} to erase.")
+    return row

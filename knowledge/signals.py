@@ -11,3 +11,8 @@ conversation_finished = Signal()
 # `actor` and `refs` (the refs it is cited by, without a section). Provenance (memory) rechecks
 # the memories citing it, so they go stale by the invalidation mode at once.
 material_changed = Signal()
+
+# Sent inside an erasure's transaction (knowledge.erasure): kwargs `memory_ids`, `message_ids`,
+# `conversation_ids`, `channel_ids` (where erased messages were). The memory app drops what it derived from them (conversation summaries,
+# links, consolidation items' copies), so no erased text outlives the transaction.
+content_erased = Signal()

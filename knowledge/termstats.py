@@ -48,3 +48,19 @@ def term_stats_compact() -> int:
             "HAVING sum(docs) <> 0 OR sum(length) <> 0"
         )
         return cursor.rowcount
+
+
+def term_stats_fold(lexemes: list[str]) -> None:
+    """Fold the change rows of `lexemes` only (term_stats_compact for a few words), in the
+    caller's transaction: an erasure leaves no row naming a word only erased text held."""
+    if not lexemes:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH gone AS (DELETE FROM knowledge_termstat WHERE lexeme = ANY(%s) "
+            "RETURNING corpus, lexeme, docs, length) "
+            "INSERT INTO knowledge_termstat (corpus, lexeme, docs, length) "
+            "SELECT corpus, lexeme, sum(docs), sum(length) FROM gone GROUP BY corpus, lexeme "
+            "HAVING sum(docs) <> 0 OR sum(length) <> 0",
+            [sorted(set(lexemes) - {""})],
+        )

@@ -1,6 +1,7 @@
 """The knowledge app's URLs: each package's console pages and API paths, in one list each."""
 
 from knowledge.entries import urls as entries_urls
+from knowledge.erasure import urls as erasure_urls
 from knowledge.events import urls as events_urls
 from knowledge.llm import urls as llm_urls
 from knowledge.materials import urls as materials_urls
@@ -16,6 +17,7 @@ PACKAGES = [
     llm_urls,
     materials_urls,
     events_urls,
+    erasure_urls,
 ]
 
 urlpatterns = [pattern for package in PACKAGES for pattern in package.urlpatterns]

@@ -25,3 +25,11 @@ class MemoryConfig(AppConfig):
             provenance_recheck_materials(actor=actor, refs=refs)
 
         material_changed.connect(_recheck, dispatch_uid="memory.recheck_materials", weak=False)
+
+        from knowledge.signals import content_erased
+        from memory.provenance.erased import derived_of_erased_drop
+
+        def _erased(sender, **kwargs):
+            derived_of_erased_drop(**kwargs)
+
+        content_erased.connect(_erased, dispatch_uid="memory.drop_derived_of_erased", weak=False)

@@ -505,7 +505,7 @@ LAYERS = {
         "models", "settings_store", "stores", "principal", "refs", "audit", "memories", "names",
         "access", "principals",
         # the domains
-        "embeddings", "llm", "entries", "conversations", "events", "materials", "restore",
+        "embeddings", "llm", "entries", "conversations", "events", "materials", "erasure", "restore",
         "portability", "backup",
         # entry points
         "middleware", "tasks", "management", "apps", "urls",

@@ -1,6 +1,7 @@
 from knowledge.models.audit import AuditEvent, Revision
 from knowledge.models.channels import Channel, Conversation
 from knowledge.models.entries import CurationGuide, Entry, EntryRelation, EntrySearch
+from knowledge.models.erasure import ErasedItem, Erasure
 from knowledge.models.events import Webhook, WebhookDelivery
 from knowledge.models.llm import ModelEndpointState, ModelJob, ModelProfile, ModelUsage
 from knowledge.models.materials import ConnectorGrant, Material, MaterialVersion, Signal, SignalRule
@@ -25,6 +26,8 @@ __all__ = [
     "Conversation",
     "CurationGuide",
     "Entry",
+    "ErasedItem",
+    "Erasure",
     "EntryRelation",
     "EntrySearch",
     "EmbeddingClaim",

@@ -22,7 +22,10 @@ class Memory(models.Model):
         "invalidated",
         "expired",
     )
-    STATUSES = [(s, s) for s in (QUEUED, ACTIVE, SUPERSEDED, REJECTED, INVALIDATED, EXPIRED)]
+    # An erased memory keeps its row (ids other rows point at stay valid) and nothing of its
+    # content: text, key, value and vector are empty and it never leaves this state (knowledge.erasure).
+    ERASED = "erased"
+    STATUSES = [(s, s) for s in (QUEUED, ACTIVE, SUPERSEDED, REJECTED, INVALIDATED, EXPIRED, ERASED)]
     LIVE = (QUEUED, ACTIVE)  # the states a memory can still leave
     WORKING, EPISODIC, SEMANTIC, PROCEDURAL = "working", "episodic", "semantic", "procedural"
     TIERS = [(t, t) for t in (WORKING, EPISODIC, SEMANTIC, PROCEDURAL)]

@@ -1,0 +1,217 @@
+"""What an erasure takes: the plan (a dry run answers it as is) and the ledger's reads."""
+
+import hashlib
+from dataclasses import dataclass, field
+
+from django.db.models import Q
+
+from knowledge import access
+from knowledge.models import (
+    Channel,
+    Conversation,
+    Entry,
+    Episode,
+    ErasedItem,
+    Erasure,
+    Memory,
+    MemorySource,
+    Message,
+    Person,
+)
+
+# The largest plan one request may take (a person's whole history fits many times over).
+MAX_ROUNDS = 50
+
+
+def content_hash(text: str) -> str:
+    """The sha256 the ledger keeps of what a row held: a copy can be recognised, not read."""
+    return hashlib.sha256((text or "").encode()).hexdigest()
+
+
+@dataclass
+class Plan:
+    """Exactly what an erasure takes (ids by kind) and what it sends back to review."""
+
+    kind: str
+    target: str
+    label: str
+    memories: set[int] = field(default_factory=set)
+    messages: set[int] = field(default_factory=set)
+    episodes: set[int] = field(default_factory=set)
+    conversations: set[int] = field(default_factory=set)
+    entries: set[int] = field(default_factory=set)
+    requeued: set[int] = field(default_factory=set)  # live memories with other support left
+    derived: set[int] = field(default_factory=set)  # memories erased because their sources were
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "memories": len(self.memories),
+            "messages": len(self.messages),
+            "episodes": len(self.episodes),
+            "conversations": len(self.conversations),
+            "entries": len(self.entries),
+            "derived_memories": len(self.derived),
+            "requeued_memories": len(self.requeued),
+        }
+
+    def is_empty(self) -> bool:
+        return not (self.memories or self.messages or self.episodes or self.entries)
+
+    def preview(self) -> dict:
+        """The dry run's answer: counts by kind and the ids of every item, derived ones named."""
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "label": self.label,
+            "counts": self.counts(),
+            "memories": sorted(self.memories),
+            "derived_memories": sorted(self.derived),
+            "requeued_memories": sorted(self.requeued),
+            "messages": sorted(self.messages),
+            "episodes": sorted(self.episodes),
+            "conversations": sorted(self.conversations),
+            "entries": sorted(self.entries),
+        }
+
+
+def _conversation_messages(conversation: Conversation) -> Q:
+    """The messages a conversation saw: its channel (and thread) while it was open."""
+    q = Q(channel_id=conversation.channel_id, ts__gte=conversation.started_at)
+    if conversation.thread:
+        q &= Q(thread=conversation.thread)
+    if conversation.finished_at:
+        q &= Q(ts__lte=conversation.finished_at)
+    return q
+
+
+def _seed_memory(plan: Plan, memory: Memory) -> None:
+    if memory.status != Memory.ERASED:
+        plan.memories.add(memory.pk)
+
+
+def _seed_message(plan: Plan, message: Message) -> None:
+    plan.messages.add(message.pk)
+
+
+def _seed_conversation(plan: Plan, conversation: Conversation) -> None:
+    plan.conversations.add(conversation.pk)
+    plan.messages |= set(
+        Message.objects.filter(_conversation_messages(conversation)).values_list("pk", flat=True)
+    )
+
+
+def _seed_person(plan: Plan, person: Person) -> None:
+    """A person's private store (memories and entries), every message they said, their direct
+    messages whole (the agent's replies too) and the conversations held there."""
+    store = access.private_store(person.name)
+    dms = list(Channel.objects.filter(kind=Channel.KIND_DM, person=person).values_list("pk", flat=True))
+    plan.messages |= set(
+        Message.objects.filter(Q(speaker_person=person) | Q(channel_id__in=dms)).values_list("pk", flat=True)
+    )
+    plan.conversations |= set(Conversation.objects.filter(channel_id__in=dms).values_list("pk", flat=True))
+    plan.memories |= set(
+        Memory.objects.filter(store=store).exclude(status=Memory.ERASED).values_list("pk", flat=True)
+    )
+    plan.entries |= set(Entry.objects.filter(store=store).exclude(name="").values_list("pk", flat=True))
+    plan.memories |= set(
+        Memory.objects.filter(entry_id__in=plan.entries)
+        .exclude(status=Memory.ERASED)
+        .values_list("pk", flat=True)
+    )
+
+
+# One entry per kind an erasure may name: how it seeds the plan and how the row is labelled.
+SEEDS = {
+    Erasure.MEMORY: (_seed_memory, lambda m: f"memory {m.pk}"),
+    Erasure.MESSAGE: (_seed_message, lambda m: f"message {m.pk}"),
+    Erasure.CONVERSATION: (_seed_conversation, lambda c: f"conversation {c.pk}"),
+    Erasure.PERSON: (_seed_person, lambda p: f"person {p.name}"),
+}
+
+
+def _cited(plan: Plan) -> Q:
+    refs = Q(pk__in=[])
+    for kind, ids in (
+        ("message", plan.messages),
+        ("conversation", plan.conversations),
+        ("memory", plan.memories),
+    ):
+        if ids:
+            refs |= Q(kind=kind, ref__in=[str(i) for i in ids])
+    return refs
+
+
+def _derive(plan: Plan) -> None:
+    """What depends on it follows: a memory citing only what goes (or distilled in an erased
+    conversation and citing nothing else) goes too, transitively; one with other support left is
+    sent back to review, stale. Episodes cut from an erased message go whole (their summary may
+    quote it); the messages left in them are cut again by Dreaming."""
+    for _ in range(MAX_ROUNDS):
+        candidates = set(MemorySource.objects.filter(_cited(plan)).values_list("memory_id", flat=True))
+        if plan.conversations:
+            candidates |= set(
+                Memory.objects.filter(conversation_id__in=plan.conversations).values_list("pk", flat=True)
+            )
+        candidates -= plan.memories
+        rows = Memory.objects.filter(pk__in=candidates).exclude(status=Memory.ERASED)
+        rows = list(rows.values_list("pk", "conversation_id"))
+        if not rows:
+            break
+        sources: dict[int, list[tuple[str, str]]] = {pk: [] for pk, _ in rows}
+        for memory_id, kind, ref in MemorySource.objects.filter(memory_id__in=sources).values_list(
+            "memory_id", "kind", "ref"
+        ):
+            sources[memory_id].append((kind, ref))
+        gone = {("message", str(i)) for i in plan.messages}
+        gone |= {("conversation", str(i)) for i in plan.conversations}
+        gone |= {("memory", str(i)) for i in plan.memories}
+        new = set()
+        for pk, conversation_id in rows:
+            cited = sources[pk]
+            if conversation_id is not None and conversation_id not in plan.conversations:
+                cited = [*cited, ("conversation", str(conversation_id))]
+            if all(pair in gone for pair in cited):
+                new.add(pk)
+        if not new:
+            break
+        plan.memories |= new
+        plan.derived |= new
+    else:  # pragma: no cover - a chain of 50 memories each resting on the last
+        pass
+    still = set(MemorySource.objects.filter(_cited(plan)).values_list("memory_id", flat=True))
+    if plan.conversations:
+        still |= set(
+            Memory.objects.filter(conversation_id__in=plan.conversations).values_list("pk", flat=True)
+        )
+    plan.requeued = set(
+        Memory.objects.filter(pk__in=still - plan.memories, status__in=Memory.LIVE).values_list(
+            "pk", flat=True
+        )
+    )
+    if plan.messages:
+        plan.episodes = set(
+            Episode.objects.filter(Q(evidence__in=plan.messages) | Q(messages__in=plan.messages)).values_list(
+                "pk", flat=True
+            )
+        )
+
+
+def erasure_plan(*, kind: str, row) -> Plan:
+    """Exactly what erasing `row` (a `kind` the SEEDS table names) takes, derived items included."""
+    seed, label = SEEDS[kind]
+    target = row.name if kind == Erasure.PERSON else str(row.pk)
+    plan = Plan(kind=kind, target=target, label=label(row))
+    seed(plan, row)
+    _derive(plan)
+    return plan
+
+
+def erased_refs(kind: str, refs) -> set[str]:
+    """Which of `refs` (ids as strings) of row type `kind` the ledger holds as erased."""
+    return set(
+        ErasedItem.objects.filter(kind=kind, ref__in=[str(r) for r in refs]).values_list("ref", flat=True)
+    )
+
+
+def erasures_recent(limit: int = 50):
+    return Erasure.objects.all()[:limit]

@@ -1,0 +1,241 @@
+"""Erase: take a plan's content for good, in one transaction, and keep its tombstones.
+
+`erasure_apply` is the one entrance (the API, the console and `manage.py erase` call it); a dry
+run answers the plan and writes nothing. `erasure_ledger_reapply` takes again whatever the ledger
+names that is back (a restored backup, an import of an old export)."""
+
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from knowledge import access
+from knowledge.audit.services import audit_record
+from knowledge.erasure.selectors import Plan, content_hash, erasure_plan
+from knowledge.errors import Conflict, Invalid
+from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
+from knowledge.models import Entry, Episode, ErasedItem, Erasure, Memory, Message, Signal
+from knowledge.principal import Principal
+from knowledge.signals import content_erased
+from knowledge.termstats import term_stats_fold
+
+# The content keys of a revision's snapshot, per object type: an erased row's copies in the
+# audit trail lose them (ids, states and timestamps stay, so the trail still reads).
+REVISION_CONTENT = {
+    "memory": ["text", "key", "value", "status_reason", "stale_reason", "content_hash"],
+    "entry": ["name", "summary", "aliases", "properties", "type"],
+}
+MAX_REASON = 2000
+
+
+class AlreadyErased(Conflict):
+    """What the erasure names is erased already (409)."""
+
+
+@dataclass(frozen=True)
+class ErasureResult:
+    erasure: Erasure | None  # None for a dry run
+    plan: Plan
+    dry_run: bool
+
+    def out(self) -> dict:
+        data = {"dry_run": self.dry_run, **self.plan.preview()}
+        if self.erasure is not None:
+            data["erasure"] = self.erasure.pk
+            data["reason"] = self.erasure.reason
+            data["created_at"] = self.erasure.created_at.isoformat()
+        return data
+
+
+def erasure_apply(
+    *, actor: Principal, kind: str, ref: str, reason: str, dry_run: bool = False
+) -> ErasureResult:
+    """Erase what (`kind`, `ref`) names and everything derived from it (selectors.erasure_plan),
+    irreversibly, in one transaction, audited by ids, counts and reason; admins only (access).
+    A dry run returns the same plan and writes nothing. Erasing what is erased already (or a
+    person with nothing left) is AlreadyErased."""
+    reason = (reason or "").strip()
+    if not reason and not dry_run:
+        raise Invalid({"reason": ["Say why: an erasure is audited with its reason."]})
+    if len(reason) > MAX_REASON:
+        raise Invalid({"reason": [f"At most {MAX_REASON} characters."]})
+    row = access.erasure_target_for(actor, kind=kind, ref=ref)
+    if dry_run:
+        plan = erasure_plan(kind=kind, row=row)
+        _refuse_empty(kind, row, plan)
+        return ErasureResult(erasure=None, plan=plan, dry_run=True)
+    with transaction.atomic():
+        # The target's row lock orders two erasures of one thing (and a write revising that memory).
+        row = type(row).objects.select_for_update().get(pk=row.pk)
+        plan = erasure_plan(kind=kind, row=row)
+        _refuse_empty(kind, row, plan)
+        erasure = _take(plan, actor=actor, reason=reason)
+    return ErasureResult(erasure=erasure, plan=plan, dry_run=False)
+
+
+def _refuse_empty(kind: str, row, plan: Plan) -> None:
+    if kind == Erasure.MEMORY and row.status == Memory.ERASED:
+        raise AlreadyErased(f"Memory {row.pk} is erased already.", erased=True)
+    if plan.is_empty():
+        raise AlreadyErased(f"Nothing of {plan.label} is left to erase.", erased=True)
+
+
+def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
+    now = timezone.now()
+    messages = dict(Message.objects.filter(pk__in=plan.messages).values_list("pk", "text"))
+    channels = sorted(set(Message.objects.filter(pk__in=messages).values_list("channel_id", flat=True)))
+    episodes = {e.pk: e.embedding_text() for e in Episode.objects.filter(pk__in=plan.episodes)}
+    entries = dict(Entry.objects.filter(pk__in=plan.entries).values_list("pk", "summary"))
+    erasure = Erasure.objects.create(
+        kind=plan.kind,
+        target=plan.target,
+        actor_kind=actor.kind,
+        actor_name=actor.name,
+        reason=reason,
+        counts=plan.counts(),
+    )
+    lexemes = _lexemes(memories=plan.memories, messages=list(messages), entries=list(entries))
+    hashes = memories_erase(plan.memories, now=now)
+    requeued = memories_erased_source_requeue(plan.requeued, now=now)
+    with connection.cursor() as cursor:
+        _sources_scrub(cursor, plan)
+        _revisions_scrub(cursor, "memory", plan.memories)
+        _revisions_scrub(cursor, "entry", plan.entries)
+        cursor.execute(
+            "UPDATE knowledge_webhookdelivery SET body = '{}', last_error = 'erased', "
+            "state = CASE WHEN state IN ('pending', 'sending') THEN 'failed' ELSE state END "
+            "WHERE memory_id = ANY(%s)",
+            [sorted(plan.memories)],
+        )
+    Signal.objects.filter(message_id__in=messages).delete()
+    Episode.objects.filter(pk__in=episodes).delete()
+    Message.objects.filter(pk__in=messages).delete()
+    Entry.objects.filter(pk__in=entries).update(
+        name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now
+    )
+    items = [
+        ErasedItem(erasure=erasure, kind="memory", ref=str(pk), content_hash=h) for pk, h in hashes.items()
+    ]
+    items += [
+        ErasedItem(erasure=erasure, kind="message", ref=str(pk), content_hash=content_hash(t))
+        for pk, t in messages.items()
+    ]
+    items += [
+        ErasedItem(erasure=erasure, kind="episode", ref=str(pk), content_hash=content_hash(t))
+        for pk, t in episodes.items()
+    ]
+    items += [
+        ErasedItem(erasure=erasure, kind="entry", ref=str(pk), content_hash=content_hash(t))
+        for pk, t in entries.items()
+    ]
+    ErasedItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
+    term_stats_fold(lexemes)
+    audit_record(
+        "erasure.applied",
+        actor=actor,
+        object_type=plan.kind,
+        object_ids=[plan.target],
+        reason=reason,
+        counts={**plan.counts(), "requeued_memories": len(requeued)},
+        data={"erasure": erasure.pk, "requeued": requeued[:500]},
+    )
+    # Inside the transaction: the memory app drops what it derived (summaries, links, plans).
+    content_erased.send(
+        sender=Erasure,
+        memory_ids=sorted(plan.memories),
+        message_ids=sorted(messages),
+        conversation_ids=sorted(plan.conversations),
+        channel_ids=channels,
+    )
+    return erasure
+
+
+def _lexemes(*, memories, messages, entries) -> list[str]:
+    """The words the keyword statistics count for these rows (folded after they go)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT u.lexeme FROM ("
+            "SELECT search AS v FROM knowledge_memory WHERE id = ANY(%s) "
+            "UNION ALL SELECT search FROM knowledge_message WHERE id = ANY(%s) "
+            "UNION ALL SELECT head_vector FROM knowledge_entry WHERE id = ANY(%s)"
+            ") d, unnest(d.v) u",
+            [sorted(memories), sorted(messages), sorted(entries)],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _sources_scrub(cursor, plan: Plan) -> None:
+    """Sources citing what goes keep no copy of it and read as deleted."""
+    refs = [str(i) for i in plan.messages]
+    conversations = [str(i) for i in plan.conversations]
+    memories = [str(i) for i in plan.memories]
+    cursor.execute(
+        "UPDATE knowledge_memorysource SET snapshot = NULL, fingerprint = '', state = 'deleted' "
+        "WHERE (kind = 'message' AND ref = ANY(%s)) OR (kind = 'conversation' AND ref = ANY(%s)) "
+        "OR (kind = 'memory' AND ref = ANY(%s))",
+        [refs, conversations, memories],
+    )
+
+
+def _revisions_scrub(cursor, object_type: str, ids) -> None:
+    if not ids:
+        return
+    keys = REVISION_CONTENT[object_type]
+    cursor.execute(
+        "UPDATE knowledge_revision SET before = CASE WHEN before IS NULL THEN NULL ELSE before - %s::text[] END, "
+        "after = CASE WHEN after IS NULL THEN NULL ELSE after - %s::text[] END "
+        "WHERE object_type = %s AND object_id = ANY(%s)",
+        [keys, keys, object_type, [str(i) for i in ids]],
+    )
+
+
+def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
+    """Take again every row the ledger names that holds content (after a restore of a backup
+    taken before an erasure, or an import that brought a row back). Idempotent; one transaction.
+    Returns how many of each kind it took."""
+    taken = {"memories": 0, "messages": 0, "episodes": 0, "entries": 0}
+    with transaction.atomic():
+        channels: list[int] = []
+        refs: dict[str, list[int]] = {"memory": [], "message": [], "episode": [], "entry": []}
+        for kind, ref in ErasedItem.objects.values_list("kind", "ref"):
+            if kind in refs and ref.isdigit():
+                refs[kind].append(int(ref))
+        now = timezone.now()
+        back = list(
+            Memory.objects.filter(pk__in=refs["memory"])
+            .exclude(status=Memory.ERASED)
+            .values_list("pk", flat=True)
+        )
+        lexemes = _lexemes(memories=back, messages=refs["message"], entries=refs["entry"])
+        taken["memories"] = len(memories_erase(back, now=now))
+        with connection.cursor() as cursor:
+            plan = Plan(kind="", target="", label="", memories=set(back), messages=set(refs["message"]))
+            _sources_scrub(cursor, plan)
+            _revisions_scrub(cursor, "memory", refs["memory"])
+            _revisions_scrub(cursor, "entry", refs["entry"])
+        Signal.objects.filter(message_id__in=refs["message"]).delete()
+        channels = sorted(
+            set(Message.objects.filter(pk__in=refs["message"]).values_list("channel_id", flat=True))
+        )
+        taken["episodes"] = (
+            Episode.objects.filter(pk__in=refs["episode"]).delete()[1].get("knowledge.Episode", 0)
+        )
+        taken["messages"] = (
+            Message.objects.filter(pk__in=refs["message"]).delete()[1].get("knowledge.Message", 0)
+        )
+        taken["entries"] = (
+            Entry.objects.filter(pk__in=refs["entry"])
+            .exclude(name="")
+            .update(name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now)
+        )
+        term_stats_fold(lexemes)
+        if any(taken.values()):
+            audit_record("erasure.reapplied", actor=actor, object_type="erasure", counts=taken)
+            content_erased.send(
+                sender=Erasure,
+                memory_ids=back,
+                message_ids=refs["message"],
+                conversation_ids=[],
+                channel_ids=channels,
+            )
+    return taken

@@ -1,0 +1,270 @@
+"""Erasure (issue 60): a person, a memory, a message and a conversation are erased for good
+through POST /api/erasures; no read path and no column of the database holds their text after."""
+
+import pytest
+from django.db import connection
+
+from knowledge.erasure.services import erasure_apply, erasure_ledger_reapply
+from knowledge.models import (
+    AuditEvent,
+    Episode,
+    ErasedItem,
+    Erasure,
+    Memory,
+    MemorySource,
+    MemoryVersion,
+    Message,
+)
+from knowledge.principal import Principal
+from tests import factory
+from tests.knowledge.erasure.sweep import database_rows_holding, read_paths_holding
+
+TOKEN = "zqxwtoken7781"
+ADMIN = Principal(kind="person", name="adam", role="admin")
+
+
+def _erase(world, body, who="admin"):
+    return world.client(who).post("/api/erasures", body, format="json")
+
+
+def _person_world(world):
+    """Alice's content, each kind with the token: a private memory and entry, DM messages, a
+    message in #general, an episode over the DM, a memory distilled from her DM only (erased
+    with her) and one that also rests on Bob's message (kept, back to review)."""
+    dm_conv = factory.make_conversation(world.copilot, world.dm_alice)
+    general_conv = factory.make_conversation(world.copilot, world.general)
+    dm_ids = factory.post_messages(
+        world.dm_alice,
+        [
+            {"speaker": "alice", "text": f"My badge number is {TOKEN}-badge"},
+            {"speaker": "copilot", "text": f"Noted your badge {TOKEN}-reply"},
+        ],
+    )
+    general_ids = factory.post_messages(
+        world.general,
+        [
+            {"speaker": "alice", "text": f"The printer code is {TOKEN}-printer"},
+            {"speaker": "bob", "text": "The printer is on floor two"},
+        ],
+    )
+    private = factory.make_memory_row(
+        world.copilot, f"Alice's badge is {TOKEN}-private", store="private:alice"
+    )
+    entry = factory.make_entry(
+        world.copilot,
+        name=f"Alice notes {TOKEN}-entry",
+        store="private:alice",
+        blocks=[f"block {TOKEN}-block"],
+    )
+    distilled = factory.make_memory_row(
+        world.copilot,
+        f"Alice's badge number is {TOKEN}-distilled",
+        store="shared",
+        sources=[{"kind": "message", "ref": str(dm_ids[0])}],
+    )
+    supported = factory.make_memory_row(
+        world.copilot,
+        "The printer lives on floor two",
+        store="shared",
+        sources=[
+            {"kind": "message", "ref": str(general_ids[0])},
+            {"kind": "message", "ref": str(general_ids[1])},
+        ],
+    )
+    episode = Episode.objects.create(
+        channel=world.dm_alice,
+        store="private:alice",
+        topic=f"badge {TOKEN}-topic",
+        summary=f"Alice gave her badge {TOKEN}-summary",
+        start_ts=Message.objects.get(pk=dm_ids[0]).ts,
+        end_ts=Message.objects.get(pk=dm_ids[1]).ts,
+    )
+    episode.evidence.set(dm_ids)
+    Message.objects.filter(pk__in=dm_ids).update(episode=episode)
+    return {
+        "conversations": [dm_conv, general_conv],
+        "dm": dm_ids,
+        "general": general_ids,
+        "private": private,
+        "entry": entry,
+        "distilled": distilled,
+        "supported": supported,
+        "episode": episode,
+    }
+
+
+def test_forgetting_a_person_leaves_their_content_on_no_read_path_and_in_no_column(world):
+    planted = _person_world(world)
+    assert database_rows_holding(TOKEN), "the sweep's own premise: the token was planted"
+    assert read_paths_holding(world, TOKEN, conversations=planted["conversations"])
+
+    response = _erase(world, {"person": "alice", "reason": "she asked to be forgotten"})
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert planted["distilled"].pk in body["derived_memories"]
+    assert body["requeued_memories"] == [planted["supported"].pk]
+    assert set(body["messages"]) == {*planted["dm"], planted["general"][0]}
+    ids = [planted["private"].pk, planted["distilled"].pk, planted["supported"].pk]
+    assert read_paths_holding(world, TOKEN, conversations=planted["conversations"], memory_ids=ids) == []
+    assert database_rows_holding(TOKEN) == []
+
+
+def test_forgetting_a_person_keeps_what_others_said_and_sends_what_rested_on_them_to_review(world):
+    planted = _person_world(world)
+    _erase(world, {"person": "alice", "reason": "left the company"})
+
+    assert Message.objects.filter(pk=planted["general"][1]).exists()
+    assert not Message.objects.filter(pk__in=planted["dm"]).exists()
+    assert not Episode.objects.filter(pk=planted["episode"].pk).exists()
+    supported = Memory.objects.get(pk=planted["supported"].pk)
+    assert (supported.status, supported.queue_reason, supported.stale) == ("queued", "requeued", True)
+    assert supported.text == "The printer lives on floor two"
+    private = Memory.objects.get(pk=planted["private"].pk)
+    assert (private.status, private.text, private.key, private.value, private.embedding) == (
+        "erased",
+        "",
+        "",
+        None,
+        None,
+    )
+    assert not MemoryVersion.objects.filter(memory=private).exclude(text="").exists()
+
+
+def test_an_erasure_is_audited_by_ids_counts_and_reason_and_kept_in_the_ledger(world):
+    planted = _person_world(world)
+    _erase(world, {"person": "alice", "reason": "GDPR request 17"})
+
+    erasure = Erasure.objects.get()
+    assert (erasure.kind, erasure.target, erasure.reason, erasure.actor_name) == (
+        "person",
+        "alice",
+        "GDPR request 17",
+        "adam",
+    )
+    event = AuditEvent.objects.get(action="erasure.applied")
+    assert event.reason == "GDPR request 17" and event.counts["messages"] == 3
+    assert event.data["erasure"] == erasure.pk
+    kinds = set(ErasedItem.objects.values_list("kind", "ref"))
+    assert ("memory", str(planted["private"].pk)) in kinds and ("message", str(planted["dm"][0])) in kinds
+    assert all(
+        len(h) == 64 for h in ErasedItem.objects.values_list("content_hash", flat=True).exclude(kind="memory")
+    )
+
+
+def test_a_dry_run_previews_exactly_what_goes_and_writes_nothing(world):
+    planted = _person_world(world)
+    before = database_rows_holding(TOKEN)
+
+    preview = _erase(world, {"person": "alice", "dry_run": True})
+
+    assert preview.status_code == 200, preview.content
+    body = preview.json()
+    assert body["dry_run"] is True and "erasure" not in body
+    assert body["counts"]["messages"] == 3 and body["counts"]["episodes"] == 1
+    assert body["counts"]["derived_memories"] == 1 and body["counts"]["requeued_memories"] == 1
+    assert database_rows_holding(TOKEN) == before
+    assert not Erasure.objects.exists()
+    done = _erase(world, {"person": "alice", "reason": "asked"}).json()
+    assert {k: v for k, v in done.items() if k not in ("dry_run", "erasure", "reason", "created_at")} == {
+        k: v for k, v in body.items() if k != "dry_run"
+    }
+    assert planted
+
+
+def test_erasing_one_memory_takes_its_text_from_versions_sources_and_the_audit_trail(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    memory = factory.make_memory(world.copilot, f"The vault code is {TOKEN}-vault", store="shared")
+    factory.make_memory_row(
+        world.copilot,
+        "The vault is in the basement",
+        sources=[{"kind": "memory", "ref": str(memory.pk)}],
+        reason="derived",
+    )
+    assert database_rows_holding(TOKEN)
+
+    response = _erase(world, {"memory": memory.pk, "reason": "a password was pasted"})
+
+    assert response.status_code == 201, response.content
+    assert read_paths_holding(world, TOKEN, conversations=[conv], memory_ids=[memory.pk]) == []
+    assert database_rows_holding(TOKEN) == []
+    assert (
+        not MemorySource.objects.filter(kind="memory", ref=str(memory.pk)).exclude(state="deleted").exists()
+    )
+
+
+def test_erasing_a_message_and_a_conversation(world):
+    conv = factory.make_conversation(world.copilot, world.support)
+    ids = factory.post_messages(world.support, [{"speaker": "bob", "text": f"secret {TOKEN}-one"}])
+    other = factory.post_messages(world.general, [{"speaker": "bob", "text": f"secret {TOKEN}-two"}])
+
+    assert _erase(world, {"message": other[0], "reason": "pasted a key"}).status_code == 201
+    assert _erase(world, {"conversation": conv.pk, "reason": "wrong channel"}).status_code == 201
+
+    assert not Message.objects.filter(pk__in=ids + other).exists()
+    assert database_rows_holding(TOKEN) == []
+
+
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"memory": 10**9, "reason": "x"}, 404),
+        ({"message": 10**9, "reason": "x"}, 404),
+        ({"conversation": 10**9, "reason": "x"}, 404),
+        ({"person": "nobody-here", "reason": "x"}, 404),
+        ({"person": "alice"}, 400),  # no reason
+        ({"person": "alice", "memory": 1, "reason": "x"}, 400),  # two targets
+        ({"reason": "x"}, 400),
+        ({"person": "alice", "reason": "x", "wipe": True}, 400),
+    ],
+)
+def test_bad_input_is_a_clear_json_error_and_changes_nothing(world, body, status):
+    _person_world(world)
+    before = database_rows_holding(TOKEN)
+
+    response = _erase(world, body)
+
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    assert database_rows_holding(TOKEN) == before and not Erasure.objects.exists()
+
+
+@pytest.mark.parametrize("who", ["copilot", "reviewer", "integration"])
+def test_only_an_admin_may_erase(world, who):
+    memory = factory.make_memory(world.copilot, f"kept {TOKEN}", store="shared")
+
+    response = _erase(world, {"memory": memory.pk, "reason": "x"}, who=who)
+
+    assert response.status_code == 403, response.content
+    assert Memory.objects.get(pk=memory.pk).text == f"kept {TOKEN}"
+
+
+def test_erasing_twice_is_a_conflict_that_says_so(world):
+    memory = factory.make_memory(world.copilot, f"once {TOKEN}", store="shared")
+    _person_world(world)
+    assert _erase(world, {"memory": memory.pk, "reason": "x"}).status_code == 201
+    assert _erase(world, {"person": "alice", "reason": "x"}).status_code == 201
+
+    again = _erase(world, {"memory": memory.pk, "reason": "x"})
+    person_again = _erase(world, {"person": "alice", "reason": "x"})
+
+    assert again.status_code == 409 and "erased already" in again.json()["error"]
+    assert person_again.status_code == 409 and "Nothing of person alice" in person_again.json()["error"]
+    assert Erasure.objects.count() == 2
+
+
+def test_the_ledger_takes_again_what_comes_back(world):
+    planted = _person_world(world)
+    erasure_apply(actor=ADMIN, kind="person", ref="alice", reason="asked")
+    # What an old backup's restore would bring back: the row with its text again.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE knowledge_memory SET text = %s, status = 'active' WHERE id = %s",
+            [f"back {TOKEN}", planted["private"].pk],
+        )
+
+    taken = erasure_ledger_reapply(actor=ADMIN)
+
+    assert taken["memories"] == 1
+    assert database_rows_holding(TOKEN) == []
+    assert erasure_ledger_reapply(actor=ADMIN) == {"memories": 0, "messages": 0, "episodes": 0, "entries": 0}
