@@ -268,3 +268,26 @@ def test_the_ledger_takes_again_what_comes_back(world):
     assert taken["memories"] == 1
     assert database_rows_holding(TOKEN) == []
     assert erasure_ledger_reapply(actor=ADMIN) == {"memories": 0, "messages": 0, "episodes": 0, "entries": 0}
+
+
+def test_the_erase_command_previews_then_erases_a_person(world):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    planted = _person_world(world)
+    preview = StringIO()
+    call_command("erase", "--person", "alice", "--dry-run", stdout=preview)
+    assert preview.getvalue().startswith("Would erase person alice: ") and "3 messages" in preview.getvalue()
+    assert database_rows_holding(TOKEN)
+    with pytest.raises(CommandError, match="reason"):
+        call_command("erase", "--person", "alice")
+
+    done = StringIO()
+    call_command("erase", "--person", "alice", "--reason", "asked", stdout=done)
+
+    assert done.getvalue().startswith("Erased (ledger entry ")
+    assert database_rows_holding(TOKEN) == []
+    with pytest.raises(CommandError, match="Nothing of person alice"):
+        call_command("erase", "--person", "alice", "--reason", "again")
+    assert planted
