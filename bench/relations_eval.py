@@ -35,8 +35,8 @@ PAIRS = (
 RULE_KINDS = ("number", "negation", "antonym", "entity")
 GRID = {
     "subject": (0.3, 0.4),
-    "duplicate": (0.5, 0.6, 0.7, 0.8),
-    "contradiction": (0.3, 0.4, 0.5, 0.6),
+    "duplicate": (0.4, 0.5, 0.6, 0.7),
+    "contradiction": (0.2, 0.3, 0.4, 0.5),
     "besides": (1, 2, 3),
     "negated": (0, 1),
     "reworded": (0, 1, 2),

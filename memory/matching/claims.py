@@ -114,6 +114,17 @@ def synonyms(lemma: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=50_000)
+def _top_senses(lemma: str) -> frozenset:
+    return frozenset(sense for pos in _FILES for sense in _senses(lemma, pos, SYNONYM_SENSES))
+
+
+def synonymous(x: str, y: str) -> bool:
+    """Whether one of `x`'s most frequent senses is one of `y`'s (kid / child, pill / tablet; not
+    lead / leave, which share only a rarer sense of "leave")."""
+    return bool(_top_senses(x) & _top_senses(y))
+
+
+@lru_cache(maxsize=50_000)
 def opposites(lemma: str) -> frozenset[str]:
     """The words WordNet gives as opposites of `lemma`'s most frequent senses: direct antonyms,
     and for an adjective those of its cluster's head (shut: closed, so open). Read both ways by
@@ -380,6 +391,7 @@ _ADVERBS = frozenset(
         "then",
     ]
 )
+ROLE_WORDS = _PREPOSITIONS | _AUXILIARIES  # words after which a name fills a role
 _FUNCTION = _DETERMINERS | _PRONOUNS | _PREPOSITIONS | _CONJUNCTIONS | _AUXILIARIES | _ADVERBS
 _CLAUSE_BREAK = frozenset(
     ["so", "but", "because", "since", "while", "whereas", "although", "though", "unless"]

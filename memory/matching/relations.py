@@ -42,7 +42,7 @@ from knowledge import access
 from knowledge.models import Memory
 from knowledge.principal import Principal
 from memory.matching import claims
-from memory.matching.claims import Claim, Reading, opposed, synonyms
+from memory.matching.claims import Claim, Reading, opposed
 from memory.matching.paraphrase import prefix_negates, spelt_out
 
 VERSION = "relations/2"
@@ -51,7 +51,7 @@ CONTRADICTION = "contradiction"
 
 SUBJECT = 0.3  # Dice of content lemmas for "the same subject"
 DUPLICATE_TERMS = 0.5  # the share of each side's lemmas and numbers the other says, for a duplicate
-CONTRADICTION_TERMS = 0.4  # the share of each side's other lemmas the other says, for a contradiction
+CONTRADICTION_TERMS = 0.3  # the share of each side's other lemmas the other says, for a contradiction
 REWORDED = 1  # words each side of a duplicate may say that the other does not, both sides
 NEGATED_UNSAID = 1  # words a denial covers that the other side may leave unsaid
 BESIDES = 2  # words each side says that the other does not, beyond the one slot that differs
@@ -103,7 +103,7 @@ def _same(x: str, y: str) -> bool:
     short, long = sorted((x, y), key=len)
     if 2 <= len(short) <= 4 and long.startswith(short) and claims.unknown(short):
         return True
-    return y in synonyms(x) or x in synonyms(y)
+    return claims.synonymous(x, y)
 
 
 def _has(term: str, terms) -> bool:
@@ -275,8 +275,8 @@ def _same_role(a: Reading, b: Reading, names_a: list[str], names_b: list[str]) -
     """The two names stand after predicates that say the same, or one is a copula or a colon
     that can say any ("is kept by Ingrid" / "is kept by Olaf", "owns the service" / "Owner of
     the service: Jonas"; not "speaks English" / "is learning Norwegian")."""
-    words_a = {w for n in names_a for w in n.split()}
-    words_b = {w for n in names_b for w in n.split()}
+    words_a = {w for n in names_a for w in n.split() if _in_value_role(a, w)}
+    words_b = {w for n in names_b for w in n.split() if _in_value_role(b, w)}
     for x in _claims_saying(a, words_a):
         for y in _claims_saying(b, words_b):
             if _same(x.attribute, y.attribute) or {x.attribute, y.attribute} & {"be", ":"}:
@@ -284,9 +284,28 @@ def _same_role(a: Reading, b: Reading, names_a: list[str], names_b: list[str]) -
     return False
 
 
+def _in_value_role(r: Reading, name_word: str) -> bool:
+    """A name that says who or what fills a role: the subject, or after a preposition, a verb
+    "be" or a colon ("kept by Ingrid", "is in Porto", "venue: Valencia"); not the thing a verb
+    acts on ("send Quintara the updated MSA": which document)."""
+    ws = [w for w in r.words if w.kind != "quote"]
+    for i, w in enumerate(ws):
+        if w.lemma != name_word:
+            continue
+        k = i - 1
+        while k >= 0 and ws[k].kind == "name":
+            k -= 1  # the start of the name
+        before = ws[k] if k >= 0 else None
+        if before is not None and before.lower in ("the", "a", "an") and k:
+            before = ws[k - 1]  # "led by the Growth squad"
+        if before is None or before.kind == "punct" or before.lower in claims.ROLE_WORDS:
+            return True
+    return False
+
+
 def _same_unit(a: Reading, b: Reading, only_a, only_b) -> bool:
-    """Two numbers that count the same thing ("38 staff seats" / "45 seats"; not "two kids" /
-    "(4)", "20 December" / "two leads"); a number counting nothing said meets any."""
+    """Two numbers that may count the same thing ("38 staff seats" / "45 seats"; not "20
+    December" / "two leads"); a number counting nothing said meets any."""
     for x in only_a:
         for y in only_b:
             ux, uy = a.units.get(x, ""), b.units.get(y, "")
