@@ -150,10 +150,16 @@ def test_a_dismissal_is_for_reviewers_and_names_real_memories(client, world):
 
 
 def test_a_contradiction_is_never_offered_as_a_duplicate(rita, world):
+    """Porto / Valencia: vectors near enough for a near-duplicate hint, and a contradiction (the
+    model's, recorded while it waited): the card offers a decision, never "reject as duplicate"."""
+    from knowledge.models import MemoryContradiction
+
     porto = factory.make_memory(world.scribe, "Our team offsite is in Porto in June", store="shared")
     valencia = factory.make_queued_memory(
         world.copilot, "Our team offsite is in Valencia in June", store="shared"
     )
+    MemoryContradiction.objects.create(memory=valencia, other=porto, why="another city")
+    Memory.objects.filter(pk=valencia.pk).update(queue_reason="conflict")
     factory.embed_all()  # the vectors that make near-duplicate hints
     shown = card(rita.get("/review/").content.decode(), valencia)
     assert f'class="conflict" data-memory="{porto.pk}"' in shown
