@@ -114,14 +114,14 @@ def synonyms(lemma: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=50_000)
-def _top_senses(lemma: str) -> frozenset:
+def top_senses(lemma: str) -> frozenset:
     return frozenset(sense for pos in _FILES for sense in _senses(lemma, pos, SYNONYM_SENSES))
 
 
 def synonymous(x: str, y: str) -> bool:
     """Whether one of `x`'s most frequent senses is one of `y`'s (kid / child, pill / tablet; not
     lead / leave, which share only a rarer sense of "leave")."""
-    return bool(_top_senses(x) & _top_senses(y))
+    return bool(top_senses(x) & top_senses(y))
 
 
 @lru_cache(maxsize=50_000)
@@ -142,6 +142,7 @@ def opposites(lemma: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=100_000)
 def opposed(x: str, y: str) -> bool:
     """Whether WordNet gives `x` and `y` as opposites, or one as a synonym of the other's
     opposite (expand / shrink: reduce)."""
@@ -184,7 +185,7 @@ def verb_weight(word: str, lemma: str) -> float:
     against the others' (WordNet), 0 when it is no verb."""
     verb = entry(lemma, "v")
     if not verb[0]:  # a verb WordNet 3.0 does not know ("texts" a client): lemminflect's word for it
-        return 0.3 if "VERB" in lemminflect.getAllLemmas(word) and word != lemma else 0.0
+        return 0.3 if "VERB" in _lemmas(word) and word != lemma else 0.0
     other = max(entry(word, "n")[1], entry(lemma, "n")[1], entry(word, "a")[1])
     return (verb[1] + 1) / (verb[1] + other + 2)
 
@@ -514,8 +515,14 @@ class Word:
     possessive: bool = False  # "Noor's"
 
 
+@lru_cache(maxsize=100_000)
+def _lemmas(word: str) -> dict:
+    """lemminflect's lemmas of a word by part of speech (cached: it copies its answer each call)."""
+    return lemminflect.getAllLemmas(word)
+
+
 def _lemma(lower: str) -> tuple[str, dict]:
-    lemmas = lemminflect.getAllLemmas(lower)
+    lemmas = _lemmas(lower)
     for upos in ("VERB", "NOUN", "ADJ", "ADV", "AUX"):
         if upos in lemmas:
             return lemmas[upos][0].lower(), lemmas
@@ -638,7 +645,7 @@ def unknown(lower: str) -> bool:
     """A word no dictionary here knows (lemminflect, WordNet): a name when capitalised."""
     if lower in _FUNCTION or lower in NUMBER_WORDS or lower in _MONTHS or not lower.isalpha():
         return False
-    return not lemminflect.getAllLemmas(lower) and not any(entry(lower, pos)[0] for pos in _FILES)
+    return not _lemmas(lower) and not any(entry(lower, pos)[0] for pos in _FILES)
 
 
 def content(word: Word) -> bool:
@@ -754,7 +761,7 @@ def _predicate(ws: list[Word]) -> int | None:
         ):
             continue  # "the winter opening hours": a participle before a noun qualifies it
         weight = verb_weight(w.lower, w.lemma)
-        if weight and w.lower != w.lemma and "VERB" in lemminflect.getAllLemmas(w.lower):
+        if weight and w.lower != w.lemma and "VERB" in _lemmas(w.lower):
             weight += 0.3  # an inflected verb (leaves, closed, got) agrees with its subject
         if weight > best_score + 1e-9:
             best, best_score = i, weight

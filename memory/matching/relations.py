@@ -34,6 +34,7 @@ cross-validation over shared/data/memory-pairs-dev and memory-pairs-dev-2
 (`python -m bench.relations_eval --cv`; docs/PERFORMANCE.md, "Relations")."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.db import connection
 from django.db.models import BooleanField, Case, Q, Value, When
@@ -92,6 +93,7 @@ def _one_edit(x: str, y: str) -> bool:
     return x[i + (len(x) == len(y)) :] == y[i + 1 :]
 
 
+@lru_cache(maxsize=200_000)
 def _same(x: str, y: str) -> bool:
     """The same word, an abbreviation of it (a short word no dictionary here knows that starts
     the other: St / Street, prio / priority), or a synonym (WordNet: one of their most frequent
@@ -106,11 +108,47 @@ def _same(x: str, y: str) -> bool:
     return claims.synonymous(x, y)
 
 
+@lru_cache(maxsize=50_000)
+def _keys(word: str) -> tuple[frozenset, ...]:
+    """What `_same` compares of one word, as sets, so a word is looked up among many by set
+    intersection, not pair by pair: itself; its prefixes of four letters or more that leave
+    letters (deploy in deployment); its prefixes of two to four letters, and itself when it is
+    an abbreviation no dictionary knows (St / Street); itself and its one-letter deletions after
+    the first letter from five letters (a typo); its most frequent senses (a synonym)."""
+    alpha = word.isalpha()
+    prefixes = frozenset(word[:k] for k in range(4, len(word)) if alpha) if len(word) > 4 else frozenset()
+    starts = frozenset(word[:k] for k in range(2, 5) if k < len(word)) if alpha else frozenset()
+    abbreviation = (
+        frozenset([word]) if alpha and 2 <= len(word) <= 4 and claims.unknown(word) else frozenset()
+    )
+    typos = frozenset([word, *(word[:i] + word[i + 1 :] for i in range(1, len(word)))])
+    typos = typos if alpha and len(word) >= 5 else frozenset()
+    senses = claims.top_senses(word) if alpha else frozenset()
+    return frozenset([word]), prefixes, starts, abbreviation, typos, senses
+
+
+@lru_cache(maxsize=8192)
+def _index(terms: frozenset) -> tuple[frozenset, ...]:
+    """The union of each of `_keys` over `terms`."""
+    parts = [_keys(t) for t in terms]
+    return tuple(frozenset().union(*(p[i] for p in parts)) for i in range(6))
+
+
 def _has(term: str, terms) -> bool:
-    """`terms` say `term` (each word of it, for a name of several words)."""
+    """`terms` say `term` (each word of it, for a name of several words): `_same` against any."""
     if " " in term:
-        return all(any(_same(w, t) for t in terms) for w in term.split())
-    return any(_same(term, t) for t in terms)
+        return all(_has(w, terms) for w in term.split())
+    words, prefixes, starts, abbreviation, typos, senses = _keys(term)
+    i_words, i_prefixes, i_starts, i_abbreviation, i_typos, i_senses = _index(frozenset(terms))
+    return bool(
+        term in i_words
+        or words & i_prefixes  # a longer word of theirs starts with it
+        or prefixes & i_words  # it starts with a word of theirs
+        or abbreviation & i_starts
+        or starts & i_abbreviation
+        or typos & i_typos
+        or senses & i_senses
+    )
 
 
 def dice(a: frozenset, b: frozenset) -> float:
