@@ -146,6 +146,18 @@ def audit_detail(request, event_id):
                     help_text="What the restore writes (preview) or wrote: one per object — the same "
                     "list either way, and as many as the restore event's `records` count.",
                 ),
+                "erased": serializers.ListField(
+                    child=inline_serializer(
+                        "RestoreErased",
+                        {
+                            "object_type": serializers.CharField(),
+                            "object_id": serializers.CharField(),
+                            "label": serializers.CharField(),
+                        },
+                    ),
+                    help_text="Objects of these events that were erased: left as they are "
+                    "(erased, cannot be restored).",
+                ),
             },
         ),
         409: inline_serializer(
@@ -189,5 +201,6 @@ def audit_restore_view(request):
             "audit_event": plan.event.pk if plan.event else None,
             "records": [record_out(s) for s in plan.steps],
             "writes": [outcome_out(o) for o in plan.outcomes],
+            "erased": plan.erased,
         }
     )

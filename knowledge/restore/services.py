@@ -20,6 +20,7 @@ from django.db import transaction
 
 from knowledge import access
 from knowledge.audit.services import audit_record
+from knowledge.erasure.selectors import erased_refs
 from knowledge.errors import Conflict, Invalid, NotFound
 from knowledge.models import AuditEvent
 from knowledge.principal import ADMIN, Principal
@@ -81,6 +82,8 @@ class RestorePlan:
     conflicts: list[dict]
     event: AuditEvent | None = None  # the restore's own audit event, once written
     outcomes: list[RestoreOutcome] = dataclasses.field(default_factory=list)
+    # Objects the erasure ledger holds: left out of the restore, listed so people see why.
+    erased: list[dict] = dataclasses.field(default_factory=list)
 
 
 def _fields_to_write(
@@ -129,6 +132,23 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
             )
         events.sort(key=lambda e: (e.created_at, e.pk), reverse=True)
         pending = [(event, rev) for event in events for rev in reversed(event.revisions.all())]
+        # Erased is for good: no restore brings an erased row's content back (knowledge.erasure).
+        gone = {
+            (object_type, ref)
+            for object_type in {rev.object_type for _, rev in pending}
+            for ref in erased_refs(
+                object_type, [r.object_id for _, r in pending if r.object_type == object_type]
+            )
+        }
+        erased = [
+            {
+                "object_type": object_type,
+                "object_id": object_id,
+                "label": f"{object_type} {object_id}: erased, cannot be restored",
+            }
+            for object_type, object_id in sorted(gone)
+        ]
+        pending = [(event, rev) for event, rev in pending if (rev.object_type, rev.object_id) not in gone]
         unknown = sorted({rev.object_type for _, rev in pending} - set(RESTORERS))
         if unknown:
             raise Invalid({"events": [f"Objects of type {', '.join(unknown)} cannot be restored."]})
@@ -175,7 +195,7 @@ def audit_restore(*, actor: Principal, event_ids, preview: bool = False) -> Rest
                     changed[key].add(field)
             state[key] = rev.before
             steps.append(step)
-        plan = RestorePlan(steps=steps, conflicts=conflicts)
+        plan = RestorePlan(steps=steps, conflicts=conflicts, erased=erased)
         # The preview and the restore come from this one list, so they never disagree on how
         # many objects change, how, or which fields.
         for key in sorted(state, key=lambda k: (k[0], k[1])):

@@ -131,6 +131,7 @@ def audit_restore(request):
     if preview:
         context["steps"] = _steps(plan.steps)
         context["outcomes"] = _outcomes(plan.outcomes)
+        context["erased"] = plan.erased
         return render(request, "knowledge/audit/restore.html", context)
     records = plan.event.counts.get("records", 0)
     messages.success(

@@ -174,13 +174,30 @@ def memory_collection(request):
 
 
 @extend_schema(
+    methods=["GET"],
     tags=TAG,
     summary="One memory, with its versions",
     responses={200: MemoryDetailSerializer, 403: ERROR, 404: ERROR},
 )
-@api_view(["GET"])
+@extend_schema(
+    methods=["DELETE"],
+    operation_id="memory_retire",
+    tags=TAG,
+    summary="Retire a memory: an agent its own, a reviewer any (reversible)",
+    description="Takes the memory out of recall at once (status invalidated, audited as memory.revoked, "
+    "restorable from the audit trail; memories citing it go stale). Nothing is erased: an admin can "
+    "still erase it (POST /api/erasures) or restore it. 409 when it is no longer live.",
+    parameters=[OpenApiParameter("reason", str, description="Why (kept on the memory and the audit event).")],
+    request=None,
+    responses={200: MemorySerializer, 403: ERROR, 404: ERROR, 409: CONFLICT},
+)
+@api_view(["GET", "DELETE"])
 @permission_classes([IsAgentOrReviewer])
 def memory_detail(request, memory_id: int):
+    if request.method == "DELETE":
+        reason = request.query_params.get("reason", "")[:2000]
+        memory = operate.memory_retire(actor=request.user, memory_id=memory_id, reason=reason)
+        return Response(_reloaded(memory, request.user))
     memory = access.memory_get_for(request.user, memory_id)
     if memory.status == Memory.QUEUED:
         memory.related = selectors.related_with_model([memory], request.user)[memory.pk]

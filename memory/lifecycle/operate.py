@@ -4,6 +4,7 @@ correction of a live memory's text (memory_revise)."""
 from django.db import transaction
 from django.utils import timezone
 
+from knowledge import access
 from knowledge.audit.services import snapshot
 from knowledge.errors import Invalid
 from knowledge.memories.rows import memory_row_state, memory_text_revise
@@ -66,6 +67,17 @@ def memory_revoke(*, actor: Principal, memory_id: int, reason: str) -> Memory:
             actor=actor, memory=memory, reason=f"its source memory:{memory.pk} was revoked"
         )
     return memory
+
+
+def memory_retire(*, actor: Principal, memory_id: int, reason: str = "") -> Memory:
+    """DELETE /api/memory/{id}: an agent takes its own memory out of recall at once (a reviewer
+    any memory it may read), as a revoke: reversible from the audit trail, erasable by an admin.
+    Another agent's memory is Refused; one that is no longer live is a conflict."""
+    memory = access.memory_get_for(actor, memory_id)
+    if access.is_agent_other_than(actor, memory.owner_id):
+        raise access.another_agents("That memory")
+    reason = (reason or "").strip() or f"retired by {actor.kind} {actor.name}"
+    return memory_revoke(actor=actor, memory_id=memory_id, reason=reason)
 
 
 def memory_promote(

@@ -95,6 +95,21 @@ def test_delete_removes_the_item(store):
     assert store.get(("tmp",), "k").value == {"v": 2}
 
 
+def test_delete_retires_the_memory_and_writes_no_tombstone(store):
+    from knowledge.models import AuditEvent, Memory
+
+    store.put(("tmp",), "gone", {"v": 1})
+    before = set(Memory.objects.values_list("pk", flat=True))
+    memory = store.memory(("tmp",), "gone")
+
+    store.delete(("tmp",), "gone")
+
+    assert set(Memory.objects.values_list("pk", flat=True)) == before  # no tombstone memory
+    retired = Memory.objects.get(pk=memory.id)
+    assert retired.status == "invalidated" and retired.value == {"v": 1}  # reversible: kept as it was
+    assert AuditEvent.objects.filter(action="memory.revoked", object_ids=[str(memory.id)]).exists()
+
+
 def test_list_namespaces_with_prefix_suffix_and_depth(store):
     for namespace in [
         ("a", "b", "c"),

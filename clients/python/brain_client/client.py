@@ -268,6 +268,14 @@ class MemoryAPI(_Group):
         """One memory with its versions (in `extra["versions"]`)."""
         return Memory.from_dict(self._req("GET", f"/api/memory/{int(memory_id)}"))
 
+    @operation("DELETE", "/api/memory/{memory_id}")
+    def delete(self, memory_id: int, *, reason: str | None = None) -> Memory:
+        """Retire a memory: the agent's own (a reviewer's token: any) leaves recall at once.
+        Reversible (an admin restores it from the audit trail); nothing is erased."""
+        return Memory.from_dict(
+            self._req("DELETE", f"/api/memory/{int(memory_id)}", params={"reason": reason})
+        )
+
     @operation("GET", "/api/memory")
     def list(self, *, page: int = 1, page_size: int = 50, **filters: Any) -> Page[Memory]:
         """One page of the memories this token may read (filters: status, tier, category,

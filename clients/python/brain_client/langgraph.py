@@ -15,7 +15,8 @@ How LangGraph's items map onto Brain's memories:
   console read) is the value's fields named by `index` (LangGraph's field paths), or the whole
   value as JSON.
 - A new put of the same key writes a new memory that supersedes the last one (Brain keeps the
-  history); a delete writes a tombstone (`value` null) that supersedes it. An untrusted agent's
+  history); a delete retires the item's live memories (`DELETE /api/memory/{id}`): they leave
+  recall at once, no tombstone memory is written, and an admin can still restore or erase them. An untrusted agent's
   writes wait for review in Brain: until then `get` and `search` show the agent its own pending
   write (status `queued`), as it would see it once approved.
 - Machine state: items of a namespace whose first label is in `state` (or every namespace, with
@@ -248,14 +249,13 @@ class BrainStore(BaseStore):
         if op.ttl is not None:
             raise NotImplementedError("BrainStore keeps items until they are deleted (no TTL).")
         brain_key = memory_key(op.namespace, op.key)
-        current = self.memory(op.namespace, op.key)
         if op.value is None:
-            if current is None or current.value is None:
-                return  # nothing to delete
-            text, value = f"{brain_key} deleted", None
-        else:
-            index = op.index if isinstance(op.index, list) else None
-            text, value = self._text(op.value, index), dict(op.value)
+            for memory in self._chain(op.namespace, op.key):  # nothing live: nothing to delete
+                self.brain.memory.delete(memory.id, reason="deleted through the LangGraph store")
+            return
+        current = self.memory(op.namespace, op.key)
+        index = op.index if isinstance(op.index, list) else None
+        text, value = self._text(op.value, index), dict(op.value)
         fields: dict[str, Any] = {
             **self.write_fields,
             "key": brain_key,

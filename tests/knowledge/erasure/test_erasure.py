@@ -3,6 +3,7 @@ through POST /api/erasures; no read path and no column of the database holds the
 
 import pytest
 from django.db import connection
+from django.test import Client
 
 from knowledge.erasure.services import erasure_apply, erasure_ledger_reapply
 from knowledge.models import (
@@ -291,3 +292,37 @@ def test_the_erase_command_previews_then_erases_a_person(world):
     with pytest.raises(CommandError, match="Nothing of person alice"):
         call_command("erase", "--person", "alice", "--reason", "again")
     assert planted
+
+
+def test_a_restore_preview_lists_an_erased_memory_as_erased_and_restores_the_rest(world):
+    kept = factory.make_memory(world.copilot, "Lunch is at noon", store="shared")
+    gone = factory.make_memory(world.copilot, f"The safe opens with {TOKEN}", store="shared")
+    for memory in (kept, gone):
+        world.client("copilot").delete(f"/api/memory/{memory.pk}")
+    events = list(
+        AuditEvent.objects.filter(action="memory.revoked").order_by("pk").values_list("pk", flat=True)
+    )
+    erasure_apply(actor=ADMIN, kind="memory", ref=str(gone.pk), reason="a secret")
+
+    preview = world.client("admin").post(
+        "/api/audit/restore", {"events": events, "preview": True}, format="json"
+    )
+
+    assert preview.status_code == 200, preview.content
+    assert preview.json()["erased"] == [
+        {
+            "object_type": "memory",
+            "object_id": str(gone.pk),
+            "label": f"memory {gone.pk}: erased, cannot be restored",
+        }
+    ]
+    assert [w["object_id"] for w in preview.json()["writes"]] == [str(kept.pk)]
+    console = Client()
+    console.force_login(world.admin)
+    page = console.get("/knowledge/audit/restore", {"events": events})
+    assert f"memory {gone.pk}: erased, cannot be restored" in page.content.decode()
+    done = world.client("admin").post("/api/audit/restore", {"events": events}, format="json")
+    assert done.status_code == 200, done.content
+    assert Memory.objects.get(pk=kept.pk).status == "active"
+    assert Memory.objects.get(pk=gone.pk).status == "erased"
+    assert database_rows_holding(TOKEN) == []
