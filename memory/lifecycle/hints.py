@@ -11,7 +11,9 @@ before either is approved (`queued_contradictions`: the relation finder's `class
 queued memories that share the most words with each card, candidates found in the card page's
 one round trip of hint statements)."""
 
+import datetime
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Count, Q
@@ -130,16 +132,29 @@ def queued_candidates_sql(ids: list[int]) -> tuple[str, list]:
     return sql, [ids]
 
 
-def queued_candidates(rows: list[tuple]) -> tuple[list[tuple[int, int]], dict[int, Memory]]:
+@dataclass(frozen=True)
+class QueuedCandidate:
+    """What a card shows of a queued memory another card's memory may contradict (read, never
+    written: not a memory row)."""
+
+    pk: int
+    text: str
+    status: str
+    store: str
+    owner: Agent
+    created_at: datetime.datetime
+    entry_id: None = None
+    skill_id: None = None
+
+
+def queued_candidates(rows: list[tuple]) -> tuple[list[tuple[int, int]], dict[int, QueuedCandidate]]:
     """queued_candidates_sql's rows as (card id, candidate id) pairs and the candidates."""
-    found: dict[int, Memory] = {}
+    found: dict[int, QueuedCandidate] = {}
     for _, pk, text, status, store, owner_id, owner_name, created_at in rows:
         if pk not in found:
-            memory = Memory(
-                pk=pk, text=text, status=status, store=store, owner_id=owner_id, created_at=created_at
+            found[pk] = QueuedCandidate(
+                pk, text, status, store, Agent(pk=owner_id, name=owner_name), created_at
             )
-            memory.owner = Agent(pk=owner_id, name=owner_name)
-            found[pk] = memory
     return [(row[0], row[1]) for row in rows], found
 
 
