@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from brainsite.ops.metrics import metrics_view
 from curation import urls as curation_urls
 from knowledge import urls as knowledge_urls
+from knowledge.principals.forms import LoginForm
 from knowledge.principals.views import healthz
 from memory import urls as memory_urls
 
@@ -32,7 +33,11 @@ handler500 = "brainsite.ops.errors.server_error"  # 503 while the database is aw
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
-    path("login/", auth_views.LoginView.as_view(template_name="auth/login.html"), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="auth/login.html", authentication_form=LoginForm),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),
     path("", include(knowledge_urls.urlpatterns)),

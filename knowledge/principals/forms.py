@@ -1,6 +1,26 @@
 from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import AuthenticationForm
 
 from knowledge.models import Agent
+
+
+class LoginForm(AuthenticationForm):
+    """Django's sign-in form, which tells a deactivated person so — once the password is right —
+    instead of saying the password did not match (ModelBackend turns inactive users away before
+    the form can say why)."""
+
+    def clean(self):
+        try:
+            return super().clean()
+        except forms.ValidationError:
+            username, password = self.cleaned_data.get("username"), self.cleaned_data.get("password")
+            user = get_user_model()._default_manager.filter(username=username).first() if username else None
+            if user is not None and not user.is_active and password and user.check_password(password):
+                raise forms.ValidationError(
+                    "This account has been deactivated: an admin can turn it on again.", code="inactive"
+                ) from None
+            raise
 
 
 class AgentForm(forms.Form):

@@ -67,3 +67,14 @@ def test_settings_change_is_audited(client, world):
     assert event.data == {"from": "flag", "to": "requeue"}
     client.post("/settings/", {"name": "BRAIN_MEMORY_INVALIDATION", "value": "bogus"})
     assert setting_get("BRAIN_MEMORY_INVALIDATION") == "requeue"
+
+
+def test_a_deactivated_person_is_told_so_once_the_password_is_right(client, world):
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.filter(pk=world.reviewer.pk).update(is_active=False)
+    right = client.post("/login/", {"username": "rita", "password": "correct-horse-9"})
+    assert right.status_code == 200 and "deactivated" in right.content.decode()
+    assert "_auth_user_id" not in client.session
+    wrong = client.post("/login/", {"username": "rita", "password": "wrong-horse-9"})
+    assert "deactivated" not in wrong.content.decode()  # without the password, nothing is told
