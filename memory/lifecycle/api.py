@@ -62,6 +62,11 @@ CONFLICT = OpenApiResponse(
                 required=False,
                 help_text="A conflict: the decisions approval needs (replace, keep_both, reject).",
             ),
+            "unseen": serializers.ListField(
+                child=serializers.IntegerField(),
+                required=False,
+                help_text="An approval with `shown`: the memories it would also retire or close.",
+            ),
         },
     ),
     description="The memory is not in a state for this action (another reviewer acted first), or strict "
@@ -212,7 +217,8 @@ def memory_detail(request, memory_id: int):
     description="Puts the memory through the activation function (route: review). With `text`, the "
     "edit becomes a new version first. 409 when it is no longer queued (e.g. another reviewer acted), "
     "or when it conflicts with active memories (same key, another value, overlapping validity) and no "
-    "`decision` is given (`conflicts_with` names them).",
+    "`decision` is given (`conflicts_with` names them), or when it would retire or close a memory "
+    "`shown` does not name (`unseen` names them).",
     request=ApproveSerializer,
     responses={200: MemorySerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: CONFLICT},
 )
@@ -231,6 +237,7 @@ def memory_approve(request, memory_id: int):
         supersedes=supersedes,
         decision=data.get("decision"),
         boundary=data.get("boundary"),
+        shown=data.get("shown"),
     )
     return Response(_reloaded(memory, request.user))
 

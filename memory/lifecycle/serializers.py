@@ -177,6 +177,14 @@ class ApproveSerializer(StrictSerializer):
     boundary = serializers.DateTimeField(
         required=False, help_text="keep_both: when the new value starts to hold (the others end)."
     )
+    shown = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        max_length=1000,
+        required=False,
+        help_text="The memories the client showed as what approving retires or closes (what it "
+        "supersedes, what it conflicts with): an approval that would touch any other is refused with "
+        "409 naming it (`unseen`), and nothing changes. Left out, nothing is checked.",
+    )
 
 
 class KeepSerializer(StrictSerializer):

@@ -279,3 +279,25 @@ def test_the_api_dry_run_names_the_flags_and_the_decision_must_say_include_or_le
         format="json",
     ).json()
     assert sorted(out["done"]) == sorted(x.pk for x in m.values()) and out["left"] == []
+
+
+def test_the_api_approval_with_shown_touches_nothing_it_did_not_show(world):
+    first = factory.make_memory(
+        world.copilot, "Noor's train leaves at 08:15", key="train.noor", value="08:15"
+    )
+    new = factory.make_queued_memory(
+        world.copilot, "Noor's train leaves at 08:45", key="train.noor", value="08:45"
+    )
+    late = factory.make_memory_row(
+        world.copilot, "Noor's train leaves at 08:30", store="self", key="train.noor", value="08:30"
+    )
+    api = world.client("reviewer")
+    path = f"/api/memory/{new.pk}/approve"
+    refused = api.post(path, {"decision": "replace", "shown": [first.pk]}, format="json")
+    assert refused.status_code == 409 and refused.json()["unseen"] == [late.pk], refused.content
+    from tests.openapi import response_schema, validate
+
+    validate(response_schema("/api/memory/{memory_id}/approve", "post", 409), refused.json())
+    assert Memory.objects.get(pk=new.pk).status == Memory.QUEUED
+    done = api.post(path, {"decision": "replace", "shown": [first.pk, late.pk]}, format="json")
+    assert done.status_code == 200 and done.json()["status"] == Memory.ACTIVE
