@@ -166,6 +166,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("BRAIN_MAX_BODY_BYTES", 5 * 1024 * 1024)
 # BRAIN_MATERIAL_STORAGE names another backend (e.g. storages.backends.s3.S3Storage from
 # django-storages) with its options as JSON in BRAIN_MATERIAL_STORAGE_OPTIONS.
 BRAIN_MATERIAL_MAX_MB = env_int("BRAIN_MATERIAL_MAX_MB", 20)
+# The erasure ledger's copy outside the database (knowledge.erasure): ids and content hashes of
+# everything erased, one JSON line each, appended after each erasure commits. A restore of an
+# older backup replaces the database's own ledger; this file is what re-applies it.
+BRAIN_ERASURE_LEDGER = Path(os.environ.get("BRAIN_ERASURE_LEDGER", VAR_DIR / "erasure-ledger.jsonl"))
 # What learning one material may cost (knowledge/materials/extract.py): PDF pages, sections and
 # characters read (past them the rest is left out, and the material says so), how far a DOCX may
 # unpack (a zip or media bomb is refused), and the memory and CPU time of the child process

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.audit.services import audit_record
+from knowledge.erasure.ledger import ledger_file_append, ledger_file_lines
 from knowledge.erasure.selectors import Plan, content_hash, erasure_plan
 from knowledge.errors import Conflict, Invalid
 from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
@@ -129,6 +130,8 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
         for pk, t in entries.items()
     ]
     ErasedItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
+    lines = ledger_file_lines(erasure, items)
+    transaction.on_commit(lambda: ledger_file_append(lines))
     term_stats_fold(lexemes)
     audit_record(
         "erasure.applied",

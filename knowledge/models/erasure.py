@@ -9,7 +9,8 @@ class Erasure(models.Model):
     rows of each kind it took (`counts`). Its items are the tombstones."""
 
     MEMORY, MESSAGE, CONVERSATION, PERSON = "memory", "message", "conversation", "person"
-    KINDS = [(k, k) for k in (MEMORY, MESSAGE, CONVERSATION, PERSON)]
+    RESTORED = "restored"  # tombstones the ledger file gave back to a restored database
+    KINDS = [(k, k) for k in (MEMORY, MESSAGE, CONVERSATION, PERSON, RESTORED)]
 
     kind = models.CharField(max_length=16, choices=KINDS)
     target = models.CharField(max_length=200)  # a memory, message or conversation id, or a person's name

@@ -2,8 +2,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from knowledge.erasure.ledger import ledger_file_merge
 from knowledge.erasure.serializers import TARGETS
-from knowledge.erasure.services import erasure_apply
+from knowledge.erasure.services import erasure_apply, erasure_ledger_reapply
 from knowledge.errors import DomainError
 from knowledge.principal import Principal
 
@@ -22,9 +23,26 @@ class Command(BaseCommand):
         parser.add_argument("--conversation", type=int)
         parser.add_argument("--reason", default="", help="why (required unless --dry-run); audited")
         parser.add_argument("--dry-run", action="store_true")
-        parser.add_argument("--json", dest="as_json", action="store_true", help="print the whole answer as JSON")
+        parser.add_argument(
+            "--reapply",
+            action="store_true",
+            help="after a restore: put back the ledger file's tombstones and erase again what they name",
+        )
+        parser.add_argument(
+            "--json", dest="as_json", action="store_true", help="print the whole answer as JSON"
+        )
 
-    def handle(self, *args, reason: str, dry_run: bool, as_json: bool = False, **options):
+    def handle(
+        self, *args, reason: str, dry_run: bool, as_json: bool = False, reapply: bool = False, **options
+    ):
+        if reapply:
+            merged = ledger_file_merge()
+            taken = erasure_ledger_reapply(actor=Principal.system("manage.py erase"))
+            counts = ", ".join(f"{n} {kind}" for kind, n in taken.items())
+            self.stdout.write(
+                f"Ledger re-applied: {merged} tombstone(s) from the ledger file; erased again: {counts}."
+            )
+            return
         named = [(kind, options[kind]) for kind in TARGETS if options.get(kind) is not None]
         if len(named) != 1:
             raise CommandError("Name exactly one of --person, --memory, --message or --conversation.")

@@ -3,6 +3,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from knowledge.backup import BackupError, restore_read
+from knowledge.erasure.ledger import ledger_file_merge, ledger_tables_exist
+from knowledge.erasure.services import erasure_ledger_reapply
+from knowledge.principal import Principal
 
 
 class Command(BaseCommand):
@@ -32,4 +35,18 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Restored {path}: {result.tables} tables, {result.rows:,} rows, {result.originals} original(s); "
             "every count and checksum matches the backup. Run `manage.py migrate` if this Brain is newer."
+        )
+        # What was erased after the backup was taken stays erased (knowledge.erasure).
+        if not ledger_tables_exist():
+            self.stdout.write(
+                "This backup predates the erasure ledger: run `manage.py migrate`, then "
+                "`manage.py erase --reapply`, before Brain serves it."
+            )
+            return
+        merged = ledger_file_merge()
+        taken = erasure_ledger_reapply(actor=Principal.system("restore"))
+        self.stdout.write(
+            f"Erasure ledger re-applied: {merged} tombstone(s) from the ledger file, "
+            + ", ".join(f"{n} {kind}" for kind, n in taken.items())
+            + " erased again."
         )
