@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -42,6 +43,7 @@ from memory.lifecycle.activation_hooks import IMPORT
 from memory.lifecycle.bulk import CHUNK, ItemRefused, memory_write_many
 
 SOURCE_PREFIX = "mem0:"
+TIER = "semantic"  # what a Mem0 memory is: a fact about its person, kept until retired
 CATEGORY = "mem0"
 IDS = ("user_id", "agent_id", "run_id", "actor_id", "role")
 KEPT = (*IDS, "metadata", "categories", "hash", "app_id", "created_at", "updated_at")
@@ -231,16 +233,31 @@ def mem0_plan(
             name__in={mapping.get(m.user_id, m.user_id) for m in memories if m.user_id}
         ).values_list("name", flat=True)
     )
+    # A user id that is a staff member's sign-in name would put a customer's memories in the
+    # private store named after that colleague: only an explicit --map says it is meant.
+    unmapped = {m.user_id.lower() for m in memories if m.user_id and m.user_id not in mapping}
+    staff = {
+        name.lower()
+        for name in get_user_model()._default_manager.values_list("username", flat=True)
+        if name.lower() in unmapped
+    }
     landings: dict[tuple, Landing] = {}
-    errors = {}
+    errors = {}  # one per user id, however many memories it has
     for memory in memories:
         owner = agents.get(memory.agent_id, default_owner)
         store, person = (default_store if owner == default_owner else access.SELF), ""
         if memory.user_id:
             person = mapping.get(memory.user_id, memory.user_id)
             if not PERSON_NAME.match(person):
-                errors[f"{SOURCE_PREFIX}{memory.id}"] = [
-                    f"user_id {memory.user_id!r} is not a person's name; map it with --map {memory.user_id}=<person>."
+                errors[f"user_id {memory.user_id}"] = [
+                    f"{memory.user_id!r} is not a person's name; map it with --map {memory.user_id}=<person>."
+                ]
+                continue
+            if memory.user_id not in mapping and memory.user_id.lower() in staff:
+                errors[f"user_id {memory.user_id}"] = [
+                    f"{memory.user_id!r} is also a staff member's sign-in name; say whose memories these "
+                    f"are with --map {memory.user_id}=<person> (--map {memory.user_id}={memory.user_id} "
+                    "if that person is meant)."
                 ]
                 continue
             store = f"private:{person}"
@@ -430,6 +447,7 @@ def _item(memory: Mem0Memory) -> dict:
         "text": memory.text,
         "value": memory.value,
         "category": CATEGORY,
+        "tier": TIER,
         "valid_from": memory.created_at,
         "sources": [{"kind": "record", "ref": SOURCE_PREFIX + memory.id}],
     }

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from knowledge import access
 from knowledge.errors import DomainError
 from knowledge.web import error_text
-from memory.imports.mem0 import BadFile, mem0_import, mem0_parse, mem0_plan, mem0_rescope_plan
+from memory.imports.mem0 import TIER, BadFile, mem0_import, mem0_parse, mem0_plan, mem0_rescope_plan
 
 
 class Command(BaseCommand):
@@ -77,6 +77,12 @@ class Command(BaseCommand):
             except DomainError as exc:
                 raise CommandError(f"Refused: {error_text(exc, fields=True)} Nothing would be imported.")
             self._landings(landings, "would move here" if rescope else None)
+            for landing in landings:
+                person = f" · person {landing.person}" if landing.person else ""
+                for memory in landing.memories:
+                    self.stdout.write(
+                        f"    mem0 {memory.id} → {landing.owner.name} · {landing.store}{person} · tier {TIER}"
+                    )
             self.stdout.write("Dry run: nothing was written.")
             return
         bar = _Bar(self.stderr)

@@ -267,6 +267,7 @@ def test_a_dry_run_says_where_everything_lands_and_writes_nothing(world, tmp_pat
         _import(path, dry_run=True)
     out, _ = _import(path, dry_run=True, map=["a@b.c=carol"])
     assert "scribe · private:carol (person carol, new): 1 to import" in out
+    assert "    mem0 x → scribe · private:carol · person carol · tier semantic" in out  # one line each
     assert "Dry run: nothing was written." in out
     assert (Memory.objects.count(), AuditEvent.objects.count(), Person.objects.count()) == before
     # The real run follows the same plan; a rerun leaves what is there where it is.
@@ -376,3 +377,23 @@ def test_statements_do_not_grow_with_the_number_of_people(world):
     assert Person.objects.filter(name__startswith="user-1000-").count() == 50
     created = AuditEvent.objects.filter(action="person.created").order_by("-id").first()
     assert len(created.object_ids) == 50  # one event names the 50 people the second file brought
+
+
+def test_a_user_id_that_is_a_staff_members_name_is_refused_once_until_mapped(world, tmp_path):
+    """Mem0 user id `rita` is also the reviewer's sign-in name: the memories would land in a
+    private store named after a colleague. Refused, once however many memories it has, until
+    --map says whose they are."""
+    path = tmp_path / "rita.json"
+    path.write_text(
+        json.dumps(
+            [{"id": f"r{i}", "memory": f"Rita's order {i} shipped", "user_id": "Rita"} for i in range(3)]
+        )
+    )
+    with pytest.raises(CommandError) as refused:
+        _import(path, dry_run=True)
+    assert str(refused.value).count("staff member's sign-in name") == 1
+    with pytest.raises(CommandError):
+        _import(path)
+    assert not Memory.objects.filter(text__startswith="Rita's order").exists()
+    out, _ = _import(path, dry_run=True, map=["Rita=rita-customer"])
+    assert "private:rita-customer" in out
