@@ -82,6 +82,10 @@ def settle(timeout: float = 180.0) -> None:
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
+    if argv[:1] == ["merges"]:  # judges a file of candidates: no database, arguments of its own
+        from bench.merges_eval import main as merges
+
+        return merges(argv[1:])
     os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
     fresh_database()
     import django

@@ -576,8 +576,14 @@ def words(text: str) -> list[Word]:
                 continue
             parts = [p for p in re.split(r"[-–]|\bto\b", lower) if p]
             numbers = [number(p) for p in parts]
-            if len(parts) > 1 and all(n is not None for n in numbers):
+            if len(parts) > 1 and all(
+                n is not None and any(ch.isdigit() for ch in p) for p, n in zip(parts, numbers, strict=True)
+            ):
                 out += [Word(p, p, n, "number") for p, n in zip(parts, numbers, strict=True)]
+                continue
+            if len(parts) > 1 and numbers[0] is not None and all(p.isalpha() for p in parts[1:]):
+                out.append(Word(parts[0], parts[0], numbers[0], "number"))  # "140-question": 140
+                out += [Word(p, p, _lemma(p)[0], "word") for p in parts[1:]]
                 continue
             out.append(Word(bare, lower, lower.lstrip("#"), "id", cap, possessive))
             continue

@@ -1,0 +1,199 @@
+"""Whether a merged or summarised text keeps every claim of its originals (issue 59.4, version
+"kept/1"): `claims_kept(originals, candidate) -> (ok, reason)`.
+
+Read with the claim reader (memory.matching.claims) and the relation finder's word matching
+(a synonym, an abbreviation, a number in another notation count as said), a candidate is
+refused when:
+
+1. **it inverts** a claim: a word an original denies is stated without the denial, or a word an
+   original states is denied ("cannot turn off" / "can turn off"), or it says the opposite word
+   (WordNet) of one an original says and does not say the original's word;
+2. **it swaps** values between roles: a number, identifier or name stands among words that went
+   with another value in the originals and with none of its own ("VLAN 210 is for the printers,
+   VLAN 201 for the phones" / "the printers sit on VLAN 201");
+3. **it invents**: a number, identifier or name no original has, or more than `INVENTED` words no
+   original says;
+4. **it drops**: a number, identifier or name of an original it does not say, or more than
+   `DROPPED` of an original's words.
+
+INVENTED and DROPPED were chosen by leave-one-domain-out cross-validation on
+shared/data/memory-pairs-dev-2/merges.jsonl (`python -m bench merges --cv`)."""
+
+import re
+
+from memory.matching import claims
+from memory.matching.claims import Reading, opposed
+from memory.matching.relations import DUPLICATE, _has, _unsaid, classify
+
+VERSION = "kept/1"
+INVENTED = 3  # words of the candidate no original says, beyond which it invents a claim
+DROPPED = 0.4  # the share of an original's words the candidate may leave unsaid (rewording)
+
+
+_CONTRASTS = (("rather", "than"), ("instead", "of"), ("except",), ("apart", "from"), ("other", "than"))
+_DENYING = frozenset(["refuse", "fail", "lack", "unable", "decline"])  # verbs that deny what they govern
+
+
+def _facts(r: Reading) -> set[str]:
+    """The words that are facts by themselves: numbers (not "1": "a single", "the first"),
+    identifiers, name words."""
+    return (set(r.numbers) - {"1"}) | set(r.ids) | set(r.name_words)
+
+
+def _digits(value: str) -> str:
+    return "".join(ch for ch in value if ch.isdigit())
+
+
+def _facts_unsaid(a: Reading, b: Reading, unsaid: set) -> list[str]:
+    """The facts of `a` in `unsaid` whose digits `b` does not say either (INV-20417 / invoice
+    20417), nor as the same hour on the other half of the clock (4 / 16:00)."""
+    theirs = {_digits(f) for f in _facts(b)} - {""}
+
+    def said(f: str) -> bool:
+        if f.isdigit() and int(f) <= 12 and str(int(f) + 12) in b.numbers:
+            return True
+        return bool(_digits(f)) and _digits(f) in theirs
+
+    return sorted(f for f in unsaid & _facts(a) if not said(f))
+
+
+def _denials(r: Reading) -> tuple[set[str], set[str]]:
+    """The first content word each denial applies to, and every content word in the rest of a
+    denied clause or after a contrast ("rather than an email", "except alcohol")."""
+    core, broad = set(), set()
+    scope, waiting, last = False, False, ""
+    ws = r.words
+    for i, w in enumerate(ws):
+        if w.kind == "punct" and w.text in ".;:!?()—–,":
+            scope = waiting = False
+            last = ""
+            continue
+        marker = any(tuple(x.lower for x in ws[i : i + len(c)]) == c for c in _CONTRASTS)
+        if w.lemma in _DENYING and last:  # "passwords are refused", "the invoice lacks HS codes"
+            broad.add(last)
+            core.add(last)
+        if w.kind == "neg" or marker or w.lemma in _DENYING:
+            scope = waiting = True
+            continue
+        if claims.content(w):
+            last = w.lemma
+        if scope and (w.kind == "number" or claims.content(w)):
+            broad.add(w.lemma)
+            if waiting:
+                core.add(w.lemma)
+                waiting = False
+    return core, broad
+
+
+def _inverted(originals: list[Reading], candidate: Reading) -> str:
+    core_c, broad_c = _denials(candidate)
+    for o in originals:
+        core_o, broad_o = _denials(o)
+        for t in core_o:  # the denial may move within its clause ("don't call on Fridays")
+            if (
+                _has(t, candidate.lemmas)
+                and not _has(t, broad_c)
+                and not any(_has(x, broad_c) for x in broad_o)
+            ):
+                return f"an original says it is not so: {o.said(t)}"
+    broad_o = set().union(*(_denials(o)[1] for o in originals))
+    stated_o = set().union(*(o.lemmas for o in originals))
+    for t in core_c:
+        if not _has(t, broad_o) and _has(t, stated_o) and t not in {"be", "have", "do"}:
+            return f"the originals do not deny it: {candidate.said(t)}"
+    whole = claims.read(" . ".join(o.text for o in originals))
+    for x in sorted(_unsaid(candidate, whole)):
+        for y in sorted(_unsaid(whole, candidate)):
+            if x.isalpha() and y.isalpha() and opposed(x, y):
+                return f"the opposite of the originals: {candidate.said(x)} / {y}"
+    return ""
+
+
+def _segments(r: Reading) -> list[set[str]]:
+    """The candidate's parts between clause punctuation and "and"/"but": the words of each."""
+    out, current = [], set()
+    for w in r.words:
+        if (
+            w.kind == "punct"
+            and w.text in ".;:!?()—–,"
+            or w.lower in ("and", "but", "or", "while", "whereas", "which")
+        ):
+            if current:
+                out.append(current)
+            current = set()
+        elif w.kind == "number" or claims.content(w):
+            current.add(w.lemma)
+    if current:
+        out.append(current)
+    return out
+
+
+def _swapped(originals: list[Reading], candidate: Reading) -> str:
+    """A value among words that went with another value in the originals and not with its own."""
+    values = sorted(set().union(*(_facts(o) for o in originals)) & _facts(candidate))
+    around = {v: set().union(*(o.lemmas | o.numbers for o in originals if v in _facts(o))) for v in values}
+    for part in _segments(candidate):
+        for u in values:
+            if u not in part:
+                continue
+            for v in values:
+                if v == u or v in part:
+                    continue
+                theirs = around[v] - around[u] - {u, v}  # words only v's originals have
+                own = around[u] - around[v] - {u, v}  # words only u's originals have
+                if own and any(_has(t, part) and t in part for t in theirs) and not part & own:
+                    return f"{_shown(u)} now stands with what went with {_shown(v)}"
+    return ""
+
+
+def _shown(value: str) -> str:
+    return value.replace("month:", "month ")
+
+
+def claims_kept(
+    originals: list[str], candidate: str, *, invented: int | None = None, dropped: float | None = None
+) -> tuple[bool, str]:
+    """Whether `candidate` keeps every claim of `originals` with its role and adds none: (True,
+    "") or (False, a short reason). `invented` and `dropped` override the thresholds (the
+    evaluation's cross-validation)."""
+    invented = INVENTED if invented is None else invented
+    dropped = DROPPED if dropped is None else dropped
+    if not (candidate or "").strip():
+        return False, "the text is blank"
+    read = [claims.read(o) for o in originals if (o or "").strip()]
+    c = claims.read(candidate)
+    whole = claims.read(" . ".join(originals))
+    if why := _inverted(read, c):
+        return False, f"inverts: {why}"
+    if why := _swapped(read, c):
+        return False, f"swaps: {why}"
+    new = _unsaid(c, whole)
+    if new_facts := _facts_unsaid(c, whole, new):
+        return False, f"invents: {_shown(new_facts[0])} is in no original"
+    if len(new) > invented:
+        return False, f"invents: {', '.join(sorted(c.said(t) for t in new)[:3])} in no original"
+    for n, o in enumerate(read):
+        gone = _unsaid(o, c)
+        if gone_facts := _facts_unsaid(o, c, gone):
+            return False, f"drops: {_shown(gone_facts[0])} ({_short(o.text)})"
+        said = o.lemmas | o.numbers
+        if said and len(gone) / len(said) > dropped and not _said_by_another(read, n, c):
+            return False, f"drops: {', '.join(sorted(o.said(t) for t in gone)[:3])} ({_short(o.text)})"
+    return True, ""
+
+
+def _said_by_another(read: list[Reading], n: int, candidate: Reading) -> bool:
+    """Original `n` duplicates another original that the candidate keeps: its claim is kept."""
+    for m, other in enumerate(read):
+        if (
+            m != n
+            and classify(other, read[n]).relation == DUPLICATE
+            and not _unsaid(other, candidate) & _facts(other)
+        ):
+            return True
+    return False
+
+
+def _short(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= 60 else text[:57] + "…"
