@@ -15,7 +15,7 @@ from knowledge.erasure.ledger import ledger_file_append, ledger_file_lines
 from knowledge.erasure.selectors import Plan, content_hash, erasure_plan
 from knowledge.errors import Conflict, Invalid
 from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
-from knowledge.models import Entry, Episode, ErasedItem, Erasure, Memory, Message, Signal
+from knowledge.models import Channel, Entry, Episode, ErasedItem, Erasure, Memory, Message, Signal
 from knowledge.principal import Principal
 from knowledge.signals import content_erased
 from knowledge.termstats import term_stats_fold
@@ -67,7 +67,12 @@ def erasure_apply(
         return ErasureResult(erasure=None, plan=plan, dry_run=True)
     with transaction.atomic():
         # The target's row lock orders two erasures of one thing (and a write revising that memory).
+        # For a person it also holds back, until this commits, every message that names them as
+        # speaker or arrives in their direct messages (the foreign-key check of such an insert
+        # waits for these row locks), so no message lands between the plan and the commit.
         row = type(row).objects.select_for_update().get(pk=row.pk)
+        if kind == Erasure.PERSON:
+            list(Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk"))
         plan = erasure_plan(kind=kind, row=row)
         _refuse_empty(kind, row, plan)
         erasure = _take(plan, actor=actor, reason=reason)
