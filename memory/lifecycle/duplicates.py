@@ -24,7 +24,7 @@ from knowledge import access
 from knowledge.models import Memory
 from knowledge.principal import Principal
 from memory.lifecycle import hints
-from memory.matching.relations import CONTRADICTION, DUPLICATE, classify
+from memory.matching.relations import CONTRADICTION, DUPLICATE, Related, classify, read
 from memory.recall.routes import execute_all
 
 LIVE = (Memory.QUEUED, Memory.ACTIVE)
@@ -137,7 +137,7 @@ class DuplicateHints:
     exact: list[Memory] = field(default_factory=list)
     near: list[tuple[Memory, float]] = field(default_factory=list)  # (memory, cosine)
     dismissed: set[int] = field(default_factory=set)  # the others a reviewer called unrelated to it
-    queued: list = field(default_factory=list)  # relations.Related: queued memories it contradicts
+    queued: list = field(default_factory=list)  # Related: near queued memories it contradicts
 
 
 def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -> dict[int, DuplicateHints]:
@@ -170,15 +170,9 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
         WHERE q.id = ANY(%s) AND q.embedding IS NOT NULL AND n.sim >= %s"""
     # Both in one round trip. A hint needs the few nearest, not an exhaustive search: a small
     # HNSW candidate list returned the same hints at a third of the time on the bench page.
-    # With them, the same round trip: the pairs reviewers dismissed as unrelated, and the queued
-    # memories sharing the most words with each card (the contradictions between queued ones).
-    exact, near, dismissed, candidates = execute_all(
-        [
-            (exact_sql, [ids]),
-            (near_sql, [NEAR_PER_MEMORY + 1, ids, NEAR_COSINE]),
-            hints.dismissed_sql(ids),
-            hints.queued_candidates_sql(ids),
-        ],
+    # With them, the same round trip: the pairs reviewers dismissed as unrelated.
+    exact, near, dismissed = execute_all(
+        [(exact_sql, [ids]), (near_sql, [NEAR_PER_MEMORY + 1, ids, NEAR_COSINE]), hints.dismissed_sql(ids)],
         f"SET LOCAL jit = off; SET LOCAL hnsw.ef_search = {NEAR_EF_SEARCH}",
     )
     others = {row[1] for row in exact} | {row[1] for row in near}
@@ -198,30 +192,39 @@ def queue_duplicate_hints(memories: list[Memory], principal: Principal | None) -
             found[q].exact.append(rows[m])
             exact_pairs.add((q, m))
     by_id = {m.pk: m for m in memories}
+    readings: dict[int, object] = {}  # each text read once, however many pairs it is in
+
+    def relation(memory: Memory, other: Memory):
+        for m in (memory, other):
+            if m.pk not in readings:
+                readings[m.pk] = read(m.text)
+        return classify(readings[other.pk], readings[memory.pk])
+
+    # A queued neighbour is seen by its writer and people with a role: the cards' readers.
+    queued_seen = principal is None or principal.is_reviewer
     for q, m, sim in sorted(near, key=lambda r: (r[0], -r[2])):
-        if (
-            m in rows
-            and (q, m) not in exact_pairs
-            and m not in found[q].dismissed
-            and len(found[q].near) < NEAR_PER_MEMORY
-            and same_facts(by_id[q].text, rows[m].text)
-            and _near_relation(by_id[q], rows[m])
-        ):
-            found[q].near.append((rows[m], round(sim, 3)))
-    # A queued memory is seen by its writer and people with a role: the cards' readers.
-    if principal is None or principal.is_reviewer:
-        pairs, queued = hints.queued_candidates(candidates)
-        for q, related in hints.queued_contradictions(memories, pairs, queued).items():
-            found[q].queued = [r for r in related if r.memory.pk not in found[q].dismissed]
+        if m not in rows or (q, m) in exact_pairs or m in found[q].dismissed:
+            continue
+        memory, other = by_id[q], rows[m]
+        both_queued = queued_seen and other.status == Memory.QUEUED
+        facts = len(found[q].near) < NEAR_PER_MEMORY and same_facts(memory.text, other.text)
+        if not (both_queued or facts):
+            continue
+        said = relation(memory, other)
+        if both_queued and said.relation == CONTRADICTION:
+            # two queued memories that contradict each other: hinted on both cards (each card's
+            # own probe finds the other) before either is approved
+            found[q].queued.append(Related(other, CONTRADICTION, said.kind, said.score, said.why))
+        elif facts and _near_relation(memory, other, said.relation):
+            found[q].near.append((other, round(sim, 3)))
     return found
 
 
-def _near_relation(memory: Memory, other: Memory) -> bool:
-    """Whether a near vector may be offered as a near-duplicate of `memory`: never a pair the
-    relation finder calls a contradiction, and across two people's private stores only a pair
-    it calls a duplicate (another person's sentence about their own train is not a duplicate of
-    this one's, however near the vectors)."""
-    relation = classify(other.text, memory.text).relation
+def _near_relation(memory: Memory, other: Memory, relation: str) -> bool:
+    """Whether a near vector may be offered as a near-duplicate of `memory`, given the relation
+    finder's `relation` of the pair: never a contradiction, and across two people's private
+    stores only a duplicate (another person's sentence about their own train is not a duplicate
+    of this one's, however near the vectors)."""
     if hints.across_people(memory, other) or hints.across_people(other, memory):
         return relation == DUPLICATE
     return relation != CONTRADICTION

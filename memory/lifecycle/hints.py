@@ -6,29 +6,22 @@ the counts per hint are the hints' precision as reviewers see it (`hint_verdict_
 Status tab and GET /api/status).
 
 Besides: which memories a decision may touch across people (`across_people`: never another
-person's private store), and contradictions between two *queued* memories, so both cards say so
-before either is approved (`queued_contradictions`: the relation finder's `classify` on the
-queued memories that share the most words with each card, candidates found in the card page's
-one round trip of hint statements)."""
+person's private store). (Contradictions between two queued memories are found with the
+near-duplicate hints: duplicates.queue_duplicate_hints.)"""
 
-import datetime
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Count, Q
 
 from knowledge.audit.services import audit_batch, audit_record
 from knowledge.errors import Invalid, NotFound
-from knowledge.models import Agent, Memory
+from knowledge.models import Memory
 from knowledge.principal import Principal
-from memory.matching.relations import CONTRADICTION, Related, classify, read
 from memory.models import HintVerdict
 
 PRIVATE = "private:"
 HINTS = [h for h, _ in HintVerdict.HINTS]
-QUEUED_CANDIDATES = 5  # queued memories sharing the most words with a card, classified against it
-QUEUED_MATCHED = 200  # of at most this many matches (as the finder's candidates)
 
 
 def pair(a: int, b: int) -> tuple[int, int]:
@@ -107,84 +100,6 @@ def dismissed_among(ids: list[int]) -> set[tuple[int, int]]:
             Q(low_id__in=ids) | Q(high_id__in=ids), verdict=HintVerdict.UNRELATED
         ).values_list("low_id", "high_id")
     )
-
-
-def queued_candidates_sql(ids: list[int]) -> tuple[str, list]:
-    """For each of `ids`, the queued loose memories (no entry block, no skill lesson) sharing the
-    most words with it (its stored `search` lexemes, an OR query on the GIN index, ranked among
-    at most QUEUED_MATCHED matches), with what a card shows of them, as rows for
-    `queued_candidates`: a statement for the card page's one round trip of hint statements, so
-    the page reads them with no statement of its own."""
-    table, agents = Memory._meta.db_table, Agent._meta.db_table
-    sql = f"""
-        SELECT q.id, m.id, m.text, m.status, m.store, m.owner_id, a.name, m.created_at FROM {table} q
-        CROSS JOIN LATERAL (SELECT to_tsquery('simple', string_agg(quote_literal(l), ' | ')) AS tq
-                            FROM unnest(tsvector_to_array(q.search)) l) kw
-        CROSS JOIN LATERAL (
-            SELECT h.id FROM (
-                SELECT m.id, m.search FROM {table} m
-                WHERE kw.tq IS NOT NULL AND m.search @@ kw.tq AND m.status = 'queued' AND m.id <> q.id
-                  AND m.entry_id IS NULL AND m.skill_id IS NULL
-                LIMIT {QUEUED_MATCHED}) h
-            ORDER BY ts_rank(h.search, kw.tq) DESC, h.id LIMIT {QUEUED_CANDIDATES}) c
-        JOIN {table} m ON m.id = c.id JOIN {agents} a ON a.id = m.owner_id
-        WHERE q.id = ANY(%s)"""
-    return sql, [ids]
-
-
-@dataclass(frozen=True)
-class QueuedCandidate:
-    """What a card shows of a queued memory another card's memory may contradict (read, never
-    written: not a memory row)."""
-
-    pk: int
-    text: str
-    status: str
-    store: str
-    owner: Agent
-    created_at: datetime.datetime
-    entry_id: None = None
-    skill_id: None = None
-
-
-def queued_candidates(rows: list[tuple]) -> tuple[list[tuple[int, int]], dict[int, QueuedCandidate]]:
-    """queued_candidates_sql's rows as (card id, candidate id) pairs and the candidates."""
-    found: dict[int, QueuedCandidate] = {}
-    for _, pk, text, status, store, owner_id, owner_name, created_at in rows:
-        if pk not in found:
-            found[pk] = QueuedCandidate(
-                pk, text, status, store, Agent(pk=owner_id, name=owner_name), created_at
-            )
-    return [(row[0], row[1]) for row in rows], found
-
-
-def queued_contradictions(
-    memories: list[Memory], candidates: list[tuple[int, int]], rows: dict[int, Memory]
-) -> dict[int, list[Related]]:
-    """For each of `memories` (queued), the queued memories among its `candidates` (pairs of
-    (memory id, candidate id); `rows` the candidates) that the relation finder's rules call a
-    contradiction of it — each pair read once, in either order, so each card of two such
-    memories names the other."""
-    by_id = {m.pk: m for m in memories}
-    pairs = {pair(q, c) for q, c in candidates if q in by_id and (c in rows or c in by_id)}
-    readings: dict[int, object] = {}
-    out: dict[int, list[Related]] = {m.pk: [] for m in memories}
-    for low, high in sorted(pairs):
-        a, b = (by_id.get(low) or rows.get(low)), (by_id.get(high) or rows.get(high))
-        if a.status != Memory.QUEUED or b.status != Memory.QUEUED:
-            continue
-        for m in (a, b):
-            if m.pk not in readings:
-                readings[m.pk] = read(m.text)
-        relation = classify(readings[a.pk], readings[b.pk])
-        if relation.relation != CONTRADICTION:
-            continue
-        for mine, theirs in ((a, b), (b, a)):
-            if mine.pk in out:
-                out[mine.pk].append(
-                    Related(theirs, CONTRADICTION, relation.kind, relation.score, relation.why)
-                )
-    return out
 
 
 def hint_verdict_counts() -> dict[str, dict[str, int | float | None]]:

@@ -195,6 +195,7 @@ def test_two_queued_memories_that_contradict_each_other_are_hinted_on_both_cards
         world.copilot, "Deploys are not allowed on Fridays.", store="shared"
     )
     factory.make_queued_memory(world.copilot, "Deploys need a ticket.", store="shared")
+    factory.embed_all()  # each card's near neighbours, queued ones too, are read with its hints
     body = rita.get("/review/").content.decode()
     for mine, theirs in ((allowed, forbidden), (forbidden, allowed)):
         shown = card(body, mine)
@@ -233,6 +234,7 @@ def _flagged_world(world):
         ),
         "plain": factory.make_queued_memory(world.copilot, "Invoices go out on the 1st.", store="shared"),
     }
+    factory.embed_all()
     return priya, queued
 
 
