@@ -89,7 +89,7 @@ def test_the_queue_pages_in_either_order(rita, world):
 
 def test_the_next_page_after_decisions_still_leads_back_to_the_memories_before_it(rita, world):
     memories = [factory.make_queued_memory(world.copilot, f"waiting {i}") for i in range(15)]
-    Memory.objects.filter(pk__in=[m.pk for m in memories[:4]]).update(status="active")  # decided
+    factory.set_state([m.pk for m in memories[:4]], status="active")  # decided
     second = rita.get(f"/review/?after={memories[9].pk}").content.decode()
     assert shown(second) == {m.pk for m in memories[10:]}  # the 7th to 11th still queued
     assert "page 2 of 2 · 11 matches" in second and 'rel="prev" href="/review/"' in second
@@ -372,7 +372,10 @@ def test_tier_author_and_age_narrow_the_queue_with_their_counts(rita, world):
     # the confirmation names the filter in words, and approves exactly what it matched
     ask = rita.get("/review/all?author=import_mem0&age=older&action=approve").content.decode()
     assert "Approve 1 memory?" in ask and "over 30 days" in ask
-    rita.post("/review/all?author=import_mem0&age=older", {"action": "approve", "snapshot": snapshot_of(rita, "author=import_mem0&age=older")})
+    rita.post(
+        "/review/all?author=import_mem0&age=older",
+        {"action": "approve", "snapshot": snapshot_of(rita, "author=import_mem0&age=older")},
+    )
     assert Memory.objects.get(pk=ancient.pk).status == Memory.ACTIVE
     assert Memory.objects.filter(status=Memory.QUEUED).count() == 4
 
