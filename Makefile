@@ -56,6 +56,7 @@ test-imports: $(VENV_STAMP) $(MEM0_STAMP)
 lint: $(VENV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	.venv/bin/lint-imports --no-cache
 
 format: $(VENV_STAMP)
 	$(PY) -m ruff format .

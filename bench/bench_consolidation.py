@@ -7,10 +7,13 @@ import time
 from django.db import connection
 from django.test.utils import override_settings
 
+from knowledge.memories.guard import writes_memory_rows as memory_rows_guarded
+
 TOTAL = 100_000
 DUPLICATES = TOTAL // 10
 
 
+@memory_rows_guarded  # seeding through the one writer's door (knowledge.memories.guard)
 def seed() -> None:
     from knowledge.principal import Principal
     from knowledge.principals import services

@@ -8,6 +8,8 @@ import random
 import statistics
 import time
 
+from knowledge.memories.guard import writes_memory_rows as memory_rows_guarded
+
 N_ENTRIES = 50_000
 BLOCKS_PER_ENTRY = 5
 SEARCHES = 200
@@ -94,6 +96,7 @@ def _copy(cursor, table, columns, rows):
             copy.write_row(row)
 
 
+@memory_rows_guarded  # seeding through the one writer's door (knowledge.memories.guard)
 def seed(rng):
     """Bulk-load the entries, blocks, versions and sources with COPY; returns (agents, seconds,
     name vocabulary, body vocabulary)."""

@@ -4,12 +4,14 @@ import time
 
 from django.db import connection
 
+from knowledge.memories.guard import writes_memory_rows as memory_rows_guarded
 from knowledge.models import Agent
 from memory.provenance.services import provenance_check
 
 N = 100_000
 
 
+@memory_rows_guarded  # seeding through the one writer's door (knowledge.memories.guard)
 def seed() -> None:
     agent, _ = Agent.objects.get_or_create(name="bench-provenance")
     with connection.cursor() as c:

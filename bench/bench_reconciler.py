@@ -16,6 +16,7 @@ from django.db import connection
 from django.test.utils import override_settings
 
 from bench.dedup_eval import THETAS, load_pairs, pair_cosines, precision_recall
+from knowledge.memories.guard import writes_memory_rows as memory_rows_guarded
 
 TOTAL = 20_000
 COPIES = TOTAL // 10
@@ -115,6 +116,7 @@ def link_quality(report) -> None:
     )
 
 
+@memory_rows_guarded  # seeding through the one writer's door (knowledge.memories.guard)
 def seed(owner, conversations) -> None:
     rng = np.random.default_rng(7)
     base = TOTAL - COPIES - EPISODIC

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from knowledge.memories.guard import writes_memory_rows as memory_rows_guarded
+
 N_ACTIVE = 10_000
 N_QUEUED = 500
 MEM0 = {"alice": 2_500, "bob": 500}
@@ -38,6 +40,7 @@ def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
+@memory_rows_guarded  # seeding through the one writer's door (knowledge.memories.guard)
 def seed() -> None:
     """The 10,000 active memories and the first 500 queued ones (issue 51's page)."""
     from django.db import transaction

@@ -11,6 +11,7 @@ from django.db.utils import DatabaseError
 
 from bench.textgen import TextGen
 from knowledge.conversations import services as messages
+from knowledge.memories.guard import writes_memory_rows as memory_rows_guarded
 from knowledge.models import Agent, Channel, Entry, Memory, MemoryVersion
 from knowledge.principal import Principal
 from knowledge.principals import services
@@ -60,6 +61,7 @@ def agent(name: str) -> Agent:
     return Agent.objects.filter(name=name).first() or services.agent_create(actor=ACTOR, name=name)
 
 
+@memory_rows_guarded  # seeding through the one writer's door (knowledge.memories.guard)
 def bulk_memories(rows: list[dict]) -> list[Memory]:
     """Insert memories (and their first versions) in bulk. Each row: owner, store, text and any
     Memory fields; created_at/updated_at may be given (they are set after insert)."""

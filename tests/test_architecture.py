@@ -5,7 +5,11 @@ Each check names the offending module and line, so a failure says what to move.
 
 import ast
 import functools
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -528,112 +532,61 @@ LAYERS = {
     ),
 }  # fmt: skip
 
-# Known imports against LAYERS ("app.a → app.b": why it is still there), none today. Every entry
-# would be a debt: the order test and the cycle test pass over it, and an entry no import needs
-# fails the test.
-LAYER_EXCEPTIONS: dict[str, str] = {}
+# The order of the apps and of each app's packages is import-linter's: the contracts in
+# pyproject.toml ([tool.importlinter]), run by `make lint` (imports inside functions count). LAYERS
+# above lists the same order for the module checks here; the two must agree.
 
 
-def _layer_unit(name):
-    """`memory.recall.scope` → (`memory`, `recall`); `memory.tasks` → (`memory`, `tasks`); an
-    app's own __init__ → (`memory`, None)."""
-    parts = name.split(".")
-    return parts[0], (parts[1] if len(parts) > 1 else None)
+def test_the_import_contracts_list_the_packages_in_layers_order():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layered = {
+        c["containers"][0]: tuple(reversed(c["layers"])) for c in config["contracts"] if c.get("containers")
+    }
+    assert layered == LAYERS
 
 
-def _package_imports(modules):
-    """(app, from unit, to unit, "module:line") for each import between two units of one app."""
-    known = set(modules)
-    for name, (rel, path) in sorted(modules.items()):
-        app, unit = _layer_unit(name)
-        for target, line in _import_lines(name, rel, _tree(path), known):
-            target_app, target_unit = _layer_unit(target)
-            if target_app == app and None not in (unit, target_unit) and target_unit != unit:
-                yield app, unit, target_unit, f"{rel}:{line}"
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+    )
 
 
-def _edge(app, a, b):
-    return f"{app}.{a} → {app}.{b}"
-
-
-def _layer_violations(edges, layers, allowed=()):
-    """Each import from a unit to one listed above it, and each unit no list places."""
-    found = []
-    for app, a, b, where in edges:
-        order = layers[app]
-        if a not in order or b not in order:
-            missing = a if a not in order else b
-            found.append(f"{app}.{missing} is in no layer ({where})")
-        elif order.index(b) > order.index(a) and (_edge(app, a, b)) not in allowed:
-            found.append(f"{_edge(app, a, b)} ({where})")
-    return sorted(set(found))
-
-
-def _package_knots(edges, allowed=()):
-    """Per app, each set of units that reach one another, with the imports that tie it."""
-    graph, where = {}, {}
-    for app, a, b, at in edges:
-        if _edge(app, a, b) in allowed:
-            continue
-        graph.setdefault((app, a), set()).add((app, b))
-        where.setdefault((app, a, b), at)
-    knots = []
-    for component in _cycles(graph):
-        members = set(component)
-        ties = [
-            f"  {_edge(app, a, b)} ({at})"
-            for (app, a, b), at in sorted(where.items())
-            if (app, a) in members and (app, b) in members
-        ]
-        knots.append(" ⇄ ".join(f"{app}.{unit}" for app, unit in component) + "\n" + "\n".join(ties))
-    return knots
-
-
-def _real_edges():
-    return list(_package_imports(MODULES))
-
-
-def test_packages_import_only_down_their_apps_order():
-    edges = _real_edges()
-    found = _layer_violations(edges, LAYERS, allowed=LAYER_EXCEPTIONS)
-    assert found == [], "imports against LAYERS (move the shared piece down):\n" + "\n".join(found)
-    used = {_edge(app, a, b) for app, a, b, _ in edges}
-    stale = sorted(set(LAYER_EXCEPTIONS) - used)
-    assert stale == [], "LAYER_EXCEPTIONS no import needs any more:\n" + "\n".join(stale)
-
-
-def test_no_package_cycles_in_an_app():
-    knots = _package_knots(_real_edges(), allowed=LAYER_EXCEPTIONS)
-    assert knots == [], "package cycles:\n" + "\n".join(knots)
-
-
-def test_the_layer_checks_catch_a_planted_upward_import(tmp_path):
-    """A test of the two tests above: a lower package reaching up from a function body, and the
-    higher one importing it back, is one violation and one knot."""
-    for package, source in {
-        "low": "def f():\n    from memory.high.b import g\n    return g\n",
-        "high": "from memory.low.a import f\n\n\ndef g():\n    return f\n",
-        "stray": "from memory.low import a\n",
-    }.items():
-        (tmp_path / "memory" / package).mkdir(parents=True)
-        (tmp_path / "memory" / package / "__init__.py").write_text("")
-        (tmp_path / "memory" / package / ("a.py" if package == "low" else "b.py")).write_text(source)
-    (tmp_path / "memory" / "__init__.py").write_text("")
-    modules = {_module_name(rel): (rel, path) for rel, path in _modules(tmp_path)}
-    edges = list(_package_imports(modules))
-    layers = {"memory": ("low", "high")}
-
-    assert _layer_violations(edges, layers) == [
-        "memory.low → memory.high (memory/low/a.py:2)",
-        "memory.stray is in no layer (memory/stray/b.py:1)",
-    ]
-    assert _layer_violations(edges, layers, allowed={"memory.low → memory.high"}) == [
-        "memory.stray is in no layer (memory/stray/b.py:1)"
-    ]
-    knots = _package_knots(edges)
-    assert len(knots) == 1 and knots[0].startswith("memory.high ⇄ memory.low\n")
-    assert "memory.low → memory.high (memory/low/a.py:2)" in knots[0]
-    assert _package_knots(edges, allowed={"memory.low → memory.high"}) == []
+@pytest.mark.parametrize(
+    "module,planted",
+    [
+        ("knowledge/limits.py", "import memory.models  # an app imports the app above it\n"),
+        ("knowledge/limits.py", "def _planted():\n    from memory.recall import scope\n\n    return scope\n"),
+        (
+            "memory/matching/terms.py",
+            "def _planted():\n    from memory.recall import scope\n\n    return scope\n",
+        ),
+        ("memory/recall/scope.py", "from memory.matching import terms as _planted  # harmless: downwards\n"),
+    ],
+    ids=["app-upward", "app-upward-in-a-function", "package-upward", "harmless-twin"],
+)
+def test_make_lint_refuses_an_upward_import_planted_in_a_copy(tmp_path, module, planted):
+    for app in ("brainsite", "knowledge", "memory", "curation"):
+        shutil.copytree(
+            ROOT / app, tmp_path / app, ignore=shutil.ignore_patterns("__pycache__", "migrations")
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for app in ("knowledge", "memory", "curation"):  # the contracts skip migrations; keep the packages
+        (tmp_path / app / "migrations").mkdir()
+        (tmp_path / app / "migrations" / "__init__.py").write_text("")
+    target = tmp_path / module
+    target.write_text(target.read_text() + "\n\n" + planted)
+    done = _lint_imports(tmp_path)
+    if module == "memory/recall/scope.py":
+        assert done.returncode == 0, done.stdout + done.stderr
+    else:
+        assert done.returncode != 0 and "BROKEN" in done.stdout, done.stdout + done.stderr
+        assert module.replace("/", ".").removesuffix(".py") in done.stdout
 
 
 # Where a request's names arrive: these modules turn a name into a row only through

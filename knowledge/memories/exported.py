@@ -3,10 +3,12 @@ brings back (`memory_row_recreate`) and a memory an agent import brings in exact
 recorded it (`memory_row_exported`). These are the undo and restore paths beside the one
 activation: they return a state the data held, with its recorded history and provenance."""
 
+from knowledge.memories.guard import writes_memory_rows
 from knowledge.models import Memory, MemorySource, MemoryVersion
 from knowledge.rowsql import insert_with_children
 
 
+@writes_memory_rows
 def memory_row_recreate(*, pk: int, fields: dict, author_kind: str, author_name: str, reason: str) -> Memory:
     """Insert memory `pk` again with exactly `fields` (a restore of its audited snapshot) and a
     version recording who brought it back. The caller restores its sources and audits it."""
@@ -26,6 +28,7 @@ def memory_row_recreate(*, pk: int, fields: dict, author_kind: str, author_name:
     return memory
 
 
+@writes_memory_rows
 def memory_row_exported(
     *, fields: dict, versions: list[dict], sources: list[dict], created_at=None
 ) -> Memory:

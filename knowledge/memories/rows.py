@@ -13,6 +13,7 @@ from django.utils import timezone
 from knowledge.errors import Invalid
 from knowledge.limits import MAX_MEMORY_TEXT, json_scan, json_size_error
 from knowledge.memories.fingerprints import source_rows, source_states
+from knowledge.memories.guard import memory_rows_guard, writes_memory_rows
 from knowledge.models import Memory, MemorySource, MemoryVersion
 from knowledge.rowsql import insert_many, insert_with_children, update_fields
 
@@ -68,6 +69,7 @@ def memory_row_new(
     )
 
 
+@writes_memory_rows
 def memory_rows_insert(rows: list[tuple[Memory, list[dict], str]]) -> None:
     """Insert new (unsaved) memories — (memory, sources, first version's reason) triples — with
     their first MemoryVersions and their source rows, in three statements (the rows, their
@@ -102,6 +104,7 @@ def _first_version(memory: Memory, reason: str) -> MemoryVersion:
     )
 
 
+@writes_memory_rows
 def memory_row_revise(
     *, memory: Memory, text: str, author_kind: str, author_name: str, reason: str = "", key=None, value=...
 ) -> Memory:
@@ -204,10 +207,12 @@ def memory_row_state(memory: Memory, *, save: bool = True, **fields) -> Memory:
     for name, value in fields.items():
         setattr(memory, name, value)
     if save:
-        update_fields(memory, *fields, "updated_at")
+        with memory_rows_guard():
+            update_fields(memory, *fields, "updated_at")
     return memory
 
 
+@writes_memory_rows
 def memory_rows_save(memories: list[Memory], *fields: str) -> None:
     """Save the named fields (and `updated_at`) of many rows whose state `memory_row_state(save=False)`
     set, in batched UPDATEs."""
@@ -217,6 +222,7 @@ def memory_rows_save(memories: list[Memory], *fields: str) -> None:
     Memory.objects.bulk_update(memories, [*fields, "updated_at"], batch_size=500)
 
 
+@writes_memory_rows
 def memory_rows_state(ids, *, now: datetime.datetime, **fields) -> int:
     """The set-wise form of memory_row_state: one UPDATE of the rows `ids`. Returns the count."""
     return Memory.objects.filter(pk__in=ids).update(**fields, updated_at=now)

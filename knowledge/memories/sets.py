@@ -14,6 +14,7 @@ from knowledge.audit.services import (
     audit_events_sql,
     audit_revisions_sql,
 )
+from knowledge.memories.guard import writes_memory_rows
 from knowledge.models import Memory
 
 # What each mode does to a memory with a changed source (f = the finding, with the old values).
@@ -71,6 +72,7 @@ RETURNING object_id
 )
 
 
+@writes_memory_rows
 def memories_source_changed_act(*, mode: str, actor, now) -> dict:
     """The provenance check's status change: every live, not yet stale memory with a changed or
     deleted source is marked stale and changed per `mode` (flag, requeue, invalidate), with one
@@ -102,6 +104,7 @@ def memories_source_changed_act(*, mode: str, actor, now) -> dict:
 T_MEMORY = Memory._meta.db_table
 
 
+@writes_memory_rows
 def memories_patch(rows_sql: str, params: dict) -> int:
     """Apply a patch to many memories in one UPDATE. `rows_sql` selects one row per memory with
     `memory_id` and `a`, a jsonb patch naming any of status, status_reason, superseded_by_id,
@@ -124,6 +127,7 @@ def memories_patch(rows_sql: str, params: dict) -> int:
     )
 
 
+@writes_memory_rows
 def memories_put_back(rows_sql: str, params: dict) -> int:
     """Undo memories_patch exactly: for each row of `rows_sql` whose patch `a` is not empty, put
     back the state its snapshot `b` recorded (status, reasons, successor, validity, tier, expiry

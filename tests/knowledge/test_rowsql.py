@@ -5,6 +5,7 @@ import time
 from django.db import transaction
 
 from knowledge import rowsql
+from knowledge.memories.guard import memory_rows_guard
 from knowledge.models import AuditEvent, Memory, MemorySource, MemoryVersion, Revision, SourceState
 from tests import factory
 
@@ -14,7 +15,7 @@ def test_a_row_and_its_children_are_one_insert_with_the_orms_values(db, django_a
     memory = Memory(owner=owner, store="shared", text="VPN fix", key="vpn", value={"client": "5.2.1"})
     children = [MemoryVersion(memory=memory, version=1, text="VPN fix", content_hash="h")]
     sources = [MemorySource(memory=memory, kind="kb", ref=f"KB-{i}", snapshot={"v": i}) for i in range(3)]
-    with transaction.atomic(), django_assert_num_queries(1):
+    with memory_rows_guard(), django_assert_num_queries(1):  # the memory table's guard, opened
         rowsql.insert_with_children(memory, ("memory", children), ("memory", sources))
     stored = Memory.objects.get(pk=memory.pk)
     assert (stored.owner_id, stored.text, stored.value, stored.tier) == (
@@ -43,7 +44,8 @@ def test_update_fields_writes_only_the_named_fields(db):
     old_updated = memory.updated_at
     time.sleep(0.002)
     memory.status, memory.text = Memory.QUEUED, "not written"
-    rowsql.update_fields(memory, "status", "updated_at")
+    with memory_rows_guard():
+        rowsql.update_fields(memory, "status", "updated_at")
     stored = Memory.objects.get(pk=memory.pk)
     assert (stored.status, stored.text, stored.category) == (Memory.QUEUED, "before", "kept")
     assert stored.updated_at > old_updated  # auto_now, as save() sets it
@@ -71,7 +73,7 @@ def test_many_rows_are_one_insert_with_the_orms_values_in_order(db, django_asser
         Memory(owner=owner, store="shared", text="plain", key="k", value="4h", valid_from=since, turn=3),
         Memory(owner=owner, store="shared", text="no value", confidence=0.25, pinned=True),
     ]
-    with transaction.atomic(), django_assert_num_queries(1):
+    with memory_rows_guard(), django_assert_num_queries(1):
         rowsql.insert_many(memories)
     stored = {m.pk: m for m in Memory.objects.filter(pk__in=[m.pk for m in memories])}
     assert [m.pk for m in memories] == sorted(stored)

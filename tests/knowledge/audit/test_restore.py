@@ -291,14 +291,14 @@ def test_memory_revisions_written_by_other_services_restore_too(world):
     from django.db import transaction
 
     from knowledge.audit.services import audit_record, snapshot
+    from knowledge.memories.rows import memory_row_state
 
     entry = make_entry(world.copilot, name="VPN", actor=Principal.for_agent(world.copilot), blocks=["queued"])
     memory = Memory.objects.get(pk=entry.created_blocks[0].pk)
     assert memory.status == Memory.QUEUED
     with transaction.atomic():
         before = snapshot(memory)
-        memory.status = Memory.ACTIVE
-        memory.save(update_fields=["status"])
+        memory_row_state(memory, status=Memory.ACTIVE)
         event = audit_record(
             "memory.approved",
             actor=ADMIN,

@@ -9,7 +9,7 @@ from knowledge.entries.selectors import EntryFilters, entry_search
 from knowledge.memories.activation import memory_row_create
 from knowledge.models import Entry, Memory
 from knowledge.principal import Principal
-from tests.factory import make_entry
+from tests.factory import make_entry, set_state
 
 ADMIN = Principal(kind="person", name="adam", role="admin")
 
@@ -25,7 +25,7 @@ def test_any_writer_of_blocks_keeps_search_counts_and_authors_current(world):
     Memory.objects.filter(pk=block.pk).update(text="Toner in the basement.", author_name="dreaming")
     assert _found("cupboard") == [] and _found("basement") == ["Printer"]
     assert Entry.objects.get(pk=entry.pk).block_authors == ["dreaming"]
-    Memory.objects.filter(pk=block.pk).update(status=Memory.REJECTED)
+    set_state([block.pk], status=Memory.REJECTED)
     assert _found("basement") == []
     assert Entry.objects.get(pk=entry.pk).block_count == 0
     with transaction.atomic():

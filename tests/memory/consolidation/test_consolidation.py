@@ -22,7 +22,7 @@ from memory.consolidation import (
 )
 from memory.matching.terms import key_terms, overlap
 from memory.models import ConsolidationGroup, ConsolidationPlan
-from tests.factory import SYSTEM
+from tests.factory import SYSTEM, set_state
 
 FACT = "Alice prefers e-mail over phone calls"
 
@@ -356,7 +356,7 @@ def test_a_plan_is_applied_and_reverted_once(world):
 def test_apply_refuses_when_a_memory_changed_since_the_plan_was_made(world):
     copies = ten_copies(world.copilot)
     plan = consolidation_run(actor=SYSTEM, mode="propose")
-    Memory.objects.filter(pk=copies[0].pk).update(status=Memory.REJECTED)
+    set_state([copies[0].pk], status=Memory.REJECTED)
     state = full_state([c.pk for c in copies])
     with pytest.raises(PlanConflict, match="changed since") as info:
         plan_apply(actor=SYSTEM, plan_id=plan.pk)
@@ -370,7 +370,7 @@ def test_revert_refuses_when_a_memory_changed_since_the_apply(world):
     copies = ten_copies(world.copilot)
     plan = consolidation_run(actor=SYSTEM, mode="apply")
     assert plan.state == ConsolidationPlan.APPLIED  # apply mode applies its own plan
-    Memory.objects.filter(pk=copies[-1].pk).update(status=Memory.INVALIDATED)
+    set_state([copies[-1].pk], status=Memory.INVALIDATED)
     state = full_state([c.pk for c in copies])
     with pytest.raises(PlanConflict, match="changed since"):
         plan_revert(actor=SYSTEM, plan_id=plan.pk)

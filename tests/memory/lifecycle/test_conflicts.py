@@ -37,7 +37,7 @@ def active_values(store="shared", key=KEY):
 def in_force(owner, text, value, store="shared", **fields):
     """A conflict in force, as data written before the rule: the row is put active directly."""
     memory = factory.make_queued_memory(owner, text, store=store, key=KEY, value=value, **fields)
-    Memory.objects.filter(pk=memory.pk).update(status="active", queue_reason="", valid_from=timezone.now())
+    factory.set_state([memory.pk], status="active", queue_reason="", valid_from=timezone.now())
     return Memory.objects.get(pk=memory.pk)
 
 
@@ -214,7 +214,7 @@ def test_a_corrected_queued_entry_block_goes_into_force_only_through_the_rule(wo
     entry = factory.make_entry(world.scribe, name="Acme", store="shared", blocks=["Acme contact"])
     block = entry.blocks.get()
     # a keyed block waiting for review (the rule reads key and value whatever the row is)
-    Memory.objects.filter(pk=block.pk).update(status="queued", key=KEY, value="phone")
+    factory.set_state([block.pk], status="queued", key=KEY, value="phone")
     block_correct(
         actor=ADMIN, entry_id=entry.pk, block_id=block.pk, text="Acme wants a phone call", reason="typo"
     )

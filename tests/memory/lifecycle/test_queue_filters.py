@@ -89,7 +89,7 @@ def test_the_queue_pages_in_either_order(rita, world):
 
 def test_the_next_page_after_decisions_still_leads_back_to_the_memories_before_it(rita, world):
     memories = [factory.make_queued_memory(world.copilot, f"waiting {i}") for i in range(15)]
-    Memory.objects.filter(pk__in=[m.pk for m in memories[:4]]).update(status="active")  # decided
+    factory.set_state([m.pk for m in memories[:4]], status="active")  # decided
     second = rita.get(f"/review/?after={memories[9].pk}").content.decode()
     assert shown(second) == {m.pk for m in memories[10:]}  # the 7th to 11th still queued
     assert "page 2 of 2 · 11 matches" in second and 'rel="prev" href="/review/"' in second

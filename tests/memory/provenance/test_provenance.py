@@ -7,7 +7,7 @@ from knowledge.memories.activation import memory_row_create
 from knowledge.models import AuditEvent, Entry, Memory, MemorySource
 from knowledge.settings_store import setting_get
 from memory.provenance.services import provenance_check
-from tests.factory import SYSTEM
+from tests.factory import SYSTEM, set_state
 
 TICKET = {
     "title": "VPN drops",
@@ -174,7 +174,7 @@ def test_retiring_a_cited_memory_makes_derived_memories_stale_transitively(world
     derived = write(world, text="derived", sources=[{"kind": "memory", "ref": str(base.pk)}])
     derived2 = write(world, text="derived twice", sources=[{"kind": "memory", "ref": str(derived.pk)}])
     set_mode("invalidate")
-    Memory.objects.filter(pk=base.pk).update(status=Memory.REJECTED)
+    set_state([base.pk], status=Memory.REJECTED)
     counts = check(world)
     assert counts["invalidated"] == 2
     derived.refresh_from_db()

@@ -2,7 +2,6 @@
 
 from django.utils import timezone
 
-from knowledge.models import Memory
 from tests import factory
 
 KEY = "customer.acme.contact"
@@ -12,7 +11,7 @@ def in_force(owner, text, value, *, days_ago=0):
     """A conflict in force, as older data holds it: the row is put active directly."""
     memory = factory.make_queued_memory(owner, text, store="shared", key=KEY, value=value)
     start = timezone.now() - timezone.timedelta(days=days_ago)
-    Memory.objects.filter(pk=memory.pk).update(status="active", queue_reason="", valid_from=start)
+    factory.set_state([memory.pk], status="active", queue_reason="", valid_from=start)
     return memory
 
 
