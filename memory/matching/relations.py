@@ -563,6 +563,23 @@ def _readable(q: Q):
     return Case(When(q, then=Value(True)), default=Value(False), output_field=BooleanField())
 
 
+def _two_people(a: Memory, b: Memory) -> bool:
+    """The two memories are in the private stores of two people."""
+    return a.store.startswith("private:") and b.store.startswith("private:") and a.store != b.store
+
+
+def _named_alike(a: Reading, b: Reading) -> bool:
+    """Both texts' claims are about the same named person or thing (a name or an id of their
+    subjects in common)."""
+    named_a = {w for c in a.claims for w in c.subject.names} | {
+        i for c in a.claims for i in c.subject.which if i in a.ids
+    }
+    named_b = {w for c in b.claims for w in c.subject.names} | {
+        i for c in b.claims for i in c.subject.which if i in b.ids
+    }
+    return bool(named_a & named_b)
+
+
 def related_for(
     memories: list[Memory], reader: Principal | None = None, *, undecided: bool = False
 ) -> dict[int, list[Related]]:
@@ -615,6 +632,8 @@ def related_for(
             if m.pk not in readings:
                 readings[m.pk] = read(m.text)
         relation = classify(readings[other.pk], readings[memory.pk])
+        if _two_people(memory, other) and not _named_alike(readings[other.pk], readings[memory.pk]):
+            continue  # Sam's and Noor's private memories: related only about one named person or thing
         if relation.relation or (undecided and relation.kind == UNDECIDED):
             out[q_id].append(Related(other, relation.relation, relation.kind, relation.score, relation.why))
     for found in out.values():

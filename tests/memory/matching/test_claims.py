@@ -85,3 +85,23 @@ def test_a_real_contradiction_is_found(a, b, kind):
 def test_a_paraphrase_is_a_duplicate():
     relation = classify("The depot closes at 5pm on Fridays.", "On Fridays the depot closes at 17:00.")
     assert relation.relation == DUPLICATE, relation
+
+
+def test_two_peoples_private_memories_relate_only_about_one_named_subject(world):
+    from knowledge.models import Channel
+    from memory.matching.relations import related_for
+    from tests import factory
+
+    dm_bob = factory.make_channel("dm-bob", kind=Channel.KIND_DM, person=world.bob, agent=world.copilot)
+    for channel in (world.dm_alice, dm_bob):
+        factory.make_conversation(world.copilot, channel)
+
+    def row(text, store, status):
+        return factory.make_memory_row(world.copilot, text, store=store, status=status)
+
+    row("My train leaves at 08:45.", "private:alice", "active")
+    bobs = row("My train leaves at 08:15.", "private:bob", "queued")
+    assert related_for([bobs])[bobs.pk] == []  # "my" train: each person's own
+    about = row("Kestrel Hall's boiler is serviced in May.", "private:alice", "active")
+    queued = row("Kestrel Hall's boiler is serviced in June.", "private:bob", "queued")
+    assert [r.memory.pk for r in related_for([queued])[queued.pk]] == [about.pk]
