@@ -77,3 +77,28 @@ def test_the_reviewers_story_of_three_trains(page, world):
     page.locator("text=Restored 2 records").wait_for()
     statuses = dict(Memory.objects.values_list("pk", "status"))
     assert (statuses[noors.pk], statuses[noors_old.pk], statuses[sams.pk]) == ("queued", "active", "active")
+
+
+def test_a_bulk_approval_names_what_it_would_put_in_force_and_enter_leaves_those_queued(page, world):
+    allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
+    forbidden = factory.make_queued_memory(
+        world.copilot, "Deploys are not allowed on Fridays.", store="shared"
+    )
+    plain = factory.make_queued_memory(world.copilot, "Invoices go out on the 1st.", store="shared")
+    factory.embed_all()
+    login(page, "rita")
+    page.goto("/review/?store=shared")
+    page.keyboard.press("A")
+    flags = page.locator("#confirm-flags")
+    expect(flags).to_contain_text("2 of them would put 1 duplicate or contradiction in force")
+    expect(flags.locator(".flag")).to_contain_text("contradiction")
+    expect(page.locator("#confirm-matching")).to_be_focused()
+    expect(page.locator("#confirm-matching")).to_have_text("Approve the other 1, leave these 2 queued")
+    page.keyboard.press("Enter")
+    expect(page.locator("main")).to_contain_text("Left queued as you asked", timeout=15_000)
+    statuses = dict(Memory.objects.values_list("pk", "status"))
+    assert (statuses[plain.pk], statuses[allowed.pk], statuses[forbidden.pk]) == (
+        "active",
+        "queued",
+        "queued",
+    )
