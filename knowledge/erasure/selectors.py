@@ -3,21 +3,22 @@
 import hashlib
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Q
 
 from knowledge import access
+from knowledge.errors import NotFound
 from knowledge.models import (
     Channel,
     Conversation,
     Entry,
-    Episode,
     ErasedItem,
     Erasure,
     Memory,
-    MemorySource,
     Message,
     Person,
 )
+from knowledge.principal import ADMIN
 
 # The largest plan one request may take (a person's whole history fits many times over).
 MAX_ROUNDS = 50
@@ -129,16 +130,31 @@ SEEDS = {
 }
 
 
-def _cited(plan: Plan) -> Q:
-    refs = Q(pk__in=[])
-    for kind, ids in (
-        ("message", plan.messages),
-        ("conversation", plan.conversations),
-        ("memory", plan.memories),
-    ):
-        if ids:
-            refs |= Q(kind=kind, ref__in=[str(i) for i in ids])
-    return refs
+def _rows(sql: str, params: list) -> list[tuple]:
+    # Plain SQL with array parameters: a person's plan names tens of thousands of ids, which as
+    # IN lists cost more to build and bind than to run.
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _ids(ids) -> list[int]:
+    return sorted(int(i) for i in ids)
+
+
+def _refs(ids) -> list[str]:
+    return [str(i) for i in sorted(ids)]
+
+
+def _citing(plan: Plan) -> set[int]:
+    """Memories citing what the plan takes, or distilled in a conversation it takes."""
+    rows = _rows(
+        "SELECT memory_id FROM knowledge_memorysource WHERE (kind = 'message' AND ref = ANY(%s)) "
+        "OR (kind = 'conversation' AND ref = ANY(%s)) OR (kind = 'memory' AND ref = ANY(%s)) "
+        "UNION SELECT id FROM knowledge_memory WHERE conversation_id = ANY(%s)",
+        [_refs(plan.messages), _refs(plan.conversations), _refs(plan.memories), _ids(plan.conversations)],
+    )
+    return {row[0] for row in rows}
 
 
 def _derive(plan: Plan) -> None:
@@ -147,19 +163,17 @@ def _derive(plan: Plan) -> None:
     sent back to review, stale. Episodes cut from an erased message go whole (their summary may
     quote it); the messages left in them are cut again by Dreaming."""
     for _ in range(MAX_ROUNDS):
-        candidates = set(MemorySource.objects.filter(_cited(plan)).values_list("memory_id", flat=True))
-        if plan.conversations:
-            candidates |= set(
-                Memory.objects.filter(conversation_id__in=plan.conversations).values_list("pk", flat=True)
-            )
-        candidates -= plan.memories
-        rows = Memory.objects.filter(pk__in=candidates).exclude(status=Memory.ERASED)
-        rows = list(rows.values_list("pk", "conversation_id"))
+        candidates = _citing(plan) - plan.memories
+        rows = _rows(
+            "SELECT id, conversation_id FROM knowledge_memory WHERE id = ANY(%s) AND status <> %s",
+            [_ids(candidates), Memory.ERASED],
+        )
         if not rows:
             break
         sources: dict[int, list[tuple[str, str]]] = {pk: [] for pk, _ in rows}
-        for memory_id, kind, ref in MemorySource.objects.filter(memory_id__in=sources).values_list(
-            "memory_id", "kind", "ref"
+        for memory_id, kind, ref in _rows(
+            "SELECT memory_id, kind, ref FROM knowledge_memorysource WHERE memory_id = ANY(%s)",
+            [_ids(sources)],
         ):
             sources[memory_id].append((kind, ref))
         gone = {("message", str(i)) for i in plan.messages}
@@ -176,24 +190,23 @@ def _derive(plan: Plan) -> None:
             break
         plan.memories |= new
         plan.derived |= new
-    else:  # pragma: no cover - a chain of 50 memories each resting on the last
-        pass
-    still = set(MemorySource.objects.filter(_cited(plan)).values_list("memory_id", flat=True))
-    if plan.conversations:
-        still |= set(
-            Memory.objects.filter(conversation_id__in=plan.conversations).values_list("pk", flat=True)
+    still = _citing(plan) - plan.memories
+    plan.requeued = {
+        row[0]
+        for row in _rows(
+            "SELECT id FROM knowledge_memory WHERE id = ANY(%s) AND status = ANY(%s)",
+            [_ids(still), list(Memory.LIVE)],
         )
-    plan.requeued = set(
-        Memory.objects.filter(pk__in=still - plan.memories, status__in=Memory.LIVE).values_list(
-            "pk", flat=True
-        )
-    )
+    }
     if plan.messages:
-        plan.episodes = set(
-            Episode.objects.filter(Q(evidence__in=plan.messages) | Q(messages__in=plan.messages)).values_list(
-                "pk", flat=True
+        plan.episodes = {
+            row[0]
+            for row in _rows(
+                "SELECT episode_id FROM knowledge_episode_evidence WHERE message_id = ANY(%s) "
+                "UNION SELECT episode_id FROM knowledge_message WHERE id = ANY(%s) AND episode_id IS NOT NULL",
+                [_ids(plan.messages), _ids(plan.messages)],
             )
-        )
+        }
 
 
 def erasure_plan(*, kind: str, row) -> Plan:
@@ -215,3 +228,17 @@ def erased_refs(kind: str, refs) -> set[str]:
 
 def erasures_recent(limit: int = 50):
     return Erasure.objects.all()[:limit]
+
+
+def erasure_target(principal, *, kind: str, ref: str):
+    """The row an erasure names (a Memory, Message or Conversation by id, a Person by name) for
+    an admin only (Refused otherwise); NotFound when there is none. Erase reaches every store."""
+    access.require_role(principal, ADMIN, "Only an admin may erase; an agent retires its own memories.")
+    if kind == "person":
+        row = Person.objects.filter(name=str(ref)).first()
+    else:
+        model = {"memory": Memory, "message": Message, "conversation": Conversation}[kind]
+        row = model.objects.filter(pk=int(ref)).first() if str(ref).isdigit() else None
+    if row is None:
+        raise NotFound(f"No {kind} {ref} to erase.")
+    return row

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from knowledge import access
 from knowledge.audit.services import audit_record
 from knowledge.erasure.ledger import ledger_file_append, ledger_file_lines
-from knowledge.erasure.selectors import Plan, content_hash, erasure_plan
+from knowledge.erasure.selectors import Plan, content_hash, erasure_plan, erasure_target
 from knowledge.errors import Conflict, Invalid
 from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
-from knowledge.models import Channel, Entry, Episode, ErasedItem, Erasure, Memory, Message, Signal
+from knowledge.models import Channel, Entry, Episode, ErasedItem, Erasure, Memory, Message
 from knowledge.principal import Principal
 from knowledge.signals import content_erased
 from knowledge.termstats import term_stats_fold
@@ -60,7 +59,7 @@ def erasure_apply(
         raise Invalid({"reason": ["Say why: an erasure is audited with its reason."]})
     if len(reason) > MAX_REASON:
         raise Invalid({"reason": [f"At most {MAX_REASON} characters."]})
-    row = access.erasure_target_for(actor, kind=kind, ref=ref)
+    row = erasure_target(actor, kind=kind, ref=ref)
     if dry_run:
         plan = erasure_plan(kind=kind, row=row)
         _refuse_empty(kind, row, plan)
@@ -72,7 +71,9 @@ def erasure_apply(
         # waits for these row locks), so no message lands between the plan and the commit.
         row = type(row).objects.select_for_update().get(pk=row.pk)
         if kind == Erasure.PERSON:
-            list(Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk"))
+            list(
+                Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk")
+            )
         plan = erasure_plan(kind=kind, row=row)
         _refuse_empty(kind, row, plan)
         erasure = _take(plan, actor=actor, reason=reason)
@@ -88,8 +89,13 @@ def _refuse_empty(kind: str, row, plan: Plan) -> None:
 
 def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     now = timezone.now()
-    messages = dict(Message.objects.filter(pk__in=plan.messages).values_list("pk", "text"))
-    channels = sorted(set(Message.objects.filter(pk__in=messages).values_list("channel_id", flat=True)))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, text, channel_id FROM knowledge_message WHERE id = ANY(%s)", [sorted(plan.messages)]
+        )
+        rows = cursor.fetchall()
+    messages = {pk: text for pk, text, _ in rows}
+    channels = sorted({channel for _, _, channel in rows})
     episodes = {e.pk: e.embedding_text() for e in Episode.objects.filter(pk__in=plan.episodes)}
     entries = dict(Entry.objects.filter(pk__in=plan.entries).values_list("pk", "summary"))
     erasure = Erasure.objects.create(
@@ -113,9 +119,7 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
             "WHERE memory_id = ANY(%s)",
             [sorted(plan.memories)],
         )
-    Signal.objects.filter(message_id__in=messages).delete()
-    Episode.objects.filter(pk__in=episodes).delete()
-    Message.objects.filter(pk__in=messages).delete()
+    _messages_delete(sorted(messages), sorted(episodes))
     Entry.objects.filter(pk__in=entries).update(
         name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now
     )
@@ -156,6 +160,25 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
         channel_ids=channels,
     )
     return erasure
+
+
+def _messages_delete(messages: list[int], episodes: list[int]) -> dict[str, int]:
+    """Delete the messages and episodes, and what hangs on them (vectors, evidence links, the
+    signals kept as those messages), set-wise. Returns how many messages and episodes went."""
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM knowledge_signal WHERE message_id = ANY(%s)", [messages])
+        cursor.execute(
+            "DELETE FROM knowledge_episode_evidence WHERE message_id = ANY(%s) OR episode_id = ANY(%s)",
+            [messages, episodes],
+        )
+        cursor.execute(
+            "UPDATE knowledge_message SET episode_id = NULL WHERE episode_id = ANY(%s)", [episodes]
+        )
+        cursor.execute("DELETE FROM knowledge_episode WHERE id = ANY(%s)", [episodes])
+        gone_episodes = cursor.rowcount
+        cursor.execute("DELETE FROM knowledge_messagevector WHERE message_id = ANY(%s)", [messages])
+        cursor.execute("DELETE FROM knowledge_message WHERE id = ANY(%s)", [messages])
+        return {"messages": cursor.rowcount, "episodes": gone_episodes}
 
 
 def _lexemes(*, memories, messages, entries) -> list[str]:
@@ -221,16 +244,10 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
             _sources_scrub(cursor, plan)
             _revisions_scrub(cursor, "memory", refs["memory"])
             _revisions_scrub(cursor, "entry", refs["entry"])
-        Signal.objects.filter(message_id__in=refs["message"]).delete()
         channels = sorted(
             set(Message.objects.filter(pk__in=refs["message"]).values_list("channel_id", flat=True))
         )
-        taken["episodes"] = (
-            Episode.objects.filter(pk__in=refs["episode"]).delete()[1].get("knowledge.Episode", 0)
-        )
-        taken["messages"] = (
-            Message.objects.filter(pk__in=refs["message"]).delete()[1].get("knowledge.Message", 0)
-        )
+        taken.update(_messages_delete(sorted(refs["message"]), sorted(refs["episode"])))
         taken["entries"] = (
             Entry.objects.filter(pk__in=refs["entry"])
             .exclude(name="")

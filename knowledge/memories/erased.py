@@ -8,11 +8,13 @@ import datetime
 
 from django.db import connection
 
+from knowledge.memories.guard import writes_memory_rows
 from knowledge.models import Memory
 
 ERASED_SOURCE_REASON = "re-check: a source it cited was erased"
 
 
+@writes_memory_rows
 def memories_erase(ids, *, now: datetime.datetime) -> dict[int, str]:
     """Erase the memories `ids` (row-locked here): text, key, value, vector, reasons, version
     history and the snapshots of their sources are emptied (the full-text column and the keyword
@@ -54,6 +56,7 @@ def memories_erase(ids, *, now: datetime.datetime) -> dict[int, str]:
     return hashes
 
 
+@writes_memory_rows
 def memories_erased_source_requeue(ids, *, now: datetime.datetime) -> list[int]:
     """The memories `ids` lost a source to an erasure and keep other support: each live one is
     marked stale and a live active one goes back to the review queue (`requeued`), as the

@@ -6,6 +6,7 @@ from django.db import connection
 from django.test import Client
 
 from knowledge.erasure.services import erasure_apply, erasure_ledger_reapply
+from knowledge.memories.guard import memory_rows_guard
 from knowledge.models import (
     AuditEvent,
     Episode,
@@ -257,8 +258,9 @@ def test_erasing_twice_is_a_conflict_that_says_so(world):
 def test_the_ledger_takes_again_what_comes_back(world):
     planted = _person_world(world)
     erasure_apply(actor=ADMIN, kind="person", ref="alice", reason="asked")
-    # What an old backup's restore would bring back: the row with its text again.
-    with connection.cursor() as cursor:
+    # What an old backup's restore would bring back: the row with its text again (a restore
+    # writes rows below the one writer's guard, as the backup's own loading does).
+    with memory_rows_guard(), connection.cursor() as cursor:
         cursor.execute(
             "UPDATE knowledge_memory SET text = %s, status = 'active' WHERE id = %s",
             [f"back {TOKEN}", planted["private"].pk],
