@@ -26,22 +26,7 @@ from knowledge.models import (
     Message,
     TaskOutcome,
 )
-from knowledge.names import (  # noqa: F401  (the rows a request names, read as access.scope_for …)
-    Named,
-    OutcomeTarget,
-    WriteTarget,
-    agent_named,
-    channel_named,
-    channels_named,
-    grant_target,
-    integrations_named,
-    outcome_target,
-    owner_selected,
-    scope_for,
-    skill_named,
-    write_named,
-    write_target,
-)
+from knowledge.names import agent_named, owner_selected
 from knowledge.principal import ADMIN, REVIEWER, Principal
 from knowledge.refs import refs_among
 from knowledge.stores import (  # noqa: F401  (the store vocabulary, read through access everywhere)
@@ -210,14 +195,6 @@ def memory_readable_q(
     if principal.is_agent:
         q &= ~Q(**{f"{prefix}status": Memory.QUEUED}) | Q(**{f"{prefix}owner": principal.agent})
     return q
-
-
-def can_read_memory(principal: Principal, memory: Memory) -> bool:
-    """Whether `principal` may read `memory`: its store (`can_read_store`), and, queued, only
-    its own agent or a person with a role."""
-    if memory.status == Memory.QUEUED and is_agent_other_than(principal, memory.owner_id):
-        return False
-    return can_read_store(principal, owner=memory.owner, store=memory.store)
 
 
 def memory_ids_readable(principal: Principal, ids) -> set[int]:
@@ -617,19 +594,3 @@ def agent_get_for(principal: Principal, name: str, *, refusal: str) -> Agent:
     if is_agent_other_than(principal, agent.pk):
         raise Refused(refusal)
     return agent
-
-
-def erasure_target_for(principal: Principal, *, kind: str, ref: str):
-    """The row an erasure names (a Memory, Message or Conversation by id, a Person by name) for
-    an admin only (Refused otherwise); NotFound when there is none. Erase reaches every store."""
-    from knowledge.models import Person
-
-    require_role(principal, ADMIN, "Only an admin may erase; an agent retires its own memories.")
-    if kind == "person":
-        row = Person.objects.filter(name=str(ref)).first()
-    else:
-        model = {"memory": Memory, "message": Message, "conversation": Conversation}[kind]
-        row = model.objects.filter(pk=int(ref)).first() if str(ref).isdigit() else None
-    if row is None:
-        raise NotFound(f"No {kind} {ref} to erase.")
-    return row

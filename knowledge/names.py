@@ -2,7 +2,7 @@
 conversation id and channel name a request gives into rows, `write_target` what a memory write
 names, `agent_named` / `skill_named` / `channel_named` the one row a URL names (404 when there is
 none), `owner_selected` the console's owner selector. Names only; what the principal may do
-with them is `knowledge.access`, which re-exports these (callers read `access.scope_for`). Views,
+with them is `knowledge.access`; callers read these here (`names.scope_for`). Views,
 API views, serializers, forms and MCP tools look no row up by name themselves
 (tests/test_architecture.py checks it)."""
 

@@ -625,8 +625,8 @@ def name_lookups(rel, tree):
 def test_names_resolve_in_names_or_access_only():
     found = [v for rel, path in _modules() for v in name_lookups(rel, _tree(path))]
     assert found == [], (
-        "resolve the name through knowledge/names.py (access.agent_named, access.owner_selected, "
-        "access.scope_for …) or an access *_get_for:\n" + "\n".join(found)
+        "resolve the name through knowledge/names.py (names.agent_named, names.owner_selected, "
+        "names.scope_for …) or an access *_get_for:\n" + "\n".join(found)
     )
 
 

@@ -13,7 +13,7 @@ from curation.dreaming.serializers import (
     StageBRunInput,
 )
 from curation.models import DreamingRun
-from knowledge import access
+from knowledge import names
 from knowledge.llm.api import job_response
 from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.principals.permissions import IsAdmin, IsReviewer
@@ -49,7 +49,7 @@ def stage_a_run_view(request):
         request,
         stage=DreamingRun.STAGE_A,
         serializer=StageARunInput,
-        named=access.channel_named,
+        named=names.channel_named,
         field="channel",
     )
 
@@ -68,7 +68,7 @@ def stage_a_run_view(request):
 def dreaming_run_list_view(request):
     channel = None
     if name := request.query_params.get("channel"):
-        channel = access.channel_named(name)
+        channel = names.channel_named(name)
     stage = request.query_params.get("stage", "")
     if stage not in ("", DreamingRun.STAGE_A, DreamingRun.STAGE_B):
         raise ValidationError({"stage": ["Choose a or b."]})
@@ -98,5 +98,5 @@ def dreaming_run_list_view(request):
 @permission_classes([IsAdmin])
 def stage_b_run_view(request):
     return _run_now(
-        request, stage=DreamingRun.STAGE_B, serializer=StageBRunInput, named=access.agent_named, field="agent"
+        request, stage=DreamingRun.STAGE_B, serializer=StageBRunInput, named=names.agent_named, field="agent"
     )

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from curation.dreaming.runs import run_request
 from curation.models import DreamingRun
-from knowledge import access
+from knowledge import names
 from knowledge.errors import Conflict, DomainError
 from knowledge.models import AuditEvent
 from knowledge.principals.permissions import admin_required, reviewer_required
@@ -20,7 +20,7 @@ from knowledge.principals.permissions import admin_required, reviewer_required
 def stage_a_run_page(request, name):
     """Queue a stage A run for the channel and show its progress (the model is never waited
     for inside the request)."""
-    channel = access.channel_named(name)
+    channel = names.channel_named(name)
     try:
         job = run_request(stage=DreamingRun.STAGE_A, of=channel, actor=request.principal)
     except Conflict as exc:
@@ -33,7 +33,7 @@ def stage_a_run_page(request, name):
 
 
 def _agent_of(request):
-    return access.owner_selected(
+    return names.owner_selected(
         request.GET.get("agent") or request.POST.get("agent") or request.session.get("owner")
     )
 

@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from curation.search.selectors import MAX_QUERY, PER_KIND, site_search
-from knowledge import access
+from knowledge import names
 from knowledge.principals.permissions import reviewer_required
 
 
@@ -15,7 +15,7 @@ from knowledge.principals.permissions import reviewer_required
 @require_GET
 def search_page(request):
     q = request.GET.get("q", "").strip()[:MAX_QUERY]
-    owner = access.owner_selected(request.session.get("owner"))
+    owner = names.owner_selected(request.session.get("owner"))
     groups = site_search(request.principal, q, owner=owner)
     template = "curation/search/search.html"
     if request.htmx and request.htmx.target == "search-results":

@@ -8,7 +8,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from curation.status.selectors import alerts, drain_estimate, job_status, recall_status, status_sections
 from curation.status.trends import chart_svg, trends
-from knowledge import access
+from knowledge import names
 from knowledge.entries.lints import knowledge_lints
 from knowledge.principals.permissions import reviewer_required
 from knowledge.replica import replica_reads
@@ -18,7 +18,7 @@ from knowledge.replica import replica_reads
 @reviewer_required
 @replica_reads  # inside the login check: the session and user are read from the primary first
 def status_page(request):
-    owner = access.owner_selected(request.session.get("owner"))
+    owner = names.owner_selected(request.session.get("owner"))
     status = recall_status()
     jobs = job_status()
     memos = [m for m in status["pinned_memos"] if not owner or m["agent"] == owner.name]

@@ -8,7 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.entries import services as entries
 from knowledge.entries.guides import guide_update
 from knowledge.entries.projection import entry_markdown
@@ -296,7 +296,7 @@ def relation_detail(request, entry_id, relation_id):
 @api_view(["GET", "PUT"])
 @permission_classes([IsAgentOrReviewer])
 def guide_detail(request, agent_name):
-    owner = access.agent_named(agent_name)
+    owner = names.agent_named(agent_name)
     principal = request.user
     if request.method == "GET":
         return Response(guide_out(access.guide_get_for(principal, owner)))

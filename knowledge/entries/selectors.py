@@ -8,7 +8,7 @@ import math
 from django.db.models import Exists, OuterRef, Q
 from django.utils.dateparse import parse_date, parse_datetime
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.entries.search import ranked_ids
 from knowledge.entries.services import BODY_STATUSES
 from knowledge.errors import Invalid
@@ -174,7 +174,7 @@ def entry_filters_from(params, principal) -> EntryFilters:
     """EntryFilters from query parameters (API) or GET form fields (console); 400 on bad input."""
     owner = None
     if params.get("owner"):
-        owner = access.owner_selected(params["owner"])
+        owner = names.owner_selected(params["owner"])
         if owner is None:
             raise Invalid({"owner": [f"No agent named {params['owner']}."]})
     store = params.get("store", "").strip()

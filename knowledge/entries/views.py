@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.entries import services as entries
 from knowledge.entries.forms import (
     BlockCorrectForm,
@@ -76,7 +76,7 @@ def knowledge_home(request):
 @reviewer_required
 def entry_list(request):
     principal = request.principal
-    owner = access.owner_selected(request.session.get("owner"))
+    owner = names.owner_selected(request.session.get("owner"))
     params = request.GET.copy()
     params["owner"] = owner.name if owner else ""
     error = ""
@@ -128,7 +128,7 @@ def _guide_form(guide, data=None):
 @reviewer_required
 def guide_edit(request, agent_name):
     """The curation guide card (GET), and its edit (POST, admins only)."""
-    owner = access.agent_named(agent_name)
+    owner = names.agent_named(agent_name)
     guide = CurationGuide.for_owner(owner)
     form = _guide_form(guide)
     saved = False
@@ -204,7 +204,7 @@ def _flat_errors(form) -> list[str]:
 
 @reviewer_required
 def entry_create(request):
-    owner = access.owner_selected(request.session.get("owner"))
+    owner = names.owner_selected(request.session.get("owner"))
     form = EntryCreateForm(initial={"owner": owner.name if owner else None, "scope": "shared"})
     if request.method == "POST":
         form = EntryCreateForm(request.POST)

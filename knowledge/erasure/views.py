@@ -5,9 +5,8 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from knowledge import access
 from knowledge.erasure.forms import EraseForm
-from knowledge.erasure.selectors import erasure_plan, erasures_recent
+from knowledge.erasure.selectors import erasure_plan, erasure_target, erasures_recent
 from knowledge.erasure.services import erasure_apply
 from knowledge.errors import Conflict
 from knowledge.models import Erasure
@@ -39,7 +38,7 @@ def erase_person(request, name: str):
 def _erase(request, *, kind: str, ref: str, expected: str):
     """GET: the preview and the form. POST: erase when the typed confirmation matches; else the
     preview again with the form's error, nothing written."""
-    row = access.erasure_target_for(request.principal, kind=kind, ref=ref)
+    row = erasure_target(request.principal, kind=kind, ref=ref)
     form = EraseForm(request.POST or None, expected=expected)
     context = {"kind": kind, "ref": ref, "expected": expected, "form": form}
     if request.method == "POST" and form.is_valid():

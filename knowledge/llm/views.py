@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge import access
+from knowledge import names
 from knowledge.llm import agent_model_set, model_profile_save, profile_resolve, profile_status
 from knowledge.llm.forms import AgentModelForm, ModelProfileForm
 from knowledge.llm.profiles import agents_usage_today, day_start, profile_names, recent_usage
@@ -60,7 +60,7 @@ def model_profile_edit(request):
 @admin_required
 @require_POST
 def agent_model_edit(request, name):
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     form = AgentModelForm(request.POST)
     if form.is_valid():
         agent_model_set(

@@ -4,7 +4,7 @@ rule that uses them is `knowledge.access.check_connector_write`."""
 
 from django.db import transaction
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.audit.services import audit_record
 from knowledge.errors import Conflict, NotFound
 from knowledge.models import ConnectorGrant
@@ -20,7 +20,7 @@ def connector_grant_add(*, actor: Principal, integration: str, agent: str, scope
     (agent/self, shared, private:<person>, channel:<channel>)."""
     access.require_role(actor, ADMIN, "Only admins grant integrations a store.")
     store = access.parse_scope(scope)
-    integration_row, agent_row = access.grant_target(integration=integration, agent=agent)
+    integration_row, agent_row = names.grant_target(integration=integration, agent=agent)
     with transaction.atomic():
         if ConnectorGrant.objects.filter(integration=integration_row, agent=agent_row, store=store).exists():
             raise Conflict(f"{integration} may already mirror documents into {agent}'s store {store}.")

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.access import material_get_for
 from knowledge.errors import DomainError, Invalid, NotFound
 from knowledge.materials import grants, services, signals_routing
@@ -60,7 +60,7 @@ def material_new(request):
         return material_list(request, form=form, status=400)
     data = form.cleaned_data
     try:
-        agent = access.owner_selected(data["agent"])
+        agent = names.owner_selected(data["agent"])
         if agent is None:
             raise Invalid({"agent": "Pick the agent that learns it."})
         store = access.parse_scope(data["scope"] or "shared")

@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from knowledge import access
+from knowledge import names
 from knowledge.errors import DomainError
 from knowledge.limits import AGENT_FILE_MAX_BYTES
 from knowledge.portability.services import agent_export, agent_import
@@ -20,7 +20,7 @@ MAX_FILE_BYTES = AGENT_FILE_MAX_BYTES
 @admin_required
 @require_GET
 def agent_export_file(request, name):
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     lines = agent_export(actor=request.principal, agent=agent)
     response = HttpResponse("".join(lines), content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{agent.name}.brain.jsonl"'

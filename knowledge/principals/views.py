@@ -17,7 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from knowledge import access, health
+from knowledge import access, health, names
 from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Integration
 from knowledge.principal import ADMIN, held_role
@@ -87,7 +87,7 @@ def safe_next(request, target: str | None, default: str = "home") -> str:
 def owner_select(request):
     """Remember the owner-principal selector in the session; every Knowledge tab reads it."""
     name = request.POST.get("owner", "")
-    if name and access.owner_selected(name) is None:
+    if name and names.owner_selected(name) is None:
         return HttpResponseBadRequest("Unknown agent.")
     request.session["owner"] = name
     return redirect(safe_next(request, request.POST.get("next")))
@@ -116,7 +116,7 @@ def agent_list(request):
 
 @reviewer_required
 def agent_detail(request, name):
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     form = AgentEditForm(initial={"trusted": agent.trusted, "instructions": agent.instructions})
     if request.method == "POST":
         if not access.has_role(request.principal, ADMIN):
@@ -134,7 +134,7 @@ def agent_detail(request, name):
 @admin_required
 @require_POST
 def agent_token_create(request, name):
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     raw = services.token_create(
         actor=request.principal, agent=agent, label=request.POST.get("label", "")[:100]
     )
@@ -153,7 +153,7 @@ def agent_token_create(request, name):
 @admin_required
 @require_POST
 def agent_token_revoke(request, name, token_id):
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     token = get_object_or_404(ApiToken, pk=token_id, agent=agent)
     services.token_revoke(actor=request.principal, token_id=token.pk)
     if request.htmx:

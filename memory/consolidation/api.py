@@ -6,7 +6,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge import access
+from knowledge import names
 from knowledge.errors import Invalid
 from knowledge.llm.api import job_response
 from knowledge.llm.serializers import ModelJobSerializer
@@ -90,7 +90,7 @@ def consolidation_list_view(request):
     owner = None
     if request.query_params.get("owner"):
         try:
-            owner = access.scope_for(
+            owner = names.scope_for(
                 request.user, agent=request.query_params["owner"], agent_field="owner"
             ).agent
         except Invalid as exc:

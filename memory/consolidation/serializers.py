@@ -3,7 +3,7 @@
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from knowledge import access
+from knowledge import names
 from knowledge.access import parse_scope
 from knowledge.errors import Invalid
 from knowledge.web import StrictSerializer
@@ -91,7 +91,7 @@ class RunInputSerializer(StrictSerializer):
         # The name is resolved by the access layer; an unknown one is this field's error, beside
         # the other fields' errors.
         try:
-            return access.scope_for(self.context["principal"], agent=value, agent_field="owner").agent
+            return names.scope_for(self.context["principal"], agent=value, agent_field="owner").agent
         except Invalid as exc:
             raise serializers.ValidationError(exc.fields["owner"]) from None
 

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge import access
+from knowledge import names
 from knowledge.llm import LIGHT, model_availability
 from knowledge.principals.permissions import reviewer_required
 from knowledge.settings_store import setting_get
@@ -34,7 +34,7 @@ def plan_list_page(request):
         state = ""
     plans = plan_list(state=state)
     # The owner selector: that agent's plans and the plans that covered every owner.
-    owner = access.owner_selected(request.session.get("owner"))
+    owner = names.owner_selected(request.session.get("owner"))
     if owner:
         plans = plans.filter(Q(owner=owner) | Q(owner__isnull=True))
     context = {

@@ -6,7 +6,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
 from knowledge.models import Conversation
@@ -50,8 +50,8 @@ from memory.conversations.services import conversation_finish
 @permission_classes([IsIntegrationOrAdmin])
 def channel_create(request):
     data = validated(ChannelIn, request.data)
-    agent = access.scope_for(request.user, agent=data.pop("agent", None)).agent
-    integrations = access.integrations_named(data.pop("integrations"))
+    agent = names.scope_for(request.user, agent=data.pop("agent", None)).agent
+    integrations = names.integrations_named(data.pop("integrations"))
     channel = evidence.channel_open(actor=request.user, agent=agent, integrations=integrations, **data)
     return Response(channel_out(channel), status=status.HTTP_201_CREATED)
 
@@ -64,7 +64,7 @@ def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], 
     (400) and take the principal's posts (`can_post_message`, 403). Returns one row per message
     (`id`, `channel`, `external_id`, `duplicate`) and the ingestion result. The API and the MCP
     server both post through here."""
-    channels = access.channels_named(i["channel"] for i in items)
+    channels = names.channels_named(i["channel"] for i in items)
     for channel in channels.values():
         if not can_post_message(principal, channel):
             raise PermissionDenied(f"You take no part in channel {channel.name}.")
@@ -143,7 +143,7 @@ def message_post(request):
 def conversation_open(principal: Principal, v: dict) -> Conversation:
     """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
     join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
-    agent, _, channel = access.scope_for(principal, agent=v["agent"], channel=v["channel"])
+    agent, _, channel = names.scope_for(principal, agent=v["agent"], channel=v["channel"])
     return evidence.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
 
 

@@ -31,7 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.audit.services import audit_record
 from knowledge.errors import Invalid
 from knowledge.memories.rows import memory_rows_move
@@ -224,7 +224,7 @@ def mem0_plan(
     earlier run imported are counted where they are: `already` in the planned store, `elsewhere`
     in another (what `mem0_rescope_plan` would move)."""
     mapping = mapping or {}
-    default_owner, default_store, _, _ = access.write_target(
+    default_owner, default_store, _, _ = names.write_target(
         Principal.system("import_mem0"), scope=scope, agent=agent.name
     )
     agents = {a.name: a for a in Agent.objects.filter(name__in={m.agent_id for m in memories if m.agent_id})}

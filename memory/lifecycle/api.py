@@ -15,7 +15,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.limits import MAX_PAGE
 from knowledge.models import Memory
 from knowledge.principals.permissions import IsAgentOrReviewer, IsReviewer
@@ -143,7 +143,7 @@ def memory_collection(request):
     if request.method == "POST":
         data = validated(MemoryWriteSerializer, request.data, principal=principal)
         route = write_route(data)
-        memory = write.memory_write(actor=principal, route=route, **access.write_named(principal, data))
+        memory = write.memory_write(actor=principal, route=route, **names.write_named(principal, data))
         created = not getattr(memory, "duplicate_of", None)
         return Response(
             memory_out(memory, reader=principal),
@@ -373,6 +373,6 @@ def run_finish(request, run_id: str):
         if data.get("agent", owner.name) != owner.name:
             raise PermissionDenied("An agent may finish only its own runs.")
     elif "agent" in data:
-        owner = access.agent_named(data["agent"])
+        owner = names.agent_named(data["agent"])
     ids = expiry.memory_clear_working(actor=principal, run_id=run_id, owner=owner)
     return Response({"run_id": run_id, "cleared": len(ids), "memory_ids": ids})

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.models import AuditEvent, Memory, MemoryContradiction
 from knowledge.principal import Principal
 from memory.lifecycle import hints
@@ -436,7 +436,7 @@ def conflicts_in_force(
     may read. `owner` keeps groups that involve that agent."""
     owner_id = None
     if owner:
-        owner_row = access.owner_selected(owner)
+        owner_row = names.owner_selected(owner)
         if owner_row is None:
             return []
         owner_id = owner_row.pk

@@ -17,7 +17,7 @@ from django.http import Http404
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, ValidationError
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.access import material_get_for
 from knowledge.errors import DomainError
 from knowledge.materials import services as material_services
@@ -109,7 +109,7 @@ def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = validated(MemoryWriteSerializer, args, principal=principal)
     route = write_route(data)
     return memory_out(
-        write.memory_write(actor=principal, route=route, **access.write_named(principal, data)),
+        write.memory_write(actor=principal, route=route, **names.write_named(principal, data)),
         reader=principal,
     )
 
@@ -129,7 +129,7 @@ class ExperienceToolIn(ExperienceIn):
 
 def experience_add_tool(principal: Principal, args: dict) -> dict:
     v = validated(ExperienceToolIn, args)
-    skill = access.skill_named(v.pop("skill"))
+    skill = names.skill_named(v.pop("skill"))
     return experience_add_for(principal, principal.agent, skill, v)
 
 

@@ -9,7 +9,7 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.models import Agent, Conversation
 from knowledge.principal import ADMIN, Principal
 from knowledge.principals.permissions import IsAgentOrReviewer
@@ -33,9 +33,9 @@ from memory.recall.serializers import (
 
 def scope_from(principal: Principal, v: dict):
     """Resolve agent / conversation / channel names into a RecallScope (400 for unknown names,
-    403/404 for what the caller may not see): the names through `access.scope_for`, who may
+    403/404 for what the caller may not see): the names through `names.scope_for`, who may
     search through `resolve_scope`."""
-    named = access.scope_for(
+    named = names.scope_for(
         principal, agent=v["agent"], conversation=v.get("conversation"), channel=v.get("channel")
     )
     return resolve_scope(principal, agent=named.agent, conversation=named.conversation, channel=named.channel)

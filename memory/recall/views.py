@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.errors import DomainError, Invalid, Refused
 from knowledge.models import Agent, Channel, Conversation
 from knowledge.principal import ADMIN
@@ -68,7 +68,7 @@ def playground(request):
     if form["q"] and form["agent"]:
         try:
             # A conversation names its channel; the channel field counts only without one.
-            named = access.scope_for(
+            named = names.scope_for(
                 request.principal,
                 agent=form["agent"],
                 channel=None if form["conversation"] else form["channel"] or None,
@@ -155,7 +155,7 @@ def browse(request, kind, pk):
 def memo_edit(request, name):
     """The pinned memo of one agent: everyone with a role sees it and its budget; admins edit it.
     `preview` (htmx, while typing) only recounts tokens."""
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     memo = memo_for(agent)
     text = memo.text
     if request.method == "POST":

@@ -3,7 +3,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, permission_classes
 
-from knowledge import access
+from knowledge import names
 from knowledge.llm.api import job_response
 from knowledge.llm.serializers import ModelJobSerializer
 from knowledge.models import Agent
@@ -30,7 +30,7 @@ from memory.reconciler.serializers import ConflictSerializer
 @permission_classes([IsReviewer])
 @no_body
 def reconcile_view(request, agent: str):
-    owner = access.agent_named(agent)
+    owner = names.agent_named(agent)
     job = reconcile_enqueue(actor=request.user, agent=owner)
     return job_response(job)
 

@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from knowledge import access
+from knowledge import names
 from knowledge.principals.permissions import reviewer_required
 from memory.consolidation import PlanConflict
 from memory.reconciler.selectors import last_run, reconciler_due
@@ -15,7 +15,7 @@ def reconcile_now(request, name):
     then back to the agent page (or the panel, for htmx)."""
     from memory.reconciler.api import reconcile_enqueue
 
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     job_context = {}  # the queued pass, shown in the panel and polled until done
     if request.method == "POST":
         try:

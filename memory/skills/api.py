@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.models import Agent, Memory
 from knowledge.principal import ADMIN
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
@@ -76,7 +76,7 @@ def skill_collection(request):
 @api_view(["GET", "PATCH"])
 @permission_classes([IsAgentOrReviewer])
 def skill_detail(request, skill: str):
-    skill_obj = access.skill_named(skill)
+    skill_obj = names.skill_named(skill)
     if request.method == "PATCH":
         access.require_role(request.user, ADMIN, "Only admins edit skills.")
         data = validated(SkillUpdateIn, request.data)
@@ -138,7 +138,7 @@ def agent_skill_list(request, agent: str):
 @permission_classes([IsAgentOrReviewer])
 def agent_skill_detail(request, agent: str, skill: str):
     agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
-    skill_obj = access.skill_named(skill)
+    skill_obj = names.skill_named(skill)
     if request.method == "PUT":
         access.require_role(request.user, ADMIN, "Only admins enable or disable skills.")
         data = validated(EnableIn, request.data)
@@ -174,7 +174,7 @@ def experience_add_for(principal, agent: Agent, skill, data: dict) -> dict:
 @permission_classes([IsAgentOrReviewer])
 def experience_add(request, agent: str, skill: str):
     agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
-    skill_obj = access.skill_named(skill)
+    skill_obj = names.skill_named(skill)
     data = validated(ExperienceIn, request.data)
     return Response(
         experience_add_for(request.user, agent_obj, skill_obj, data), status=status.HTTP_201_CREATED
@@ -191,7 +191,7 @@ def experience_add(request, agent: str, skill: str):
 @permission_classes([IsAdmin])
 def lesson_order(request, agent: str, skill: str):
     agent_obj = access.agent_get_for(request.user, agent, refusal=SKILLS_REFUSAL)
-    skill_obj = access.skill_named(skill)
+    skill_obj = names.skill_named(skill)
     data = validated(OrderIn, request.data)
     services.lesson_reorder(actor=request.user, agent=agent_obj, skill=skill_obj, order=data["order"])
     return Response(selectors.skill_load(agent_obj, skill_obj))
@@ -255,7 +255,7 @@ def outcome_collection(request):
         )
         if agent is None:
             agent = access.own_agent(principal)
-        skill = access.skill_named(query["skill"]) if query.get("skill") else None
+        skill = names.skill_named(query["skill"]) if query.get("skill") else None
         outcomes = selectors.outcome_list(agent=agent, skill=skill)[: query["limit"]]
         return Response({"results": [outcome_out(o) for o in outcomes]})
 
@@ -266,8 +266,8 @@ def outcome_collection(request):
 
 def outcome_report(principal, data: dict) -> tuple[dict, bool]:
     """Record a task outcome from validated `OutcomeIn` data (the names it carries resolved by
-    `access.outcome_target`). Returns the outcome and whether it was new."""
-    target = access.outcome_target(
+    `names.outcome_target`). Returns the outcome and whether it was new."""
+    target = names.outcome_target(
         principal, skill=data["skill"], agent=data.get("agent"), conversation=data["conversation"]
     )
     outcome, created = outcome_record(

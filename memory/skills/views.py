@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.errors import DomainError
 from knowledge.models import AgentSkill, Memory
 from knowledge.principal import ADMIN
@@ -19,7 +19,7 @@ from memory.skills.forms import LessonEditForm, ReasonForm, SkillEditForm, Skill
 
 @reviewer_required
 def experience_tab(request):
-    owner = access.owner_selected(request.session.get("owner"))
+    owner = names.owner_selected(request.session.get("owner"))
     rows = selectors.experience_summary(owner=owner)
     return render(request, "memory/skills/experience.html", {"tab": "skills", "owner": owner, "rows": rows})
 
@@ -45,7 +45,7 @@ def skill_library(request):
 
 @reviewer_required
 def skill_edit(request, name):
-    skill = access.skill_named(name)
+    skill = names.skill_named(name)
     form = SkillEditForm(
         initial={"title": skill.title, "instructions": skill.instructions, "version": skill.version}
     )
@@ -76,7 +76,7 @@ def skill_edit(request, name):
 
 @reviewer_required
 def agent_skills(request, name):
-    agent = access.agent_named(name)
+    agent = names.agent_named(name)
     enabled = {link.skill_id: link for link in selectors.agent_skills(agent)}
     sizes = selectors.overlay_sizes(owner=agent)
     rows = [
@@ -94,8 +94,8 @@ def agent_skills(request, name):
 @admin_required
 @require_POST
 def skill_toggle(request, name, skill):
-    agent = access.agent_named(name)
-    skill_obj = access.skill_named(skill)
+    agent = names.agent_named(name)
+    skill_obj = names.skill_named(skill)
     enabled = request.POST.get("enabled") == "1"
     services.skill_enable(actor=request.principal, agent=agent, skill=skill_obj, enabled=enabled)
     messages.success(request, f"{skill_obj.name} is {'enabled' if enabled else 'disabled'} for {agent.name}.")
@@ -119,8 +119,8 @@ def _overlay_context(agent, skill, **extra) -> dict:
 
 @reviewer_required
 def overlay_edit(request, name, skill):
-    agent = access.agent_named(name)
-    skill_obj = access.skill_named(skill)
+    agent = names.agent_named(name)
+    skill_obj = names.skill_named(skill)
     return render(request, "memory/skills/overlay.html", _overlay_context(agent, skill_obj))
 
 

@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client, RequestFactory
 
-from knowledge import access
+from knowledge import access, names
 from knowledge.errors import Conflict, Gone, Invalid, NotFound, Refused
 from knowledge.principal import ADMIN, REVIEWER, Principal
 from knowledge.web import console_error, limit_offset
@@ -14,7 +14,7 @@ from tests import factory
 
 def test_scope_for_names_every_unknown_name_at_once(world):
     with pytest.raises(Invalid) as caught:
-        access.scope_for(Principal.for_user(world.reviewer), agent="nobody", channel="nowhere")
+        names.scope_for(Principal.for_user(world.reviewer), agent="nobody", channel="nowhere")
     assert caught.value.fields == {
         "agent": ["Unknown agent nobody."],
         "channel": ["Unknown channel nowhere."],
@@ -23,21 +23,21 @@ def test_scope_for_names_every_unknown_name_at_once(world):
 
 def test_scope_for_names_the_field_the_request_used(world):
     with pytest.raises(Invalid) as caught:
-        access.scope_for(Principal.for_user(world.reviewer), agent="nobody", agent_field="owner")
+        names.scope_for(Principal.for_user(world.reviewer), agent="nobody", agent_field="owner")
     assert caught.value.fields == {"owner": ["Unknown agent nobody."]}
 
 
 def test_scope_for_an_unknown_conversation_is_not_found(world):
     with pytest.raises(NotFound):
-        access.scope_for(Principal.for_user(world.reviewer), agent="copilot", conversation=987654)
+        names.scope_for(Principal.for_user(world.reviewer), agent="copilot", conversation=987654)
 
 
 def test_scope_for_gives_an_agent_its_own_row_and_its_conversation(world, django_assert_num_queries):
     conversation = factory.make_conversation(world.copilot, world.general)
     principal = Principal.for_agent(world.copilot)
     with django_assert_num_queries(0):
-        assert access.scope_for(principal, agent="copilot").agent is world.copilot
-    named = access.scope_for(principal, agent="copilot", conversation=conversation.pk, channel="general")
+        assert names.scope_for(principal, agent="copilot").agent is world.copilot
+    named = names.scope_for(principal, agent="copilot", conversation=conversation.pk, channel="general")
     assert named.conversation.pk == conversation.pk and named.conversation.agent is world.copilot
     assert named.channel.pk == world.general.pk
 

@@ -2,7 +2,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge import access
+from knowledge import names
 from knowledge.portability.services import agent_export
 from knowledge.principal import Principal
 
@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, agent, output=None, **options):
-        found = access.owner_selected(agent)
+        found = names.owner_selected(agent)
         if found is None:
             raise CommandError(f"There is no agent named {agent}.")
         lines = agent_export(actor=Principal.system("manage.py"), agent=found)

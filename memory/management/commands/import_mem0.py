@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge import access
+from knowledge import names
 from knowledge.errors import DomainError
 from knowledge.web import error_text
 from memory.imports.mem0 import TIER, BadFile, mem0_import, mem0_parse, mem0_plan, mem0_rescope_plan
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file, agent, scope, map, rescope, dry_run, **options):
-        owner = access.owner_selected(agent)
+        owner = names.owner_selected(agent)
         if owner is None:
             raise CommandError(f"There is no agent named {agent}.")
         try:
