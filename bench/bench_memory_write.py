@@ -52,9 +52,10 @@ def _setup() -> dict:
     }
 
 
-def _start_server(port: int, cwd: Path = ROOT) -> subprocess.Popen:
+def _start_server(port: int, cwd: Path = ROOT, extra_env: dict | None = None) -> subprocess.Popen:
     env = {
         **os.environ,
+        **(extra_env or {}),
         "DJANGO_SETTINGS_MODULE": "brainsite.settings",
         "DATABASE_URL": _database_url(),
         "BRAIN_LOG_LEVEL": "WARNING",

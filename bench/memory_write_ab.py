@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUND_SECONDS = float(os.environ.get("BENCH_AB_SECONDS", "8"))
+GUARD_SETTING = "brain.memory_writer"  # knowledge.memories.guard.SETTING (read before django.setup)
 
 
 def main(argv: list[str]) -> int:
@@ -44,9 +45,12 @@ def main(argv: list[str]) -> int:
         tokens = W._setup()
         servers = {}
         try:
-            for name, cwd in (("this tree", ROOT), (f"base {base_commit}", Path(tmp))):
+            # A base from before the one writer's database guard (knowledge.memories.guard) does
+            # not open it: its sessions start with the guard's setting on (libpq's PGOPTIONS).
+            base_env = {"PGOPTIONS": f"-c {GUARD_SETTING}=on"}
+            for name, cwd, extra in (("this tree", ROOT, None), (f"base {base_commit}", Path(tmp), base_env)):
                 port = W._free_port()
-                servers[name] = (W._start_server(port, cwd=cwd), f"http://127.0.0.1:{port}")
+                servers[name] = (W._start_server(port, cwd=cwd, extra_env=extra), f"http://127.0.0.1:{port}")
                 W._hammer(servers[name][1], tokens["trusted"], 2, offset=len(servers) * 50_000_000)  # warm
             results: dict[tuple[str, str], list[float]] = {}
             calls = 1  # every call writes texts of its own (a repeat would be a duplicate, not a write)
