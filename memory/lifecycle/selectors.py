@@ -206,13 +206,13 @@ def review_queue(
         from memory.lifecycle.duplicates import queue_duplicate_hints
 
         found = queue_duplicate_hints([i.memory for i in items], principal)
-        related = related_with_model([i.memory for i in items], principal)
+        # the pairs dismissed as unrelated came with the duplicate hints' round trip
+        dismissed = {hints.pair(pk, other) for pk, h in found.items() for other in h.dismissed}
+        related = related_with_model([i.memory for i in items], principal, dismissed=dismissed)
         for item in items:
             memory = item.memory
             item.dups = found.get(memory.pk)
-            dismissed = item.dups.dismissed if item.dups else set()
-            # a pair a reviewer dismissed as unrelated is not flagged again
-            item.related = [r for r in related.get(memory.pk, []) if r.memory.pk not in dismissed]
+            item.related = related.get(memory.pk, [])  # without the pairs dismissed as unrelated
             item.queued_contradicts = item.dups.queued if item.dups else []
             item.labels.update({r.memory.pk: memory_label(r.memory) for r in item.queued_contradicts})
             if not memory.key:
@@ -529,10 +529,19 @@ def model_related(memories: list[Memory], reader: Principal | None = None) -> di
     return out
 
 
-def related_with_model(memories: list[Memory], reader: Principal | None = None) -> dict[int, list[Related]]:
-    """related_for, and for queued memories what the model added in the background."""
+def related_with_model(
+    memories: list[Memory], reader: Principal | None = None, *, dismissed: set | None = None
+) -> dict[int, list[Related]]:
+    """related_for, and for queued memories what the model added in the background; never a
+    pair a reviewer dismissed as unrelated (`dismissed`, (low, high) pairs, when the caller has
+    read them already; else read here, one query when anything is related)."""
     related = related_for(memories, reader)
     for pk, extra in model_related(memories, reader).items():
         have = {r.memory.pk for r in related.get(pk, [])}
         related.setdefault(pk, []).extend(r for r in extra if r.memory.pk not in have)
-    return related
+    if dismissed is None:
+        dismissed = hints.dismissed_among(list(related)) if any(related.values()) else set()
+    return {
+        pk: [r for r in found if hints.pair(pk, r.memory.pk) not in dismissed]
+        for pk, found in related.items()
+    }

@@ -303,3 +303,14 @@ def test_the_api_approval_with_shown_touches_nothing_it_did_not_show(world):
     assert Memory.objects.get(pk=new.pk).status == Memory.QUEUED
     done = api.post(path, {"decision": "replace", "shown": [first.pk, late.pk]}, format="json")
     assert done.status_code == 200 and done.json()["status"] == Memory.ACTIVE
+
+
+def test_a_dismissed_pair_is_not_in_the_apis_related_either(world):
+    frozen = factory.make_memory(world.scribe, "Deploys are not allowed on Fridays.", store="shared")
+    allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
+    api = world.client("reviewer")
+    assert [r["memory"] for r in api.get(f"/api/memory/{allowed.pk}").json()["related"]] == [frozen.pk]
+    api.post(
+        f"/api/memory/{allowed.pk}/unrelated", {"other": frozen.pk, "hint": "contradiction"}, format="json"
+    )
+    assert api.get(f"/api/memory/{allowed.pk}").json()["related"] == []
