@@ -181,7 +181,8 @@ FIELDS = {
         "tier": _choice([t for t, _ in Memory.TIERS]),
         "category": _text(40),
         "confidence": _number,
-        "status": _choice([s for s, _ in Memory.STATUSES]),
+        # An erased memory is a tombstone, never content an export carries or an import writes.
+        "status": _choice([s for s, _ in Memory.STATUSES if s != Memory.ERASED]),
         "queue_reason": _text(16),
         "status_reason": _text(MAX_TEXT),
         "stale": _bool,

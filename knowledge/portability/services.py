@@ -106,6 +106,7 @@ def export_rows(agent: Agent) -> list[dict]:
     memories = list(
         Memory.objects.filter(owner=agent)
         .exclude(entry__isnull=False, entry__deleted_at__isnull=False)
+        .exclude(status=Memory.ERASED)
         .select_related("skill")
         .prefetch_related("sources", "versions")
         .order_by("id")
