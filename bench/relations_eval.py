@@ -120,6 +120,35 @@ def cross_validate(pairs: list[dict]) -> tuple[list[str], list[str], dict, dict]
     return out, table[everything], chosen, grid[everything]
 
 
+def markdown(pairs: list[dict], outside: list[str], inside: list[str]) -> str:
+    """The figures as docs/PERFORMANCE.md shows them: per domain and in all, out of domain and
+    in domain (contradiction P / R over the rule kinds, duplicate P / R, look-alikes flagged),
+    then contradiction recall per kind."""
+    rows = [
+        "| domain | out of domain: contradiction P / R | duplicate P / R | look-alikes | in domain: contradiction P / R | duplicate P / R | look-alikes |",
+        "|---|---|---|---|---|---|---|",
+    ]  # noqa: E501
+    for domain in [*sorted({p["domain"] for p in pairs}), "all"]:
+        keep = [n for n, p in enumerate(pairs) if domain in ("all", p["domain"])]
+        cells = [f"**{domain}**" if domain == "all" else domain]
+        for predicted in (outside, inside):
+            chosen, got = [pairs[n] for n in keep], [predicted[n] for n in keep]
+            s = scores(chosen, got)
+            f, t = lookalikes(chosen, got)
+            cells += [
+                f"{s['contradiction']['precision']:.2f} / {s['contradiction']['recall']:.2f}",
+                f"{s['duplicate']['precision']:.2f} / {s['duplicate']['recall']:.2f}",
+                f"{f} / {t}",
+            ]
+        rows.append("| " + " | ".join(cells) + " |")
+    kinds = []
+    for kind in (*RULE_KINDS, "world"):
+        members = [n for n, p in enumerate(pairs) if p["label"] == "contradiction" and p["kind"] == kind]
+        hits = [sum(1 for n in members if predicted[n] == "contradiction") for predicted in (outside, inside)]
+        kinds.append(f"{kind} {hits[0]}/{len(members)} ({hits[1]} in domain)")
+    return "\n".join(rows) + "\n\nContradiction recall by kind, out of domain: " + ", ".join(kinds) + "."
+
+
 def lookalikes(pairs: list[dict], predicted: list[str]) -> tuple[int, int]:
     flagged = sum(
         1 for p, got in zip(pairs, predicted, strict=True) if p["kind"] == "lookalike" and got != "other"
@@ -230,6 +259,7 @@ def main(argv=None) -> None:
         for domain, params in chosen.items():
             print(f"    {domain:22} {params}")
         print("  chosen on all:", overall)
+        print("\n" + markdown(pairs, outside, inside))
         from memory.matching import relations
 
         module = {

@@ -604,12 +604,13 @@ def words(text: str) -> list[Word]:
         kind = "name" if (cap or "@" in lower) and lower not in _FUNCTION else "word"
         if "." in lower.strip(".") and "@" not in lower:  # a host or a file: tessary.example
             kind = "id"
-        if kind == "word" and "-" in lower and not any(entry(lower, pos)[0] for pos in _FILES):
-            # "first-response", "free-tier": the words; "brother-in-law", "left-handed": a word
+        if kind != "id" and "-" in lower and not any(entry(lower, pos)[0] for pos in _FILES):
+            # "first-response", "Wi-Fi": the words; "brother-in-law", "left-handed": a word
             parts = [x for x in lower.split("-") if x]
             for n, part in enumerate(parts):
                 last = n == len(parts) - 1
-                out.append(Word(part, part, _lemma(part)[0], "word", False, possessive and last))
+                lemma = part if kind == "name" else _lemma(part)[0]
+                out.append(Word(part, part, lemma, kind, cap, possessive and last))
             continue
         plain = kind == "name" or "/" in lower or "@" in lower  # a name is not inflected: Boxing Day
         lemma = lower if plain else _lemma(lower)[0]

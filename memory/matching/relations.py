@@ -399,7 +399,8 @@ def classify(
     a = text_a if isinstance(text_a, Reading) else read(text_a)
     b = text_b if isinstance(text_b, Reading) else read(text_b)
     plain_a = [w.lower for w in a.words if w.kind != "punct"]
-    if plain_a == [w.lower for w in b.words if w.kind != "punct"] and plain_a:
+    same_text = " ".join(a.text.split()).casefold() == " ".join(b.text.split()).casefold()
+    if plain_a and (same_text or plain_a == [w.lower for w in b.words if w.kind != "punct"]):
         return Relation(DUPLICATE, "case", 1.0, "the same text once case and spacing are set aside")
     terms_a, terms_b = a.lemmas | a.numbers, b.lemmas | b.numbers
     score = round(dice(terms_a, terms_b), 3)
