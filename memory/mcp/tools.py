@@ -29,7 +29,7 @@ from knowledge.web import StrictCharField, StrictSerializer, api_exception_handl
 from memory.conversations.api import conversation_open, messages_post
 from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out
 from memory.conversations.services import conversation_finish
-from memory.lifecycle import write
+from memory.lifecycle import operate, write
 from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out, write_route
 from memory.recall.api import browse_open, context_for, search_for
 from memory.recall.memo import memo_for, memo_out
@@ -112,6 +112,18 @@ def memory_write_tool(principal: Principal, args: dict) -> dict:
         write.memory_write(actor=principal, route=route, **names.write_named(principal, data)),
         reader=principal,
     )
+
+
+class RetireIn(StrictSerializer):
+    memory = serializers.IntegerField(min_value=1)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+def memory_retire_tool(principal: Principal, args: dict) -> dict:
+    """DELETE /api/memory/{id}: the agent's own memory leaves its recall at once (reversible)."""
+    v = validated(RetireIn, args)
+    memory = operate.memory_retire(actor=principal, memory_id=v["memory"], reason=v["reason"])
+    return memory_out(memory, reader=principal)
 
 
 def memory_browse_tool(principal: Principal, args: dict) -> dict:
@@ -269,6 +281,13 @@ TOOLS = [
         memory_browse_tool,
         renamed={"pk": "id"},  # the path parameter, whatever the schema calls it
         read_only=True,
+    ),
+    ToolSpec(
+        "memory_retire",
+        "DELETE",
+        "/api/memory/{memory_id}",
+        memory_retire_tool,
+        renamed={"memory_id": "memory"},
     ),
     ToolSpec("context_compile", "POST", "/api/agents/{agent}/context", context_compile_tool, read_only=True),
     ToolSpec("experience_add", "POST", "/api/agents/{agent}/skills/{skill}/experience", experience_add_tool),

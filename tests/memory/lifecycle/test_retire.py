@@ -56,3 +56,24 @@ def test_retiring_twice_is_a_conflict_and_an_unknown_id_is_404(world):
     assert client.delete(f"/api/memory/{memory.pk}").status_code == 409
     assert client.delete("/api/memory/999999999").status_code == 404
     assert world.client("integration").delete(f"/api/memory/{memory.pk}").status_code == 403
+
+
+def test_the_mcp_tool_retires_the_agents_own_memory(world):
+    from unittest import mock
+
+    from memory.mcp.tools import ToolRefused, call_tool
+
+    own = factory.make_memory(world.copilot, "Mine to retire", store="shared")
+    other = factory.make_memory(world.scribe, "Not mine", store="shared")
+    agent = Principal.for_agent(world.copilot)
+    with mock.patch("memory.mcp.tools.close_old_connections"):
+        out = call_tool(agent, "memory_retire", {"memory": own.pk, "reason": "outdated"})
+        try:
+            call_tool(agent, "memory_retire", {"memory": other.pk})
+            refused = None
+        except ToolRefused as exc:
+            refused = exc
+
+    assert out["status"] == "invalidated"
+    assert refused is not None and refused.status == 403
+    assert Memory.objects.get(pk=other.pk).status == "active"

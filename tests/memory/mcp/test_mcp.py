@@ -29,6 +29,7 @@ TOOLS = {
     "memory_search",
     "memory_write",
     "memory_browse",
+    "memory_retire",
     "context_compile",
     "experience_add",
     "task_outcome_report",

@@ -87,6 +87,7 @@ def _refusals(finished: int) -> list[tuple[str, dict, int, str]]:
             "Invalid arguments — teir: Unknown field.",
         ),
         ("memory_browse", {"kind": "memory", "id": 999999}, 404, "No memory 999999."),
+        ("memory_retire", {"memory": 999999}, 404, "There is no memory 999999."),
         ("context_compile", {"q": "vpn"}, 400, f"Invalid arguments — conversation: {either}"),
         (
             "experience_add",
