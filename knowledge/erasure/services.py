@@ -14,7 +14,7 @@ from knowledge.erasure.ledger import ledger_file_append, ledger_file_lines
 from knowledge.erasure.selectors import Plan, content_hash, erasure_plan, erasure_target
 from knowledge.errors import Conflict, Invalid
 from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
-from knowledge.models import Channel, Entry, Episode, ErasedItem, Erasure, Memory, Message
+from knowledge.models import Channel, Entry, Episode, ErasedItem, Erasure, Memory, Message, Person
 from knowledge.principal import Principal
 from knowledge.signals import content_erased
 from knowledge.termstats import term_stats_fold
@@ -120,6 +120,9 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
             [sorted(plan.memories)],
         )
     _messages_delete(sorted(messages), sorted(episodes))
+    if plan.kind == Erasure.PERSON:
+        # The name stays (it is the key other rows and the ledger use); how they were shown goes.
+        Person.objects.filter(name=plan.target).update(display_name="")
     Entry.objects.filter(pk__in=entries).update(
         name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now
     )

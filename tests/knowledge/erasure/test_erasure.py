@@ -16,6 +16,7 @@ from knowledge.models import (
     MemorySource,
     MemoryVersion,
     Message,
+    Person,
 )
 from knowledge.principal import Principal
 from tests import factory
@@ -33,6 +34,7 @@ def _person_world(world):
     """Alice's content, each kind with the token: a private memory and entry, DM messages, a
     message in #general, an episode over the DM, a memory distilled from her DM only (erased
     with her) and one that also rests on Bob's message (kept, back to review)."""
+    Person.objects.filter(pk=world.alice.pk).update(display_name=f"Alice {TOKEN}-display")
     dm_conv = factory.make_conversation(world.copilot, world.dm_alice)
     general_conv = factory.make_conversation(world.copilot, world.general)
     dm_ids = factory.post_messages(
