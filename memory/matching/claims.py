@@ -115,6 +115,8 @@ def words(text: str) -> list[Word]:
     identifiers (letters and digits: SUP-2291, gw-east-2, v2.4, #14), negators, names."""
     text = _NOT_NEGATING.sub(" by ", fold(text or ""))
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,600 is one number
+    text = re.sub(r"\bno\.(?=\s+(?:[a-z0-9]|for\b))", "number", text)  # "flyer no. for Kofi": numero
+    text = re.sub(r"€\s?(?=\d)", "EUR ", re.sub(r"£\s?(?=\d)", "GBP ", text))  # €25: EUR 25
     text = re.sub(r"(?<=\d)/(?=[^\W\d])", " / ", text)  # $49/month: a number and its unit
     out: list[Word] = []
     opening = True
