@@ -20,7 +20,7 @@ from knowledge.schema import error_response
     },
     summary="Erase content for good (admins); dry_run previews exactly what goes",
     description=(
-        'Name one of {"memory": id}, {"message": id}, {"conversation": id}, {"person": name}, with '
+        'Name one of {"memory": id}, {"message": id}, {"conversation": id}, {"entry": id}, {"person": name}, with '
         "a `reason`. The content goes irreversibly, with what was derived from it (episodes, "
         "memories citing only erased sources; memories with other support go stale and back to "
         "review), and a tombstone stays in the erasure ledger (ids and content hashes). With "

@@ -113,7 +113,11 @@ def _seed_person(plan: Plan, person: Person) -> None:
     plan.memories |= set(
         Memory.objects.filter(store=store).exclude(status=Memory.ERASED).values_list("pk", flat=True)
     )
-    plan.entries |= set(Entry.objects.filter(store=store).exclude(name="").values_list("pk", flat=True))
+    plan.entries |= set(
+        Entry.all_objects.filter(store=store)
+        .exclude(pk__in=_erased_entries(store))
+        .values_list("pk", flat=True)
+    )
     plan.memories |= set(
         Memory.objects.filter(entry_id__in=plan.entries)
         .exclude(status=Memory.ERASED)
@@ -122,11 +126,27 @@ def _seed_person(plan: Plan, person: Person) -> None:
 
 
 # One entry per kind an erasure may name: how it seeds the plan and how the row is labelled.
+def _erased_entries(store: str) -> list[int]:
+    refs = Entry.all_objects.filter(store=store).values_list("pk", flat=True)
+    return [int(r) for r in erased_refs("entry", list(refs))]
+
+
+def _seed_entry(plan: Plan, entry: Entry) -> None:
+    """An entry: its name, summary and properties, and every block of its body."""
+    if erased_refs("entry", [entry.pk]):
+        return
+    plan.entries.add(entry.pk)
+    plan.memories |= set(
+        Memory.objects.filter(entry=entry).exclude(status=Memory.ERASED).values_list("pk", flat=True)
+    )
+
+
 SEEDS = {
     Erasure.MEMORY: (_seed_memory, lambda m: f"memory {m.pk}"),
     Erasure.MESSAGE: (_seed_message, lambda m: f"message {m.pk}"),
     Erasure.CONVERSATION: (_seed_conversation, lambda c: f"conversation {c.pk}"),
     Erasure.PERSON: (_seed_person, lambda p: f"person {p.name}"),
+    Erasure.ENTRY: (_seed_entry, lambda e: f"entry {e.pk}"),
 }
 
 
@@ -231,14 +251,15 @@ def erasures_recent(limit: int = 50):
 
 
 def erasure_target(principal, *, kind: str, ref: str):
-    """The row an erasure names (a Memory, Message or Conversation by id, a Person by name) for
+    """The row an erasure names (a Memory, Message, Conversation or Entry by id, a Person by name) for
     an admin only (Refused otherwise); NotFound when there is none. Erase reaches every store."""
     access.require_role(principal, ADMIN, "Only an admin may erase; an agent retires its own memories.")
     if kind == "person":
         row = Person.objects.filter(name=str(ref)).first()
     else:
-        model = {"memory": Memory, "message": Message, "conversation": Conversation}[kind]
-        row = model.objects.filter(pk=int(ref)).first() if str(ref).isdigit() else None
+        model = {"memory": Memory, "message": Message, "conversation": Conversation, "entry": Entry}[kind]
+        # _base_manager: a deleted entry still holds its text (for restore), so it can be erased.
+        row = model._base_manager.filter(pk=int(ref)).first() if str(ref).isdigit() else None
     if row is None:
         raise NotFound(f"No {kind} {ref} to erase.")
     return row

@@ -4,13 +4,14 @@ from rest_framework import serializers
 
 from knowledge.web import StrictSerializer
 
-TARGETS = ("memory", "message", "conversation", "person")
+TARGETS = ("memory", "message", "conversation", "entry", "person")
 
 
 class ErasureInSerializer(StrictSerializer):
     memory = serializers.IntegerField(required=False, min_value=1)
     message = serializers.IntegerField(required=False, min_value=1)
     conversation = serializers.IntegerField(required=False, min_value=1)
+    entry = serializers.IntegerField(required=False, min_value=1)
     person = serializers.CharField(required=False, max_length=64)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
     dry_run = serializers.BooleanField(required=False, default=False)
@@ -19,7 +20,7 @@ class ErasureInSerializer(StrictSerializer):
         named = [k for k in TARGETS if k in data]
         if len(named) != 1:
             raise serializers.ValidationError(
-                {"non_field_errors": ["Name exactly one of memory, message, conversation or person."]}
+                {"non_field_errors": ["Name exactly one of memory, message, conversation, entry or person."]}
             )
         if not data["dry_run"] and not data["reason"].strip():
             raise serializers.ValidationError({"reason": ["Say why: an erasure is audited with its reason."]})

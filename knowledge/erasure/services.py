@@ -69,7 +69,7 @@ def erasure_apply(
         # For a person it also holds back, until this commits, every message that names them as
         # speaker or arrives in their direct messages (the foreign-key check of such an insert
         # waits for these row locks), so no message lands between the plan and the commit.
-        row = type(row).objects.select_for_update().get(pk=row.pk)
+        row = type(row)._base_manager.select_for_update().get(pk=row.pk)
         if kind == Erasure.PERSON:
             list(
                 Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk")
@@ -97,7 +97,7 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     messages = {pk: text for pk, text, _ in rows}
     channels = sorted({channel for _, _, channel in rows})
     episodes = {e.pk: e.embedding_text() for e in Episode.objects.filter(pk__in=plan.episodes)}
-    entries = dict(Entry.objects.filter(pk__in=plan.entries).values_list("pk", "summary"))
+    entries = dict(Entry.all_objects.filter(pk__in=plan.entries).values_list("pk", "summary"))
     erasure = Erasure.objects.create(
         kind=plan.kind,
         target=plan.target,
@@ -123,7 +123,7 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     if plan.kind == Erasure.PERSON:
         # The name stays (it is the key other rows and the ledger use); how they were shown goes.
         Person.objects.filter(name=plan.target).update(display_name="")
-    Entry.objects.filter(pk__in=entries).update(
+    Entry.all_objects.filter(pk__in=entries).update(
         name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now
     )
     items = [
@@ -252,7 +252,7 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
         )
         taken.update(_messages_delete(sorted(refs["message"]), sorted(refs["episode"])))
         taken["entries"] = (
-            Entry.objects.filter(pk__in=refs["entry"])
+            Entry.all_objects.filter(pk__in=refs["entry"])
             .exclude(name="")
             .update(name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now)
         )

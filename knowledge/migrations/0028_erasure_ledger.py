@@ -44,6 +44,7 @@ class Migration(migrations.Migration):
                             ("message", "message"),
                             ("conversation", "conversation"),
                             ("person", "person"),
+                            ("entry", "entry"),
                             ("restored", "restored"),
                         ],
                         max_length=16,

@@ -8,9 +8,9 @@ class Erasure(models.Model):
     """One irreversible erasure an admin made: what it named (`kind`, `target`), why, and how many
     rows of each kind it took (`counts`). Its items are the tombstones."""
 
-    MEMORY, MESSAGE, CONVERSATION, PERSON = "memory", "message", "conversation", "person"
+    MEMORY, MESSAGE, CONVERSATION, PERSON, ENTRY = "memory", "message", "conversation", "person", "entry"
     RESTORED = "restored"  # tombstones the ledger file gave back to a restored database
-    KINDS = [(k, k) for k in (MEMORY, MESSAGE, CONVERSATION, PERSON, RESTORED)]
+    KINDS = [(k, k) for k in (MEMORY, MESSAGE, CONVERSATION, PERSON, ENTRY, RESTORED)]
 
     kind = models.CharField(max_length=16, choices=KINDS)
     target = models.CharField(max_length=200)  # a memory, message or conversation id, or a person's name

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--memory", type=int)
         parser.add_argument("--message", type=int)
         parser.add_argument("--conversation", type=int)
+        parser.add_argument("--entry", type=int)
         parser.add_argument("--reason", default="", help="why (required unless --dry-run); audited")
         parser.add_argument("--dry-run", action="store_true")
         parser.add_argument(

@@ -330,3 +330,24 @@ def test_a_restore_preview_lists_an_erased_memory_as_erased_and_restores_the_res
     assert Memory.objects.get(pk=kept.pk).status == "active"
     assert Memory.objects.get(pk=gone.pk).status == "erased"
     assert database_rows_holding(TOKEN) == []
+
+
+def test_erasing_an_entry_takes_its_name_summary_and_blocks(world):
+    conv = factory.make_conversation(world.copilot, world.general)
+    entry = factory.make_entry(
+        world.copilot,
+        name=f"Vault runbook {TOKEN}-name",
+        summary=f"How to open it {TOKEN}-summary",
+        blocks=[f"The combination is {TOKEN}-block", "Turn left twice"],
+    )
+    assert database_rows_holding(TOKEN)
+
+    response = _erase(world, {"entry": entry.pk, "reason": "a secret in a runbook"})
+
+    assert response.status_code == 201, response.content
+    assert response.json()["counts"]["entries"] == 1 and response.json()["counts"]["memories"] == 2
+    assert read_paths_holding(world, TOKEN, conversations=[conv]) == []
+    assert world.client("admin").get(f"/api/entries/{entry.pk}").content.decode().lower().count(TOKEN) == 0
+    assert database_rows_holding(TOKEN) == []
+    again = _erase(world, {"entry": entry.pk, "reason": "again"})
+    assert again.status_code == 409, again.content
