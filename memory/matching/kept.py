@@ -23,7 +23,7 @@ import re
 
 from memory.matching import claims
 from memory.matching.claims import Reading, opposed
-from memory.matching.relations import DUPLICATE, _has, _unsaid, classify
+from memory.matching.relations import DUPLICATE, _has, _same, _unsaid, classify
 
 VERSION = "kept/1"
 INVENTED = 3  # words of the candidate no original says, beyond which it invents a claim
@@ -57,15 +57,16 @@ def _facts_unsaid(a: Reading, b: Reading, unsaid: set) -> list[str]:
     return sorted(f for f in unsaid & _facts(a) if not said(f))
 
 
-def _denials(r: Reading) -> tuple[set[str], set[str]]:
-    """The first content word each denial applies to, and every content word in the rest of a
-    denied clause or after a contrast ("rather than an email", "except alcohol")."""
-    core, broad = set(), set()
-    scope, waiting, last = False, False, ""
+def _denials(r: Reading) -> tuple[set[str], set[str], set[str]]:
+    """The first content word each denial applies to, every content word in the rest of a
+    denied clause, and those with the words after a contrast ("rather than an email", "except
+    alcohol")."""
+    core, broad, contrasted = set(), set(), set()
+    scope, waiting, last, contrast = False, False, "", False
     ws = r.words
     for i, w in enumerate(ws):
         if w.kind == "punct" and w.text in ".;:!?()—–,":
-            scope = waiting = False
+            scope = waiting = contrast = False
             last = ""
             continue
         marker = any(tuple(x.lower for x in ws[i : i + len(c)]) == c for c in _CONTRASTS)
@@ -74,29 +75,32 @@ def _denials(r: Reading) -> tuple[set[str], set[str]]:
             core.add(last)
         if w.kind == "neg" or marker or w.lemma in _DENYING:
             scope = waiting = True
+            contrast = marker
             continue
         if claims.content(w):
             last = w.lemma
         if scope and (w.kind == "number" or claims.content(w)):
-            broad.add(w.lemma)
-            if waiting:
+            contrasted.add(w.lemma)
+            if not contrast:
+                broad.add(w.lemma)
+            if waiting and not contrast:
                 core.add(w.lemma)
-                waiting = False
-    return core, broad
+            waiting = False
+    return core, broad, contrasted
 
 
 def _inverted(originals: list[Reading], candidate: Reading) -> str:
-    core_c, broad_c = _denials(candidate)
+    core_c, broad_c, contrasted_c = _denials(candidate)
     for o in originals:
-        core_o, broad_o = _denials(o)
+        core_o, broad_o, _ = _denials(o)
         for t in core_o:  # the denial may move within its clause ("don't call on Fridays")
             if (
                 _has(t, candidate.lemmas)
-                and not _has(t, broad_c)
+                and not _has(t, contrasted_c)
                 and not any(_has(x, broad_c) for x in broad_o)
             ):
                 return f"an original says it is not so: {o.said(t)}"
-    broad_o = set().union(*(_denials(o)[1] for o in originals))
+    broad_o = set().union(*(_denials(o)[2] for o in originals))
     stated_o = set().union(*(o.lemmas for o in originals))
     for t in core_c:
         if not _has(t, broad_o) and _has(t, stated_o) and t not in {"be", "have", "do"}:
@@ -130,8 +134,11 @@ def _segments(r: Reading) -> list[set[str]]:
 
 def _swapped(originals: list[Reading], candidate: Reading) -> str:
     """A value among words that went with another value in the originals and not with its own."""
-    values = sorted(set().union(*(_facts(o) for o in originals)) & _facts(candidate))
+    every = set().union(*(_facts(o) for o in originals))
+    values = sorted(every & _facts(candidate))
     around = {v: set().union(*(o.lemmas | o.numbers for o in originals if v in _facts(o))) for v in values}
+    names = [set(n.split()) for o in originals for n in o.names]
+    kin = {v: set().union({v}, *(n for n in names if v in n)) for v in values}  # Zofia: Dabrowska
     for part in _segments(candidate):
         for u in values:
             if u not in part:
@@ -139,10 +146,39 @@ def _swapped(originals: list[Reading], candidate: Reading) -> str:
             for v in values:
                 if v == u or v in part:
                     continue
-                theirs = around[v] - around[u] - {u, v}  # words only v's originals have
-                own = around[u] - around[v] - {u, v}  # words only u's originals have
-                if own and any(_has(t, part) and t in part for t in theirs) and not part & own:
+                theirs = around[v] - around[u] - kin[u] - kin[v]  # words only v's originals have
+                own = around[u] - around[v] - kin[u] - kin[v]  # words only u's originals have
+                if own and theirs & part and not part & own:
                     return f"{_shown(u)} now stands with what went with {_shown(v)}"
+    return _rebound(originals, candidate, values)
+
+
+def _rebound(originals: list[Reading], candidate: Reading, values: list[str]) -> str:
+    """A value in a claim whose verb went with another value in the originals and never with
+    its own ("5.4.3 fixes it; 5.4.2 still shows it" / "fixed in 5.4.2")."""
+
+    def verbs(r: Reading, value: str) -> set[str]:
+        found = set()
+        for c in r.claims:
+            if value in c.numbers | c.values | c.names | c.subject.words | set(c.subject.which):
+                found.add(c.attribute)
+        return found - {"be", "have", ":", "do"}
+
+    def kind(value: str) -> str:
+        return "number" if any(ch.isdigit() for ch in value) else "name"
+
+    # a value every original has is what they are about, not one of their values
+    values = [v for v in values if not all(v in _facts(o) for o in originals)]
+    for u in values:
+        had = set().union(*(verbs(o, u) for o in originals))
+        for verb in verbs(candidate, u) if had else ():
+            if any(_same(verb, h) for h in had):
+                continue
+            for v in values:
+                if v == u or kind(v) != kind(u) or verb in verbs(candidate, v):
+                    continue
+                if any(_same(verb, h) for o in originals for h in verbs(o, v)):
+                    return f"{_shown(u)} now goes with '{candidate.said(verb)}', which went with {_shown(v)}"
     return ""
 
 
