@@ -146,7 +146,7 @@ class ModelGate:
 
         def check(data):
             if summary:
-                return rules.summary_breach(data["text"], texts, examples=EXAMPLES)
+                return rules.summary_breach(data["text"], texts, examples=EXAMPLES, every_claim=True)
             return rules.merge_breach(data["text"], texts, examples=EXAMPLES, vectors=embed())
 
         data = self.ask(

@@ -17,6 +17,11 @@ trusted with the originals: the group is left alone and the run's notes say why.
   unrelated statements stayed at or below 0.51; 0.6 keeps every paraphrase and refuses the
   unrelated. Key-term containment of paraphrases is low (median 0.57, minimum 0.11), so terms
   alone only confirm, never refuse, where vectors exist.
+- **Every claim kept** (merges, and summaries that replace memories: `every_claim`): each claim
+  of each original is in the text with its role — the version that fixes stays the one that
+  fixes, the date, person, negation and condition stay with what they were said of — and it adds
+  none (memory.matching.kept.claims_kept). The history fold summarises turns, not memories, and
+  is not held to it.
 - **A merge keeps each original's meaning** (`merge_breach`): originals the relation finder
   (memory.matching.relations) calls contradicting are never merged, and a merge the finder
   calls contradicting any original — a negation dropped, a number, version or date swapped,
@@ -25,6 +30,7 @@ trusted with the originals: the group is left alone and the run's notes say why.
 import re
 
 from knowledge.llm import echoes_example
+from memory.matching.kept import claims_kept
 from memory.matching.relations import CONTRADICTION, classify
 from memory.matching.terms import key_terms
 
@@ -63,8 +69,10 @@ def new_specifics(text: str, sources: list[str]) -> list[str]:
     return new
 
 
-def summary_breach(text: str, sources: list[str], *, examples=()) -> str:
-    """Why a summary of `sources` may not be used ("" when it may)."""
+def summary_breach(text: str, sources: list[str], *, examples=(), every_claim: bool = False) -> str:
+    """Why a summary of `sources` may not be used ("" when it may). With `every_claim` (a summary
+    that replaces memories: consolidation's, the reconciler's digest) it must also keep each claim
+    of each source in its role and add none (memory.matching.kept)."""
     if not text.strip():
         return "it is blank"
     if echoes_example(text, examples):
@@ -72,6 +80,10 @@ def summary_breach(text: str, sources: list[str], *, examples=()) -> str:
     new = new_specifics(text, sources)
     if new:
         return f"it names what no original says: {', '.join(new[:5])}"
+    if every_claim:
+        kept, why = claims_kept(sources, text)
+        if not kept:
+            return f"it does not keep every claim of the originals ({why})"
     return ""
 
 
@@ -99,6 +111,9 @@ def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) 
         relation = classify(original, text, same_subject=True)
         if relation.relation == CONTRADICTION:
             return f"it changes what memory {n + 1} says ({relation.why})"
+    kept, why = claims_kept(originals, text)
+    if not kept:
+        return f"it does not keep every claim of the originals ({why})"
     merged_terms = key_terms(text)
     cosines = None
     if vectors is not None:

@@ -23,9 +23,9 @@ SCHEMA = {
 
 def check(text: str, originals: list[str]) -> str:
     """Code rules beyond the schema: '' if the digest may be used, else why not. A digest names
-    no number, date or name its memories do not (memory.matching.rules)."""
+    no number, date or name its memories do not, and keeps each of their claims (memory.matching.rules)."""
     if not text.strip():
         return "empty digest"
     if len(text) > max(400, 2 * sum(len(t) for t in originals)):
         return "the digest is longer than what it digests"
-    return summary_breach(text, originals, examples=("<the digest>", "the digest"))
+    return summary_breach(text, originals, examples=("<the digest>", "the digest"), every_claim=True)

@@ -154,7 +154,10 @@ def test_the_plan_page_shows_before_and_after_and_applies(client, world, model_s
     remember(world.copilot, "Alice prefers e-mail over phone calls for ticket updates")
     remember(world.copilot, "Alice prefers e-mail over phone calls, except for outages")
     ten_copies(world.copilot)
-    model_stub.reply_json({"text": "Alice wants e-mail over <b>phone</b> calls, except for outages"})
+    # a merge keeps every claim of both (memory.matching.kept): "for ticket updates" too
+    model_stub.reply_json(
+        {"text": "Alice prefers e-mail over <b>phone</b> calls for ticket updates, except for outages"}
+    )
     client.force_login(world.reviewer)
     response = client.post("/consolidation/run")
     assert model_stub.chat_requests() == [] and not ConsolidationPlan.objects.exists()  # queued only
@@ -167,7 +170,7 @@ def test_the_plan_page_shows_before_and_after_and_applies(client, world, model_s
     assert "<html" not in panel and "every 2s" not in panel and f"/consolidation/{plan.pk}/" in panel
     page = client.get(f"/consolidation/{plan.pk}/").content.decode()
     assert "near-duplicate" in page and "duplicate" in page
-    assert "Alice wants e-mail over &lt;b&gt;phone&lt;/b&gt; calls" in page  # the model's text, escaped
+    assert "Alice prefers e-mail over &lt;b&gt;phone&lt;/b&gt; calls" in page  # the model's text, escaped
     assert "except for outages" in page and FACT.upper() in page
     assert f'action="/consolidation/{plan.pk}/apply"' in page
 

@@ -480,8 +480,11 @@ def test_a_crowded_store_gets_its_oldest_summarised(world, model_stub, settings)
         )
         for n, t in enumerate(topics)
     ]
-    model_stub.reply_json(
-        {"text": "The printer, VPN, badge and parking policies changed in weeks 0, 1, 2 and 3"}
+    model_stub.reply_json(  # each week stays with its policy (a summary keeps every claim in its role)
+        {
+            "text": "The printer policy changed in week 0, the VPN policy in week 1, the badge policy "
+            "in week 2 and the parking policy in week 3"
+        }
     )
     plan = consolidation_run(actor=SYSTEM, mode="propose")
     group = plan.groups.get()
