@@ -117,7 +117,7 @@ def words(text: str) -> list[Word]:
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,600 is one number
     text = re.sub(r"\bno\.(?=\s+(?:[a-z0-9]|for\b))", "number", text)  # "flyer no. for Kofi": numero
     text = re.sub(r"€\s?(?=\d)", "EUR ", re.sub(r"£\s?(?=\d)", "GBP ", text))  # €25: EUR 25
-    text = re.sub(r"(?<=\d)/(?=[^\W\d])", " / ", text)  # $49/month: a number and its unit
+    text = re.sub(r"(?<=[^\W_])/(?=[^\W\d_])", " / ", text)  # $49/month, EUR/year: two words
     out: list[Word] = []
     opening = True
     tokens = []
@@ -185,6 +185,8 @@ def words(text: str) -> list[Word]:
             out.append(Word(bare, lower, MONTHS[lower], "number"))
             continue
         kind = "name" if (cap or "@" in lower) and lower not in _FUNCTION else "word"
+        if kind == "name" and bare.isupper() and len(bare) > 1 and not unknown(lower):
+            kind = "word"  # "PHONE", "OK": a word in capitals; "SSO", "HS": an acronym, a name
         if "." in lower.strip(".") and "@" not in lower:  # a host or a file: tessary.example
             kind = "id"
         if kind != "id" and "-" in lower and not any(entry(lower, pos)[0] for pos in FILES):

@@ -22,12 +22,12 @@ shared/data/memory-pairs-dev-2/merges.jsonl (`python -m bench merges --cv`)."""
 import re
 
 from memory.matching import claims
-from memory.matching.claims import Reading, opposed
+from memory.matching.claims import Reading, opposites
 from memory.matching.relations import DUPLICATE, _has, _same, _unsaid, classify
 
 VERSION = "kept/1"
-INVENTED = 3  # words of the candidate no original says, beyond which it invents a claim
-DROPPED = 0.4  # the share of an original's words the candidate may leave unsaid (rewording)
+INVENTED = 5  # words of the candidate no original says, beyond which it invents a claim
+DROPPED = 0.6  # the share of an original's words the candidate may leave unsaid (rewording)
 
 
 _CONTRASTS = (("rather", "than"), ("instead", "of"), ("except",), ("apart", "from"), ("other", "than"))
@@ -51,6 +51,8 @@ def _facts_unsaid(a: Reading, b: Reading, unsaid: set) -> list[str]:
 
     def said(f: str) -> bool:
         if f.isdigit() and int(f) <= 12 and str(int(f) + 12) in b.numbers:
+            return True
+        if f.isdigit() and 13 <= int(f) <= 24 and str(int(f) - 12) in b.numbers:
             return True
         return bool(_digits(f)) and _digits(f) in theirs
 
@@ -108,7 +110,7 @@ def _inverted(originals: list[Reading], candidate: Reading) -> str:
     whole = claims.read(" . ".join(o.text for o in originals))
     for x in sorted(_unsaid(candidate, whole)):
         for y in sorted(_unsaid(whole, candidate)):
-            if x.isalpha() and y.isalpha() and opposed(x, y):
+            if x.isalpha() and y.isalpha() and x not in _DENYING and (y in opposites(x) or x in opposites(y)):
                 return f"the opposite of the originals: {candidate.said(x)} / {y}"
     return ""
 

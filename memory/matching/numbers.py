@@ -20,9 +20,7 @@ _CARDINALS = (
 NUMBER_WORDS = {w: str(n) for n, w in enumerate(_CARDINALS.split())}
 _ORDINALS = "_ first second third fourth fifth sixth seventh eighth ninth tenth"
 NUMBER_WORDS.update({w: str(n) for n, w in enumerate(_ORDINALS.split()) if n})
-NUMBER_WORDS.update(
-    {"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "twice": "2", "both": "2"}
-)
+NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "twice": "2"})
 NUMBER_WORDS.pop("one")  # "one" is a pronoun as often as a number ("the late one")
 
 _TIME = re.compile(r"^(\d{1,2})(?:[:.](\d{2}))?(am|pm)$")

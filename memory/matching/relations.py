@@ -177,6 +177,10 @@ def _unsaid(a: Reading, b: Reading) -> set[str]:
     """What `a` says (lemmas and numbers) that `b` does not (`_said`'s rules; a name's words are
     said only as they are, and a name is said by a part of it: Jonas Berg / Jonas)."""
     theirs = b.lemmas | b.numbers
+    if "day:weekday" in theirs:  # weekdays say Monday to Friday
+        theirs = theirs | {f"day:{n}" for n in range(1, 6)}
+    if {"day:1", "day:5"} <= theirs:
+        theirs = theirs | {"day:weekday"}
     named = {w for name in a.names if any(x in theirs for x in name.split()) for w in name.split()}
     named |= {w for w in a.name_words if w in theirs or claims.forms(w) & theirs}
     lemmas_a = [w.lemma for w in a.words if w.kind != "punct"]
