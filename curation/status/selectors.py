@@ -160,7 +160,9 @@ def status_for(principal, status: dict) -> dict:
             Entry.objects.filter(access.readable_q(principal), pk__in=ids).values_list("pk", flat=True)
         ),
         "memory": lambda ids: set(
-            Memory.objects.filter(access.memory_readable_q(principal), pk__in=ids).values_list("pk", flat=True)
+            Memory.objects.filter(access.memory_readable_q(principal), pk__in=ids).values_list(
+                "pk", flat=True
+            )
         ),
     }
 

@@ -63,7 +63,9 @@ def source_state(request, kind: str, ref: str):
         raise Http404("Not an external source kind.")
     state = SourceState.objects.filter(kind=kind, ref=ref).first()
     citing = (
-        Memory.objects.filter(access.memory_readable_q(request.principal), sources__kind=kind, sources__ref=ref)
+        Memory.objects.filter(
+            access.memory_readable_q(request.principal), sources__kind=kind, sources__ref=ref
+        )
         .select_related("owner")
         .order_by("-created_at")[:50]
     )

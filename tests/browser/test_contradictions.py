@@ -15,7 +15,9 @@ pytestmark = pytest.mark.browser
 def test_the_vpn_and_friday_cases_are_decided_on_the_card(page, world):
     conv = factory.make_conversation(world.copilot, world.general)
     vpn_old = factory.make_memory(world.scribe, "VPN-4012 is fixed by client 5.2.1", store="shared")
-    frozen = factory.make_memory(world.scribe, "Deploys are prohibited every Friday after 14:00", store="shared")
+    frozen = factory.make_memory(
+        world.scribe, "Deploys are prohibited every Friday after 14:00", store="shared"
+    )
     email = factory.make_memory(world.scribe, "Acme wants support updates by e-mail only", store="shared")
     vpn_new = factory.make_queued_memory(world.copilot, "VPN-4012 is fixed by client 5.2.3", store="shared")
     friday = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")

@@ -49,7 +49,9 @@ def test_the_vpn_case_replace_leaves_one_answer(client, world):
 
 
 def test_the_friday_deploys_case_keeps_both_as_of_different_times(world):
-    frozen = factory.make_memory(world.scribe, "Deploys are prohibited every Friday after 14:00", store="shared")
+    frozen = factory.make_memory(
+        world.scribe, "Deploys are prohibited every Friday after 14:00", store="shared"
+    )
     allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
     client = world.client("reviewer")
     response = client.post(f"/api/memory/{allowed.pk}/approve", {}, format="json")

@@ -59,7 +59,9 @@ def test_in_an_outage_what_the_rules_find_is_recorded_at_once_and_only_once(worl
     is down (recall shows the pair from then on); the model's pairs of the same memory wait, and
     when they are asked the rules' pair is not recorded or audited a second time."""
     settings.BRAIN_MODEL_MAX_RETRIES = 0
-    frozen = factory.make_memory(world.scribe, "Deploys are prohibited every Friday after 14:00", store="shared")
+    frozen = factory.make_memory(
+        world.scribe, "Deploys are prohibited every Friday after 14:00", store="shared"
+    )
     single = factory.make_memory(world.scribe, OLD, store="shared")
     friday = trusted_write(world, "Deploys are allowed on Fridays.")
     married = trusted_write(world, NEW)
