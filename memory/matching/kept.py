@@ -28,6 +28,7 @@ from memory.matching.relations import DUPLICATE, _has, _same, _unsaid, classify
 VERSION = "kept/1"
 INVENTED = 5  # words of the candidate no original says, beyond which it invents a claim
 DROPPED = 0.6  # the share of an original's words the candidate may leave unsaid (rewording)
+NEW_PART = 0.9  # the share of one part's words no original says, from which the part is a new claim
 
 
 _CONTRASTS = (("rather", "than"), ("instead", "of"), ("except",), ("apart", "from"), ("other", "than"))
@@ -189,13 +190,19 @@ def _shown(value: str) -> str:
 
 
 def claims_kept(
-    originals: list[str], candidate: str, *, invented: int | None = None, dropped: float | None = None
+    originals: list[str],
+    candidate: str,
+    *,
+    invented: int | None = None,
+    dropped: float | None = None,
+    new_part: float | None = None,
 ) -> tuple[bool, str]:
     """Whether `candidate` keeps every claim of `originals` with its role and adds none: (True,
-    "") or (False, a short reason). `invented` and `dropped` override the thresholds (the
-    evaluation's cross-validation)."""
+    "") or (False, a short reason). `invented`, `dropped` and `new_part` override the thresholds
+    (the evaluation's cross-validation)."""
     invented = INVENTED if invented is None else invented
     dropped = DROPPED if dropped is None else dropped
+    new_part = NEW_PART if new_part is None else new_part
     if not (candidate or "").strip():
         return False, "the text is blank"
     read = [claims.read(o) for o in originals if (o or "").strip()]
@@ -210,6 +217,10 @@ def claims_kept(
         return False, f"invents: {_shown(new_facts[0])} is in no original"
     if len(new) > invented:
         return False, f"invents: {', '.join(sorted(c.said(t) for t in new)[:3])} in no original"
+    for part in _segments(c):  # a part of the text most of whose words no original says: a new claim
+        unsaid = part & new
+        if len(part) >= 2 and len(unsaid) >= 2 and len(unsaid) / len(part) >= new_part:
+            return False, f"invents: {', '.join(sorted(c.said(t) for t in unsaid)[:3])} in no original"
     for n, o in enumerate(read):
         gone = _unsaid(o, c)
         if gone_facts := _facts_unsaid(o, c, gone):
