@@ -199,6 +199,8 @@ def words(text: str) -> list[Word]:
             continue
         plain = kind == "name" or "/" in lower or "@" in lower  # a name is not inflected: Boxing Day
         lemma = lower if plain else _lemma(lower)[0]
+        if kind == "name" and len(bare) > 2 and bare.endswith("s") and bare[:-1].isupper():
+            lemma = lower[:-1]  # "PDFs": the acronym's plural
         out.append(Word(bare, lower, lemma, kind, cap, possessive))
     return _joined(out)
 

@@ -26,8 +26,9 @@ from memory.matching.claims import Reading, opposites
 from memory.matching.relations import DUPLICATE, _has, _same, _unsaid, classify
 
 VERSION = "kept/1"
-INVENTED = 5  # words of the candidate no original says, beyond which it invents a claim
+INVENTED = 6  # words of the candidate no original says, beyond which it invents a claim
 DROPPED = 0.6  # the share of an original's words the candidate may leave unsaid (rewording)
+DISTINCT = 0.9  # the share of the words only one original says, gone, from which it is dropped
 NEW_PART = 0.9  # the share of one part's words no original says, from which the part is a new claim
 
 
@@ -39,6 +40,11 @@ def _facts(r: Reading) -> set[str]:
     """The words that are facts by themselves: numbers (not "1": "a single", "the first"),
     identifiers, name words."""
     return (set(r.numbers) - {"1"}) | set(r.ids) | set(r.name_words)
+
+
+def _duration(r: Reading, number: str) -> str:
+    unit = r.units.get(number, "")
+    return "hour" if unit in ("hour", "hr", "h") else "day" if unit == "day" else ""
 
 
 def _digits(value: str) -> str:
@@ -53,6 +59,12 @@ def _facts_unsaid(a: Reading, b: Reading, unsaid: set) -> list[str]:
     def said(f: str) -> bool:
         if f.isdigit() and int(f) <= 12 and str(int(f) + 12) in b.numbers:
             return True
+        if f.isdigit() and _duration(a, f) in ("hour", "day"):  # 48 hours / two days
+            hours = int(f) * (24 if _duration(a, f) == "day" else 1)
+            if any(
+                g.isdigit() and int(g) * (24 if _duration(b, g) == "day" else 1) == hours for g in b.numbers
+            ):
+                return True
         if f.isdigit() and 13 <= int(f) <= 24 and str(int(f) - 12) in b.numbers:
             return True
         return bool(_digits(f)) and _digits(f) in theirs
@@ -196,6 +208,7 @@ def claims_kept(
     invented: int | None = None,
     dropped: float | None = None,
     new_part: float | None = None,
+    distinct: float | None = None,
 ) -> tuple[bool, str]:
     """Whether `candidate` keeps every claim of `originals` with its role and adds none: (True,
     "") or (False, a short reason). `invented`, `dropped` and `new_part` override the thresholds
@@ -203,6 +216,7 @@ def claims_kept(
     invented = INVENTED if invented is None else invented
     dropped = DROPPED if dropped is None else dropped
     new_part = NEW_PART if new_part is None else new_part
+    distinct = DISTINCT if distinct is None else distinct
     if not (candidate or "").strip():
         return False, "the text is blank"
     read = [claims.read(o) for o in originals if (o or "").strip()]
@@ -223,6 +237,12 @@ def claims_kept(
             return False, f"invents: {', '.join(sorted(c.said(t) for t in unsaid)[:3])} in no original"
     for n, o in enumerate(read):
         gone = _unsaid(o, c)
+        own = (o.lemmas | o.numbers) - set().union(
+            *(r.lemmas | r.numbers for m, r in enumerate(read) if m != n)
+        )
+        if len(own) >= 2 and len(own & gone) / len(own) >= distinct and not _said_by_another(read, n, c):
+            # what only this original says is gone ("pro-rated for unused full months")
+            return False, f"drops: {', '.join(sorted(o.said(t) for t in own & gone)[:3])} ({_short(o.text)})"
         if gone_facts := _facts_unsaid(o, c, gone):
             return False, f"drops: {_shown(gone_facts[0])} ({_short(o.text)})"
         said = o.lemmas | o.numbers
