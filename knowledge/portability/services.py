@@ -31,6 +31,7 @@ from knowledge.models import (
     CurationGuide,
     Entry,
     EntryRelation,
+    ErasedItem,
     Memory,
     Person,
     PinnedMemo,
@@ -164,6 +165,7 @@ class ImportPlan:
     present: dict = field(default_factory=lambda: {"entries": 0, "memories": 0})
     left_out: dict = field(default_factory=lambda: {"entries": 0, "memories": 0})
     kept: list = field(default_factory=list)  # "memo", "guide": not overwritten
+    erased: int = 0  # memories of the file whose content an admin erased here: never brought back
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -416,10 +418,19 @@ def _memories(actor, agent, file_agent, rows, plan, *, entries, skills) -> tuple
             own.setdefault((store, entry, skill, content), pk)
         if entry is None and skill is None:
             anyones.setdefault((store, content), pk)
+    # An older export may hold what was erased since: the erasure ledger's content hashes say so.
+    erased = set(
+        ErasedItem.objects.filter(kind="memory", content_hash__in=set(hashes.values())).values_list(
+            "content_hash", flat=True
+        )
+    )
     active = _active_by_key(agent, rows)
     here = rows_here(rows)
     new, present = {}, {}
     for row in rows:
+        if hashes[row["ref"]] in erased:
+            plan.erased += 1
+            continue
         if row.get("entry") is not None and row["entry"] not in entries:
             plan.present["memories"] += 1  # its entry is present as another agent's
             continue

@@ -64,6 +64,10 @@ class Command(BaseCommand):
                 f"  left out, shared and channel stores (--with-shared): {left_out['memories']} memories, "
                 f"{left_out['entries']} entries"
             )
+        if result["erased"]:
+            self.stdout.write(
+                f"  erased here (the erasure ledger), not brought back: {result['erased']} memories"
+            )
         for kept in result["kept"]:
             self.stdout.write(
                 f"  did not write the file's {kept} into the existing agent (--replace writes it)"

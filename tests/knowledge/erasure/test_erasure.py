@@ -351,3 +351,20 @@ def test_erasing_an_entry_takes_its_name_summary_and_blocks(world):
     assert database_rows_holding(TOKEN) == []
     again = _erase(world, {"entry": entry.pk, "reason": "again"})
     assert again.status_code == 409, again.content
+
+
+def test_an_agent_import_of_an_older_export_does_not_bring_an_erased_memory_back(world):
+    """An export taken before the erasure, imported again: the erased memory's content is in the
+    ledger (its hash), so the import leaves it out and says so; the rest comes in."""
+    import io
+
+    from knowledge.portability.services import agent_export, agent_import
+
+    kept = factory.make_memory(world.scribe, "The office opens at 8", store="self")
+    secret = factory.make_memory(world.scribe, f"The safe code is {TOKEN}", store="self")
+    old_export = "".join(agent_export(actor=ADMIN, agent=world.scribe))
+    erasure_apply(actor=ADMIN, kind="memory", ref=str(secret.pk), reason="pasted by mistake")
+    result = agent_import(actor=ADMIN, lines=io.StringIO(old_export), as_name="scribe-restored")
+    assert result["erased"] == 1
+    assert database_rows_holding(TOKEN) == []
+    assert Memory.objects.filter(owner__name="scribe-restored", text=kept.text).exists()
