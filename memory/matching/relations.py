@@ -58,7 +58,7 @@ DUPLICATE_TERMS = 0.5  # the share of each side's lemmas and numbers the other s
 CONTRADICTION_TERMS = 0.2  # the share of each side's other lemmas the other says, for a contradiction
 REWORDED = 1  # words each side of a duplicate may say that the other does not, both sides
 NEGATED_UNSAID = 1  # words a denial covers that the other side may leave unsaid
-BESIDES = 2  # words each side says that the other does not, beyond the one slot that differs
+BESIDES = 3  # words each side says that the other does not, beyond the one slot that differs
 SHARED_TERMS = 2  # a subject is more than one word ("memory 3" / "queued memory 5")
 
 NEITHER = ""
