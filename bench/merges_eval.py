@@ -3,9 +3,9 @@ the merges.jsonl format (`{"id", "originals": [...], "candidate", "label"?, "dom
 
     python -m bench merges --file PATH   one verdict and reason per id (and the figures when
                                          the file has labels)
-    python -m bench merges --cv          leave-one-domain-out on the labelled file: INVENTED and
-                                         DROPPED chosen on the other domains, scored on the one
-                                         left out
+    python -m bench merges --cv          leave-one-domain-out on the labelled file: INVENTED,
+                                         DROPPED, NEW_PART and DISTINCT chosen on the other
+                                         domains, scored on the one left out
 
 Labels: `faithful` should be accepted; `drops`, `inverts`, `swaps`, `invents` refused."""
 

@@ -11,13 +11,15 @@ refused when:
 2. **it swaps** values between roles: a number, identifier or name stands among words that went
    with another value in the originals and with none of its own ("VLAN 210 is for the printers,
    VLAN 201 for the phones" / "the printers sit on VLAN 201");
-3. **it invents**: a number, identifier or name no original has, or more than `INVENTED` words no
-   original says;
-4. **it drops**: a number, identifier or name of an original it does not say, or more than
-   `DROPPED` of an original's words.
+3. **it invents**: a number, identifier or name no original has, more than `INVENTED` words no
+   original says, or a part (between clause punctuation and conjunctions) `NEW_PART` of whose
+   words no original says;
+4. **it drops**: a number, identifier or name of an original it does not say, more than
+   `DROPPED` of an original's words, or `DISTINCT` of the words only that original says.
 
-INVENTED and DROPPED were chosen by leave-one-domain-out cross-validation on
-shared/data/memory-pairs-dev-2/merges.jsonl (`python -m bench merges --cv`)."""
+The thresholds were chosen by leave-one-domain-out cross-validation on
+shared/data/memory-pairs-dev-2/merges.jsonl (`python -m bench merges --cv`; docs/PERFORMANCE.md,
+"Merges and summaries")."""
 
 import re
 
