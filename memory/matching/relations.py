@@ -394,9 +394,12 @@ def _replaced(a: Reading, b: Reading, unsaid_a: set, unsaid_b: set) -> str:
         for y, (before_y, after_y) in _neighbours(b, unsaid_b).items():
             if (before_x or after_x) and _alike(before_x, before_y) and _alike(after_x, after_y):
                 return f"{a.said(x)} / {b.said(y)}"
+    # or the verb of the same subject ("Jonas drives to the office" / "Jonas cycles to the office"),
     # or the value of the same attribute ("the trip is compulsory" / "the trip is voluntary")
     for cx in a.claims:
         for cy in b.claims:
+            if _corresponding(cx, cy) and cx.attribute in unsaid_a and cy.attribute in unsaid_b:
+                return f"{a.said(cx.attribute)} / {b.said(cy.attribute)}"
             if _corresponding(cx, cy) and _same(cx.attribute, cy.attribute):
                 x, y = cx.values & unsaid_a, cy.values & unsaid_b
                 if x and y:
