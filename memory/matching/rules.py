@@ -111,9 +111,6 @@ def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) 
         relation = classify(original, text, same_subject=True)
         if relation.relation == CONTRADICTION:
             return f"it changes what memory {n + 1} says ({relation.why})"
-    kept, why = claims_kept(originals, text)
-    if not kept:
-        return f"it does not keep every claim of the originals ({why})"
     merged_terms = key_terms(text)
     cosines = None
     if vectors is not None:
@@ -128,4 +125,7 @@ def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) 
             continue
         detail = f"cosine {cosines[n]:.2f}, " if cosines is not None else ""
         return f"it does not keep memory {n + 1} ({detail}{kept:.0%} of its key terms)"
+    kept_all, why = claims_kept(originals, text)
+    if not kept_all:
+        return f"it does not keep every claim of the originals ({why})"
     return ""

@@ -57,7 +57,7 @@ def test_the_messy_agent_meets_a_reviewer(page, world):
 
     # Near-duplicates: one click each.
     for memory_id, original in ((near_contact, contact), (near_oncall, oncall)):
-        card(memory_id).locator(f"li.dup[data-memory='{original.pk}'] button").click()
+        card(memory_id).locator(f"li.dup[data-memory='{original.pk}'] button[data-duplicate]").click()
         page.locator(f"#memory-{memory_id}.result").wait_for()
         assert f"rejected as a duplicate of #{original.pk}" in card(memory_id).inner_text()
 
