@@ -48,6 +48,7 @@ from memory.matching.said import alike as _alike
 from memory.matching.said import dice
 from memory.matching.said import has as _has
 from memory.matching.said import same as _same
+from memory.matching.terms import key_terms, overlap
 
 VERSION = "relations/2"
 DUPLICATE = "duplicate"
@@ -422,6 +423,7 @@ def _polarity(r: Reading) -> int:
 
 # --- The finder: which active memories a memory duplicates or contradicts ----------------------
 
+QUICK_OVERLAP = 0.1  # key-term Dice below which a candidate is not read (no dev pair below it relates)
 KEYWORD_CANDIDATES = 8  # the active memories sharing the most terms, per memory
 VECTOR_CANDIDATES = 5  # and the nearest by vector (when the memory has one)
 CANDIDATE_COSINE = 0.7  # below it a vector neighbour is not about the same subject
@@ -537,6 +539,7 @@ def related_for(
     candidates = {m.pk: m for m in rows}
     by_id = {m.pk: m for m in memories}
     readings: dict[int, Reading] = {}  # each text read once, however many pairs it is in
+    keys: dict[int, frozenset] = {}  # and its key terms, for the cheap test before reading
     for q_id, c_id in sorted(pairs):
         memory = by_id[q_id]
         other = candidates.get(c_id)
@@ -546,6 +549,11 @@ def related_for(
             or not getattr(other, f"readable_{memory.owner_id}")
         ):
             continue
+        for m in (memory, other):
+            if m.pk not in keys:
+                keys[m.pk] = key_terms(m.text)
+        if overlap(keys[memory.pk], keys[other.pk]) < QUICK_OVERLAP:
+            continue  # a keyword candidate that shares a word or two: not read (the reader costs ms)
         for m in (memory, other):
             if m.pk not in readings:
                 readings[m.pk] = read(m.text)
