@@ -108,7 +108,9 @@ def _another_one(a: Reading, b: Reading) -> str:
     for x in a.names - b.names:  # Sam Okoye / Sam Lindqvist, Erik Lund / Erika Lund
         for y in b.names - a.names:
             wx, wy = set(x.split()), set(y.split())
-            if wx & wy and wx - wy and wy - wx:
+            only_x = [w for w in wx - wy if not any(_abbreviates(w, v) for v in wy - wx)]
+            only_y = [w for w in wy - wx if not any(_abbreviates(w, v) for v in wx - wy)]
+            if wx & wy and only_x and only_y:  # not Elm Street / Elm St
                 return f"{x} / {y}"
     said_a, said_b = a.lemmas | a.numbers, b.lemmas | b.numbers
     if a.claims and b.claims:  # the first claims' subjects, however the rest is worded
@@ -168,6 +170,12 @@ def _one(p: str, q: str) -> bool:
     "Ifeoma Nwosu"; not "Sam Okoye" / "Sam Lindqvist")."""
     x, y = set(p.split()), set(q.split())
     return _same(p, q) or x <= y or y <= x
+
+
+def _abbreviates(x: str, y: str) -> bool:
+    """One word is a short form of the other that no dictionary knows (St / Street)."""
+    short, long = sorted((x, y), key=len)
+    return 2 <= len(short) <= 3 and len(long) > 4 and long.startswith(short) and claims.unknown(short)
 
 
 def _same_chain(x: tuple, y: tuple) -> bool:
