@@ -9,7 +9,7 @@ Bulk seeding outside the product (benchmarks building a world) opens the same do
 `memory_rows_guard()`, the one way in."""
 
 import functools
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from django.db import DatabaseError, connection, transaction
 
@@ -28,7 +28,7 @@ def memory_rows_guard():
     if getattr(connection, "brain_memory_writer", False):
         yield
         return
-    with transaction.atomic() if not connection.in_atomic_block else _inside():
+    with transaction.atomic() if not connection.in_atomic_block else nullcontext():
         _set("on")
         connection.brain_memory_writer = True
         try:
@@ -39,11 +39,6 @@ def memory_rows_guard():
                 _set("off")
             except DatabaseError:  # the transaction failed inside: it is rolled back, setting and all
                 pass
-
-
-@contextmanager
-def _inside():
-    yield
 
 
 def writes_memory_rows(function):
