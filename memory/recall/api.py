@@ -29,6 +29,7 @@ from memory.recall.serializers import (
     SearchIn,
     SearchOut,
 )
+from memory.recall.timing import timed_response
 
 
 def scope_from(principal: Principal, v: dict):
@@ -42,8 +43,8 @@ def scope_from(principal: Principal, v: dict):
 
 
 @replica_reads
-def search_for(principal: Principal, v: dict) -> dict:
-    """Run memory_search from validated `SearchIn` data (the API and the MCP server)."""
+def search_timed(principal: Principal, v: dict) -> tuple[dict, dict[str, float]]:
+    """Run memory_search from validated `SearchIn` data: its JSON body and where its time went."""
     outcome = memory_search(
         scope_from(principal, v),
         q=v["q"],
@@ -52,7 +53,12 @@ def search_for(principal: Principal, v: dict) -> dict:
         now=v.get("now"),
         routes=tuple(v.get("routes") or ROUTES),
     )
-    return outcome_out(outcome)
+    return outcome_out(outcome), outcome.stages
+
+
+def search_for(principal: Principal, v: dict) -> dict:
+    """The search's JSON body (the MCP server)."""
+    return search_timed(principal, v)[0]
 
 
 @extend_schema(
@@ -75,7 +81,7 @@ def search_for(principal: Principal, v: dict) -> dict:
 def memory_search_view(request):
     data = SearchIn(data=request.data)
     data.is_valid(raise_exception=True)
-    return Response(search_for(request.user, data.validated_data))
+    return timed_response(*search_timed(request.user, data.validated_data))
 
 
 def browse_open(principal: Principal, *, kind: str, pk: int, conversation: int | None = None) -> dict:

@@ -79,6 +79,8 @@ class SearchOutcome:
     budget_tokens: int
     ranking: Ranking
     items: list[Item] = field(default_factory=list)
+    # Where the search's time went, in ms, in the order it was spent (the Server-Timing header).
+    stages: dict[str, float] = field(default_factory=dict)
 
     @property
     def used_tokens(self) -> int:
@@ -312,8 +314,24 @@ def memory_search(
         total_ms=(done - started) * 1000,
     )
     return SearchOutcome(
-        scope=scope, q=q, now=now, k=k, budget_tokens=budget_tokens, ranking=ranking, items=items
+        scope=scope,
+        q=q,
+        now=now,
+        k=k,
+        budget_tokens=budget_tokens,
+        ranking=ranking,
+        items=items,
+        stages=search_stages(ranking, pack_ms=(done - pack_start) * 1000, total_ms=(done - started) * 1000),
     )
+
+
+def search_stages(ranking: Ranking, *, pack_ms: float, total_ms: float) -> dict[str, float]:
+    """Embedding, each route that ran (routes sent together share one round trip's time), fusion
+    (with hydration and any reranker), packing, and the whole search."""
+    stages = {"embedding": ranking.embed_ms}
+    stages.update({f"route-{name}": info["ms"] for name, info in ranking.routes.items() if info["ran"]})
+    stages.update(fusion=ranking.fusion_ms, packing=pack_ms, search=total_ms)
+    return stages
 
 
 def channel_names(channel_ids) -> dict[int, str]:
