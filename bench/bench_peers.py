@@ -42,11 +42,11 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _brain(cases) -> list[float]:
+def _brain(cases) -> tuple[list[float], dict[str, list[float]]]:
     raw = services.token_create(actor=ACTOR, agent=agent("locomo-reader"))
     port = _free_port()
     server = _start_server(port)
-    timings = []
+    timings, stages = [], defaultdict(list)
     try:
         with httpx.Client(
             base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {raw}"}, timeout=60
@@ -66,10 +66,13 @@ def _brain(cases) -> list[float]:
                 assert response.status_code == 200, response.content[:300]
                 if i >= WARMUP:
                     timings.append(spent)
+                    for part in response.headers["Server-Timing"].split(", "):
+                        name, dur = part.split(";dur=")
+                        stages[name].append(float(dur))
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return timings
+    return timings, stages
 
 
 def _mem0(cases) -> dict:
@@ -110,7 +113,7 @@ def run(report):
         run_backlog(max_seconds=3600)
         analyze()
     before = _load()
-    brain = _brain(cases)
+    brain, stages = _brain(cases)
     between = _load()
     mem0 = _mem0(cases)
     after = _load()
@@ -123,6 +126,9 @@ def run(report):
         "ms",
         note=f"p50 {b50:.1f} ms, {n} questions, load average before {before}, after {between}",
     )
+    print("   Brain's stages (Server-Timing), p50 / p95 ms: ", flush=True)
+    for name, values in stages.items():
+        print(f"     {name:<28} {statistics.median(values):7.2f} {_p(values, 0.95):7.2f}")
     report(
         f"mem0 2.2.1 Memory.search top_k={K} p95 (in-process, same model)",
         m95,

@@ -13,6 +13,7 @@ from knowledge.llm.client import (
     context_tokens,
     model_call,
     prompt_estimate,
+    reply_budget,
 )
 from knowledge.llm.profiles import profile_resolve
 from knowledge.models import Agent, ModelUsage
@@ -152,8 +153,10 @@ def model_ask(
         first_error = ModelOutputInvalid(f"invalid model output: {why}", usage_id=reply.usage_id)
     except ModelReplyCut as exc:
         repaired, first_error = "cut", exc
+        # Twice the budget, but within the context beside the prompt and never past half of it
+        # (reply_budget: the other half is the prompt's, whatever this prompt happens to need).
         room = context_tokens(profile, agent=agent) - prompt_estimate(messages)
-        bigger = min(max_tokens * 2, room)
+        bigger = min(reply_budget(max_tokens * 2, profile, agent=agent), room)
         if shrink is not None and (smaller := shrink()):
             next_try = (smaller, max_tokens)
         elif bigger >= max_tokens * 3 // 2 and _finishes_in_time(  # a little more room would be cut again

@@ -109,9 +109,22 @@ def real_server():
     Path("var/test-models-server.log").write_text("")
     server = Server(python, _gguf(python), _free_port()).start()
     try:
-        yield {"url": server.url, "model": "smollm2-135m", "gguf": server.model}
+        yield {"url": server.url, "model": "smollm2-135m", "gguf": server.model, "server": server}
     finally:
         server.stop()
+
+
+def died(server: Server) -> str:
+    """Why the server is gone, in words a newcomer can act on ('' while it runs)."""
+    code = server.process.poll() if server.process else None
+    if code is None:
+        return ""
+    how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    return (
+        f"the model server died ({how}); its log is {server.log}. A crash inside libggml-cpu "
+        "(dmesg: general protection fault) means llama-cpp-python was built for another CPU: "
+        "`rm -rf var/llm-venv` and run `make test-models` again (it builds with GGML_NATIVE=OFF)."
+    )
 
 
 @pytest.fixture
@@ -152,7 +165,9 @@ def real_model(real_server, settings, monkeypatch):
 
     monkeypatch.setattr(httpx.Client, "post", post)
     monkeypatch.setattr(httpx.Client, "stream", stream)
-    return sent
+    yield sent
+    if why := died(real_server["server"]):
+        pytest.fail(why)
 
 
 SUMMARY = Path("var/test-models-summary.json")

@@ -89,6 +89,19 @@ def test_a_fast_cut_reply_without_a_smaller_input_gets_a_bigger_budget(world, mo
     assert [r["max_tokens"] for r in model_stub.chat_requests()] == [100, 200]
 
 
+def test_a_bigger_budget_never_takes_more_than_half_the_context(world, model_stub, settings):
+    """A reply already at half the context gets no bigger one, however much room this prompt
+    leaves: the other half is the prompt's (reply_budget)."""
+    from knowledge.llm import profile_resolve
+
+    half = profile_resolve("light").context_tokens // 2
+    model_stub.reply_cut('{"text": "Ana likes', usage={"prompt_tokens": 30, "completion_tokens": half})
+    model_stub.reply_json({"text": "Ana likes green tea."})
+    with pytest.raises(ModelReplyCut):
+        model_ask(**ask(max_tokens=half))
+    assert [r["max_tokens"] for r in model_stub.chat_requests()] == [half]
+
+
 def test_the_repair_is_not_sent_at_the_first_calls_temperature(world, model_stub):
     model_stub.reply_json({"summary": "wrong shape"})
     model_stub.reply_json({"text": "Ana likes green tea."})
