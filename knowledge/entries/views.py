@@ -19,6 +19,7 @@ from knowledge.entries.forms import (
     GuideForm,
     RelationForm,
 )
+from knowledge.entries.graph import entry_citing, graph_data
 from knowledge.entries.guides import guide_update
 from knowledge.entries.projection import entry_markdown, render_markdown, source_url
 from knowledge.entries.selectors import (
@@ -111,6 +112,31 @@ def entry_list(request):
         context["guide"] = guide
         context["guide_form"] = _guide_form(guide)
     return render(request, template, context)
+
+
+@reviewer_required
+def entry_graph(request):
+    """The map: entries as nodes, relations as edges, filtered by type, store and the selected
+    owner; the data rides in the page (json_script), so it opens with one request."""
+    owner = names.owner_selected(request.session.get("owner"))
+    type_, store = request.GET.get("type", "").strip(), request.GET.get("store", "").strip()
+    data = graph_data(request.principal, type=type_, store=store, owner=owner)
+    context = {
+        "graph": data,
+        "type": type_,
+        "store": store,
+        "owner_agent": owner,
+        "types": entry_types(owner),
+    }
+    return render(request, "knowledge/entries/graph.html", context)
+
+
+@reviewer_required
+def entry_citing_view(request, pk):
+    entry = access.entry_get_for(request.principal, pk)
+    return render(
+        request, "knowledge/entries/_citing.html", {"entry": entry, **entry_citing(request.principal, entry)}
+    )
 
 
 def _guide_form(guide, data=None):
