@@ -42,7 +42,7 @@ from memory.recall.memo import memo_budget_tokens, memo_for
 from memory.recall.params import DEFAULT_PARAMS, RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.scope import RecallScope
-from memory.recall.search import recall_candidates
+from memory.recall.search import above_floor, recall_candidates
 from memory.recall.skills import skills_section
 
 DENSITY_TOKENS = 120
@@ -182,6 +182,7 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
     pool = correct_candidates(
         ranking.candidates[: 2 * MAX_RECALLED_ITEMS], scope=scope, upto=2 * MAX_RECALLED_ITEMS
     )
+    pool, left_out = above_floor(pool, params, upto=MAX_RECALLED_ITEMS)
     expander.prefetch(pool)
     cap = item_cap(max(budget, 1), params)
 
@@ -238,7 +239,13 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
         used += tokens
         shown_messages |= item.message_ids
     text = "\n".join(chosen_text)
-    return {"name": "recalled_memory", "text": text, "tokens": count_tokens(text), "items": chosen_items}
+    return {
+        "name": "recalled_memory",
+        "text": text,
+        "tokens": count_tokens(text),
+        "items": chosen_items,
+        "left_out": left_out,
+    }
 
 
 def context_text(compiled: dict) -> str:

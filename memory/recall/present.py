@@ -59,6 +59,7 @@ def outcome_out(outcome: SearchOutcome) -> dict:
         "k": outcome.k,
         "budget_tokens": outcome.budget_tokens,
         "used_tokens": outcome.used_tokens,
+        "left_out": outcome.left_out,
         "scope": outcome.scope.describe(),
         "routes": outcome.ranking.routes,
         "reranker": outcome.ranking.reranker,

@@ -79,6 +79,8 @@ class SearchOutcome:
     budget_tokens: int
     ranking: Ranking
     items: list[Item] = field(default_factory=list)
+    # Candidates among the first k left out below the relevance floor (RecallParams).
+    left_out: int = 0
     # Where the search's time went, in ms, in the order it was spent (the Server-Timing header).
     stages: dict[str, float] = field(default_factory=dict)
 
@@ -302,6 +304,7 @@ def memory_search(
     )
     pack_start = time.perf_counter()
     ranking.candidates = correct_candidates(ranking.candidates, scope=scope, upto=2 * k)
+    ranking.candidates, left_out = above_floor(ranking.candidates, params, upto=k)
     expander = Expander(scope, now, params)
     expander.prefetch(ranking.candidates[: 2 * k])
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
@@ -321,8 +324,19 @@ def memory_search(
         budget_tokens=budget_tokens,
         ranking=ranking,
         items=items,
+        left_out=left_out,
         stages=search_stages(ranking, pack_ms=(done - pack_start) * 1000, total_ms=(done - started) * 1000),
     )
+
+
+def above_floor(candidates: list, params: RecallParams, *, upto: int) -> tuple[list, int]:
+    """The candidates scoring at least `params.relevance_floor` × the best one, and how many of
+    the first `upto` fell below it."""
+    if params.relevance_floor <= 0 or not candidates:
+        return candidates, 0
+    floor = params.relevance_floor * max(c.score for c in candidates)
+    kept = [c for c in candidates if c.score >= floor]
+    return kept, sum(c.score < floor for c in candidates[:upto])
 
 
 def search_stages(ranking: Ranking, *, pack_ms: float, total_ms: float) -> dict[str, float]:

@@ -144,6 +144,9 @@ SearchOut = inline_serializer(
         "k": serializers.IntegerField(),
         "budget_tokens": serializers.IntegerField(),
         "used_tokens": serializers.IntegerField(),
+        "left_out": serializers.IntegerField(
+            help_text="Candidates among the first k left out below the relevance floor."
+        ),
         "scope": SearchScopeSerializer(),
         "routes": serializers.DictField(child=RouteRunOut, help_text="What each route did."),
         "reranker": serializers.CharField(),
@@ -423,6 +426,10 @@ ContextSectionOut = inline_serializer(
         "version": serializers.IntegerField(required=False, help_text="pinned_memo only."),
         "items": serializers.ListField(
             child=ContextItemOut, required=False, help_text="recalled_memory only: what it holds, in order."
+        ),
+        "left_out": serializers.IntegerField(
+            required=False,
+            help_text="recalled_memory only: candidates left out below the relevance floor.",
         ),
         "overlay_budget_tokens": serializers.IntegerField(required=False, help_text="skills only."),
         "skills": serializers.ListField(
