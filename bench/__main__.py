@@ -1,15 +1,11 @@
-import datetime
 import importlib
 import os
 import pkgutil
-import platform
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "PERFORMANCE.md"
-BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 # Run only when named (`python -m bench stage_a_recall`, `python -m bench load`): slow, and a
 # quality check or a minute of load rather than a figure that changes from run to run; and
 # recall at 1M messages (`make bench-large`: about an hour and several GB, outside CI).
@@ -82,10 +78,14 @@ def settle(timeout: float = 180.0) -> None:
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
+    from bench import results
+
     if argv[:1] == ["merges"]:  # judges a file of candidates: no database, arguments of its own
         from bench.merges_eval import main as merges
 
         return merges(argv[1:])
+    if argv[:1] == ["render"]:  # docs/PERFORMANCE.md from docs/perf-results/*.json
+        return results.main()
     os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
     fresh_database()
     import django
@@ -116,9 +116,20 @@ def main(argv: list[str]) -> int:
             fresh_database(template=MIGRATED)
         settle()
         print(f"== {name}", flush=True)
-        start = time.perf_counter()
-        importlib.import_module(f"bench.bench_{name}").run(report)
+        start, first, load_before = time.perf_counter(), len(rows), results.load()
+        module = importlib.import_module(f"bench.bench_{name}")
+        module.run(report)
         print(f"   ({time.perf_counter() - start:.0f} s)", flush=True)
+        if len(rows) > first:
+            title = (module.__doc__ or name).strip().split("\n\n")[0].split(". ")[0].replace("\n", " ")
+            written = results.record(
+                name,
+                title=title,
+                command=f"python -m bench {name}",
+                rows=rows[first:],
+                load_before=load_before,
+            )
+            print(f"   figures written to {written.relative_to(ROOT)}", flush=True)
 
     _disconnect()
     _admin([f"DROP DATABASE IF EXISTS {MIGRATED}"])
@@ -127,24 +138,7 @@ def main(argv: list[str]) -> int:
         table.append(f"| {name} | {value:,.1f} {unit} | {target} | {note} |")
     print()
     print("\n".join(table))
-    if not argv:
-        # The whole table goes to a dated file in docs/perf-notes/; PERFORMANCE.md (the current
-        # figures, kept short) links the latest run between its markers.
-        today = datetime.date.today()
-        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        stamp = (
-            f"Measured {today} on {platform.machine()}, {os.cpu_count()} cores, `make bench` "
-            f"(load average at the end {load})."
-        )
-        notes = DOC.parent / "perf-notes" / f"{today}-make-bench.md"
-        notes.parent.mkdir(exist_ok=True)
-        notes.write_text(f"# `make bench`, {today}\n\n{stamp}\n\n" + "\n".join(table) + "\n")
-        link = f"The last run: [{notes.name}](perf-notes/{notes.name}) ({stamp[:-1].lower()})."
-        text = DOC.read_text() if DOC.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        DOC.write_text(head + f"{BEGIN}\n{link}\n{END}" + tail)
-        print(f"\nFigures written to {notes.relative_to(ROOT)}, linked from {DOC.relative_to(ROOT)}")
+    print("\n`python -m bench render` rebuilds docs/PERFORMANCE.md from the figures written.")
     return 0
 
 
