@@ -55,10 +55,14 @@ $(MEM0_STAMP):
 test-imports: $(VENV_STAMP) $(MEM0_STAMP)
 	BRAIN_TEST_MEM0=$(MEM0_VENV)/bin/python $(PY) -m pytest -q -p no:randomly tests/real_imports
 
+# ruff; import-linter's contracts (pyproject.toml); and what contracts cannot say (a status write
+# outside the one writer, a principal kind compared by hand, a name resolved at the edge …): the
+# source checks of tests/test_architecture.py.
 lint: $(VENV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	.venv/bin/lint-imports --no-cache
+	$(PY) -m pytest -q -p no:randomly -n 0 tests/test_architecture.py
 
 format: $(VENV_STAMP)
 	$(PY) -m ruff format .

@@ -161,6 +161,20 @@ def _kind_literals(node):
     return set()
 
 
+def _reads_kind(node) -> bool:
+    """`x.kind`, or the same spelled `getattr(x, "kind")` / `operator.attrgetter("kind")(x)`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "kind"
+    if not isinstance(node, ast.Call):
+        return False
+    name = ast.unparse(node.func)
+    if name == "getattr" and len(node.args) >= 2:
+        return isinstance(node.args[1], ast.Constant) and node.args[1].value == "kind"
+    if isinstance(node.func, ast.Call) and ast.unparse(node.func.func).endswith("attrgetter"):
+        return any(isinstance(a, ast.Constant) and a.value == "kind" for a in node.func.args)
+    return False
+
+
 def principal_kind_compared(rel, tree):
     """Where any `.kind` is compared (==, !=, in, not in) with a principal kind literal, whatever
     the object is called (`request.user.kind == "agent"`, `p.kind in ("person", "system")`)."""
@@ -178,7 +192,7 @@ def principal_kind_compared(rel, tree):
         if not all(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
             continue
         operands = [node.left, *node.comparators]
-        kinds = [o for o in operands if isinstance(o, ast.Attribute) and o.attr == "kind"]
+        kinds = [o for o in operands if _reads_kind(o)]
         literals = set().union(*(_kind_literals(o) for o in operands))
         if kinds and literals & PRINCIPAL_KINDS:
             found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
@@ -200,11 +214,13 @@ def test_the_kind_check_sees_a_principal_kind_whatever_the_variable_is_called(tm
         "knowledge/entries/selectors.py": "def f(who):\n    return who.kind in ('person', 'system')\n",
         "curation/status/services.py": "def f(x):\n    return 'integration' != x.owner.kind\n",
         "memory/mcp/tools.py": "def f(p):\n    match p.kind:\n        case 'system':\n            return 1\n",
+        "memory/recall/views.py": "def f(p):\n    return getattr(p, 'kind', '') == 'agent'\n",
+        "curation/dreaming/views.py": "import operator\ndef f(p):\n    return operator.attrgetter('kind')(p) in ('person',)\n",
     }
     for rel, source in planted.items():
         assert principal_kind_compared(*_planted(tmp_path, rel, source)), rel
     # Other kinds (a channel's, a source's) and other attributes are not a principal's kind.
-    clean = "def f(c, m):\n    return c.kind == 'dm' or m.author_kind == 'agent'\n"
+    clean = "def f(c, m):\n    return c.kind == 'dm' or m.author_kind == 'agent' or getattr(m, 'author_kind') == 'agent'\n"
     assert principal_kind_compared(*_planted(tmp_path, "memory/x/views.py", clean)) == []
     # The access module and the Principal type read kinds by design.
     for rel in KIND_READERS:
