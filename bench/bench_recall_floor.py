@@ -3,14 +3,14 @@
 A result item is left out when its score is below `floor` × the best candidate's score. The
 floor only cuts the tail of memory_search's answer, so each question is searched once with no
 floor and every floor is scored from the answer's items and their scores. On each source (the
-LoCoMo dev split, the own set) and leave one conversation out over both sources together: the
+LoCoMo dev split, the own set, the chat set) and leave one conversation out over all sources together: the
 largest floor whose any@10 on the training conversations is within TOLERANCE of no floor's; the
 held-out conversation is scored with it. Prints, per floor, any@10 and the items a k=10 answer keeps."""
 
 from dataclasses import replace
 
 from bench import locomo
-from bench.bench_recall_quality import load_locomo, load_own
+from bench.bench_recall_quality import load_chat, load_locomo, load_own
 from memory.recall import memory_search
 from memory.recall.params import DEFAULT_PARAMS
 
@@ -58,7 +58,7 @@ def table(name: str, rows) -> None:
 
 
 def cross_validate(sources: dict, report) -> None:
-    """Leave one conversation out over both sources together (nothing is chosen on one source
+    """Leave one conversation out over every source together (nothing is chosen on one source
     alone); each source's held-out conversations are then scored with their fold's floor."""
     rows = [
         (f"{name}/{group}", evidence, items)
@@ -93,7 +93,7 @@ def run(report):
     own = load_own()
     for case in own.cases:
         case.group = case.group or case.scope.conversation.channel.name
-    sources = {"own set": answers(own)}
+    sources = {"own set": answers(own), "chat set": answers(load_chat())}
     if locomo.available():
         sources["locomo-dev"] = answers(load_locomo())
     for name, rows in sources.items():

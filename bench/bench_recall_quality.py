@@ -4,7 +4,9 @@ repository, the public LoCoMo development split (bench/locomo.py). For each rout
 fused ranking before packing and the result items memory_search returns: any@1/5/10/50, all@10
 and session@5 (bench/recall_eval.py)."""
 
+import json
 import time
+from pathlib import Path
 
 from django.test import override_settings
 
@@ -13,6 +15,8 @@ from bench.recall_eval import FUSED, ITEMS, METRICS, Case, Evaluation, cross_val
 from bench.recall_seed import ACTOR, analyze, load_eval, reset_recall_tables
 from knowledge.embeddings.backlog import run_backlog
 from memory.recall import resolve_scope
+
+CHAT_PATH = Path(__file__).resolve().parent / "data" / "chat_eval.json"
 
 
 def own_cases(world) -> tuple[list[Case], object]:
@@ -78,8 +82,21 @@ def load_locomo():
     return Evaluation(cases, labels, locomo.session_of)
 
 
+def load_chat():
+    """The chat set (bench/data/chat_eval.json, written for Brain, in LoCoMo's format): three
+    short informal chats between two people over two to four weeks — several messages in a row,
+    typos, photos as captions, each message at its own time."""
+    reset_recall_tables()
+    with override_settings(BRAIN_EMBEDDING_KICK=False):
+        cases, labels = locomo.load(json.loads(CHAT_PATH.read_text()))
+        run_backlog(max_seconds=3600)
+        analyze()
+    return Evaluation(cases, labels, locomo.session_of)
+
+
 def run(report):
     evaluate("own set", load_own(), report)
+    evaluate("chat set", load_chat(), report)
     if not locomo.available():
         print(f"   locomo-dev skipped: {locomo.PATH} is not there (evaluation data, never shipped)")
         return

@@ -75,7 +75,8 @@ def load(samples=None) -> tuple[list[Case], dict]:
             text = turn["text"]
             if turn.get("blip_caption"):
                 text += f" [image: {turn['blip_caption']}]"
-            ts = start + timedelta(minutes=i + 1)
+            # A turn may carry its own time (the chat set's messages do); LoCoMo's get a minute each.
+            ts = datetime.fromisoformat(turn["ts"]) if turn.get("ts") else start + timedelta(minutes=i + 1)
             last = ts if last is None or ts > last else last
             dia_ids.add(turn["dia_id"])
             rows.append(
