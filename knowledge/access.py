@@ -1,6 +1,7 @@
 """The one access module: which stores a principal (in a conversation, or browsing) may read,
 where it may write, every `*_get_for`, and who is asking. Console views, API views, MCP, search
-and exports all go through here; no other module compares `principal.kind`.
+and exports all go through here; no other module asks what kind a principal is (the Principal
+type keeps it private).
 
 Stores are named in `knowledge.stores`. Every item also has an owner agent; `self` and
 `private:*` items are visible only to their owner agent, `shared` and `channel:*` items to every
@@ -164,7 +165,7 @@ def readable_q(principal: Principal, *, conversation: Conversation | None = None
     """A filter for the items `principal` may read. In a conversation an agent reads exactly the
     stores fixed on that conversation; people with a role read everything; integrations nothing."""
     nothing = Q(pk__in=[])
-    if principal.kind == "agent":
+    if principal.is_agent:
         agent = principal.agent
         if conversation is not None:
             if conversation.agent_id != agent.pk:
@@ -208,7 +209,7 @@ def memory_ids_readable(principal: Principal, ids) -> set[int]:
 def can_read_store(principal: Principal, *, owner: Agent, store: str) -> bool:
     if principal.is_reviewer:
         return True
-    if principal.kind != "agent":
+    if not principal.is_agent:
         return False
     stores = agent_stores(principal.agent)
     if store not in stores:
@@ -227,7 +228,7 @@ def writable_stores(agent: Agent) -> list[str]:
 def check_write(principal: Principal, *, owner: Agent, store: str) -> None:
     """Raise Refused unless `principal` may write an item owned by `owner` into
     `store`. Agents write only as themselves; reviewers and admins may write for any agent."""
-    if principal.kind == "agent":
+    if principal.is_agent:
         if principal.agent.pk != owner.pk:
             raise Refused("An agent may write only as itself.")
         # shared and self are always writable: skip the query on the hot write path.
@@ -271,7 +272,7 @@ def message_readable_q(
     everything outside a conversation; integrations read nothing. Channel ids are spelled out
     (not a subquery) so PostgreSQL can use the channel indexes."""
     nothing = Q(pk__in=[])
-    if principal.kind == "agent":
+    if principal.is_agent:
         agent = principal.agent
         if conversation is not None and conversation.agent_id != agent.pk:
             return nothing
@@ -355,9 +356,9 @@ def can_post_message(principal: Principal, channel: Channel) -> bool:
     own agent); admins to any channel."""
     if principal.is_admin:
         return True
-    if principal.kind == "agent":
+    if principal.is_agent:
         return takes_part(principal.agent, channel)
-    if principal.kind == "integration":
+    if principal.is_integration:
         return channel.integrations.filter(integration=principal.integration).exists()
     return False
 
@@ -371,7 +372,7 @@ def check_connector_write(
     store) and only documents it mirrored itself."""
     if principal.is_admin:
         return
-    if principal.kind != "integration":
+    if not principal.is_integration:
         raise Refused("Only integrations and admins mirror connector documents.")
     if document is not None and document.integration_id != principal.integration.pk:
         raise Refused(
@@ -395,14 +396,14 @@ def report_item_visible(
     if principal.is_reviewer:
         return True
     if agent is not None:
-        return principal.kind == "agent" and principal.agent.name == agent
+        return principal.is_agent and principal.agent.name == agent
     if channel is not None:
-        if principal.kind == "agent":
+        if principal.is_agent:
             return (
                 joined_channels(principal.agent).filter(name=channel).exists()
                 or Channel.objects.filter(name=channel, kind=Channel.KIND_DM, agent=principal.agent).exists()
             )
-        if principal.kind == "integration":
+        if principal.is_integration:
             return Channel.objects.filter(
                 name=channel, integrations__integration=principal.integration
             ).exists()
@@ -414,11 +415,11 @@ def check_speaker(principal: Principal, *, agent_id: int, name: str) -> None:
     an agent speaks only as itself (it reports the people it talks to as themselves); an admin or
     an integration speaks for people, never for an agent — else the words would read as that
     agent's own turn in its context. Background jobs (`system`) post the turns they replay."""
-    if principal.kind == "system":
+    if principal.is_system:
         return
-    if principal.kind == "agent" and principal.agent.pk == agent_id:
+    if principal.is_agent and principal.agent.pk == agent_id:
         return
-    if principal.kind == "agent":
+    if principal.is_agent:
         raise Refused(f"An agent speaks only as itself, not as agent {name}.")
     raise Refused(f"Only agent {name} itself speaks as {name}; name a person with person:<name>.")
 
@@ -433,7 +434,7 @@ def owner_for_write(
 ) -> Agent:
     """The owner agent a write names (in `field`): an agent token writes only as itself (and is
     the default); anyone else names the owner."""
-    if principal.kind == "agent":
+    if principal.is_agent:
         if name and name != principal.agent.name:
             raise Refused(refusal)
         return principal.agent
@@ -456,14 +457,14 @@ def owner_for_write(
 def conversation_readable_q(principal: Principal, prefix: str = "") -> Q:
     """Conversations `principal` may read: an agent its own (none it holds in another agent's
     direct message), people with a role every one, integrations none."""
-    if principal.kind == "agent":
+    if principal.is_agent:
         return _own_conversations_q(principal.agent, prefix)
     return Q() if principal.is_reviewer else Q(pk__in=[])
 
 
 def task_outcome_readable_q(principal: Principal) -> Q:
     """Task outcomes `principal` may read: an agent its own, people with a role every one."""
-    if principal.kind == "agent":
+    if principal.is_agent:
         return Q(agent=principal.agent)
     return Q() if principal.is_reviewer else Q(pk__in=[])
 

@@ -1,7 +1,7 @@
 """Who is asking: one Principal type for console users, agent tokens, person tokens and
 integration tokens, so every access check is written once."""
 
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -31,14 +31,32 @@ def held_role(user) -> str | None:
     return None
 
 
+KINDS = ("agent", "person", "integration", "system")
+
+
 @dataclass
 class Principal:
-    kind: str  # agent | person | integration | system
+    """Who is asking. Its kind is not a public attribute: who may do what is asked of the
+    predicates below (is_agent, is_person …) and of knowledge/access.py, never spelled out by
+    comparing strings; `kind_label` is what author and audit fields record."""
+
+    kind: InitVar[str]  # agent | person | integration | system
     name: str
     role: str | None = None  # reviewer | admin for people
     agent: Agent | None = None
     user: AbstractBaseUser | None = None
     integration: Integration | None = None
+    _kind: str = field(init=False, repr=False)
+
+    def __post_init__(self, kind: str) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"A principal is one of {', '.join(KINDS)}, not {kind!r}.")
+        self._kind = kind
+
+    @property
+    def kind_label(self) -> str:
+        """The kind as author and audit fields record it: a label to write, not to compare."""
+        return self._kind
 
     # DRF and Django's permission classes look for this.
     is_authenticated = True
@@ -62,26 +80,31 @@ class Principal:
 
     @property
     def is_admin(self) -> bool:
-        return self.kind in ("person", "system") and self.role == ADMIN
+        return self._kind in ("person", "system") and self.role == ADMIN
 
     @property
     def is_reviewer(self) -> bool:
         """Reviewers and admins may review; admins may do everything reviewers do."""
-        return self.kind in ("person", "system") and self.role in ROLES
+        return self._kind in ("person", "system") and self.role in ROLES
 
     @property
     def is_person(self) -> bool:
-        return self.kind == "person"
+        return self._kind == "person"
 
     @property
     def is_agent(self) -> bool:
         """An agent's token: it reads and writes as that agent only (knowledge.access)."""
-        return self.kind == "agent"
+        return self._kind == "agent"
 
     @property
     def is_integration(self) -> bool:
         """An integration's token: it posts evidence to the channels it takes part in."""
-        return self.kind == "integration"
+        return self._kind == "integration"
+
+    @property
+    def is_system(self) -> bool:
+        """A background job acting on its own."""
+        return self._kind == "system"
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "role": self.role}
+        return {"kind": self._kind, "name": self.name, "role": self.role}

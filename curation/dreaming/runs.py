@@ -166,7 +166,7 @@ def run_request(*, stage: str, of, actor: Principal):
     if cursor_busy(cursor_model, of.pk):
         raise Conflict(busy.format(of.name))
     return job_enqueue(
-        kind=kind, args={owner: of.pk, "started_by": f"{actor.kind}:{actor.name}"}, actor=actor
+        kind=kind, args={owner: of.pk, "started_by": f"{actor.kind_label}:{actor.name}"}, actor=actor
     )
 
 

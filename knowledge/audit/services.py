@@ -69,7 +69,7 @@ def audit_record(
     assert connection.in_atomic_block, "audit_record must be called inside transaction.atomic()"
     event = AuditEvent(
         action=action,
-        actor_kind=actor.kind,
+        actor_kind=actor.kind_label,
         actor_name=actor.name,
         store=store,
         owner=owner,
@@ -189,7 +189,7 @@ def audit_actor_params(actor, *, batch: uuid.UUID | None = None) -> dict:
     """The query parameters `actor_kind`, `actor_name`, `batch` (a new batch unless given) and
     `request_id` for the columns audit_record fills from the actor and the current request."""
     return {
-        "actor_kind": actor.kind,
+        "actor_kind": actor.kind_label,
         "actor_name": actor.name,
         "batch": batch or uuid.uuid4(),
         "request_id": current_request_id.get(),

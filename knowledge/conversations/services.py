@@ -203,7 +203,7 @@ def message_ingest(*, actor: Principal, messages: list[MessageIn]) -> IngestResu
                 )
                 for col, value in zip(columns, row, strict=True):
                     col.append(value)
-            cursor.execute(_INSERT, [f"{actor.kind}:{actor.name}", now, *columns])
+            cursor.execute(_INSERT, [f"{actor.kind_label}:{actor.name}", now, *columns])
             inserted = {r[0] for r in cursor.fetchall()}
         result = IngestResult()
         missing = [

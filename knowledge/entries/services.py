@@ -64,7 +64,7 @@ def relation_snapshot(relation: EntryRelation) -> dict:
 
 
 def _author(actor: Principal) -> dict:
-    return {"author_kind": actor.kind, "author_name": actor.name}
+    return {"author_kind": actor.kind_label, "author_name": actor.name}
 
 
 def _lock_entry(actor: Principal, entry_id: int) -> Entry:
@@ -120,7 +120,7 @@ def _audit(action, *, actor, entry, revisions, reason="", counts=None, data=None
 
 def _touch(entry: Entry, actor: Principal) -> None:
     """Record who last changed the entry; the database trigger refreshes its search columns."""
-    entry.author_kind, entry.author_name = actor.kind, actor.name
+    entry.author_kind, entry.author_name = actor.kind_label, actor.name
     entry.save(update_fields=["author_kind", "author_name", "updated_at"])
 
 
@@ -219,7 +219,7 @@ def entry_update(*, actor: Principal, entry_id: int, expected_version: int | Non
         for field in changed:
             setattr(entry, field, cleaned[field])
         entry.version += 1
-        entry.author_kind, entry.author_name = actor.kind, actor.name
+        entry.author_kind, entry.author_name = actor.kind_label, actor.name
         entry.save()
         if "name" in changed:
             entry_blocks_reembed(entry)
@@ -248,7 +248,7 @@ def entry_delete(*, actor: Principal, entry_id: int, reason: str = "") -> Entry:
             memory_row_state(block, status=REMOVED_STATUS, status_reason="entry deleted")
             block_revisions.append(("memory", block.pk, block_before, block_snapshot(block)))
         entry.deleted_at = timezone.now()
-        entry.author_kind, entry.author_name = actor.kind, actor.name
+        entry.author_kind, entry.author_name = actor.kind_label, actor.name
         entry.save(update_fields=["deleted_at", "author_kind", "author_name", "updated_at"])
         revisions = [("entry", entry.pk, before, entry_snapshot(entry)), *block_revisions]
         relations = (
@@ -375,7 +375,7 @@ def block_correct(
                 block,
                 status=Memory.QUEUED,
                 queue_reason="requeued",
-                status_reason=f"corrected by {actor.kind} {actor.name}; awaiting review",
+                status_reason=f"corrected by {actor.kind_label} {actor.name}; awaiting review",
             )
         block = Memory.objects.prefetch_related("sources").get(pk=block.pk)
         _touch(entry, actor)
@@ -436,7 +436,7 @@ def block_remove(*, actor: Principal, entry_id: int, block_id: int, reason: str 
         memory_row_state(
             block,
             status=REMOVED_STATUS,
-            status_reason=f"removed from entry {entry.pk} by {actor.kind} {actor.name}"
+            status_reason=f"removed from entry {entry.pk} by {actor.kind_label} {actor.name}"
             + (f": {reason}" if reason else ""),
         )
         _touch(entry, actor)

@@ -101,7 +101,7 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     erasure = Erasure.objects.create(
         kind=plan.kind,
         target=plan.target,
-        actor_kind=actor.kind,
+        actor_kind=actor.kind_label,
         actor_name=actor.name,
         reason=reason,
         counts=plan.counts(),

@@ -61,7 +61,7 @@ def webhook_create(*, actor: Principal, url: str, events: list[str], secret: str
             url=url,
             events=sorted(set(events)),
             secret=secret,
-            created_by=f"{actor.kind}:{actor.name}",
+            created_by=f"{actor.kind_label}:{actor.name}",
             cursor=feed_head(),
         )
         audit_record(

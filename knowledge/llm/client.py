@@ -127,7 +127,7 @@ def _actor_label(actor) -> str:
         return "system:system"
     if isinstance(actor, str):
         return actor
-    return f"{actor.kind}:{actor.name}"
+    return f"{actor.kind_label}:{actor.name}"
 
 
 def _lock_key(text: str) -> int:

@@ -46,7 +46,7 @@ def job_link(job: ModelJob) -> str:
 
 
 def _label(actor) -> str:
-    return actor if isinstance(actor, str) else f"{actor.kind}:{actor.name}"
+    return actor if isinstance(actor, str) else f"{actor.kind_label}:{actor.name}"
 
 
 def job_enqueue(*, kind: str, args: dict, actor) -> ModelJob:
@@ -112,7 +112,7 @@ def job_public(job: ModelJob) -> dict:
 
 def actor_args(actor) -> dict:
     """Who asked, as a job keeps it (plain JSON), for the run's audit events."""
-    return {"kind": actor.kind, "name": actor.name, "role": getattr(actor, "role", None)}
+    return {"kind": actor.kind_label, "name": actor.name, "role": getattr(actor, "role", None)}
 
 
 def actor_from(args: dict):

@@ -52,7 +52,7 @@ def job_timeout_seconds() -> int:
 
 
 def who(actor: Principal) -> str:
-    return f"{actor.kind}:{actor.name}"
+    return f"{actor.kind_label}:{actor.name}"
 
 
 def _check_size(data: bytes, field: str) -> None:

@@ -202,7 +202,7 @@ def _signal_store(*, actor, rule, source, type, text, external_id, data, occurre
                     rule.pk,
                     message_id,
                     rule.learn,
-                    f"{actor.kind}:{actor.name}",
+                    f"{actor.kind_label}:{actor.name}",
                 ],
             )
             row = cursor.fetchone()

@@ -169,7 +169,9 @@ def memory_text_revise(
         what = "the text is" if sources is None else "the text and sources are"
         raise Invalid({"text": [f"Nothing changed: {what} the same."]})
     from_version = memory.version
-    memory_row_revise(memory=memory, text=text, author_kind=actor.kind, author_name=actor.name, reason=reason)
+    memory_row_revise(
+        memory=memory, text=text, author_kind=actor.kind_label, author_name=actor.name, reason=reason
+    )
     if wanted != have:
         _sources_replace(memory, sources)
     return from_version

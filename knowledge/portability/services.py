@@ -345,7 +345,7 @@ def _guide_and_memo(actor, agent, data, plan, *, replace: bool) -> None:
             continue
         memo = memo or PinnedMemo(agent=agent)
         memo.text, memo.version = m["text"], memo.version + 1
-        memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
+        memo.updated_by_kind, memo.updated_by_name = actor.kind_label, actor.name
         memo.save()
         plan.written["memo"] = 1
 
@@ -394,7 +394,7 @@ def _entries(actor, agent, data, plan, *, shared: bool) -> tuple[dict, dict]:
             continue
         if entry is None:
             fields = {f: e.get("entry_type" if f == "type" else f) for f in ENTRY_FIELDS}
-            fields.update(author_kind=actor.kind, author_name=actor.name)
+            fields.update(author_kind=actor.kind_label, author_name=actor.name)
             entry = Entry.objects.create(owner=agent, **{f: v for f, v in fields.items() if v is not None})
             plan.written["entries"] += 1
         entries[e["ref"]] = entry
@@ -527,7 +527,7 @@ def _relations(actor, data, plan, entries, here) -> None:
             ],
             valid_from=when(r.get("valid_from"), parse_date),
             valid_to=when(r.get("valid_to"), parse_date),
-            author_kind=actor.kind,
+            author_kind=actor.kind_label,
             author_name=actor.name,
         )
         plan.written["relations"] += 1
@@ -547,7 +547,12 @@ def _memory_insert(
     authored by the importer."""
     # The state _status decided and the importer as author, over what the file says; the row
     # goes in through the import's one row function.
-    decided = {"status": status, "queue_reason": reason, "author_kind": actor.kind, "author_name": actor.name}
+    decided = {
+        "status": status,
+        "queue_reason": reason,
+        "author_kind": actor.kind_label,
+        "author_name": actor.name,
+    }
     fields = {f: m[f] for f in MEMORY_FIELDS if m.get(f) is not None and f not in DATETIMES} | decided
     return memory_row_exported(
         fields={
@@ -567,7 +572,7 @@ def _memory_insert(
                 "key": v.get("key") or "",
                 "value": v.get("value"),
                 "content_hash": Memory.hash_content(v["text"], v.get("key") or "", v.get("value")),
-                "author_kind": actor.kind,
+                "author_kind": actor.kind_label,
                 "author_name": actor.name,
                 "reason": _imported(v.get("reason") or "", v, file_agent),
             }

@@ -117,7 +117,7 @@ class EntryRestorer(Restorer):
             setattr(entry, field, target[field])
         if current is not None:
             entry.version += 1
-        entry.author_kind, entry.author_name = actor.kind, actor.name
+        entry.author_kind, entry.author_name = actor.kind_label, actor.name
         entry.save()
         if current is not None and "name" in fields:
             entry_blocks_reembed(entry)
@@ -190,7 +190,7 @@ class MemoryRestorer(Restorer):
             memory = memory_row_recreate(
                 pk=int(object_id),
                 fields={k: v for k, v in target.items() if k not in ("id", "sources")},
-                author_kind=actor.kind,
+                author_kind=actor.kind_label,
                 author_name=actor.name,
                 reason=reason,
             )
@@ -208,7 +208,7 @@ class MemoryRestorer(Restorer):
                 text=content.get("text", memory.text),
                 key=content.get("key"),
                 value=content.get("value", ...),
-                author_kind=actor.kind,
+                author_kind=actor.kind_label,
                 author_name=actor.name,
                 reason=reason,
             )
@@ -339,7 +339,7 @@ class MemoRestorer(Restorer):
         memo = PinnedMemo.objects.get(pk=int(object_id))
         memo.text = (target or {}).get("text", "")
         memo.version += 1
-        memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
+        memo.updated_by_kind, memo.updated_by_name = actor.kind_label, actor.name
         memo.save()
         return snapshot(memo)
 

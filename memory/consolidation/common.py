@@ -37,7 +37,7 @@ class ConsolidationBusy(PlanConflict):
 
 
 def actor_label(actor) -> str:
-    return f"{actor.kind}:{actor.name}"
+    return f"{actor.kind_label}:{actor.name}"
 
 
 def _json_time(value):

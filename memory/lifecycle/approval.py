@@ -195,7 +195,7 @@ def _prepare(actor: Principal, ask: Ask, memory: Memory, reason: str) -> _Approv
         memory_row_revise(
             memory=memory,
             text=text,
-            author_kind=actor.kind,
+            author_kind=actor.kind_label,
             author_name=actor.name,
             reason=reason or "edited in review",
         )

@@ -109,7 +109,7 @@ def overlay_touched(memory: Memory, change: str, actor: Principal) -> None:
     AgentSkill.objects.filter(pk__in=locked).update(
         overlay_change=change,
         overlay_changed_at=timezone.now(),
-        overlay_changed_by=f"{actor.kind} {actor.name}",
+        overlay_changed_by=f"{actor.kind_label} {actor.name}",
     )
 
 
@@ -125,5 +125,5 @@ def entries_touched(memories: Iterable[Memory], actor: Principal) -> None:
     ids = {memory.entry_id for memory in memories if memory.entry_id}
     if ids:
         Entry.all_objects.filter(pk__in=ids).update(
-            author_kind=actor.kind, author_name=actor.name, updated_at=timezone.now()
+            author_kind=actor.kind_label, author_name=actor.name, updated_at=timezone.now()
         )

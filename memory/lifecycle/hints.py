@@ -40,7 +40,7 @@ def _record(actor: Principal, memory_id: int, other_id: int, hint: str, verdict:
     row, _ = HintVerdict.objects.update_or_create(
         low_id=low,
         high_id=high,
-        defaults={"hint": hint, "verdict": verdict, "actor_kind": actor.kind, "actor_name": actor.name},
+        defaults={"hint": hint, "verdict": verdict, "actor_kind": actor.kind_label, "actor_name": actor.name},
     )
     return row
 

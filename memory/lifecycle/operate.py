@@ -76,7 +76,7 @@ def memory_retire(*, actor: Principal, memory_id: int, reason: str = "") -> Memo
     memory = access.memory_get_for(actor, memory_id)
     if access.is_agent_other_than(actor, memory.owner_id):
         raise access.another_agents("That memory")
-    reason = (reason or "").strip() or f"retired by {actor.kind} {actor.name}"
+    reason = (reason or "").strip() or f"retired by {actor.kind_label} {actor.name}"
     return memory_revoke(actor=actor, memory_id=memory_id, reason=reason)
 
 

@@ -33,7 +33,7 @@ def _short_term_ttl() -> datetime.timedelta:
 
 
 def _author_of(actor: Principal) -> tuple[str, str]:
-    return actor.kind, actor.name
+    return actor.kind_label, actor.name
 
 
 def _write_rules(

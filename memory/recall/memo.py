@@ -53,7 +53,7 @@ def memo_update(
         before = snapshot(memo) if memo.version else None
         memo.text = text
         memo.version += 1
-        memo.updated_by_kind, memo.updated_by_name = actor.kind, actor.name
+        memo.updated_by_kind, memo.updated_by_name = actor.kind_label, actor.name
         memo.save()
         audit_record(
             "memo.updated",

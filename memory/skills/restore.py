@@ -32,7 +32,7 @@ class SkillRestorer(Restorer):
         for field in fields:
             setattr(skill, field, target[field])
         skill.version += 1
-        skill.updated_by = f"{actor.kind} {actor.name}"
+        skill.updated_by = f"{actor.kind_label} {actor.name}"
         skill.save()
         return snapshot(skill)
 
@@ -63,7 +63,7 @@ class AgentSkillRestorer(Restorer):
     def write(self, object_id, current, target, *, actor, fields, row=None):
         link = row if row is not None else AgentSkill.objects.get(pk=int(object_id))
         link.enabled = False if target is None else bool(target["enabled"])
-        link.updated_by = f"{actor.kind} {actor.name}"
+        link.updated_by = f"{actor.kind_label} {actor.name}"
         link.save(update_fields=["enabled", "updated_by", "updated_at"])
         return snapshot(link)
 

@@ -73,7 +73,7 @@ def clean_text(value, field: str, *, max_length: int, required: bool = True) -> 
 
 
 def _author(actor: Principal) -> str:
-    return f"{actor.kind} {actor.name}"
+    return f"{actor.kind_label} {actor.name}"
 
 
 def _require_admin(actor: Principal, what: str) -> None:
