@@ -126,9 +126,13 @@ def run(report):
         "ms",
         note=f"p50 {b50:.1f} ms, {n} questions, load average before {before}, after {between}",
     )
-    print("   Brain's stages (Server-Timing), p50 / p95 ms: ", flush=True)
-    for name, values in stages.items():
-        print(f"     {name:<28} {statistics.median(values):7.2f} {_p(values, 0.95):7.2f}")
+    for name, values in stages.items():  # the stage table: where Brain's time went
+        report(
+            f"Brain stage {name} p50 (Server-Timing)",
+            statistics.median(values),
+            "ms",
+            note=f"p95 {_p(values, 0.95):.1f} ms",
+        )
     report(
         f"mem0 2.2.1 Memory.search top_k={K} p95 (in-process, same model)",
         m95,
