@@ -583,8 +583,20 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
             "def _planted():\n    from memory.recall import scope\n\n    return scope\n",
         ),
         ("memory/recall/scope.py", "from memory.matching import terms as _planted  # harmless: downwards\n"),
+        ("memory/mcp/tools.py", "def _planted():\n    from memory.recall import api\n\n    return api\n"),
+        (
+            "knowledge/events/views.py",
+            "from knowledge.events import api as _planted  # a view over the API\n",
+        ),
     ],
-    ids=["app-upward", "app-upward-in-a-function", "package-upward", "harmless-twin"],
+    ids=[
+        "app-upward",
+        "app-upward-in-a-function",
+        "package-upward",
+        "harmless-twin",
+        "mcp-over-api",
+        "view-over-api",
+    ],
 )
 def test_make_lint_refuses_an_upward_import_planted_in_a_copy(tmp_path, module, planted):
     for app in ("brainsite", "knowledge", "memory", "curation"):

@@ -1,6 +1,5 @@
 """API: the memory event feed (`GET /api/events`) and webhooks (`/api/webhooks`, admins)."""
 
-from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -15,8 +14,8 @@ from knowledge.events.serializers import (
     WebhookSerializer,
     webhook_out,
 )
-from knowledge.events.services import webhook_create, webhook_delete
-from knowledge.models import Webhook, WebhookDelivery
+from knowledge.events.services import webhook_create, webhook_delete, webhooks_with_counts
+from knowledge.models import Webhook
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from knowledge.schema import error_response
 from knowledge.web import no_body
@@ -57,16 +56,6 @@ def event_feed(request):
     v = params.validated_data
     page = feed_read(request.user, after=v["after"], limit=v["limit"], types=v["types"] or None)
     return Response({"events": page.events, "next_cursor": page.next_cursor, "has_more": page.has_more})
-
-
-def webhooks_with_counts():
-    return Webhook.objects.annotate(
-        n_pending=Count(
-            "deliveries", filter=Q(deliveries__state__in=[WebhookDelivery.PENDING, WebhookDelivery.SENDING])
-        ),
-        n_delivered=Count("deliveries", filter=Q(deliveries__state=WebhookDelivery.DELIVERED)),
-        n_failed=Count("deliveries", filter=Q(deliveries__state=WebhookDelivery.FAILED)),
-    ).order_by("id")
 
 
 @extend_schema(methods=["GET"], responses={200: WebhookSerializer(many=True)}, summary="The webhooks")

@@ -20,6 +20,7 @@ import time
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from knowledge import access
@@ -244,3 +245,14 @@ def deliveries_send(
             if time.monotonic() - started >= max_seconds:
                 break
     return counts
+
+
+def webhooks_with_counts():
+    """Every webhook with its deliveries counted by state (the console and GET /api/webhooks)."""
+    return Webhook.objects.annotate(
+        n_pending=Count(
+            "deliveries", filter=Q(deliveries__state__in=[WebhookDelivery.PENDING, WebhookDelivery.SENDING])
+        ),
+        n_delivered=Count("deliveries", filter=Q(deliveries__state=WebhookDelivery.DELIVERED)),
+        n_failed=Count("deliveries", filter=Q(deliveries__state=WebhookDelivery.FAILED)),
+    ).order_by("id")

@@ -5,10 +5,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from knowledge.errors import Invalid
-from knowledge.events.api import webhooks_with_counts
 from knowledge.events.feed import EVENT_TYPES
 from knowledge.events.serializers import WebhookIn
-from knowledge.events.services import webhook_create, webhook_delete
+from knowledge.events.services import webhook_create, webhook_delete, webhooks_with_counts
 from knowledge.models import Webhook, WebhookDelivery
 from knowledge.principals.permissions import admin_required
 from knowledge.web import console_write, error_text

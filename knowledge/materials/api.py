@@ -5,7 +5,6 @@ signals (`POST /api/signals`) and their routing rules (`/api/signal-rules`). Thi
 knowledge.materials.services / .signals_routing and .selectors; store visibility through
 knowledge.access."""
 
-from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes, permission_classes
@@ -15,9 +14,8 @@ from rest_framework.response import Response
 
 from knowledge import access
 from knowledge.access import material_get_for
-from knowledge.errors import Gone
 from knowledge.materials import grants, services, signals_routing
-from knowledge.materials.selectors import citing_entries, materials_for
+from knowledge.materials.selectors import citing_entries, materials_for, owner_for
 from knowledge.materials.serializers import (
     ConnectorDocumentIn,
     ConnectorGrantIn,
@@ -38,8 +36,8 @@ from knowledge.materials.serializers import (
     rule_out,
     version_out,
 )
-from knowledge.materials.storage import original_open
-from knowledge.models import Agent, Material, SignalRule
+from knowledge.materials.storage import original_response
+from knowledge.models import Material, SignalRule
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer, IsIntegrationOrAdmin
 from knowledge.schema import error_response
 from knowledge.web import JSONParser, no_body, validated
@@ -48,17 +46,6 @@ TOO_LARGE = error_response("The original is larger than BRAIN_MATERIAL_MAX_MB; n
 CONFLICT = error_response("The material's state does not allow this.")
 
 # --- serializers -----------------------------------------------------------------------------
-
-
-def owner_for(principal, name) -> Agent:
-    """The agent a material is learned by: an agent asks only for itself; people name one."""
-    return access.owner_for_write(
-        principal,
-        name,
-        field="agent",
-        refusal="An agent may ask only itself to learn a source.",
-        missing="Name the agent that learns it.",
-    )
 
 
 # --- views -----------------------------------------------------------------------------------
@@ -151,36 +138,6 @@ def material_detail(request, material_id):
                 for e in citing_entries(request.user, material)
             ],
         }
-    )
-
-
-def original_response(material: Material, version=None) -> FileResponse:
-    """The stored bytes exactly, as an attachment that the browser must not sniff. Gone (410)
-    when the material storage no longer holds them (a restore without the media, a file removed
-    by hand): the material row is there, its original is not."""
-    version = version or material.version
-    try:
-        handle = original_open(version.path)
-    except FileNotFoundError:
-        raise Gone(
-            f"The original of material {material.pk} (version {version.number}) is missing from the "
-            "material storage; restore the storage from its backup."
-        ) from None
-    response = FileResponse(
-        handle,
-        as_attachment=True,
-        filename=version.filename if "." in version.filename else f"{version.filename}.{_ext(version)}",
-        content_type=version.media_type,
-    )
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
-    response["ETag"] = f'"{version.sha256}"'
-    return response
-
-
-def _ext(version) -> str:
-    return {"application/pdf": "pdf", "text/html": "html", "text/markdown": "md"}.get(
-        version.media_type, "docx" if "wordprocessing" in version.media_type else "txt"
     )
 
 

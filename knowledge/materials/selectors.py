@@ -6,7 +6,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from knowledge import access
-from knowledge.models import Entry, Material, MaterialVersion, Memory, MemorySource
+from knowledge.models import Agent, Entry, Material, MaterialVersion, Memory, MemorySource
 from knowledge.principal import Principal
 
 
@@ -95,3 +95,14 @@ def materials_alerts(report: dict) -> list[dict]:
             {"level": "warning", "text": f"Learning failed for {report['failed_count']} material(s)."}
         )
     return alerts
+
+
+def owner_for(principal, name) -> Agent:
+    """The agent a material is learned by: an agent asks only for itself; people name one."""
+    return access.owner_for_write(
+        principal,
+        name,
+        field="agent",
+        refusal="An agent may ask only itself to learn a source.",
+        missing="Name the agent that learns it.",
+    )

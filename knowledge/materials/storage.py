@@ -7,6 +7,10 @@ import hashlib
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import storages
+from django.http import FileResponse
+
+from knowledge.errors import Gone
+from knowledge.models import Material
 
 
 def material_storage():
@@ -37,3 +41,33 @@ def original_open(path: str):
 def storage_usage(paths_sizes) -> int:
     """The bytes held by the given versions (sizes are recorded, so no storage call is made)."""
     return sum(size for _, size in paths_sizes)
+
+
+def original_response(material: Material, version=None) -> FileResponse:
+    """The stored bytes exactly, as an attachment that the browser must not sniff. Gone (410)
+    when the material storage no longer holds them (a restore without the media, a file removed
+    by hand): the material row is there, its original is not."""
+    version = version or material.version
+    try:
+        handle = original_open(version.path)
+    except FileNotFoundError:
+        raise Gone(
+            f"The original of material {material.pk} (version {version.number}) is missing from the "
+            "material storage; restore the storage from its backup."
+        ) from None
+    response = FileResponse(
+        handle,
+        as_attachment=True,
+        filename=version.filename if "." in version.filename else f"{version.filename}.{_ext(version)}",
+        content_type=version.media_type,
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    response["ETag"] = f'"{version.sha256}"'
+    return response
+
+
+def _ext(version) -> str:
+    return {"application/pdf": "pdf", "text/html": "html", "text/markdown": "md"}.get(
+        version.media_type, "docx" if "wordprocessing" in version.media_type else "txt"
+    )

@@ -13,9 +13,9 @@ from knowledge import access, names
 from knowledge.access import material_get_for
 from knowledge.errors import DomainError, Invalid, NotFound
 from knowledge.materials import grants, services, signals_routing
-from knowledge.materials.api import original_response
 from knowledge.materials.forms import LearnForm
 from knowledge.materials.selectors import citing_entries, materials_for
+from knowledge.materials.storage import original_response
 from knowledge.models import Agent, Integration, Material, SignalRule
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.web import console_write

@@ -1,7 +1,5 @@
 """Audit API: the trail (reviewers and admins read it) and atomic batch restore (admins)."""
 
-import uuid
-
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -9,9 +7,8 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from knowledge.audit.selectors import AuditFilters, audit_events
-from knowledge.entries.selectors import parse_when
-from knowledge.errors import Invalid
 from knowledge.principals.permissions import IsAdmin, IsReviewer
+from knowledge.restore.filters import audit_filters_from
 from knowledge.restore.serializers import (
     AuditEventSerializer,
     AuditRevisionSerializer,
@@ -24,41 +21,6 @@ from knowledge.restore.serializers import (
 from knowledge.restore.services import RestoreConflict, audit_restore
 from knowledge.schema import error_response
 from knowledge.web import page_params
-
-
-def audit_filters_from(params) -> AuditFilters:
-    def _int(name):
-        value = params.get(name, "")
-        if value in ("", None):
-            return None
-        try:
-            return int(value)
-        except ValueError:
-            raise Invalid({name: ["A whole number."]})
-
-    return AuditFilters(
-        store=params.get("store", "").strip()[:120],
-        action=params.get("action", "").strip()[:64],
-        actor=params.get("actor", "").strip()[:150],
-        owner=params.get("owner", "").strip()[:64],
-        object_type=params.get("object_type", "").strip()[:32],
-        entry=_int("entry"),
-        dreaming_run=_int("dreaming_run"),
-        since=parse_when(params.get("since", ""), "since"),
-        until=parse_when(params.get("until", ""), "until", end=True),
-        restorable=params.get("restorable", "") in ("1", "true", "yes", "on"),
-        batch=_batch(params.get("batch", "")),
-    )
-
-
-def _batch(value: str) -> uuid.UUID | None:
-    if not (value or "").strip():
-        return None
-    try:
-        return uuid.UUID(value.strip())
-    except ValueError:
-        raise Invalid({"batch": ["A batch id (a UUID, as an event's batch_id shows it)."]})
-
 
 AUDIT_PARAMS = [
     OpenApiParameter("store", str),

@@ -12,7 +12,7 @@ from knowledge.errors import Invalid, NotFound
 from knowledge.limits import console_page
 from knowledge.principals.permissions import admin_required, reviewer_required
 from knowledge.restore import services as restore
-from knowledge.restore.api import audit_filters_from
+from knowledge.restore.filters import audit_filters_from
 from knowledge.restore.restorers import RESTORERS
 from knowledge.restore.services import RestoreConflict
 

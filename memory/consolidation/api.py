@@ -18,6 +18,7 @@ from memory.consolidation import (
     plan_list,
     plan_revert,
 )
+from memory.consolidation.runs import consolidation_enqueue
 from memory.consolidation.serializers import (
     ConflictSerializer,
     DiscardInputSerializer,
@@ -48,25 +49,6 @@ def consolidation_run_view(request):
     data = validated(RunInputSerializer, request.data, principal=request.user)
     job = consolidation_enqueue(actor=request.user, owner=data.get("owner"), store=data.get("scope", ""))
     return job_response(job)
-
-
-def consolidation_enqueue(*, actor, owner=None, store: str = ""):
-    """Queue a consolidation run (its merges and summaries call the model: never inside a
-    request). Off mode and a running plan are refused at once (PlanConflict)."""
-    from knowledge.llm.jobs import actor_args, job_enqueue
-    from knowledge.settings_store import setting_get
-    from memory.consolidation import ConsolidationBusy, ConsolidationOff
-    from memory.models import ConsolidationPlan
-
-    if setting_get("BRAIN_MEMORY_CONSOLIDATION") == "off":
-        raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
-    if ConsolidationPlan.objects.filter(state=ConsolidationPlan.RUNNING).exists():
-        raise ConsolidationBusy("Another consolidation run is in progress; try again when it has finished.")
-    return job_enqueue(
-        kind="consolidation.run",
-        args={"actor": actor_args(actor), "owner": owner.pk if owner else None, "store": store},
-        actor=actor,
-    )
 
 
 @extend_schema(

@@ -20,6 +20,7 @@ from memory.consolidation import (
     plan_list,
     plan_revert,
 )
+from memory.consolidation.runs import consolidation_enqueue
 from memory.models import ConsolidationPlan
 
 ACTIONS = {"apply": plan_apply, "revert": plan_revert, "discard": plan_discard}
@@ -57,8 +58,6 @@ def plan_list_page(request):
 def plan_run(request):
     """Queue a consolidation run and show its progress (it calls the model: never inside the
     request)."""
-    from memory.consolidation.api import consolidation_enqueue
-
     try:
         job = consolidation_enqueue(actor=request.principal)
     except PlanConflict as exc:

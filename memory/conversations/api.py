@@ -3,14 +3,10 @@
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from knowledge import access, names
-from knowledge.access import can_post_message
 from knowledge.conversations import services as evidence
-from knowledge.models import Conversation
-from knowledge.principal import Principal
 from knowledge.principals.permissions import (
     IsAgentIntegrationOrAdmin,
     IsAgentOrAdmin,
@@ -31,7 +27,7 @@ from memory.conversations.serializers import (
     channel_out,
     conversation_out,
 )
-from memory.conversations.services import conversation_finish
+from memory.conversations.services import conversation_finish, conversation_open, messages_post
 
 # --- channels ---------------------------------------------------------------------------------
 
@@ -57,36 +53,6 @@ def channel_create(request):
 
 
 # --- messages ---------------------------------------------------------------------------------
-
-
-def messages_post(principal: Principal, items: list[dict]) -> tuple[list[dict], evidence.IngestResult]:
-    """Store validated messages (`MessageIn` data) for `principal`: every channel must exist
-    (400) and take the principal's posts (`can_post_message`, 403). Returns one row per message
-    (`id`, `channel`, `external_id`, `duplicate`) and the ingestion result. The API and the MCP
-    server both post through here."""
-    channels = names.channels_named(i["channel"] for i in items)
-    for channel in channels.values():
-        if not can_post_message(principal, channel):
-            raise PermissionDenied(f"You take no part in channel {channel.name}.")
-    result = evidence.message_ingest(
-        actor=principal,
-        messages=[
-            evidence.MessageIn(
-                channel=channels[i["channel"]],
-                speaker=i["speaker"],
-                text=i["text"],
-                ts=i.get("ts"),
-                thread=i.get("thread") or "",
-                external_id=i.get("external_id") or None,
-            )
-            for i in items
-        ],
-    )
-    rows = [
-        {"id": pk, "channel": i["channel"], "external_id": i.get("external_id") or None, "duplicate": dup}
-        for i, pk, dup in zip(items, result.ids, result.duplicate, strict=True)
-    ]
-    return rows, result
 
 
 @extend_schema(
@@ -138,13 +104,6 @@ def message_post(request):
 
 
 # --- conversations ----------------------------------------------------------------------------
-
-
-def conversation_open(principal: Principal, v: dict) -> Conversation:
-    """Open a conversation from validated `ConversationIn` data: unknown names are a 400; who may
-    join is `knowledge.conversations.services.conversation_start`'s rule (`check_join`)."""
-    agent, _, channel = names.scope_for(principal, agent=v["agent"], channel=v["channel"])
-    return evidence.conversation_start(actor=principal, agent=agent, channel=channel, thread=v["thread"])
 
 
 @extend_schema(

@@ -21,21 +21,19 @@ from knowledge import access, names
 from knowledge.access import material_get_for
 from knowledge.errors import DomainError
 from knowledge.materials import services as material_services
-from knowledge.materials.api import owner_for
-from knowledge.materials.selectors import citing_entries
+from knowledge.materials.selectors import citing_entries, owner_for
 from knowledge.materials.serializers import material_out, version_out
 from knowledge.principal import Principal
 from knowledge.web import StrictCharField, StrictSerializer, api_exception_handler, validated
-from memory.conversations.api import conversation_open, messages_post
 from memory.conversations.serializers import ConversationIn, MessageBatchIn, conversation_out
-from memory.conversations.services import conversation_finish
+from memory.conversations.services import conversation_finish, conversation_open, messages_post
 from memory.lifecycle import operate, write
 from memory.lifecycle.serializers import MemoryWriteSerializer, memory_out, write_route
-from memory.recall.api import browse_open, context_for, search_for
+from memory.recall.answers import browse_open, context_for, search_for
 from memory.recall.memo import memo_for, memo_out
 from memory.recall.serializers import BrowseIn, ContextIn, SearchIn
 from memory.skills import selectors as skill_selectors
-from memory.skills.api import experience_add_for, outcome_report
+from memory.skills.answers import experience_add_for, outcome_report
 from memory.skills.serializers import ExperienceIn, OutcomeIn
 
 

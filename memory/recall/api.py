@@ -1,6 +1,5 @@
 """API: memory_search, memory_browse, the pinned memo and context compilation."""
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
@@ -9,17 +8,13 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from knowledge import access, names
-from knowledge.models import Agent, Conversation
-from knowledge.principal import ADMIN, Principal
+from knowledge import access
+from knowledge.principal import ADMIN
 from knowledge.principals.permissions import IsAgentOrReviewer
-from knowledge.replica import replica_reads
 from knowledge.schema import error_response
-from memory.recall import ROUTES, memory_search, resolve_scope
-from memory.recall.browse import KINDS, Browser
-from memory.recall.context import context_compile
+from memory.recall.answers import browse_open, context_for, search_timed
+from memory.recall.browse import KINDS
 from memory.recall.memo import memo_for, memo_out, memo_update
-from memory.recall.present import outcome_out
 from memory.recall.serializers import (
     BrowseOut,
     ContextIn,
@@ -30,35 +25,6 @@ from memory.recall.serializers import (
     SearchOut,
 )
 from memory.recall.timing import timed_response
-
-
-def scope_from(principal: Principal, v: dict):
-    """Resolve agent / conversation / channel names into a RecallScope (400 for unknown names,
-    403/404 for what the caller may not see): the names through `names.scope_for`, who may
-    search through `resolve_scope`."""
-    named = names.scope_for(
-        principal, agent=v["agent"], conversation=v.get("conversation"), channel=v.get("channel")
-    )
-    return resolve_scope(principal, agent=named.agent, conversation=named.conversation, channel=named.channel)
-
-
-@replica_reads
-def search_timed(principal: Principal, v: dict) -> tuple[dict, dict[str, float]]:
-    """Run memory_search from validated `SearchIn` data: its JSON body and where its time went."""
-    outcome = memory_search(
-        scope_from(principal, v),
-        q=v["q"],
-        k=v["k"],
-        budget_tokens=v["budget_tokens"],
-        now=v.get("now"),
-        routes=tuple(v.get("routes") or ROUTES),
-    )
-    return outcome_out(outcome), outcome.stages
-
-
-def search_for(principal: Principal, v: dict) -> dict:
-    """The search's JSON body (the MCP server)."""
-    return search_timed(principal, v)[0]
 
 
 @extend_schema(
@@ -82,15 +48,6 @@ def memory_search_view(request):
     data = SearchIn(data=request.data)
     data.is_valid(raise_exception=True)
     return timed_response(*search_timed(request.user, data.validated_data))
-
-
-def browse_open(principal: Principal, *, kind: str, pk: int, conversation: int | None = None) -> dict:
-    """Open the thing behind a result, inside `conversation`'s scope when one is named (404
-    for an unknown conversation; what the principal may not see is refused by the Browser)."""
-    conv = None
-    if conversation:
-        conv = get_object_or_404(Conversation.objects.select_related("agent"), pk=conversation)
-    return Browser(principal, conv).open(kind, pk)
 
 
 @extend_schema(
@@ -149,15 +106,6 @@ def memo_view(request, agent: str):
 
 
 # --- context ----------------------------------------------------------------------------------
-
-
-def context_for(principal: Principal, agent: Agent, v: dict) -> dict:
-    """Compile `agent`'s context from validated `ContextIn` data, inside the scope `principal`
-    may read (the API and the MCP server both compile through here)."""
-    scope = scope_from(principal, {**v, "agent": agent.name})
-    return context_compile(
-        scope, q=v["q"], budget_tokens=v["budget_tokens"], now=v.get("now"), history_turns=v["history_turns"]
-    )
 
 
 @extend_schema(

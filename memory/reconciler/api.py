@@ -6,9 +6,9 @@ from rest_framework.decorators import api_view, permission_classes
 from knowledge import names
 from knowledge.llm.api import job_response
 from knowledge.llm.serializers import ModelJobSerializer
-from knowledge.models import Agent
 from knowledge.principals.permissions import IsReviewer
 from knowledge.web import no_body
+from memory.consolidation.runs import reconcile_enqueue
 from memory.reconciler.serializers import ConflictSerializer
 
 
@@ -33,19 +33,3 @@ def reconcile_view(request, agent: str):
     owner = names.agent_named(agent)
     job = reconcile_enqueue(actor=request.user, agent=owner)
     return job_response(job)
-
-
-def reconcile_enqueue(*, actor, agent: Agent):
-    """Queue a reconciler pass (refused at once in off mode or while a plan runs)."""
-    from knowledge.llm.jobs import actor_args, job_enqueue
-    from knowledge.settings_store import setting_get
-    from memory.consolidation import ConsolidationBusy, ConsolidationOff
-    from memory.models import ConsolidationPlan
-
-    if setting_get("BRAIN_MEMORY_CONSOLIDATION") == "off":
-        raise ConsolidationOff("Consolidation is off (BRAIN_MEMORY_CONSOLIDATION is off).")
-    if ConsolidationPlan.objects.filter(state=ConsolidationPlan.RUNNING).exists():
-        raise ConsolidationBusy("Another consolidation run is in progress; try again when it has finished.")
-    return job_enqueue(
-        kind="reconciler.run", args={"actor": actor_args(actor), "agent": agent.pk}, actor=actor
-    )

@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from knowledge import names
 from knowledge.principals.permissions import reviewer_required
 from memory.consolidation import PlanConflict
+from memory.consolidation.runs import reconcile_enqueue
 from memory.reconciler.selectors import last_run, reconciler_due
 
 
@@ -13,8 +14,6 @@ from memory.reconciler.selectors import last_run, reconciler_due
 def reconcile_now(request, name):
     """GET: the agent page's reconciler panel (last run, due or not). POST: run a pass now,
     then back to the agent page (or the panel, for htmx)."""
-    from memory.reconciler.api import reconcile_enqueue
-
     agent = names.agent_named(name)
     job_context = {}  # the queued pass, shown in the panel and polled until done
     if request.method == "POST":

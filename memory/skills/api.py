@@ -8,12 +8,11 @@ from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
 from knowledge import access, names
-from knowledge.models import Agent, Memory
 from knowledge.principal import ADMIN
 from knowledge.principals.permissions import IsAdmin, IsAgentOrReviewer
 from knowledge.web import validated
 from memory.skills import selectors, services
-from memory.skills.outcomes import outcome_record
+from memory.skills.answers import experience_add_for, lesson_loaded, outcome_report
 from memory.skills.serializers import (
     EnableIn,
     ExperienceIn,
@@ -24,7 +23,6 @@ from memory.skills.serializers import (
     ReasonIn,
     SkillCreateIn,
     SkillUpdateIn,
-    lesson_out,
     outcome_out,
     skill_out,
 )
@@ -33,11 +31,6 @@ SKILLS_REFUSAL = "An agent may read and write only its own skills."
 TAG = ["skills"]
 ERROR = OpenApiResponse(OpenApiTypes.OBJECT, description='JSON error: {"error": "...", ...}')
 OBJECT = OpenApiTypes.OBJECT
-
-
-def _lesson(lesson: Memory) -> dict:
-    lesson = Memory.objects.select_related("owner", "skill").prefetch_related("sources").get(pk=lesson.pk)
-    return lesson_out(lesson)
 
 
 @extend_schema(
@@ -146,19 +139,6 @@ def agent_skill_detail(request, agent: str, skill: str):
     return Response(selectors.skill_load(agent_obj, skill_obj))
 
 
-def experience_add_for(principal, agent: Agent, skill, data: dict) -> dict:
-    """Add a lesson from validated `ExperienceIn` data (the API and the MCP server)."""
-    lesson = services.lesson_add(
-        actor=principal,
-        agent=agent,
-        skill=skill,
-        text=data["lesson"],
-        sources=[dict(s) for s in data["sources"]],
-        revises=data["revises"],
-    )
-    return _lesson(lesson)
-
-
 @extend_schema(
     tags=TAG,
     summary="Add experience to the agent's overlay of a skill",
@@ -209,7 +189,7 @@ def lesson_order(request, agent: str, skill: str):
 def lesson_detail(request, lesson_id: int):
     data = validated(LessonEditIn, request.data)
     lesson = services.lesson_edit(actor=request.user, lesson_id=lesson_id, **data)
-    return Response(_lesson(lesson))
+    return Response(lesson_loaded(lesson))
 
 
 @extend_schema(
@@ -223,7 +203,7 @@ def lesson_detail(request, lesson_id: int):
 def lesson_remove(request, lesson_id: int):
     data = validated(ReasonIn, request.data)
     lesson = services.lesson_remove(actor=request.user, lesson_id=lesson_id, reason=data["reason"])
-    return Response(_lesson(lesson))
+    return Response(lesson_loaded(lesson))
 
 
 @extend_schema(
@@ -262,23 +242,3 @@ def outcome_collection(request):
     data = validated(OutcomeIn, request.data)
     out, created = outcome_report(principal, data)
     return Response(out, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-
-
-def outcome_report(principal, data: dict) -> tuple[dict, bool]:
-    """Record a task outcome from validated `OutcomeIn` data (the names it carries resolved by
-    `names.outcome_target`). Returns the outcome and whether it was new."""
-    target = names.outcome_target(
-        principal, skill=data["skill"], agent=data.get("agent"), conversation=data["conversation"]
-    )
-    outcome, created = outcome_record(
-        actor=principal,
-        agent=target.agent,
-        skill=target.skill,
-        conversation=target.conversation,
-        task=data["task"],
-        result=data["result"],
-        steps=data["steps"],
-        correction=dict(data["correction"]) if data["correction"] else None,
-        external_id=data["external_id"],
-    )
-    return outcome_out(outcome), created
