@@ -45,4 +45,4 @@ def test_a_restored_backup_from_before_an_erasure_brings_nothing_erased_back(
     assert "Erasure ledger re-applied" in restored.stdout, restored.stderr
     assert site.tagged(HOLDING)["HITS"] == []
     again = site.manage("erase", "--reapply")
-    assert "erased again: 0 memories, 0 messages, 0 episodes, 0 entries" in again.stdout
+    assert "erased again: 0 memories, 0 messages, 0 episodes, 0 entries, 0 materials" in again.stdout

@@ -272,7 +272,7 @@ def test_the_ledger_takes_again_what_comes_back(world):
 
     assert taken["memories"] == 1
     assert database_rows_holding(TOKEN) == []
-    assert erasure_ledger_reapply(actor=ADMIN) == {"memories": 0, "messages": 0, "episodes": 0, "entries": 0}
+    assert not any(erasure_ledger_reapply(actor=ADMIN).values())
 
 
 def test_the_erase_command_previews_then_erases_a_person(world):
