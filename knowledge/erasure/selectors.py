@@ -109,13 +109,21 @@ def _seed_conversation(plan: Plan, conversation: Conversation) -> None:
 
 
 def _seed_store(plan: Plan, *, store: str, owner: Agent | None = None) -> None:
-    """A store's memories and entries (of one owner when named), with every block of those entries."""
+    """A store's memories, entries and materials (of one owner when named), with every block of
+    those entries and what was learned from those materials."""
     memories = Memory.objects.filter(store=store).exclude(status=Memory.ERASED)
     entries = Entry.all_objects.filter(store=store)
+    materials = Material.objects.filter(store=store)
     if owner is not None:
-        memories, entries = memories.filter(owner=owner), entries.filter(owner=owner)
+        memories, entries, materials = (
+            memories.filter(owner=owner),
+            entries.filter(owner=owner),
+            materials.filter(owner=owner),
+        )
     plan.memories |= set(memories.values_list("pk", flat=True))
     plan.entries |= set(entries.values_list("pk", flat=True)) - _erased_ids("entry", entries)
+    for material in materials:
+        _seed_material(plan, material)
     _seed_blocks(plan)
 
 

@@ -10,7 +10,7 @@ from knowledge.materials.storage import original_exists
 from knowledge.models import Conversation, Entry, Material, Memory, Message
 from memory.models import ConsolidationGroup, ConsolidationItem, ConsolidationPlan
 from tests import factory
-from tests.knowledge.erasure.sweep import database_rows_holding, read_paths_holding
+from tests.knowledge.erasure.sweep import database_rows_holding, pages_holding, read_paths_holding
 from tests.knowledge.erasure.test_erasure import TOKEN
 
 
@@ -85,6 +85,8 @@ def test_erasing_a_material_takes_its_original_and_what_was_learned_from_it(
     )
     assert paths and all(original_exists(p) for p in paths) and blocks
     assert database_rows_holding(TOKEN)
+    seen = {"material": [material.pk], "entry": [material.entry.pk], "memory": [*blocks, cited.pk]}
+    assert f"/knowledge/materials/{material.pk}/" in pages_holding(world, TOKEN, seen)
 
     preview = _erase(world, {"material": material.pk, "dry_run": True}).json()
     with django_capture_on_commit_callbacks(execute=True):
@@ -101,7 +103,10 @@ def test_erasing_a_material_takes_its_original_and_what_was_learned_from_it(
     assert not any(original_exists(p) for p in paths)
     assert world.client("admin").get(f"/api/materials/{material.pk}").status_code == 404
     assert not Entry.objects.filter(pk=material.entry.pk).exists()  # the live manager: gone
-    assert read_paths_holding(world, TOKEN, conversations=[conv], memory_ids=[*blocks, cited.pk]) == []
+    assert (
+        read_paths_holding(world, TOKEN, conversations=[conv], memory_ids=[*blocks, cited.pk], ids=seen) == []
+    )
+    assert pages_holding(world, TOKEN, seen) == []
     assert database_rows_holding(TOKEN) == []
     assert _erase(world, {"material": material.pk, "reason": "again"}).status_code == 404
 
