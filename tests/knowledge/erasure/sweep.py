@@ -15,24 +15,28 @@ TEXT_TYPES = ("text", "character varying", "json", "jsonb", "ARRAY")
 
 
 def database_rows_holding(token: str) -> list[str]:
-    """Every (table.column, id) of the apps' tables whose text, JSON or array value holds `token`:
-    the database's own answer, whatever the code above it shows."""
+    """Every table.column of the apps' tables whose text, JSON or array value holds `token`: the
+    database's own answer, whatever the code above it shows."""
     with connection.cursor() as cursor:
+        return columns_holding(cursor, token)
+
+
+def columns_holding(cursor, token: str) -> list[str]:
+    """database_rows_holding over any DB-API cursor (a replica's, say)."""
+    cursor.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND data_type = ANY(%s) "
+        "AND (" + " OR ".join("table_name LIKE %s" for _ in APPS) + ")",
+        [list(TEXT_TYPES), *[f"{a}%" for a in APPS]],
+    )
+    hits = []
+    for table, column in cursor.fetchall():
         cursor.execute(
-            "SELECT table_name, column_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND data_type = ANY(%s) "
-            "AND (" + " OR ".join("table_name LIKE %s" for _ in APPS) + ")",
-            [list(TEXT_TYPES), *[f"{a}%" for a in APPS]],
+            f'SELECT count(*) FROM "{table}" WHERE "{column}"::text ILIKE %s',  # noqa: S608
+            [f"%{token}%"],
         )
-        columns = cursor.fetchall()
-        hits = []
-        for table, column in columns:
-            cursor.execute(
-                f'SELECT count(*) FROM "{table}" WHERE "{column}"::text ILIKE %s',  # noqa: S608
-                [f"%{token}%"],
-            )
-            if cursor.fetchone()[0]:
-                hits.append(f"{table}.{column}")
+        if cursor.fetchone()[0]:
+            hits.append(f"{table}.{column}")
     return hits
 
 
