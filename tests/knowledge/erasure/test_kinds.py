@@ -178,3 +178,27 @@ def test_bad_input_for_the_other_kinds_is_a_clear_json_error(world, body, status
 
     assert response.status_code == status, response.content
     assert response.json()["error"]
+
+
+def test_a_restore_preview_lists_an_erased_entry_and_its_blocks_as_erased_and_restores_the_rest(world):
+    from knowledge.entries.services import entry_delete
+    from knowledge.models import AuditEvent
+
+    kept = factory.make_entry(world.copilot, name="Parking", blocks=["Level -2"])
+    gone = factory.make_entry(world.copilot, name=f"Safe {TOKEN}-name", blocks=[f"code {TOKEN}-block"])
+    for entry in (kept, gone):
+        entry_delete(actor=factory.SYSTEM, entry_id=entry.pk, reason="tidy")
+    events = list(AuditEvent.objects.filter(action="entry.deleted").values_list("pk", flat=True))
+    assert _erase(world, {"entry": gone.pk, "reason": "a code"}).status_code == 201
+
+    preview = world.client("admin").post(
+        "/api/audit/restore", {"events": events, "preview": True}, format="json"
+    )
+
+    assert preview.status_code == 200, preview.content
+    erased = {(e["object_type"], e["object_id"]) for e in preview.json()["erased"]}
+    assert ("entry", str(gone.pk)) in erased and ("entry", str(kept.pk)) not in erased
+    done = world.client("admin").post("/api/audit/restore", {"events": events}, format="json")
+    assert done.status_code == 200, done.content
+    assert Entry.objects.filter(pk=kept.pk).exists() and not Entry.objects.filter(pk=gone.pk).exists()
+    assert database_rows_holding(TOKEN) == []
