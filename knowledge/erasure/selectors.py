@@ -292,7 +292,8 @@ def _derive(plan: Plan) -> None:
     """What depends on it follows: a memory citing only what goes (or distilled in an erased
     conversation and citing nothing else) goes too, transitively; one with other support left is
     sent back to review, stale. Episodes cut from an erased message go whole (their summary may
-    quote it); the messages left in them are cut again by Dreaming."""
+    quote it); the messages left in them stay, in no episode, where recall's message route finds
+    them by themselves."""
     for _ in range(MAX_ROUNDS):
         candidates = _citing(plan) - plan.memories
         rows = _rows(

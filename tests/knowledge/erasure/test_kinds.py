@@ -202,3 +202,32 @@ def test_a_restore_preview_lists_an_erased_entry_and_its_blocks_as_erased_and_re
     assert done.status_code == 200, done.content
     assert Entry.objects.filter(pk=kept.pk).exists() and not Entry.objects.filter(pk=gone.pk).exists()
     assert database_rows_holding(TOKEN) == []
+
+
+def test_an_episode_with_an_erased_message_goes_and_the_rest_of_its_messages_stay_unepisoded(world):
+    from knowledge.models import Episode
+
+    ids = factory.post_messages(
+        world.general,
+        [
+            {"speaker": "bob", "text": f"the door code is {TOKEN}-door"},
+            {"speaker": "bob", "text": "door fixed"},
+        ],
+    )
+    said = Message.objects.filter(pk__in=ids).order_by("ts")
+    episode = Episode.objects.create(
+        channel=world.general,
+        store="shared",
+        topic="door",
+        summary=f"Bob shared {TOKEN}-summary",
+        start_ts=said[0].ts,
+        end_ts=said[1].ts,
+    )
+    episode.evidence.set(ids)
+    Message.objects.filter(pk__in=ids).update(episode=episode)
+
+    body = _erase(world, {"message": ids[0], "reason": "a code"}).json()
+
+    assert body["episodes"] == [episode.pk] and not Episode.objects.filter(pk=episode.pk).exists()
+    assert Message.objects.get(pk=ids[1]).episode_id is None
+    assert database_rows_holding(TOKEN) == []
