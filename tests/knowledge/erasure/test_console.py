@@ -110,3 +110,15 @@ def test_forgetting_a_channel_needs_its_name_typed(world):
         == 302
     )
     assert database_rows_holding(TOKEN) == []
+
+
+def test_erasing_an_agents_store_from_the_console(world):
+    factory.make_memory(world.copilot, f"note {TOKEN}", store="private:alice")
+    admin = _console(world.admin)
+
+    preview = admin.get("/knowledge/erasures/store/copilot/private:alice")
+
+    assert preview.status_code == 200 and "store private:alice of copilot" in preview.content.decode()
+    done = admin.post("/knowledge/erasures/store/copilot/private:alice", {"reason": "x", "confirm": "ERASE"})
+    assert done.status_code == 302
+    assert database_rows_holding(TOKEN) == []
