@@ -210,7 +210,7 @@ def _materials_held(ids) -> dict[int, tuple[str, list[str]]]:
 
 def _materials_delete(held: dict[int, tuple[str, list[str]]]) -> None:
     """Delete the materials' rows and versions; their stored originals go once this commits (a
-    rolled-back erasure keeps them; `erasure_ledger_reapply` deletes any a crash left)."""
+    rolled-back erasure keeps them; `erasure_ledger_reapply` deletes any left behind)."""
     if not held:
         return
     Material.objects.filter(pk__in=held).update(version=None)
@@ -225,6 +225,19 @@ def _originals_delete(paths: list[str]) -> None:
     for path in paths:
         if path and storage.exists(path):
             storage.delete(path)
+
+
+def _originals_left(material_ids) -> list[str]:
+    """Stored originals of erased materials still in storage (a crash between an erasure's commit
+    and its file deletes, or a restore that put the archive's files back): storage keeps each
+    material's originals under `<material id>/` (knowledge.materials.storage)."""
+    storage, left = material_storage(), []
+    for pk in material_ids:
+        try:
+            left += [f"{pk}/{name}" for name in storage.listdir(str(pk))[1]]
+        except FileNotFoundError:
+            continue
+    return left
 
 
 def _messages_delete(messages: list[int], episodes: list[int]) -> dict[str, int]:
@@ -327,6 +340,8 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
         held = _materials_held(refs["material"])
         _materials_delete(held)
         taken["materials"] = len(held)
+        left = _originals_left(refs["material"])
+        transaction.on_commit(lambda: _originals_delete(left))
         term_stats_fold(lexemes)
         if any(taken.values()):
             audit_record("erasure.reapplied", actor=actor, object_type="erasure", counts=taken)

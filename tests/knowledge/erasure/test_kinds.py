@@ -231,3 +231,31 @@ def test_an_episode_with_an_erased_message_goes_and_the_rest_of_its_messages_sta
     assert body["episodes"] == [episode.pk] and not Episode.objects.filter(pk=episode.pk).exists()
     assert Message.objects.get(pk=ids[1]).episode_id is None
     assert database_rows_holding(TOKEN) == []
+
+
+def test_the_ledger_deletes_an_erased_materials_original_left_in_storage(
+    world, django_capture_on_commit_callbacks
+):
+    from django.core.files.base import ContentFile
+
+    from knowledge.erasure.services import erasure_ledger_reapply
+    from knowledge.materials.storage import material_storage
+    from tests.knowledge.erasure.test_erasure import ADMIN
+
+    material = materials.material_paste(
+        actor=factory.SYSTEM, owner=world.copilot, store="shared", title="Manual", text=f"code {TOKEN}"
+    )
+    other = materials.material_paste(
+        actor=factory.SYSTEM, owner=world.copilot, store="shared", title="Other", text="kept"
+    )
+    kept = list(other.versions.values_list("path", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert _erase(world, {"material": material.pk, "reason": "x"}).status_code == 201
+    # What a crash before the file deletes, or a restored archive's files, would leave.
+    left = material_storage().save(f"{material.pk}/v1-left", ContentFile(TOKEN.encode()))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        erasure_ledger_reapply(actor=ADMIN)
+
+    assert not original_exists(left)
+    assert all(original_exists(p) for p in kept)
