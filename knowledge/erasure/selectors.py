@@ -32,6 +32,11 @@ def content_hash(text: str) -> str:
     return hashlib.sha256((text or "").encode()).hexdigest()
 
 
+def entry_hash(name: str, summary: str) -> str:
+    """The ledger's hash of an entry: its name and summary (an import of an old export knows it)."""
+    return content_hash(f"{name}\n{summary}")
+
+
 @dataclass
 class Plan:
     """Exactly what an erasure takes (ids by kind) and what it sends back to review."""

@@ -11,7 +11,14 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_record
 from knowledge.erasure.ledger import ledger_file_append, ledger_file_lines
-from knowledge.erasure.selectors import AgentStore, Plan, content_hash, erasure_plan, erasure_target
+from knowledge.erasure.selectors import (
+    AgentStore,
+    Plan,
+    content_hash,
+    entry_hash,
+    erasure_plan,
+    erasure_target,
+)
 from knowledge.errors import Conflict, Invalid
 from knowledge.materials.storage import material_storage
 from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
@@ -116,7 +123,12 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     messages = {pk: text for pk, text, _ in rows}
     channels = sorted({channel for _, _, channel in rows})
     episodes = {e.pk: e.embedding_text() for e in Episode.objects.filter(pk__in=plan.episodes)}
-    entries = dict(Entry.all_objects.filter(pk__in=plan.entries).values_list("pk", "summary"))
+    entries = {
+        pk: entry_hash(name, summary)
+        for pk, name, summary in Entry.all_objects.filter(pk__in=plan.entries).values_list(
+            "pk", "name", "summary"
+        )
+    }
     materials = _materials_held(plan.materials)
     erasure = Erasure.objects.create(
         kind=plan.kind,
@@ -157,8 +169,7 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
         for pk, t in episodes.items()
     ]
     items += [
-        ErasedItem(erasure=erasure, kind="entry", ref=str(pk), content_hash=content_hash(t))
-        for pk, t in entries.items()
+        ErasedItem(erasure=erasure, kind="entry", ref=str(pk), content_hash=h) for pk, h in entries.items()
     ]
     items += [
         ErasedItem(erasure=erasure, kind="material", ref=str(pk), content_hash=content_hash(held))

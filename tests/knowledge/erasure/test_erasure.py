@@ -11,6 +11,7 @@ from knowledge.materials import services as materials
 from knowledge.memories.guard import memory_rows_guard
 from knowledge.models import (
     AuditEvent,
+    Entry,
     Episode,
     ErasedItem,
     Erasure,
@@ -430,9 +431,17 @@ def test_an_agent_import_of_an_older_export_does_not_bring_an_erased_memory_back
 
     kept = factory.make_memory(world.scribe, "The office opens at 8", store="self")
     secret = factory.make_memory(world.scribe, f"The safe code is {TOKEN}", store="self")
+    entry = factory.make_entry(
+        world.scribe, name=f"Safe {TOKEN}-entry", store="self", summary="where it is", blocks=["behind it"]
+    )
+    factory.make_entry(world.scribe, name="Office", store="self", summary="where it is")
     old_export = "".join(agent_export(actor=ADMIN, agent=world.scribe))
     erasure_apply(actor=ADMIN, kind="memory", ref=str(secret.pk), reason="pasted by mistake")
+    erasure_apply(actor=ADMIN, kind="entry", ref=str(entry.pk), reason="pasted by mistake")
     result = agent_import(actor=ADMIN, lines=io.StringIO(old_export), as_name="scribe-restored")
-    assert result["erased"] == 1
+    assert result["erased"] == 3  # the memory, the entry and its block
     assert database_rows_holding(TOKEN) == []
     assert Memory.objects.filter(owner__name="scribe-restored", text=kept.text).exists()
+    assert list(Entry.objects.filter(owner__name="scribe-restored").values_list("name", flat=True)) == [
+        "Office"
+    ]
