@@ -19,6 +19,8 @@ def test_forget_this_person_previews_then_needs_the_name_typed(world):
     _person_world(world)
     admin = _console(world.admin)
 
+    asked = admin.get("/knowledge/erasures/", {"person": "alice"})
+    assert asked.status_code == 302 and asked["Location"] == "/knowledge/erasures/person/alice"
     preview = admin.get("/knowledge/erasures/person/alice")
 
     assert preview.status_code == 200
