@@ -1,4 +1,5 @@
-"""POST /api/erasures: erase a memory, a message, a conversation or a person (admins)."""
+"""POST /api/erasures: erase a memory, message, conversation, channel, entry, material, agent's
+store or person (admins)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import api_view, permission_classes
@@ -15,13 +16,14 @@ from knowledge.schema import error_response
     responses={
         200: ErasureOutSerializer,
         201: ErasureOutSerializer,
-        404: error_response("No such memory, message, conversation or person."),
+        404: error_response("Nothing of that name or id to erase."),
         409: error_response("Erased already: nothing of it is left; nothing was written."),
     },
     summary="Erase content for good (admins); dry_run previews exactly what goes",
     description=(
-        'Name one of {"memory": id}, {"message": id}, {"conversation": id}, {"entry": id}, {"person": name}, with '
-        "a `reason`. The content goes irreversibly, with what was derived from it (episodes, "
+        'Name one of {"memory": id}, {"message": id}, {"conversation": id}, {"channel": name}, '
+        '{"entry": id}, {"material": id}, {"store": store, "agent": name}, {"person": name}, with a '
+        "`reason`. The content goes irreversibly, with what was derived from it (episodes, "
         "memories citing only erased sources; memories with other support go stale and back to "
         "review), and a tombstone stays in the erasure ledger (ids and content hashes). With "
         "dry_run=true the answer is the same preview and nothing is written."

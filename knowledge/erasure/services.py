@@ -11,10 +11,30 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_record
 from knowledge.erasure.ledger import ledger_file_append, ledger_file_lines
-from knowledge.erasure.selectors import Plan, content_hash, erasure_plan, erasure_target
+from knowledge.erasure.selectors import (
+    AgentStore,
+    Plan,
+    content_hash,
+    entry_hash,
+    erasure_plan,
+    erasure_target,
+)
 from knowledge.errors import Conflict, Invalid
+from knowledge.materials.storage import material_storage
 from knowledge.memories.erased import memories_erase, memories_erased_source_requeue
-from knowledge.models import Channel, Entry, Episode, ErasedItem, Erasure, Memory, Message, Person
+from knowledge.models import (
+    Agent,
+    Channel,
+    Entry,
+    Episode,
+    ErasedItem,
+    Erasure,
+    Material,
+    MaterialVersion,
+    Memory,
+    Message,
+    Person,
+)
 from knowledge.principal import Principal
 from knowledge.signals import content_erased
 from knowledge.termstats import term_stats_fold
@@ -69,15 +89,21 @@ def erasure_apply(
         # For a person it also holds back, until this commits, every message that names them as
         # speaker or arrives in their direct messages (the foreign-key check of such an insert
         # waits for these row locks), so no message lands between the plan and the commit.
-        row = type(row)._base_manager.select_for_update().get(pk=row.pk)
-        if kind == Erasure.PERSON:
-            list(
-                Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk")
-            )
+        row = _locked(kind, row)
         plan = erasure_plan(kind=kind, row=row)
         _refuse_empty(kind, row, plan)
         erasure = _take(plan, actor=actor, reason=reason)
     return ErasureResult(erasure=erasure, plan=plan, dry_run=False)
+
+
+def _locked(kind: str, row):
+    if isinstance(row, AgentStore):
+        Agent.objects.select_for_update().filter(pk=row.agent.pk).first()
+        return row
+    row = type(row)._base_manager.select_for_update().get(pk=row.pk)
+    if kind == Erasure.PERSON:
+        list(Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk"))
+    return row
 
 
 def _refuse_empty(kind: str, row, plan: Plan) -> None:
@@ -97,7 +123,13 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     messages = {pk: text for pk, text, _ in rows}
     channels = sorted({channel for _, _, channel in rows})
     episodes = {e.pk: e.embedding_text() for e in Episode.objects.filter(pk__in=plan.episodes)}
-    entries = dict(Entry.all_objects.filter(pk__in=plan.entries).values_list("pk", "summary"))
+    entries = {
+        pk: entry_hash(name, summary)
+        for pk, name, summary in Entry.all_objects.filter(pk__in=plan.entries).values_list(
+            "pk", "name", "summary"
+        )
+    }
+    materials = _materials_held(plan.materials)
     erasure = Erasure.objects.create(
         kind=plan.kind,
         target=plan.target,
@@ -123,9 +155,8 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
     if plan.kind == Erasure.PERSON:
         # The name stays (it is the key other rows and the ledger use); how they were shown goes.
         Person.objects.filter(name=plan.target).update(display_name="")
-    Entry.all_objects.filter(pk__in=entries).update(
-        name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now
-    )
+    _entries_empty(entries, now=now)
+    _materials_delete(materials)
     items = [
         ErasedItem(erasure=erasure, kind="memory", ref=str(pk), content_hash=h) for pk, h in hashes.items()
     ]
@@ -138,8 +169,11 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
         for pk, t in episodes.items()
     ]
     items += [
-        ErasedItem(erasure=erasure, kind="entry", ref=str(pk), content_hash=content_hash(t))
-        for pk, t in entries.items()
+        ErasedItem(erasure=erasure, kind="entry", ref=str(pk), content_hash=h) for pk, h in entries.items()
+    ]
+    items += [
+        ErasedItem(erasure=erasure, kind="material", ref=str(pk), content_hash=content_hash(held))
+        for pk, (held, _) in materials.items()
     ]
     ErasedItem.objects.bulk_create(items, batch_size=2000, ignore_conflicts=True)
     lines = ledger_file_lines(erasure, items)
@@ -163,6 +197,58 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
         channel_ids=channels,
     )
     return erasure
+
+
+def _entries_empty(ids, *, now) -> int:
+    return (
+        Entry.all_objects.filter(pk__in=ids)
+        .exclude(name="", summary="", aliases=[], properties={}, type="")
+        .update(name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now)
+    )
+
+
+def _materials_held(ids) -> dict[int, tuple[str, list[str]]]:
+    """{material id: (what it held, for its content hash: title and the originals' sha256s), the
+    originals' storage paths}."""
+    held: dict[int, tuple[str, list[str]]] = {}
+    for pk, title in Material.objects.filter(pk__in=ids).values_list("pk", "title"):
+        versions = list(
+            MaterialVersion.objects.filter(material_id=pk).order_by("number").values_list("sha256", "path")
+        )
+        held[pk] = ("\n".join([title, *(sha for sha, _ in versions)]), [path for _, path in versions])
+    return held
+
+
+def _materials_delete(held: dict[int, tuple[str, list[str]]]) -> None:
+    """Delete the materials' rows and versions; their stored originals go once this commits (a
+    rolled-back erasure keeps them; `erasure_ledger_reapply` deletes any left behind)."""
+    if not held:
+        return
+    Material.objects.filter(pk__in=held).update(version=None)
+    MaterialVersion.objects.filter(material_id__in=held).delete()
+    Material.objects.filter(pk__in=held).delete()
+    paths = [path for _, found in held.values() for path in found]
+    transaction.on_commit(lambda: _originals_delete(paths))
+
+
+def _originals_delete(paths: list[str]) -> None:
+    storage = material_storage()
+    for path in paths:
+        if path and storage.exists(path):
+            storage.delete(path)
+
+
+def _originals_left(material_ids) -> list[str]:
+    """Stored originals of erased materials still in storage (a crash between an erasure's commit
+    and its file deletes, or a restore that put the archive's files back): storage keeps each
+    material's originals under `<material id>/` (knowledge.materials.storage)."""
+    storage, left = material_storage(), []
+    for pk in material_ids:
+        try:
+            left += [f"{pk}/{name}" for name in storage.listdir(str(pk))[1]]
+        except FileNotFoundError:
+            continue
+    return left
 
 
 def _messages_delete(messages: list[int], episodes: list[int]) -> dict[str, int]:
@@ -206,8 +292,9 @@ def _sources_scrub(cursor, plan: Plan) -> None:
     cursor.execute(
         "UPDATE knowledge_memorysource SET snapshot = NULL, fingerprint = '', state = 'deleted' "
         "WHERE (kind = 'message' AND ref = ANY(%s)) OR (kind = 'conversation' AND ref = ANY(%s)) "
-        "OR (kind = 'memory' AND ref = ANY(%s))",
-        [refs, conversations, memories],
+        "OR (kind = 'memory' AND ref = ANY(%s)) OR (kind = 'entry' AND ref = ANY(%s)) "
+        "OR (kind = 'material' AND split_part(ref, '#', 1) = ANY(%s))",
+        [refs, conversations, memories, [str(i) for i in plan.entries], sorted(plan.material_refs)],
     )
 
 
@@ -227,10 +314,9 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
     """Take again every row the ledger names that holds content (after a restore of a backup
     taken before an erasure, or an import that brought a row back). Idempotent; one transaction.
     Returns how many of each kind it took."""
-    taken = {"memories": 0, "messages": 0, "episodes": 0, "entries": 0}
+    taken = {"memories": 0, "messages": 0, "episodes": 0, "entries": 0, "materials": 0}
     with transaction.atomic():
-        channels: list[int] = []
-        refs: dict[str, list[int]] = {"memory": [], "message": [], "episode": [], "entry": []}
+        refs: dict[str, list[int]] = {"memory": [], "message": [], "episode": [], "entry": [], "material": []}
         for kind, ref in ErasedItem.objects.values_list("kind", "ref"):
             if kind in refs and ref.isdigit():
                 refs[kind].append(int(ref))
@@ -240,10 +326,20 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
             .exclude(status=Memory.ERASED)
             .values_list("pk", flat=True)
         )
+        materials = Material.objects.filter(pk__in=refs["material"])
+        material_refs = {str(pk) for pk in refs["material"]} | {m.source_ref for m in materials}
         lexemes = _lexemes(memories=back, messages=refs["message"], entries=refs["entry"])
         taken["memories"] = len(memories_erase(back, now=now))
         with connection.cursor() as cursor:
-            plan = Plan(kind="", target="", label="", memories=set(back), messages=set(refs["message"]))
+            plan = Plan(
+                kind="",
+                target="",
+                label="",
+                memories=set(refs["memory"]),
+                messages=set(refs["message"]),
+                entries=set(refs["entry"]),
+                material_refs=material_refs,
+            )
             _sources_scrub(cursor, plan)
             _revisions_scrub(cursor, "memory", refs["memory"])
             _revisions_scrub(cursor, "entry", refs["entry"])
@@ -251,11 +347,12 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
             set(Message.objects.filter(pk__in=refs["message"]).values_list("channel_id", flat=True))
         )
         taken.update(_messages_delete(sorted(refs["message"]), sorted(refs["episode"])))
-        taken["entries"] = (
-            Entry.all_objects.filter(pk__in=refs["entry"])
-            .exclude(name="")
-            .update(name="", summary="", aliases=[], properties={}, type="", deleted_at=now, updated_at=now)
-        )
+        taken["entries"] = _entries_empty(refs["entry"], now=now)
+        held = _materials_held(refs["material"])
+        _materials_delete(held)
+        taken["materials"] = len(held)
+        left = _originals_left(refs["material"])
+        transaction.on_commit(lambda: _originals_delete(left))
         term_stats_fold(lexemes)
         if any(taken.values()):
             audit_record("erasure.reapplied", actor=actor, object_type="erasure", counts=taken)

@@ -1,15 +1,16 @@
-"""Console: erase one memory ("Erase" on its page) or forget a person, each behind a preview of
-exactly what goes and a typed confirmation (admins only)."""
+"""Console: erase what the API erases ("Erase…" on a memory's, entry's, material's or message's
+page, "Forget this person" from a message they said or by name), each behind a preview of exactly
+what goes and a typed confirmation (admins only)."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from knowledge.erasure.forms import EraseForm
-from knowledge.erasure.selectors import erasure_plan, erasure_target, erasures_recent
+from knowledge.erasure.selectors import KINDS, erasure_plan, erasure_target, erasures_recent
 from knowledge.erasure.services import erasure_apply
-from knowledge.errors import Conflict
-from knowledge.models import Erasure
+from knowledge.errors import Conflict, NotFound
+from knowledge.models import Erasure, Message
 from knowledge.principals.permissions import admin_required
 from knowledge.web import error_text
 
@@ -21,26 +22,22 @@ def erasure_index(request):
     """The ledger (newest first) and the door to forget a person by name."""
     name = request.GET.get("person", "").strip()
     if name:
-        return redirect("erase-person", name=name)
+        return redirect("erase", kind=Erasure.PERSON, ref=name)
     return render(request, "knowledge/erasure/index.html", {"erasures": erasures_recent()})
 
 
 @admin_required
-def erase_memory(request, memory_id: int):
-    return _erase(request, kind=Erasure.MEMORY, ref=str(memory_id), expected=CONFIRM_WORD)
-
-
-@admin_required
-def erase_person(request, name: str):
-    return _erase(request, kind=Erasure.PERSON, ref=name, expected=name)
-
-
-def _erase(request, *, kind: str, ref: str, expected: str):
-    """GET: the preview and the form. POST: erase when the typed confirmation matches; else the
-    preview again with the form's error, nothing written."""
+def erase(request, kind: str, ref: str):
+    """GET: the preview and the form. POST: erase when the typed confirmation matches (the name of
+    a person or channel, else the word ERASE); else the preview again with the form's error,
+    nothing written."""
+    if kind not in KINDS:
+        raise NotFound(f"Nothing of kind {kind} can be erased.")
     row = erasure_target(request.principal, kind=kind, ref=ref)
+    expected = ref if kind in (Erasure.PERSON, Erasure.CHANNEL) else CONFIRM_WORD
     form = EraseForm(request.POST or None, expected=expected)
-    context = {"kind": kind, "ref": ref, "expected": expected, "form": form}
+    speaker = row.speaker_person if isinstance(row, Message) else None
+    context = {"kind": kind, "ref": ref, "expected": expected, "form": form, "speaker": speaker}
     if request.method == "POST" and form.is_valid():
         try:
             result = erasure_apply(

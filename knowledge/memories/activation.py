@@ -20,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
 from knowledge.memories.rows import memory_row_new, memory_row_state, memory_rows_insert
 from knowledge.models import Memory
+from knowledge.stores import private_store
 
 ENTRY_BLOCK = "entry_block"  # the activation route of an entry's body block
 
@@ -76,9 +78,22 @@ def memory_rows_activate(*, rows: list[NewRow]) -> None:
     are stored together — rows, first versions, sources — in three statements. Runs inside the
     caller's transaction; the caller carries out what the activations do to other memories and
     audits the new rows."""
+    _people_hold({row.memory.store for row in rows})
     for row in rows:
         memory_row_state(row.memory, save=False, **row.activation.stored_state)
     memory_rows_insert([(row.memory, row.sources, row.reason) for row in rows])
+
+
+def _people_hold(stores: set[str]) -> None:
+    """New rows in a person's private store hold that person's row (FOR KEY SHARE) until they
+    commit: forgetting the person (knowledge.erasure locks the row FOR UPDATE) waits for such a
+    write to commit, and takes its rows, or the write waits for the erasure; no row lands
+    between an erasure's plan and its commit."""
+    prefix = private_store("")
+    names = sorted(s.removeprefix(prefix) for s in stores if s.startswith(prefix))
+    if names:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM knowledge_person WHERE name = ANY(%s) FOR KEY SHARE", [names])
 
 
 # --- the base layer's route (entry blocks) -------------------------------------------------------

@@ -9,11 +9,15 @@ class Erasure(models.Model):
     rows of each kind it took (`counts`). Its items are the tombstones."""
 
     MEMORY, MESSAGE, CONVERSATION, PERSON, ENTRY = "memory", "message", "conversation", "person", "entry"
+    CHANNEL, MATERIAL, STORE = "channel", "material", "store"
     RESTORED = "restored"  # tombstones the ledger file gave back to a restored database
-    KINDS = [(k, k) for k in (MEMORY, MESSAGE, CONVERSATION, PERSON, ENTRY, RESTORED)]
+    KINDS = [
+        (k, k) for k in (MEMORY, MESSAGE, CONVERSATION, CHANNEL, PERSON, ENTRY, MATERIAL, STORE, RESTORED)
+    ]
 
     kind = models.CharField(max_length=16, choices=KINDS)
-    target = models.CharField(max_length=200)  # a memory, message or conversation id, or a person's name
+    # an id; a person's or channel's name; `<agent>/<store>`
+    target = models.CharField(max_length=200)
     actor_kind = models.CharField(max_length=16)
     actor_name = models.CharField(max_length=150)
     reason = models.TextField()
@@ -30,7 +34,7 @@ class Erasure(models.Model):
 
 class ErasedItem(models.Model):
     """A tombstone: one row whose content is gone (`kind` is the row's type: memory, message,
-    episode), with the sha256 of what it held so a copy can be recognised, never the text."""
+    episode, entry, material), with the sha256 of what it held so a copy can be recognised, never the text."""
 
     erasure = models.ForeignKey(Erasure, on_delete=models.PROTECT, related_name="items")
     kind = models.CharField(max_length=16)

@@ -21,6 +21,7 @@ from django.utils.dateparse import parse_date
 
 from knowledge import access
 from knowledge.audit.services import audit_record
+from knowledge.erasure.selectors import entry_hash
 from knowledge.errors import Invalid, Refused
 from knowledge.memories.exported import memory_row_exported
 from knowledge.memories.rows import memory_row_state
@@ -165,7 +166,7 @@ class ImportPlan:
     present: dict = field(default_factory=lambda: {"entries": 0, "memories": 0})
     left_out: dict = field(default_factory=lambda: {"entries": 0, "memories": 0})
     kept: list = field(default_factory=list)  # "memo", "guide": not overwritten
-    erased: int = 0  # memories of the file whose content an admin erased here: never brought back
+    erased: int = 0  # memories and entries of the file an admin erased here: never brought back
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -381,7 +382,16 @@ def _entries(actor, agent, data, plan, *, shared: bool) -> tuple[dict, dict]:
     present (its blocks and relations are skipped; ref -> its id in the second dict, for the
     sources that cite it); one in a store left out is left out."""
     entries, held_by_others = {}, {}
+    hashes = {e["ref"]: entry_hash(e["name"], e.get("summary") or "") for e in data["entry"]}
+    erased = set(
+        ErasedItem.objects.filter(kind="entry", content_hash__in=set(hashes.values())).values_list(
+            "content_hash", flat=True
+        )
+    )
     for e in data["entry"]:
+        if hashes[e["ref"]] in erased:  # erased here since the export: never brought back
+            plan.erased += 1
+            continue
         if not shared and is_shared_store(e["store"]):
             plan.left_out["entries"] += 1
             continue

@@ -1,12 +1,20 @@
 """What the memory app derived from erased content goes with it (knowledge.erasure sends
 `content_erased` inside its transaction): conversation summaries that may quote an erased
 message are dropped (the next compilation folds again from what remains), links and gate checks
-of erased memories go, and consolidation plans keep no copy of an erased memory's text. Plain
+of erased memories go, an open consolidation plan (running or proposed) drops every group naming
+an erased memory, and a finished plan keeps no copy of its text (its ids stay, for the history). Plain
 SQL over arrays: a person's erasure names thousands of memories."""
 
 from django.db import connection
 
-from memory.models import ConsolidationGroup, ConsolidationItem, ConversationSummary, GateCheck, MemoryLink
+from memory.models import (
+    ConsolidationGroup,
+    ConsolidationItem,
+    ConsolidationPlan,
+    ConversationSummary,
+    GateCheck,
+    MemoryLink,
+)
 
 
 def derived_of_erased_drop(*, memory_ids, conversation_ids, channel_ids, **kwargs) -> None:
@@ -31,6 +39,15 @@ def derived_of_erased_drop(*, memory_ids, conversation_ids, channel_ids, **kwarg
             [memories, memories],
         )
         touched = [row[0] for row in c.fetchall()]
+        plans = ConsolidationPlan._meta.db_table
+        c.execute(
+            f"SELECT g.id FROM {groups} g JOIN {plans} p ON p.id = g.plan_id "  # noqa: S608
+            "WHERE g.id = ANY(%s) AND p.state = ANY(%s)",
+            [touched, list(ConsolidationPlan.OPEN_STATES)],
+        )
+        dropped = [row[0] for row in c.fetchall()]
+        c.execute(f"DELETE FROM {items} WHERE group_id = ANY(%s)", [dropped])  # noqa: S608
+        c.execute(f"DELETE FROM {groups} WHERE id = ANY(%s)", [dropped])  # noqa: S608
         c.execute(
             f"UPDATE {items} SET before = '{{\"erased\": true}}'::jsonb, after = NULL WHERE memory_id = ANY(%s)",  # noqa: S608
             [memories],

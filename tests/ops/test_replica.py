@@ -196,3 +196,45 @@ def test_searches_read_from_the_replica_and_fall_back_to_the_primary(primary_and
         except subprocess.TimeoutExpired:
             web_process.kill()
         print(log.read_text(errors="replace")[-3000:])
+
+
+ERASED = "replicaerasedtoken5521"
+PLANT = f"""
+from knowledge.models import Channel
+from tests import factory
+agent = factory.make_agent("drill", trusted=True)
+alice = factory.make_person("alice")
+dm = factory.make_channel("dm-alice", kind=Channel.KIND_DM, person=alice, agent=agent)
+factory.post_messages(dm, [{{"speaker": "alice", "text": "my locker code is {ERASED}-dm"}}])
+factory.make_memory(agent, "Alice's locker code is {ERASED}-private", store="private:alice")
+factory.make_memory(agent, "Lunch is at noon", store="shared")
+"""
+
+
+def test_a_replica_that_caught_up_holds_nothing_erased(primary_and_replica, tmp_path):
+    """Issue 60: an erasure on the primary reaches the replica with the rest of the WAL; once it
+    has caught up, no column there holds what was erased."""
+    from tests.knowledge.erasure.sweep import columns_holding
+
+    primary_url, replica_url, _ = primary_and_replica
+    env = base_env(DATABASE_URL=primary_url, BRAIN_VAR_DIR=str(tmp_path / "var"))
+
+    def manage(*args):
+        done = subprocess.run(
+            [PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    def on_replica():
+        with psycopg.connect(replica_url, autocommit=True) as conn, conn.cursor() as cursor:
+            return columns_holding(cursor, ERASED)
+
+    manage("shell", "-c", PLANT)
+    wait_for(lambda: on_replica(), timeout=30, what="the planted rows to reach the replica")
+
+    assert manage("erase", "--person", "alice", "--reason", "asked").startswith("Erased (ledger entry")
+
+    wait_for(lambda: on_replica() == [], timeout=30, what="the erasure to reach the replica")
+    with psycopg.connect(primary_url, autocommit=True) as conn, conn.cursor() as cursor:
+        assert columns_holding(cursor, ERASED) == []

@@ -11,7 +11,8 @@ from knowledge.principal import Principal
 
 class Command(BaseCommand):
     help = (
-        "Erase a memory, a message, a conversation or everything about a person, for good (what "
+        "Erase a memory, message, conversation, channel, entry, material, an agent's store or everything "
+        "about a person, for good (what "
         "POST /api/erasures does): the content goes, with what was derived from it, and a tombstone "
         "stays in the erasure ledger. --dry-run prints exactly what would go and writes nothing."
     )
@@ -21,7 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("--memory", type=int)
         parser.add_argument("--message", type=int)
         parser.add_argument("--conversation", type=int)
+        parser.add_argument("--channel", help="a channel's name: every message and conversation in it")
         parser.add_argument("--entry", type=int)
+        parser.add_argument(
+            "--material", type=int, help="a material, its originals and what was learned from it"
+        )
+        parser.add_argument("--store", help="an agent's store (with --agent): its memories and entries")
+        parser.add_argument("--agent", help="whose store")
         parser.add_argument("--reason", default="", help="why (required unless --dry-run); audited")
         parser.add_argument("--dry-run", action="store_true")
         parser.add_argument(
@@ -45,9 +52,13 @@ class Command(BaseCommand):
             )
             return
         named = [(kind, options[kind]) for kind in TARGETS if options.get(kind) is not None]
-        if len(named) != 1:
-            raise CommandError("Name exactly one of --person, --memory, --message or --conversation.")
+        if len(named) != 1 or (named[0][0] == "store") != bool(options.get("agent")):
+            raise CommandError(
+                f"Name exactly one of {', '.join('--' + t for t in TARGETS)} (--store with --agent)."
+            )
         kind, ref = named[0]
+        if kind == "store":
+            ref = f"{options['agent']}/{ref}"
         actor = Principal.system("manage.py erase")
         try:
             result = erasure_apply(actor=actor, kind=kind, ref=str(ref), reason=reason, dry_run=dry_run)
@@ -60,7 +71,15 @@ class Command(BaseCommand):
         verb = "Would erase" if dry_run else f"Erased (ledger entry {out['erasure']})"
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in out["counts"].items())
         self.stdout.write(f"{verb} {out['label']}: {counts}.")
-        for name in ("memories", "derived_memories", "requeued_memories", "messages", "episodes", "entries"):
+        for name in (
+            "memories",
+            "derived_memories",
+            "requeued_memories",
+            "messages",
+            "episodes",
+            "entries",
+            "materials",
+        ):
             if out[name]:
                 self.stdout.write(
                     f"  {name.replace('_', ' ')}: {', '.join(map(str, out[name][:50]))}"

@@ -5,10 +5,13 @@ import pytest
 from django.db import connection
 from django.test import Client
 
+from knowledge.entries import services as entry_services
 from knowledge.erasure.services import erasure_apply, erasure_ledger_reapply
+from knowledge.materials import services as materials
 from knowledge.memories.guard import memory_rows_guard
 from knowledge.models import (
     AuditEvent,
+    Entry,
     Episode,
     ErasedItem,
     Erasure,
@@ -20,7 +23,7 @@ from knowledge.models import (
 )
 from knowledge.principal import Principal
 from tests import factory
-from tests.knowledge.erasure.sweep import database_rows_holding, read_paths_holding
+from tests.knowledge.erasure.sweep import database_rows_holding, pages_holding, read_paths_holding
 
 TOKEN = "zqxwtoken7781"
 ADMIN = Principal(kind="person", name="adam", role="admin")
@@ -31,9 +34,11 @@ def _erase(world, body, who="admin"):
 
 
 def _person_world(world):
-    """Alice's content, each kind with the token: a private memory and entry, DM messages, a
-    message in #general, an episode over the DM, a memory distilled from her DM only (erased
-    with her) and one that also rests on Bob's message (kept, back to review)."""
+    """Alice's content, each kind with the token: a private memory, entry and material, DM
+    messages, a message in #general, an episode over the DM, a memory citing her DM only and one
+    the distiller wrote in her DM conversation (erased with her), a block Dreaming wrote in a
+    shared entry from her DM, and a memory that also rests on Bob's message (kept, back to
+    review; its source snapshot of her message goes)."""
     Person.objects.filter(pk=world.alice.pk).update(display_name=f"Alice {TOKEN}-display")
     dm_conv = factory.make_conversation(world.copilot, world.dm_alice)
     general_conv = factory.make_conversation(world.copilot, world.general)
@@ -85,7 +90,34 @@ def _person_world(world):
     )
     episode.evidence.set(dm_ids)
     Message.objects.filter(pk__in=dm_ids).update(episode=episode)
+    distiller = factory.make_memory(
+        world.copilot,
+        f"Alice keeps her badge in {TOKEN}-distiller",
+        store="private:alice",
+        conversation=dm_conv,
+        route="distiller",
+        author_kind="distiller",
+        author_name="distiller",
+    )
+    shared_entry = factory.make_entry(world.copilot, name="Badges", store="shared")
+    dreamed = entry_services.block_add(
+        actor=factory.SYSTEM,
+        entry_id=shared_entry.pk,
+        text=f"Badge numbers look like {TOKEN}-dreamed",
+        sources=[{"kind": "message", "ref": str(dm_ids[0])}],
+        route="dreaming",
+    )
+    material = materials.material_paste(
+        actor=factory.SYSTEM,
+        owner=world.copilot,
+        store="private:alice",
+        title=f"Alice's badge form {TOKEN}-material",
+        text=f"Badge holder: {TOKEN}-form",
+    )
     return {
+        "material": material,
+        "distiller": distiller,
+        "dreamed": dreamed,
         "conversations": [dm_conv, general_conv],
         "dm": dm_ids,
         "general": general_ids,
@@ -97,20 +129,47 @@ def _person_world(world):
     }
 
 
+def planted_ids(planted) -> dict:
+    memories = [planted[k].pk for k in ("private", "distilled", "supported", "distiller", "dreamed")]
+    return {
+        "memory": memories,
+        "entry": [planted["entry"].pk, planted["material"].entry.pk, planted["dreamed"].entry_id],
+        "material": [planted["material"].pk],
+        "message": [*planted["dm"], *planted["general"]],
+        "conversation": [c.pk for c in planted["conversations"]],
+        "episode": [planted["episode"].pk],
+    }
+
+
 def test_forgetting_a_person_leaves_their_content_on_no_read_path_and_in_no_column(world):
     planted = _person_world(world)
+    ids = planted_ids(planted)
     assert database_rows_holding(TOKEN), "the sweep's own premise: the token was planted"
-    assert read_paths_holding(world, TOKEN, conversations=planted["conversations"])
+    before = read_paths_holding(world, TOKEN, conversations=planted["conversations"], ids=ids)
+    pages = pages_holding(world, TOKEN, ids)
+    assert "export" in before and len(before) > 10, before
+    for page in (
+        "/search/?q=",
+        "/memories/?q=",
+        "/knowledge/entries/",
+        f"/knowledge/materials/{ids['material'][0]}/",
+    ):
+        assert any(url.startswith(page) for url in pages), (page, pages)
 
     response = _erase(world, {"person": "alice", "reason": "she asked to be forgotten"})
 
     assert response.status_code == 201, response.content
     body = response.json()
-    assert planted["distilled"].pk in body["derived_memories"]
+    assert {planted["distilled"].pk, planted["dreamed"].pk} <= set(body["derived_memories"])
+    assert planted["distiller"].pk in body["memories"]
     assert body["requeued_memories"] == [planted["supported"].pk]
     assert set(body["messages"]) == {*planted["dm"], planted["general"][0]}
-    ids = [planted["private"].pk, planted["distilled"].pk, planted["supported"].pk]
-    assert read_paths_holding(world, TOKEN, conversations=planted["conversations"], memory_ids=ids) == []
+    assert body["materials"] == ids["material"]
+    after = read_paths_holding(
+        world, TOKEN, conversations=planted["conversations"], memory_ids=ids["memory"], ids=ids
+    )
+    assert after == []
+    assert pages_holding(world, TOKEN, ids) == []
     assert database_rows_holding(TOKEN) == []
 
 
@@ -166,7 +225,7 @@ def test_a_dry_run_previews_exactly_what_goes_and_writes_nothing(world):
     body = preview.json()
     assert body["dry_run"] is True and "erasure" not in body
     assert body["counts"]["messages"] == 3 and body["counts"]["episodes"] == 1
-    assert body["counts"]["derived_memories"] == 1 and body["counts"]["requeued_memories"] == 1
+    assert body["counts"]["derived_memories"] == 2 and body["counts"]["requeued_memories"] == 1
     assert database_rows_holding(TOKEN) == before
     assert not Erasure.objects.exists()
     done = _erase(world, {"person": "alice", "reason": "asked"}).json()
@@ -186,11 +245,13 @@ def test_erasing_one_memory_takes_its_text_from_versions_sources_and_the_audit_t
         reason="derived",
     )
     assert database_rows_holding(TOKEN)
+    assert f"/memories/{memory.pk}/" in pages_holding(world, TOKEN, {"memory": [memory.pk]})
 
     response = _erase(world, {"memory": memory.pk, "reason": "a password was pasted"})
 
     assert response.status_code == 201, response.content
     assert read_paths_holding(world, TOKEN, conversations=[conv], memory_ids=[memory.pk]) == []
+    assert pages_holding(world, TOKEN, {"memory": [memory.pk]}) == []
     assert database_rows_holding(TOKEN) == []
     assert (
         not MemorySource.objects.filter(kind="memory", ref=str(memory.pk)).exclude(state="deleted").exists()
@@ -201,11 +262,19 @@ def test_erasing_a_message_and_a_conversation(world):
     conv = factory.make_conversation(world.copilot, world.support)
     ids = factory.post_messages(world.support, [{"speaker": "bob", "text": f"secret {TOKEN}-one"}])
     other = factory.post_messages(world.general, [{"speaker": "bob", "text": f"secret {TOKEN}-two"}])
+    distilled = factory.make_memory(
+        world.copilot, f"Bob's secret is {TOKEN}-distilled", store="channel:support", conversation=conv
+    )
+    seen = {"message": ids + other, "conversation": [conv.pk], "memory": [distilled.pk]}
+    assert f"/recall/browse/conversation/{conv.pk}" in pages_holding(world, TOKEN, seen)
 
     assert _erase(world, {"message": other[0], "reason": "pasted a key"}).status_code == 201
     assert _erase(world, {"conversation": conv.pk, "reason": "wrong channel"}).status_code == 201
 
     assert not Message.objects.filter(pk__in=ids + other).exists()
+    assert Memory.objects.get(pk=distilled.pk).status == "erased"
+    assert read_paths_holding(world, TOKEN, conversations=[conv], ids=seen) == []
+    assert pages_holding(world, TOKEN, seen) == []
     assert database_rows_holding(TOKEN) == []
 
 
@@ -272,7 +341,7 @@ def test_the_ledger_takes_again_what_comes_back(world):
 
     assert taken["memories"] == 1
     assert database_rows_holding(TOKEN) == []
-    assert erasure_ledger_reapply(actor=ADMIN) == {"memories": 0, "messages": 0, "episodes": 0, "entries": 0}
+    assert not any(erasure_ledger_reapply(actor=ADMIN).values())
 
 
 def test_the_erase_command_previews_then_erases_a_person(world):
@@ -362,9 +431,17 @@ def test_an_agent_import_of_an_older_export_does_not_bring_an_erased_memory_back
 
     kept = factory.make_memory(world.scribe, "The office opens at 8", store="self")
     secret = factory.make_memory(world.scribe, f"The safe code is {TOKEN}", store="self")
+    entry = factory.make_entry(
+        world.scribe, name=f"Safe {TOKEN}-entry", store="self", summary="where it is", blocks=["behind it"]
+    )
+    factory.make_entry(world.scribe, name="Office", store="self", summary="where it is")
     old_export = "".join(agent_export(actor=ADMIN, agent=world.scribe))
     erasure_apply(actor=ADMIN, kind="memory", ref=str(secret.pk), reason="pasted by mistake")
+    erasure_apply(actor=ADMIN, kind="entry", ref=str(entry.pk), reason="pasted by mistake")
     result = agent_import(actor=ADMIN, lines=io.StringIO(old_export), as_name="scribe-restored")
-    assert result["erased"] == 1
+    assert result["erased"] == 3  # the memory, the entry and its block
     assert database_rows_holding(TOKEN) == []
     assert Memory.objects.filter(owner__name="scribe-restored", text=kept.text).exists()
+    assert list(Entry.objects.filter(owner__name="scribe-restored").values_list("name", flat=True)) == [
+        "Office"
+    ]

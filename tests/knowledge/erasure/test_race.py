@@ -55,3 +55,54 @@ def test_an_erasure_racing_messages_from_the_person_leaves_no_half_erased_messag
                 assert str(kept[0]) not in erased and "knowledge_message.text" in holding
             else:
                 assert holding == [], f"{token} half erased: {holding}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_forgetting_a_person_waits_for_a_memory_being_written_to_their_store_and_takes_it(world):
+    """A memory written to Alice's private store in a transaction still open when the erasure
+    starts: the erasure waits for it to commit, then takes it — it is not left behind, committed
+    just after the erasure's plan was read."""
+    from django.db import transaction
+
+    from knowledge.models import Memory
+
+    written, go, erased = threading.Event(), threading.Event(), threading.Event()
+    made, errors = [], []
+
+    def writer():
+        try:
+            with transaction.atomic():
+                made.append(
+                    factory.make_memory(world.copilot, "racetokenmem kept in flight", store="private:alice")
+                )
+                written.set()
+                go.wait(20)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            written.set()
+        finally:
+            connection.close()
+
+    def eraser():
+        try:
+            erasure_apply(actor=ADMIN, kind="person", ref="alice", reason="race")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            erased.set()
+            connection.close()
+
+    factory.make_memory(world.copilot, "racetokenmem said before", store="private:alice")
+    threads = [threading.Thread(target=writer)]
+    threads[0].start()
+    assert written.wait(20)
+    threads.append(threading.Thread(target=eraser))
+    threads[1].start()
+    assert not erased.wait(1.5), "the erasure did not wait for the write in flight"
+    go.set()
+    for thread in threads:
+        thread.join(30)
+
+    assert errors == []
+    assert Memory.objects.get(pk=made[0].pk).status == "erased"
+    assert database_rows_holding("racetokenmem") == []
