@@ -6,7 +6,9 @@ A fold takes the summary so far and the turns that just left the verbatim window
 and returns the new summary. Code rules for a model's reply (`check`):
 - the summary is not blank and counts at most `limit` tokens (knowledge.tokens.count_tokens);
 - every speaker of the new turns is named in it unless the previous summary already names them
-  (a reply that drops a participant has dropped what they said).
+  (a reply that drops a participant has dropped what they said);
+- it keeps every claim of the new turns in its role and adds none; the summary so far it may
+  cut, never invert (memory.matching.kept).
 
 The extractive fold keeps one line per turn, `speaker: first sentence` cut to LINE_TOKENS, and
 rolls: when the lines pass `limit`, the first line (how the conversation began) stays and the
@@ -17,7 +19,7 @@ import re
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.matching.rules import summary_breach
 
-VERSION = "history/2"
+VERSION = "history/3"
 LINE_TOKENS = 40
 TURN_CHARS = 1500  # one very long turn is cut in the prompt (never in the database)
 DROPPED_RE = re.compile(r"^\(… (\d+) earlier turns? left out\)$")
@@ -54,13 +56,16 @@ def prompt(*, previous: str, turns: list[tuple[str, str]], limit: int) -> list[d
 
 
 def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int, sources=None) -> str:
-    """Why a model's reply may not be stored ("" when it may). With `sources`, the summary may
-    name no person, number or date they do not (memory.matching.rules)."""
+    """Why a model's reply may not be stored ("" when it may). With `sources` (the summary so far,
+    then each new turn), the summary keeps every claim of each turn in its role and adds none;
+    the summary so far it may cut, never invert (memory.matching.rules)."""
 
     summary = data["summary"].strip()
     if not summary:
         return "the summary is blank"
-    if sources is not None and (why := summary_breach(summary, sources, examples=EXAMPLES)):
+    if sources is not None and (
+        why := summary_breach(summary, sources, examples=EXAMPLES, every_claim=True, may_drop={0})
+    ):
         return f"the summary {why.removeprefix('it ')}"
     tokens = count_tokens(summary)
     if tokens > limit:

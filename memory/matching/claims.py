@@ -84,6 +84,7 @@ _TOKEN = re.compile(r"[#$€£+]?[\w@][\w.@'’:\-+%/&]*|['\"‘“”’]|[.,;:
 _NOT_NEGATING = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 
 
+_TITLE = re.compile(r"[A-Z][^\W\daeiouy]{1,2}\.")  # a capital and consonants: Dr., Mr., St.
 _OUTSIDE = frozenset(["outside", "except", "excluding", "besides"])
 
 
@@ -122,6 +123,9 @@ def words(text: str) -> list[Word]:
     opening = True
     tokens = []
     for token in _TOKEN.findall(text):
+        if _TITLE.fullmatch(token):
+            tokens.append(token[:-1])  # "Dr. Amaka Chukwu": an abbreviation's point ends nothing
+            continue
         trail = []
         while len(token) > 1 and (
             token[-1] in ".:," and not CLOCK.match(token) or token[-1] in "'’" and token[-2] != "s"
@@ -298,7 +302,7 @@ class Reading:
         return self.surface.get(lemma, lemma)
 
 
-def _clauses(ws: list[Word]) -> list[list[Word]]:
+def clauses(ws: list[Word]) -> list[list[Word]]:
     """The text cut at sentence punctuation, brackets, dashes and clause-opening conjunctions."""
     out, current = [], []
     for i, w in enumerate(ws):
@@ -318,10 +322,14 @@ def _clauses(ws: list[Word]) -> list[list[Word]]:
 
 
 def _coordinated(ws: list[Word]) -> list[list[Word]]:
-    """A clause split at "and" when both sides have a predicate of their own ("School starts at
-    8:45 and registration closes at 8:55"); "Polish and English" stays one."""
+    """A clause split at "and" or "but" when both sides have a predicate of their own ("School
+    starts at 8:45 and registration closes at 8:55"); "Polish and English" stays one."""
     for i, w in enumerate(ws):
-        if w.lower == "and" and _predicate(ws[:i]) is not None and _predicate(ws[i + 1 :]) is not None:
+        if (
+            w.lower in ("and", "but")
+            and _predicate(ws[:i]) is not None
+            and _predicate(ws[i + 1 :]) is not None
+        ):
             return [ws[:i], *_coordinated(ws[i + 1 :])]
     return [ws]
 
@@ -341,7 +349,8 @@ def _predicate(ws: list[Word]) -> int | None:
         after_phrase = before.kind in ("word", "name", "id", "number", "quote") and not before.possessive
         after_phrase = after_phrase and before.lower not in _DETERMINERS | _PREPOSITIONS
         if w.kind == "neg" or w.lower in _AUXILIARIES:
-            if after_phrase or before.lower in _PRONOUNS:
+            # after a phrase, or after the comma closing an apposition ("Parisa, Hamid's cousin, is")
+            if after_phrase or before.lower in _PRONOUNS or before.text == "," and i > 1:
                 return i
             continue
         if w.kind != "word" or w.lower in _FUNCTION or not after_phrase and before.lower not in _PRONOUNS:
@@ -541,7 +550,7 @@ def read(text: str) -> Reading:
     """The claims of `text` (cached per text: a text paired with many is read once)."""
     ws = words(text)
     claims: list[Claim] = []
-    for clause in _clauses(ws):
+    for clause in clauses(ws):
         topic = None
         colon = next((i for i, w in enumerate(clause) if w.text == ":"), None)
         if (

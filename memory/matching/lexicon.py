@@ -61,16 +61,19 @@ def _line(m: mmap.mmap, key: bytes) -> bytes:
 
 
 @lru_cache(maxsize=100_000)
-def _synset(pos: str, offset: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, str], ...]]:
-    """(lexicographer file, words, pointers (symbol, pos, offset)) of one synset."""
+def _synset(pos: str, offset: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, str, int, int], ...]]:
+    """(lexicographer file, words, pointers (symbol, pos, offset, source, target)) of one synset;
+    a lexical pointer (an antonym, a derived form) goes from its `source`th word to the target's
+    `target`th (counted from 1), a semantic one (0, 0) from the whole synset to the whole."""
     line = _line(_file("data", pos), offset.encode() + b" ").split(b" | ")[0].decode("latin-1").split()
     count = int(line[3], 16)
     words = tuple(line[4 + 2 * i].lower().split("(")[0].replace("_", " ") for i in range(count))
     at = 4 + 2 * count
     pointers = []
     for _ in range(int(line[at])):
-        symbol, target, target_pos = line[at + 1 : at + 4]
-        pointers.append((symbol, "a" if target_pos == "s" else target_pos, target))
+        symbol, target, target_pos, ends = line[at + 1 : at + 5]
+        pos_ = "a" if target_pos == "s" else target_pos
+        pointers.append((symbol, pos_, target, int(ends[:2], 16), int(ends[2:], 16)))
         at += 4
     return _lexnames().get(int(line[1]), ""), words, tuple(pointers)
 
@@ -109,14 +112,26 @@ def opposites(lemma: str) -> frozenset[str]:
     out = set()
     for pos in FILES:
         for p, offset in _senses(lemma, pos):
-            heads = [(p, offset)] + [(tp, to) for sym, tp, to in _synset(p, offset)[2] if sym == "&"]
-            for hp, ho in heads:
-                for sym, tp, to in _synset(hp, ho)[2]:
-                    if sym != "!":
-                        continue
-                    out.update(_synset(tp, to)[1])
+            heads = [(p, offset, True)] + [
+                (tp, to, False) for sym, tp, to, *_ in _synset(p, offset)[2] if sym == "&"
+            ]
+            for hp, ho, own in heads:
+                out.update(_pointed(hp, ho, ("!",), lemma if own else ""))
     out.discard(lemma)
     return frozenset(out)
+
+
+def _pointed(pos: str, offset: str, symbols: tuple[str, ...], word: str) -> set[str]:
+    """The words a synset's `symbols` pointers lead to; a lexical pointer only from `word` (any
+    word when "") and only to the word it names."""
+    _, words, pointers = _synset(pos, offset)
+    out = set()
+    for symbol, tp, to, source, target in pointers:
+        if symbol not in symbols or word and source and words[source - 1] != word:
+            continue
+        targets = _synset(tp, to)[1]
+        out.update([targets[target - 1]] if target else targets)
+    return out
 
 
 @lru_cache(maxsize=100_000)
@@ -141,9 +156,7 @@ def forms(lemma: str) -> frozenset[str]:
     out = set()
     for pos in FILES:
         for p, offset in _senses(lemma, pos, SYNONYM_SENSES):
-            for symbol, tp, to in _synset(p, offset)[2]:
-                if symbol in ("\\", "+", "/"):
-                    out.update(_synset(tp, to)[1])
+            out.update(_pointed(p, offset, ("\\", "+", "/"), lemma))
     out.discard(lemma)
     return frozenset(out)
 

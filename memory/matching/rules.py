@@ -20,8 +20,8 @@ trusted with the originals: the group is left alone and the run's notes say why.
 - **Every claim kept** (merges, and summaries that replace memories: `every_claim`): each claim
   of each original is in the text with its role — the version that fixes stays the one that
   fixes, the date, person, negation and condition stay with what they were said of — and it adds
-  none (memory.matching.kept.claims_kept). The history fold summarises turns, not memories, and
-  is not held to it.
+  none (memory.matching.kept.claims_kept). The history fold is held to it for the new turns; the
+  summary so far may be cut to its budget, never inverted or added to.
 - **A merge keeps each original's meaning** (`merge_breach`): originals the relation finder
   (memory.matching.relations) calls contradicting are never merged, and a merge the finder
   calls contradicting any original — a negation dropped, a number, version or date swapped,
@@ -69,10 +69,12 @@ def new_specifics(text: str, sources: list[str]) -> list[str]:
     return new
 
 
-def summary_breach(text: str, sources: list[str], *, examples=(), every_claim: bool = False) -> str:
-    """Why a summary of `sources` may not be used ("" when it may). With `every_claim` (a summary
-    that replaces memories: consolidation's, the reconciler's digest) it must also keep each claim
-    of each source in its role and add none (memory.matching.kept)."""
+def summary_breach(
+    text: str, sources: list[str], *, examples=(), every_claim: bool = False, may_drop=frozenset()
+) -> str:
+    """Why a summary of `sources` may not be used ("" when it may). With `every_claim` it must
+    also keep each claim of each source in its role and add none (memory.matching.kept); the
+    sources numbered in `may_drop` may be left out in part, never inverted or swapped."""
     if not text.strip():
         return "it is blank"
     if echoes_example(text, examples):
@@ -81,7 +83,7 @@ def summary_breach(text: str, sources: list[str], *, examples=(), every_claim: b
     if new:
         return f"it names what no original says: {', '.join(new[:5])}"
     if every_claim:
-        kept, why = claims_kept(sources, text)
+        kept, why = claims_kept(sources, text, may_drop=frozenset(may_drop))
         if not kept:
             return f"it does not keep every claim of the originals ({why})"
     return ""

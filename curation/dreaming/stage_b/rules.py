@@ -245,7 +245,7 @@ class Opened:
     messages: dict[int, Evidence] = field(default_factory=dict)
     episodes: dict[int, list[int]] = field(default_factory=dict)  # episode → the messages it stands for
     outcomes: dict[int, dict] = field(default_factory=dict)  # id → {skill, result, steps, correction}
-    entries: dict[int, dict] = field(default_factory=dict)  # id → {store, blocks: {id: valid_to}}
+    entries: dict[int, dict] = field(default_factory=dict)  # id → {store, blocks: {id: valid_to}, texts}
     types: list[str] = field(default_factory=list)
     stores: list[str] = field(default_factory=list)
     skills: dict[str, list[int]] = field(default_factory=dict)  # enabled skill → live lesson ids
