@@ -132,7 +132,7 @@ def words(text: str) -> list[Word]:
         ):
             token, trail = token[:-1], [token[-1], *trail]  # a closing quote, not a possessive
         tokens += [token, *trail]
-    for token in tokens:
+    for at, token in enumerate(tokens):
         if token in ".,;:!?()—–":
             out.append(Word(token, token, token, "punct"))
             opening = token in ".;:!?"
@@ -174,7 +174,9 @@ def words(text: str) -> list[Word]:
                 continue
             out.append(Word(bare, lower, lower.lstrip("#"), "id", cap, possessive))
             continue
-        if lower in _NEGATORS or _CONTRACTED.match(lower) or lower.endswith(("n't", "n’t")):
+        following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
+        contrast = (lower, following) in (("rather", "than"), ("instead", "of"))  # "PDFs rather than slides"
+        if lower in _NEGATORS or _CONTRACTED.match(lower) or lower.endswith(("n't", "n’t")) or contrast:
             out.append(Word(bare, lower, "not", "neg"))
             continue
         if lower in ("longer", "more") and out and out[-1].lower == "no":
@@ -193,6 +195,9 @@ def words(text: str) -> list[Word]:
             kind = "word"  # "PHONE", "OK": a word in capitals; "SSO", "HS": an acronym, a name
         if "." in lower.strip(".") and "@" not in lower:  # a host or a file: tessary.example
             kind = "id"
+        joined = lower.replace("-", "")
+        if kind == "word" and "-" in lower and joined.isalpha() and not unknown(joined):
+            lower = bare = joined  # "pro-rated", "e-mail": a word a dictionary knows written in parts
         if kind != "id" and "-" in lower and not any(entry(lower, pos)[0] for pos in FILES):
             # "first-response", "Wi-Fi": the words; "brother-in-law", "left-handed": a word
             parts = [x for x in lower.split("-") if x]
@@ -348,6 +353,8 @@ def _predicate(ws: list[Word]) -> int | None:
         before = ws[i - 1]
         after_phrase = before.kind in ("word", "name", "id", "number", "quote") and not before.possessive
         after_phrase = after_phrase and before.lower not in _DETERMINERS | _PREPOSITIONS
+        if w.lower in _AUXILIARIES and before.lower in ("each", "all", "both") and i > 1:
+            after_phrase = content(ws[i - 2])  # "the children each have": a floating quantifier
         if w.kind == "neg" or w.lower in _AUXILIARIES:
             # after a phrase, or after the comma closing an apposition ("Parisa, Hamid's cousin, is")
             if after_phrase or before.lower in _PRONOUNS or before.text == "," and i > 1:

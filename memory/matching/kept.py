@@ -179,7 +179,12 @@ def _inverted(originals: list[Reading], candidate: Reading) -> str:
     whole = claims.read(" . ".join(o.text for o in originals))
     for x in sorted(_unsaid(candidate, whole)):
         for y in sorted(_unsaid(whole, candidate)):
-            if x.isalpha() and y.isalpha() and x not in _DENYING and (y in opposites(x) or x in opposites(y)):
+            if (
+                x.isalpha()
+                and y.isalpha()
+                and x not in _DENYING
+                and (y in opposites(x, strict=True) or x in opposites(y, strict=True))
+            ):
                 return f"the opposite of the originals: {candidate.said(x)} / {y}"
     return ""
 

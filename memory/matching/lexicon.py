@@ -105,10 +105,12 @@ def synonymous(x: str, y: str) -> bool:
 
 
 @lru_cache(maxsize=50_000)
-def opposites(lemma: str) -> frozenset[str]:
+def opposites(lemma: str, *, strict: bool = False) -> frozenset[str]:
     """The words WordNet gives as opposites of `lemma`'s most frequent senses: direct antonyms,
     and for an adjective those of its cluster's head (shut: closed, so open). Read both ways by
-    `opposed`."""
+    `opposed`. An antonym is a pointer between two words; by default any word of its senses
+    counts and every word of the opposite sense (open: close up, shut down); `strict` keeps the
+    antonyms of `lemma` itself, word to word (allow: deny, disallow; not keep)."""
     out = set()
     for pos in FILES:
         for p, offset in _senses(lemma, pos):
@@ -116,21 +118,21 @@ def opposites(lemma: str) -> frozenset[str]:
                 (tp, to, False) for sym, tp, to, *_ in _synset(p, offset)[2] if sym == "&"
             ]
             for hp, ho, own in heads:
-                out.update(_pointed(hp, ho, ("!",), lemma if own else ""))
+                out.update(_pointed(hp, ho, ("!",), lemma if own and strict else "", whole=not strict))
     out.discard(lemma)
     return frozenset(out)
 
 
-def _pointed(pos: str, offset: str, symbols: tuple[str, ...], word: str) -> set[str]:
+def _pointed(pos: str, offset: str, symbols: tuple[str, ...], word: str, whole: bool = False) -> set[str]:
     """The words a synset's `symbols` pointers lead to; a lexical pointer only from `word` (any
-    word when "") and only to the word it names."""
+    word when "") and only to the word it names (every word of its synset when `whole`)."""
     _, words, pointers = _synset(pos, offset)
     out = set()
     for symbol, tp, to, source, target in pointers:
         if symbol not in symbols or word and source and words[source - 1] != word:
             continue
         targets = _synset(tp, to)[1]
-        out.update([targets[target - 1]] if target else targets)
+        out.update([targets[target - 1]] if target and not whole else targets)
     return out
 
 

@@ -160,7 +160,7 @@ def _another_one(a: Reading, b: Reading) -> str:
                 return f"{a.said(sx.head)} / {b.said(sy.head)}"
     when_a = {w for c in a.claims for w in c.when}
     when_b = {w for c in b.claims for w in c.when}
-    if when_a and when_b and not when_a & when_b:
+    if when_a and when_b and not any(x == y or _same(x, y) for x in when_a for y in when_b):
         return f"{min(when_a)} / {min(when_b)}"
     return ""
 
@@ -190,8 +190,11 @@ def _unsaid(a: Reading, b: Reading) -> set[str]:
         theirs = theirs | {f"day:{n}" for n in range(1, 6)}
     if {"day:1", "day:5"} <= theirs:
         theirs = theirs | {"day:weekday"}
+    if any(w.lower == "both" for w in b.words):  # "both of Meera's kids" / "her two children"
+        theirs = theirs | {"2"}
     named = {w for name in a.names if any(x in theirs for x in name.split()) for w in name.split()}
-    named |= {w for w in a.name_words if w in theirs or claims.forms(w) & theirs}
+    derived = set().union(*(claims.forms(w) for w in b.name_words))  # Polish: Poland
+    named |= {w for w in a.name_words if w in theirs or w in derived or claims.forms(w) & theirs}
     lemmas_a = [w.lemma for w in a.words if w.kind != "punct"]
     lemmas_b = [w.lemma for w in b.words if w.kind != "punct"]
     spelt = spelt_out(lemmas_a, a.lemmas, b.lemmas) | spelt_out(lemmas_b, b.lemmas, a.lemmas)
