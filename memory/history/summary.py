@@ -8,7 +8,8 @@ and returns the new summary. Code rules for a model's reply (`check`):
 - every speaker of the new turns is named in it unless the previous summary already names them
   (a reply that drops a participant has dropped what they said);
 - it keeps every claim of the new turns in its role and adds none; the summary so far it may
-  cut, never invert (memory.matching.kept).
+  cut, never invert, and a turn in which no claim can be read ("thanks!") it may leave out
+  (memory.matching.kept).
 
 The extractive fold keeps one line per turn, `speaker: first sentence` cut to LINE_TOKENS, and
 rolls: when the lines pass `limit`, the first line (how the conversation began) stays and the
@@ -17,6 +18,7 @@ oldest lines after it go, with a count of what went."""
 import re
 
 from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.matching.claims import read
 from memory.matching.rules import summary_breach
 
 VERSION = "history/3"
@@ -63,9 +65,7 @@ def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int
     summary = data["summary"].strip()
     if not summary:
         return "the summary is blank"
-    if sources is not None and (
-        why := summary_breach(summary, sources, examples=EXAMPLES, every_claim=True, may_drop={0})
-    ):
+    if sources is not None and (why := summary_breach(summary, sources, examples=EXAMPLES)):
         return f"the summary {why.removeprefix('it ')}"
     tokens = count_tokens(summary)
     if tokens > limit:
@@ -74,6 +74,12 @@ def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int
     missing = sorted({s for s, _ in turns if s.lower() not in previous.lower() and s.lower() not in lowered})
     if missing:
         return f"the summary leaves out who spoke: {', '.join(missing)}"
+    # the summary so far may be cut to fit, and a turn that states nothing ("thanks!") left out
+    idle = {n for n, (_, text) in enumerate(turns, 1) if not read(text).claims}
+    if sources is not None and (
+        why := summary_breach(summary, sources, every_claim=True, may_drop={0, *idle})
+    ):
+        return f"the summary {why.removeprefix('it ')}"
     return ""
 
 

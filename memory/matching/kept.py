@@ -264,8 +264,9 @@ def _rebound(originals: list[Reading], candidate: Reading, values: list[str]) ->
     def kind(value: str) -> str:
         return "number" if any(ch.isdigit() for ch in value) else "name"
 
-    # a value every original has is what they are about, not one of their values
-    values = [v for v in values if not all(v in _facts(o) for o in originals)]
+    # a value every original has (of several) is what they are about, not one of their values
+    if len(originals) > 1:
+        values = [v for v in values if not all(v in _facts(o) for o in originals)]
     for u in values:
         had = set().union(*(verbs(o, u) for o in originals))
         for verb in verbs(candidate, u) if had else ():
