@@ -71,6 +71,7 @@ _AUXILIARIES = frozenset(
     "can could may might must".split()
 )
 _NEGATORS = frozenset("not no never none nobody nothing neither nor without cannot".split())
+_NOMINAL_NEGATORS = frozenset("no none nobody nothing neither nor without".split())  # deny a noun, not a verb
 _CONTRACTED = re.compile(
     r"^(?:is|are|was|were|do|does|did|has|have|had|ca|can|wo|would|could|should|must|need)n['’]?t$"
 )
@@ -181,6 +182,14 @@ def words(text: str) -> list[Word]:
             continue
         if lower in ("longer", "more") and out and out[-1].lower == "no":
             continue  # "no longer", "no more": one negator
+        if (
+            lower == "else"
+            and out
+            and out[-1].kind == "neg"
+            and out[-1].lower in ("nobody", "nothing", "none")
+        ):
+            out[-1] = Word("only", "only", "only", "word")  # "the infra team and nobody else": only they
+            continue
         if lower in WEEKDAYS or lower in WEEKDAY_ABBREVIATIONS and bare[:1].isupper():
             out.append(Word(bare, lower, WEEKDAYS.get(lower) or WEEKDAY_ABBREVIATIONS[lower], "word"))
             continue
@@ -355,9 +364,11 @@ def _predicate(ws: list[Word]) -> int | None:
         after_phrase = after_phrase and before.lower not in _DETERMINERS | _PREPOSITIONS
         if w.lower in _AUXILIARIES and before.lower in ("each", "all", "both") and i > 1:
             after_phrase = content(ws[i - 2])  # "the children each have": a floating quantifier
+        if w.kind == "neg" and w.lower in _NOMINAL_NEGATORS:
+            continue  # "black, no sugar", "without any sugar": no predicate
         if w.kind == "neg" or w.lower in _AUXILIARIES:
             # after a phrase, or after the comma closing an apposition ("Parisa, Hamid's cousin, is")
-            if after_phrase or before.lower in _PRONOUNS or before.text == "," and i > 1:
+            if after_phrase or before.lower in _PRONOUNS or before.text == "," and i > 1 and w.kind != "neg":
                 return i
             continue
         if w.kind != "word" or w.lower in _FUNCTION or not after_phrase and before.lower not in _PRONOUNS:

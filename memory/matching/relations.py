@@ -330,7 +330,7 @@ def classify(
         return Relation(DUPLICATE, "case", 1.0, "the same text once case and spacing are set aside")
     terms_a, terms_b = a.lemmas | a.numbers, b.lemmas | b.numbers
     score = round(dice(terms_a, terms_b), 3)
-    shared = sum(_has(t, b.lemmas) for t in a.lemmas)
+    shared = sum(_has(t, b.lemmas) for t in a.lemmas) + len(a.numbers & b.numbers)
     if score < p["subject"] or shared < SHARED_TERMS:
         return Relation(NEITHER, "", score, "another subject")
     if not same_subject and (other := _another_one(a, b)):
