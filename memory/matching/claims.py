@@ -31,6 +31,7 @@ from memory.matching.lexicon import (  # noqa: F401 (the reader's lexicon, also 
     FILES,
     entry,
     forms,
+    kind_of,
     lemmas,
     noun_kind,
     opposed,
@@ -148,7 +149,10 @@ def words(text: str) -> list[Word]:
         lower = bare.lower()
         if not lower:
             continue
-        cap = bare[:1].isupper() and (not opening or unknown(lower))  # a sentence may open with a name
+        following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
+        # a sentence may open with a name: one no dictionary knows, or the first of several ("Sam Okoye")
+        name_follows = following[:1].isalpha() and tokens[at + 1][:1].isupper() and following not in _FUNCTION
+        cap = bare[:1].isupper() and (not opening or unknown(lower) or name_follows)
         opening = False
         if any(c.isdigit() for c in lower):
             if m := DATE.match(lower):
@@ -175,7 +179,6 @@ def words(text: str) -> list[Word]:
                 continue
             out.append(Word(bare, lower, lower.lstrip("#"), "id", cap, possessive))
             continue
-        following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
         contrast = (lower, following) in (("rather", "than"), ("instead", "of"))  # "PDFs rather than slides"
         if lower in _NEGATORS or _CONTRACTED.match(lower) or lower.endswith(("n't", "n’t")) or contrast:
             out.append(Word(bare, lower, "not", "neg"))

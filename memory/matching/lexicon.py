@@ -145,6 +145,25 @@ def opposed(x: str, y: str) -> bool:
     return any(y in synonyms(o) for o in opposites(x)) or any(x in synonyms(o) for o in opposites(y))
 
 
+@lru_cache(maxsize=100_000)
+def kind_of(x: str, y: str) -> bool:
+    """Whether one verb's most frequent senses are a kind of a sense of the other (WordNet's
+    direct hypernym: drink / take, collect / pick; not drive / cycle, remove / move)."""
+
+    def above(lemma: str) -> set:
+        return {
+            (tp, to)
+            for p, o in _senses(lemma, "v", SYNONYM_SENSES)
+            for sym, tp, to, *_ in _synset(p, o)[2]
+            if sym == "@"
+        }
+
+    def senses(lemma: str) -> set:
+        return {("v", o) for o in entry(lemma, "v")[0]}
+
+    return bool(above(x) & senses(y) or above(y) & senses(x))
+
+
 @lru_cache(maxsize=50_000)
 def person(lemma: str) -> bool:
     """Whether `lemma`'s most frequent noun sense is a person (WordNet's noun.person)."""

@@ -404,13 +404,23 @@ def _replaced(a: Reading, b: Reading, unsaid_a: set, unsaid_b: set) -> str:
     handler" / "the refunds webhook handler"): another thing, however little else differs."""
     for x, (before_x, after_x) in _neighbours(a, unsaid_a).items():
         for y, (before_y, after_y) in _neighbours(b, unsaid_b).items():
-            if (before_x or after_x) and _alike(before_x, before_y) and _alike(after_x, after_y):
+            if (
+                (before_x or after_x)
+                and _alike(before_x, before_y)
+                and _alike(after_x, after_y)
+                and not claims.kind_of(x, y)  # "picks Laleh up" / "collects Laleh"
+            ):
                 return f"{a.said(x)} / {b.said(y)}"
     # or the verb of the same subject ("Jonas drives to the office" / "Jonas cycles to the office"),
     # or the value of the same attribute ("the trip is compulsory" / "the trip is voluntary")
     for cx in a.claims:
         for cy in b.claims:
-            if _corresponding(cx, cy) and cx.attribute in unsaid_a and cy.attribute in unsaid_b:
+            if (
+                _corresponding(cx, cy)
+                and cx.attribute in unsaid_a
+                and cy.attribute in unsaid_b
+                and not claims.kind_of(cx.attribute, cy.attribute)  # drinks coffee / takes coffee
+            ):
                 return f"{a.said(cx.attribute)} / {b.said(cy.attribute)}"
             if _corresponding(cx, cy) and _same(cx.attribute, cy.attribute):
                 x, y = cx.values & unsaid_a, cy.values & unsaid_b

@@ -7,7 +7,8 @@ trusted with the originals: the group is left alone and the run's notes say why.
   statement") says nothing.
 - **Nothing new**: every number, date or identifier with a digit, and every name (a capitalised
   word; one opening a sentence too, unless it is a common sentence opener), must appear in the
-  originals (case folded). A merge reading
+  originals (case folded; with every claim checked, as the claim reader normalises them: 2pm is
+  14:00). A merge reading
   "2023-17-07 7:59:48.643+CALCARRE_SANTAYADORA…" or a summary naming a person no source names
   is refused.
 - **A merge keeps each original** (`merge_breach` only): with vectors, cosine ≥ MERGE_COSINE to
@@ -69,17 +70,23 @@ def new_specifics(text: str, sources: list[str]) -> list[str]:
     return new
 
 
+def _unusable(text: str, examples) -> str:
+    if not text.strip():
+        return "it is blank"
+    if echoes_example(text, examples):
+        return f"it is the prompt's example ({text.strip()[:80]!r}), not a summary"
+    return ""
+
+
 def summary_breach(
     text: str, sources: list[str], *, examples=(), every_claim: bool = False, may_drop=frozenset()
 ) -> str:
     """Why a summary of `sources` may not be used ("" when it may). With `every_claim` it must
     also keep each claim of each source in its role and add none (memory.matching.kept); the
     sources numbered in `may_drop` may be left out in part, never inverted or swapped."""
-    if not text.strip():
-        return "it is blank"
-    if echoes_example(text, examples):
-        return f"it is the prompt's example ({text.strip()[:80]!r}), not a summary"
-    new = new_specifics(text, sources)
+    if why := _unusable(text, examples):
+        return why
+    new = [] if every_claim else new_specifics(text, sources)  # the claims' check reads 2pm as 14:00
     if new:
         return f"it names what no original says: {', '.join(new[:5])}"
     if every_claim:
@@ -103,7 +110,7 @@ def contradicting_originals(originals: list[str]) -> str:
 def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) -> str:
     """Why a merge may not replace `originals` ("" when it may). `vectors` embeds a list of
     texts (None: no vectors, key terms decide)."""
-    why = summary_breach(text, originals, examples=examples)
+    why = _unusable(text, examples)
     if why:
         return why.replace("a summary", "a merge")
     why = contradicting_originals(originals)
@@ -127,7 +134,7 @@ def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) 
             continue
         detail = f"cosine {cosines[n]:.2f}, " if cosines is not None else ""
         return f"it does not keep memory {n + 1} ({detail}{kept:.0%} of its key terms)"
-    kept_all, why = claims_kept(originals, text)
+    kept_all, why = claims_kept(originals, text)  # numbers and names new to the originals too
     if not kept_all:
         return f"it does not keep every claim of the originals ({why})"
     return ""
