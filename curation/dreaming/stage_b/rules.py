@@ -30,7 +30,7 @@ holds what they share and stays free of the database."""
 import datetime
 from dataclasses import dataclass, field
 
-VERSION = "stage-b/2"
+VERSION = "stage-b/3"
 MULTI_STEP = 3  # a success with at least this many steps may be a non-obvious procedure
 INDUCTION_GAP = datetime.timedelta(hours=1)  # two messages this far apart are different times
 TEXT_CHARS = 1500  # one very long message is cut in the prompt (never in the database)
