@@ -31,7 +31,7 @@ VERSION = "kept/1"
 INVENTED = 7  # words of the candidate no original says, beyond which it invents a claim
 DROPPED = 0.6  # the share of an original's words the candidate may leave unsaid (rewording)
 DISTINCT = 0.9  # the share of the words only one original says, gone, from which it is dropped
-NEW_PART = 0.9  # the share of one part's words no original says, from which the part is a new claim
+NEW_PART = 0.75  # the share of one part's words no original says, from which the part is a new claim
 
 
 _CONTRASTS = (("rather", "than"), ("instead", "of"), ("except",), ("apart", "from"), ("other", "than"))

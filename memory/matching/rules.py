@@ -7,8 +7,8 @@ trusted with the originals: the group is left alone and the run's notes say why.
   statement") says nothing.
 - **Nothing new**: every number, date or identifier with a digit, and every name (a capitalised
   word; one opening a sentence too, unless it is a common sentence opener), must appear in the
-  originals (case folded; with every claim checked, as the claim reader normalises them: 2pm is
-  14:00). A merge reading
+  originals (case folded), unless the claims' check below finds each said in another notation
+  (2pm for 14:00). A merge reading
   "2023-17-07 7:59:48.643+CALCARRE_SANTAYADORA…" or a summary naming a person no source names
   is refused.
 - **A merge keeps each original** (`merge_breach` only): with vectors, cosine ≥ MERGE_COSINE to
@@ -86,14 +86,19 @@ def summary_breach(
     sources numbered in `may_drop` may be left out in part, never inverted or swapped."""
     if why := _unusable(text, examples):
         return why
-    new = [] if every_claim else new_specifics(text, sources)  # the claims' check reads 2pm as 14:00
-    if new:
-        return f"it names what no original says: {', '.join(new[:5])}"
-    if every_claim:
-        kept, why = claims_kept(sources, text, may_drop=frozenset(may_drop))
-        if not kept:
-            return f"it does not keep every claim of the originals ({why})"
+    kept, why = claims_kept(sources, text, may_drop=frozenset(may_drop)) if every_claim else (True, "")
+    if why_new := _new(text, sources, kept=every_claim and kept):
+        return why_new
+    if not kept:
+        return f"it does not keep every claim of the originals ({why})"
     return ""
+
+
+def _new(text: str, sources: list[str], *, kept: bool) -> str:
+    """The numbers and names no source has, unless the claims' check (which reads 2pm as 14:00,
+    0.30 EUR as 30 cents) found every one said: `kept`."""
+    new = new_specifics(text, sources)
+    return f"it names what no original says: {', '.join(new[:5])}" if new and not kept else ""
 
 
 def contradicting_originals(originals: list[str]) -> str:
@@ -110,7 +115,7 @@ def contradicting_originals(originals: list[str]) -> str:
 def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) -> str:
     """Why a merge may not replace `originals` ("" when it may). `vectors` embeds a list of
     texts (None: no vectors, key terms decide)."""
-    why = _unusable(text, examples)
+    why = _unusable(text, examples) or _new(text, originals, kept=claims_kept(originals, text)[0])
     if why:
         return why.replace("a summary", "a merge")
     why = contradicting_originals(originals)
@@ -134,7 +139,7 @@ def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) 
             continue
         detail = f"cosine {cosines[n]:.2f}, " if cosines is not None else ""
         return f"it does not keep memory {n + 1} ({detail}{kept:.0%} of its key terms)"
-    kept_all, why = claims_kept(originals, text)  # numbers and names new to the originals too
+    kept_all, why = claims_kept(originals, text)
     if not kept_all:
         return f"it does not keep every claim of the originals ({why})"
     return ""
