@@ -31,7 +31,6 @@ from memory.matching.lexicon import (  # noqa: F401 (the reader's lexicon, also 
     FILES,
     entry,
     forms,
-    kind_of,
     lemmas,
     noun_kind,
     opposed,
@@ -185,12 +184,7 @@ def words(text: str) -> list[Word]:
             continue
         if lower in ("longer", "more") and out and out[-1].lower == "no":
             continue  # "no longer", "no more": one negator
-        if (
-            lower == "else"
-            and out
-            and out[-1].kind == "neg"
-            and out[-1].lower in ("nobody", "nothing", "none")
-        ):
+        if lower == "else" and out and out[-1].lower in ("nobody", "nothing", "none"):
             out[-1] = Word("only", "only", "only", "word")  # "the infra team and nobody else": only they
             continue
         if lower in WEEKDAYS or lower in WEEKDAY_ABBREVIATIONS and bare[:1].isupper():
@@ -342,11 +336,7 @@ def _coordinated(ws: list[Word]) -> list[list[Word]]:
     """A clause split at "and" or "but" when both sides have a predicate of their own ("School
     starts at 8:45 and registration closes at 8:55"); "Polish and English" stays one."""
     for i, w in enumerate(ws):
-        if (
-            w.lower in ("and", "but")
-            and _predicate(ws[:i]) is not None
-            and _predicate(ws[i + 1 :]) is not None
-        ):
+        if w.lower in ("and", "but") and None not in (_predicate(ws[:i]), _predicate(ws[i + 1 :])):
             return [ws[:i], *_coordinated(ws[i + 1 :])]
     return [ws]
 

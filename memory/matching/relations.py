@@ -43,6 +43,7 @@ from knowledge.models import Memory
 from knowledge.principal import Principal
 from memory.matching import claims
 from memory.matching.claims import Claim, Reading, opposed
+from memory.matching.lexicon import kind_of
 from memory.matching.paraphrase import prefix_negates, spelt_out
 from memory.matching.said import alike as _alike
 from memory.matching.said import dice
@@ -408,7 +409,7 @@ def _replaced(a: Reading, b: Reading, unsaid_a: set, unsaid_b: set) -> str:
                 (before_x or after_x)
                 and _alike(before_x, before_y)
                 and _alike(after_x, after_y)
-                and not claims.kind_of(x, y)  # "picks Laleh up" / "collects Laleh"
+                and not kind_of(x, y)  # "picks Laleh up" / "collects Laleh"
             ):
                 return f"{a.said(x)} / {b.said(y)}"
     # or the verb of the same subject ("Jonas drives to the office" / "Jonas cycles to the office"),
@@ -419,7 +420,7 @@ def _replaced(a: Reading, b: Reading, unsaid_a: set, unsaid_b: set) -> str:
                 _corresponding(cx, cy)
                 and cx.attribute in unsaid_a
                 and cy.attribute in unsaid_b
-                and not claims.kind_of(cx.attribute, cy.attribute)  # drinks coffee / takes coffee
+                and not kind_of(cx.attribute, cy.attribute)  # drinks coffee / takes coffee
             ):
                 return f"{a.said(cx.attribute)} / {b.said(cy.attribute)}"
             if _corresponding(cx, cy) and _same(cx.attribute, cy.attribute):
