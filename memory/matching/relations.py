@@ -23,8 +23,9 @@ with their subject, attribute, values, polarity and time — with general resour
    the other does not). Two slots differing is another subject, not a contradiction; a negation
    and an opposite cancel ("not allowed" / "forbidden").
 4. **A duplicate**: nothing differs and each side says what the other says (`DUPLICATE_TERMS`
-   of its lemmas and numbers; a synonym and an acronym's words count as said; a word with a
-   prefix is another word: remove / move).
+   of its lemmas and numbers; a synonym, a derived form and an acronym's words count as said, and
+   a verb that is a kind of the other is no other verb: drink / take; a word with a prefix is
+   another word: remove / move).
 5. Whatever the reader could not read (no claim in a text), or the same subject with nothing
    decided, is `undecided`: no hint from the rules (the model may decide it in the background,
    memory.matching.relation_model).
