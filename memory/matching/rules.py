@@ -7,7 +7,8 @@ trusted with the originals: the group is left alone and the run's notes say why.
   statement") says nothing.
 - **Nothing new**: every number, date or identifier with a digit, and every name (a capitalised
   word; one opening a sentence too, unless it is a common sentence opener), must appear in the
-  originals (case folded). A merge reading
+  originals (case folded), unless the claims' check below finds each said in another notation
+  (2pm for 14:00). A merge reading
   "2023-17-07 7:59:48.643+CALCARRE_SANTAYADORA…" or a summary naming a person no source names
   is refused.
 - **A merge keeps each original** (`merge_breach` only): with vectors, cosine ≥ MERGE_COSINE to
@@ -20,8 +21,8 @@ trusted with the originals: the group is left alone and the run's notes say why.
 - **Every claim kept** (merges, and summaries that replace memories: `every_claim`): each claim
   of each original is in the text with its role — the version that fixes stays the one that
   fixes, the date, person, negation and condition stay with what they were said of — and it adds
-  none (memory.matching.kept.claims_kept). The history fold summarises turns, not memories, and
-  is not held to it.
+  none (memory.matching.kept.claims_kept). The history fold is held to it for the new turns; the
+  summary so far may be cut to its budget, never inverted or added to.
 - **A merge keeps each original's meaning** (`merge_breach`): originals the relation finder
   (memory.matching.relations) calls contradicting are never merged, and a merge the finder
   calls contradicting any original — a negation dropped, a number, version or date swapped,
@@ -69,22 +70,35 @@ def new_specifics(text: str, sources: list[str]) -> list[str]:
     return new
 
 
-def summary_breach(text: str, sources: list[str], *, examples=(), every_claim: bool = False) -> str:
-    """Why a summary of `sources` may not be used ("" when it may). With `every_claim` (a summary
-    that replaces memories: consolidation's, the reconciler's digest) it must also keep each claim
-    of each source in its role and add none (memory.matching.kept)."""
+def _unusable(text: str, examples) -> str:
     if not text.strip():
         return "it is blank"
     if echoes_example(text, examples):
         return f"it is the prompt's example ({text.strip()[:80]!r}), not a summary"
-    new = new_specifics(text, sources)
-    if new:
-        return f"it names what no original says: {', '.join(new[:5])}"
-    if every_claim:
-        kept, why = claims_kept(sources, text)
-        if not kept:
-            return f"it does not keep every claim of the originals ({why})"
     return ""
+
+
+def summary_breach(
+    text: str, sources: list[str], *, examples=(), every_claim: bool = False, may_drop=frozenset()
+) -> str:
+    """Why a summary of `sources` may not be used ("" when it may). With `every_claim` it must
+    also keep each claim of each source in its role and add none (memory.matching.kept); the
+    sources numbered in `may_drop` may be left out in part, never inverted or swapped."""
+    if why := _unusable(text, examples):
+        return why
+    kept, why = claims_kept(sources, text, may_drop=frozenset(may_drop)) if every_claim else (True, "")
+    if why_new := _new(text, sources, kept=every_claim and kept):
+        return why_new
+    if not kept:
+        return f"it does not keep every claim of the originals ({why})"
+    return ""
+
+
+def _new(text: str, sources: list[str], *, kept: bool) -> str:
+    """The numbers and names no source has, unless the claims' check (which reads 2pm as 14:00,
+    0.30 EUR as 30 cents) found every one said: `kept`."""
+    new = new_specifics(text, sources)
+    return f"it names what no original says: {', '.join(new[:5])}" if new and not kept else ""
 
 
 def contradicting_originals(originals: list[str]) -> str:
@@ -101,7 +115,7 @@ def contradicting_originals(originals: list[str]) -> str:
 def merge_breach(text: str, originals: list[str], *, examples=(), vectors=None) -> str:
     """Why a merge may not replace `originals` ("" when it may). `vectors` embeds a list of
     texts (None: no vectors, key terms decide)."""
-    why = summary_breach(text, originals, examples=examples)
+    why = _unusable(text, examples) or _new(text, originals, kept=claims_kept(originals, text)[0])
     if why:
         return why.replace("a summary", "a merge")
     why = contradicting_originals(originals)

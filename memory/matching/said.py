@@ -1,6 +1,6 @@
 """When one word says another, for the relation finder and the merge check: the same word, a
-longer form of it, a typo, an abbreviation no dictionary knows, or a synonym (WordNet's most
-frequent senses). `has(word, words)` looks a word up among many by set intersection of each
+longer form of it, a typo, an abbreviation no dictionary knows, a synonym (WordNet's most
+frequent senses) or a form derived from it (day / daily). `has(word, words)` looks a word up among many by set intersection of each
 word's keys (cached per word and per set), not pair by pair."""
 
 from functools import lru_cache
@@ -53,10 +53,11 @@ def same(x: str, y: str) -> bool:
 @lru_cache(maxsize=50_000)
 def _keys(word: str) -> tuple[frozenset, ...]:
     """What `_same` compares of one word, as sets, so a word is looked up among many by set
-    intersection, not pair by pair: itself; its prefixes of four letters or more that leave
-    letters (deploy in deployment); its prefixes of two to four letters, and itself when it is
-    an abbreviation no dictionary knows (St / Street); itself and its one-letter deletions after
-    the first letter from five letters (a typo); its most frequent senses (a synonym)."""
+        intersection, not pair by pair: itself; its prefixes of four letters or more that leave
+        letters (deploy in deployment); its prefixes of two to four letters, and itself when it is
+        an abbreviation no dictionary knows (St / Street); itself and its one-letter deletions after
+        the first letter from five letters (a typo); its most frequent senses (a synonym); the words
+    WordNet derives from it (day / daily)."""
     alpha = word.isalpha()
     prefixes = frozenset(word[:k] for k in range(4, len(word)) if alpha) if len(word) > 4 else frozenset()
     starts = frozenset(word[:k] for k in range(2, 5) if k < len(word)) if alpha else frozenset()
@@ -66,22 +67,22 @@ def _keys(word: str) -> tuple[frozenset, ...]:
     typos = frozenset([word, *(word[:i] + word[i + 1 :] for i in range(1, len(word)))])
     typos = typos if alpha and len(word) >= 5 else frozenset()
     senses = claims.top_senses(word) if alpha else frozenset()
-    return frozenset([word]), prefixes, starts, abbreviation, typos, senses
+    return frozenset([word]), prefixes, starts, abbreviation, typos, senses, claims.forms(word)
 
 
 @lru_cache(maxsize=8192)
 def _index(terms: frozenset) -> tuple[frozenset, ...]:
     """The union of each of `_keys` over `terms`."""
     parts = [_keys(t) for t in terms]
-    return tuple(frozenset().union(*(p[i] for p in parts)) for i in range(6))
+    return tuple(frozenset().union(*(p[i] for p in parts)) for i in range(7))
 
 
 def has(term: str, terms) -> bool:
     """`terms` say `term` (each word of it, for a name of several words): `_same` against any."""
     if " " in term:
         return all(has(w, terms) for w in term.split())
-    words, prefixes, starts, abbreviation, typos, senses = _keys(term)
-    i_words, i_prefixes, i_starts, i_abbreviation, i_typos, i_senses = _index(frozenset(terms))
+    words, prefixes, starts, abbreviation, typos, senses, derived = _keys(term)
+    i_words, i_prefixes, i_starts, i_abbreviation, i_typos, i_senses, i_derived = _index(frozenset(terms))
     return bool(
         term in i_words
         or words & i_prefixes  # a longer word of theirs starts with it
@@ -90,6 +91,8 @@ def has(term: str, terms) -> bool:
         or starts & i_abbreviation
         or typos & i_typos
         or senses & i_senses
+        or derived & i_words  # a word derived from it (day / daily, Poland / Polish)
+        or words & i_derived
     )
 
 

@@ -28,6 +28,7 @@ from knowledge.entries import services as entry_services
 from knowledge.errors import DomainError, Invalid
 from knowledge.models import Entry, Memory, Skill
 from memory.lifecycle.activation_hooks import DREAMING
+from memory.matching.kept import claims_kept
 from memory.recall.memo import memo_update
 from memory.skills.services import lesson_add
 
@@ -201,6 +202,9 @@ def _check_revise_block(op, out, opened: Opened, created, *, run, today):
             "a revision may not change a block's validity: a changed fact closes the old "
             "block (add_block with closes) and opens a new one"
         )
+    kept, why = claims_kept([opened.entries[ref]["texts"][op["block"]]], out["text"])
+    if not kept:  # a better wording of the same fact: every claim stays, in its role
+        raise Dropped(f"a revision must keep every claim of the block ({why})")
     return out
 
 

@@ -30,7 +30,7 @@ holds what they share and stays free of the database."""
 import datetime
 from dataclasses import dataclass, field
 
-VERSION = "stage-b/2"
+VERSION = "stage-b/3"
 MULTI_STEP = 3  # a success with at least this many steps may be a non-obvious procedure
 INDUCTION_GAP = datetime.timedelta(hours=1)  # two messages this far apart are different times
 TEXT_CHARS = 1500  # one very long message is cut in the prompt (never in the database)
@@ -245,7 +245,7 @@ class Opened:
     messages: dict[int, Evidence] = field(default_factory=dict)
     episodes: dict[int, list[int]] = field(default_factory=dict)  # episode → the messages it stands for
     outcomes: dict[int, dict] = field(default_factory=dict)  # id → {skill, result, steps, correction}
-    entries: dict[int, dict] = field(default_factory=dict)  # id → {store, blocks: {id: valid_to}}
+    entries: dict[int, dict] = field(default_factory=dict)  # id → {store, blocks: {id: valid_to}, texts}
     types: list[str] = field(default_factory=list)
     stores: list[str] = field(default_factory=list)
     skills: dict[str, list[int]] = field(default_factory=dict)  # enabled skill → live lesson ids

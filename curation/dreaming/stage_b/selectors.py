@@ -156,7 +156,12 @@ def open_picked(agent: Agent, scan: Scan, picked: dict) -> tuple[rules.Opened, d
     ):
         blocks.setdefault(b.entry_id, []).append(b)
     for e in Entry.objects.filter(pk__in=entry_ids).order_by("pk"):
-        opened.entries[e.pk] = {"store": e.store, "blocks": {b.pk: b.valid_to for b in blocks.get(e.pk, [])}}
+        live = blocks.get(e.pk, [])
+        opened.entries[e.pk] = {
+            "store": e.store,
+            "blocks": {b.pk: b.valid_to for b in live},
+            "texts": {b.pk: b.text for b in live},
+        }
         lines["Entries"].append(
             f"#{e.pk} {e.name} ({e.type or 'untyped'}; store {e.store})"
             + (f" aka {', '.join(e.aliases)}" if e.aliases else "")

@@ -343,6 +343,34 @@ def test_a_revision_may_not_move_validity_and_the_guide_is_not_an_operation(open
     assert run.state == DreamingRun.FAILED and "schema" in run.reason
 
 
+def test_a_revision_keeps_every_claim_of_the_block_it_rewords(opened_world, model_stub):
+    world = opened_world
+    original = "Firmware 3.2.5 fixes printer error P0417; firmware 3.2.4 still shows it."
+    entry = factory.make_entry(world.copilot, name="Office printers", type="person", blocks=[original])
+    (b,) = Memory.objects.filter(entry=entry)
+
+    def revise(text):  # each run reads a new message, so it has something new to read
+        mid = post_one(world.general, "bob", text, NOW, text)
+        episode = stage_a_episode(model_stub, world.general, mid, "printers")
+        op = {"op": "revise_block", "entry": entry.pk, "block": b.pk, "text": text, "reason": "clearer"}
+        op["sources"] = [{"kind": "message", "ref": mid}]
+        script_b(model_stub, episodes=[episode.pk], entries=[entry.pk], operations=[op])
+        return stage_b_run(agent=world.copilot, trigger=DreamingRun.MANUAL)
+
+    for wrong, why in (
+        ("Firmware 3.2.4 fixes printer error P0417; firmware 3.2.5 still shows it.", "swaps"),
+        ("Firmware 3.2.5 fixes printer error P0417.", "drops: 3.2.4"),
+    ):
+        run = revise(wrong)
+        assert "a revision must keep every claim of the block" in run.dropped[0]["reason"]
+        assert why in run.dropped[0]["reason"]
+        b.refresh_from_db()
+        assert b.text == original
+    run = revise("Printer error P0417 is fixed by firmware 3.2.5 and still shows on firmware 3.2.4.")
+    assert run.dropped == []
+    assert Memory.objects.get(pk=b.pk).text.startswith("Printer error P0417 is fixed")
+
+
 # --- skill experience ---------------------------------------------------------------------------
 
 

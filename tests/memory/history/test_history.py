@@ -294,6 +294,50 @@ def test_a_summary_naming_someone_no_turn_names_is_refused(world, model_stub):
     assert "names what no original says" in stored.note and "marcus" in stored.note
 
 
+def test_a_fold_that_drops_or_swaps_a_claim_of_a_turn_is_refused(world, model_stub):
+    conversation = factory.make_conversation(world.copilot, world.general)
+    said = [
+        "VPN client 5.2.1 fixes error E4012 on laptops.",
+        "VPN client 5.1.8 still shows error E4012 after sleep.",
+        "Thanks, good to know!",
+        *(f"Turn {i} is about the billing export number {i}." for i in range(3, 7)),
+    ]
+    rows = [
+        {"speaker": SPEAKERS[i % 2], "text": t, "ts": T0 + datetime.timedelta(minutes=i), "thread": ""}
+        for i, t in enumerate(said)
+    ]
+    factory.post_messages(world.general, rows)
+    dropped = {"summary": "ana said VPN client 5.2.1 fixes error E4012 on laptops; copilot agreed."}
+    model_stub.reply_json(dropped)
+    model_stub.reply_json(dropped)
+    _, sections = _context(world, conversation)
+    _fold_in_background(sections, conversation)
+    stored = ConversationSummary.objects.get(conversation=conversation)
+    assert stored.method == "extractive" and "5.1.8" in stored.text  # the turns' own lines
+    assert "does not keep every claim" in stored.note and "drops: 5.1.8" in stored.note, stored.note
+
+    stored.delete()
+    swapped = {
+        "summary": "ana: VPN client 5.1.8 fixes error E4012 on laptops; copilot: 5.2.1 still shows it after sleep."
+    }
+    model_stub.reply_json(swapped)
+    model_stub.reply_json(swapped)
+    _fold_in_background(sections, conversation)
+    stored = ConversationSummary.objects.get(conversation=conversation)
+    assert stored.method == "extractive" and "swaps" in stored.note, stored.note
+
+    # every claim kept, the thanks left out: stored as the model wrote it
+    stored.delete()
+    kept = {
+        "summary": "ana: VPN client 5.2.1 fixes error E4012 on laptops; copilot: client 5.1.8 still "
+        "shows error E4012 after sleep."
+    }
+    model_stub.reply_json(kept)
+    _fold_in_background(sections, conversation)
+    stored = ConversationSummary.objects.get(conversation=conversation)
+    assert (stored.method, stored.text) == ("model", kept["summary"]), stored.note
+
+
 def test_the_extractive_fold_rolls_keeping_the_opening_line():
     turns = [(SPEAKERS[i % 2], f"Point {i} about the rollout plan. Extra words here.") for i in range(40)]
     text = extractive_fold("", turns, limit=60)
