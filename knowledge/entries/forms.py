@@ -128,7 +128,9 @@ class ThresholdsField(JSONObjectField):
             if not parts:
                 continue
             if len(parts) != 2:
-                errors.append(f"Line {number} ({line.strip()}): write a name and a number, like min_blocks 3.")
+                errors.append(
+                    f"Line {number} ({line.strip()}): write a name and a number, like min_blocks 3."
+                )
                 continue
             try:
                 found = int(parts[1]) if parts[1].lstrip("+-").isdigit() else float(parts[1])
