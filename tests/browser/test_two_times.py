@@ -31,6 +31,7 @@ def test_a_mem0_memory_shows_when_it_held_and_when_brain_learned_it(page, world)
     login(page, world.reviewer.username)
     page.goto("/review/")
     card = page.locator(f"#memory-{memory.pk}")
+    expect(card).to_contain_text("held from 2025-03-02 · learned")  # what the reviewer judges by
     card.locator('form[action$="/approve"] button[type=submit]').click()
     expect(page.locator(f"#memory-{memory.pk}.result")).to_be_visible()
     memory.refresh_from_db()
