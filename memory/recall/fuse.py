@@ -35,7 +35,8 @@ class Candidate:
     decay: float = 1.0
     rerank: float | None = None
     score: float = 0.0
-    stamp: tuple = (None, None, None, None, None)  # as RouteHit.stamp: (time, tier, valid_to, confidence, held)
+    # as RouteHit.stamp: (time, tier, valid_to, confidence, held)
+    stamp: tuple = (None, None, None, None, None)
     obj: object = None  # the row, loaded only for candidates that may be shown
     # An episode's message hits (message id -> {"score": its fused contribution, "routes": …}):
     # a message hit covered by an episode counts towards that episode (see fuse).

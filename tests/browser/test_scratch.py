@@ -19,7 +19,9 @@ def test_two_hundred_scratch_notes_leave_the_queue_empty_and_reach_their_writer_
 ):
     with Brain(live_server.url, world.tokens["copilot"]) as brain:
         written = [
-            brain.memory.write(f"Loop step {i}: ticket SUP-{5000 + i} waits on the Quokka mirror", tier="working")
+            brain.memory.write(
+                f"Loop step {i}: ticket SUP-{5000 + i} waits on the Quokka mirror", tier="working"
+            )
             for i in range(NOTES)
         ]
         assert {m.status for m in written} == {"active"}

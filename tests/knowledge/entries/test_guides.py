@@ -154,7 +154,9 @@ def test_the_guide_form_reads_thresholds_as_the_guide_shows_them(client, world):
     # the edit form offers them back as the same lines
     import re
 
-    shown = re.search(r'<textarea name="page_thresholds"[^>]*>\n?(.*?)</textarea>', saved.content.decode(), re.S)
+    shown = re.search(
+        r'<textarea name="page_thresholds"[^>]*>\n?(.*?)</textarea>', saved.content.decode(), re.S
+    )
     assert set(shown.group(1).splitlines()) == {"min_mentions_for_entry 3", "max_blocks 30", "min_score 0.5"}
     bad = client.post(
         "/knowledge/guide/copilot",
