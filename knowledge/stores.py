@@ -18,6 +18,11 @@ def private_store(person_name: str) -> str:
     return f"private:{person_name}"
 
 
+def store_person(store: str) -> str:
+    """The person a `private:<person>` store is about; "" for any other store."""
+    return store[len("private:") :] if store.startswith("private:") else ""
+
+
 def channel_store(channel_name: str) -> str:
     return f"channel:{channel_name}"
 

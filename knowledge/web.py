@@ -165,6 +165,37 @@ def validated(serializer_class, data, *, partial: bool = False, **context) -> di
 SLUG = r"^[-a-zA-Z0-9_]+$"
 
 
+def iso_time(value) -> str | None:
+    """A datetime as the API writes it (ISO 8601, UTC as Z)."""
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def times_out(obj) -> dict:
+    """The two times of a memory, message, episode or entry, when it held first: `held_from` /
+    `held_until` (a memory's validity, else when it was written; a message's `ts`; an episode's
+    span; none for an entry, whose blocks carry theirs) and `learned_at`, when Brain learned it."""
+    return {
+        "held_from": iso_time(obj.held_from),
+        "held_until": iso_time(obj.held_until),
+        "learned_at": iso_time(obj.created_at),
+    }
+
+
+def times_fields() -> dict:
+    """The serializer fields of `times_out`, for the API's schema."""
+    return {
+        "held_from": serializers.DateTimeField(
+            allow_null=True,
+            help_text="When it held, from: a memory's valid_from (else when it was written), a "
+            "message's ts, an episode's start; null for an entry.",
+        ),
+        "held_until": serializers.DateTimeField(
+            allow_null=True, help_text="When it stopped holding: a memory's valid_to, an episode's end."
+        ),
+        "learned_at": serializers.DateTimeField(help_text="When Brain learned it (the row's created_at)."),
+    }
+
+
 class StrictCharField(serializers.CharField):
     """Text that must arrive as a JSON string. DRF's CharField turns 5 or 1.5 into "5" and
     "1.5", so a client sending the wrong type would have it stored silently; this one answers

@@ -202,6 +202,29 @@
     decided = pendingFocus = null;
   });
 
+  // Typing on a filter picks the option whose label starts with what was typed, or none: "cu"
+  // picks "customer" when there is one and otherwise leaves the filter as it was — never
+  // "contact", which the browser's own type-ahead picks on the "c" and filters by at once. The
+  // filter applies once typing pauses.
+  let typed = "", before = null, typedOn = null, typedTimer = null;
+  document.addEventListener("keydown", (event) => {
+    const select = event.target;
+    if (!(select instanceof HTMLSelectElement) || !select.closest("#queue-filters")) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || event.key.length !== 1) return;
+    if (event.key === " " && !typed) return; // space opens the list
+    event.preventDefault();
+    if (typedOn !== select) { typed = ""; before = select.value; typedOn = select; }
+    typed += event.key.toLowerCase();
+    const found = Array.from(select.options).find((o) => o.text.trim().toLowerCase().startsWith(typed));
+    select.value = found ? found.value : before;
+    clearTimeout(typedTimer);
+    typedTimer = setTimeout(() => {
+      const changed = select.value !== before;
+      typed = ""; typedOn = null;
+      if (changed) select.dispatchEvent(new Event("change", { bubbles: true }));
+    }, 700);
+  }, true);
+
   document.addEventListener("click", (event) => {
     if (!event.target.closest("[data-first-card]")) return;
     const first = cards()[0];

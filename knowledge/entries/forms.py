@@ -2,6 +2,7 @@
 browser sends (lists, JSON, dates); the services validate and decide."""
 
 import json
+import math
 
 from django import forms
 
@@ -113,10 +114,48 @@ class RelationForm(forms.Form):
     valid_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
 
+class ThresholdsField(JSONObjectField):
+    """Numbers by name, as the guide shows them: one `key value` line each (`min_blocks 3`), or
+    a JSON object. A line that is not a name and a number is refused, naming the line."""
+
+    def to_python(self, value):
+        text = (value or "").strip()
+        if text.startswith("{"):
+            return super().to_python(text)
+        parsed, errors = {}, []
+        for number, line in enumerate((value or "").splitlines(), start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 2:
+                errors.append(
+                    f"Line {number} ({line.strip()}): write a name and a number, like min_blocks 3."
+                )
+                continue
+            try:
+                found = int(parts[1]) if parts[1].lstrip("+-").isdigit() else float(parts[1])
+            except ValueError:
+                found = math.nan
+            if not math.isfinite(found):
+                errors.append(f"Line {number} ({line.strip()}): {parts[1]} is not a number.")
+                continue
+            parsed[parts[0]] = found
+        if errors:
+            raise forms.ValidationError(errors)
+        return parsed
+
+    def prepare_value(self, value):
+        if isinstance(value, dict):
+            return "\n".join(f"{k} {v}" for k, v in value.items())
+        return value
+
+
 class GuideForm(forms.Form):
     domain_types = forms.CharField(required=False, help_text="Comma-separated entry types.")
     taxonomy = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
-    page_thresholds = JSONObjectField(required=False, help_text="A JSON object of numbers.")
+    page_thresholds = ThresholdsField(
+        required=False, help_text="One name and number a line (min_blocks 3), or a JSON object of numbers."
+    )
     update_rules = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 

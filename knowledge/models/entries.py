@@ -37,6 +37,9 @@ class Entry(models.Model):
     author_name = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # an entry holds what its blocks say, each with its own time; `created_at` is when Brain
+    # learned of it
+    held_from = held_until = None
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     head_vector = SearchVectorField(null=True, editable=False)  # name, aliases (A), summary (B)

@@ -137,6 +137,16 @@ class Memory(models.Model):
     def __str__(self) -> str:
         return f"memory {self.pk}"
 
+    # Two times (docs/API.md, "Two times"): when what it says held — its validity, from when it was
+    # written where none was given — and when Brain learned it (`created_at`).
+    @property
+    def held_from(self):
+        return self.valid_from or self.created_at
+
+    @property
+    def held_until(self):
+        return self.valid_to
+
     @staticmethod
     def hash_content(text: str, key: str = "", value=None) -> str:
         payload = json.dumps({"text": text, "key": key, "value": value}, sort_keys=True, default=str)

@@ -99,6 +99,12 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"message {self.pk} in {self.channel_id}"
 
+    @property
+    def held_from(self):  # when it was said; `created_at` is when Brain received it
+        return self.ts
+
+    held_until = None
+
 
 class MessageVector(models.Model):
     """A message's vector, in its own table: messages are by far the largest table, and 1.5 kB of
@@ -158,6 +164,14 @@ class Episode(models.Model):
 
     def __str__(self) -> str:
         return f"episode {self.pk}: {self.topic}"
+
+    @property
+    def held_from(self):  # the conversation's own time; `created_at` is when Brain summed it up
+        return self.start_ts
+
+    @property
+    def held_until(self):
+        return self.end_ts
 
     def embedding_text(self) -> str:
         parts = [self.topic, self.summary, self.likely_question, self.resolution]

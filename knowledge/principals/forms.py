@@ -1,8 +1,10 @@
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm
+from django.db.models import Q
 
 from knowledge.models import Agent
+from knowledge.principal import ROLES
 
 
 class LoginForm(AuthenticationForm):
@@ -54,18 +56,35 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=ROLE_CHOICES)
 
 
-class TokenCreateForm(forms.Form):
-    """A token for an agent, or for an integration (created when the name is new)."""
+def people_with_a_role():
+    """Active console users who hold a role (reviewer or admin): the people a token may act for."""
+    return (
+        get_user_model()
+        .objects.filter(is_active=True)
+        .filter(Q(is_superuser=True) | Q(groups__name__in=ROLES))
+        .distinct()
+        .order_by("username")
+    )
 
-    kind = forms.ChoiceField(choices=[("integration", "integration"), ("agent", "agent")])
+
+class TokenCreateForm(forms.Form):
+    """A token for an agent, for an integration (created when the name is new), or for a
+    reviewer or admin (the API then acts with that person's role)."""
+
+    kind = forms.ChoiceField(
+        choices=[("integration", "integration"), ("agent", "agent"), ("person", "person")]
+    )
     agent = forms.ModelChoiceField(
         queryset=Agent.objects.order_by("name"), to_field_name="name", required=False
     )
     integration = forms.SlugField(max_length=64, required=False)
+    person = forms.ModelChoiceField(queryset=people_with_a_role(), to_field_name="username", required=False)
     label = forms.CharField(max_length=100, required=False)
 
     def clean(self):
         data = super().clean()
+        if data.get("kind") == "person" and not data.get("person"):
+            self.add_error("person", "Choose the reviewer or admin the token is for.")
         if data.get("kind") == "agent" and not data.get("agent"):
             self.add_error("agent", "Choose the agent the token is for.")
         if data.get("kind") == "integration" and not data.get("integration"):

@@ -22,7 +22,14 @@ from knowledge.errors import Invalid
 from knowledge.models import Agent, ApiToken, Integration
 from knowledge.principal import ADMIN, held_role
 from knowledge.principals import selectors, services
-from knowledge.principals.forms import AgentEditForm, AgentForm, PersonCreateForm, RoleForm, TokenCreateForm
+from knowledge.principals.forms import (
+    AgentEditForm,
+    AgentForm,
+    PersonCreateForm,
+    RoleForm,
+    TokenCreateForm,
+    people_with_a_role,
+)
 from knowledge.principals.permissions import admin_required, console_principal, reviewer_required
 from knowledge.settings_store import MODES, setting_get
 from knowledge.web import console_write, error_text
@@ -250,6 +257,7 @@ def _tokens_context(request, **extra):
         "token_form": TokenCreateForm(),
         "agents": Agent.objects.order_by("name"),
         "integrations": Integration.objects.order_by("name"),
+        "people": people_with_a_role(),
         **extra,
     }
 
@@ -257,7 +265,7 @@ def _tokens_context(request, **extra):
 @admin_required
 def tokens_page(request):
     """Admins: every API token (agents', integrations', people's) with when it was last used;
-    make an agent or integration token (shown once), revoke any."""
+    make a token for an agent, an integration or a reviewer or admin (shown once), revoke any."""
     template = "knowledge/principals/tokens.html"
     if request.method != "POST":
         return render(request, template, _tokens_context(request))
@@ -270,6 +278,8 @@ def tokens_page(request):
         with transaction.atomic():
             if data["kind"] == "agent":
                 owner["agent"] = data["agent"]
+            elif data["kind"] == "person":
+                owner["user"] = data["person"]
             else:
                 owner["integration"] = services.integration_get_or_create(
                     actor=request.principal, name=data["integration"]
@@ -278,9 +288,11 @@ def tokens_page(request):
     except Invalid as exc:
         form.add_error(None, error_text(exc))
         return render(request, template, _tokens_context(request, token_form=form), status=400)
-    for_whom = (
-        f"agent {data['agent'].name}" if data["kind"] == "agent" else f"integration {data['integration']}"
-    )
+    for_whom = {
+        "agent": lambda: f"agent {data['agent'].name}",
+        "person": lambda: f"{held_role(data['person'])} {data['person'].username}",
+        "integration": lambda: f"integration {data['integration']}",
+    }[data["kind"]]()
     return render(request, template, _tokens_context(request, new_token=raw, new_token_for=for_whom))
 
 

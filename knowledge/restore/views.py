@@ -15,6 +15,7 @@ from knowledge.restore import services as restore
 from knowledge.restore.filters import audit_filters_from
 from knowledge.restore.restorers import RESTORERS
 from knowledge.restore.services import RestoreConflict
+from knowledge.stores import store_person
 
 PAGE_SIZE = 50
 
@@ -166,6 +167,7 @@ def _outcomes(outcomes) -> list[dict]:
             ]
         rows.append(
             {
+                **_what(outcome.current or outcome.target),
                 "label": outcome.label,
                 "kind": outcome.kind,
                 "link": _object_link(
@@ -175,6 +177,17 @@ def _outcomes(outcomes) -> list[dict]:
             }
         )
     return rows
+
+
+def _what(value: dict | None) -> dict:
+    """What a person judges a restored row by: its text (an entry's name), its store, and the
+    person it is about (a private store's) or by (a person's own write)."""
+    value = value or {}
+    store = value.get("store", "")
+    person = store_person(store) or (
+        value.get("author_name", "") if value.get("author_kind") == "person" else ""
+    )
+    return {"text": value.get("text") or value.get("name") or "", "store": store, "person": person}
 
 
 def _steps(steps) -> list[dict]:

@@ -94,7 +94,7 @@ def memory_activate(
     if conflicts:
         raise MemoryConflict(conflicts)
 
-    if not route_goes_active(actor=actor, memory=memory, route=route):
+    if not route_goes_active(actor=actor, memory=memory, route=route, now=now):
         if memory.key and memory.queue_reason in ("", QUEUE_NEW):
             found = [c for c in conflicting_active(memory, now=now) if c.pk != memory.supersedes_id]
             if found:

@@ -7,18 +7,23 @@ activation function itself:
   in the queue (reason gate) and queues its check, which memory.lifecycle.gated carries out in
   the background; in `shadow` mode it queues a background check (none while no model is set:
   it could only end "not checked"). It never calls the model.
-- `route_goes_active` — who goes into force at once (trusted agents', people's and Dreaming's writes, reviewer approvals), including the
-  distiller's auto-activation setting.
+- `route_goes_active` — who goes into force at once (trusted agents', people's and Dreaming's
+  writes, any agent's scratch, reviewer approvals), including the distiller's auto-activation
+  setting.
 """
 
 import datetime
 from dataclasses import dataclass
+
+from django.conf import settings
+from django.utils import timezone
 
 from knowledge.llm import profile_resolve
 from knowledge.memories.activation import ENTRY_BLOCK, entry_block_goes_active
 from knowledge.models import Memory
 from knowledge.principal import Principal
 from knowledge.settings_store import setting_get
+from knowledge.stores import SELF
 from memory.gate import services as gate
 
 API_WRITE, DISTILLER, DREAMING, REVIEW = "api_write", "distiller", "dreaming", "review"
@@ -74,11 +79,30 @@ def gate_checks_stored_memory() -> bool:
     return setting_get("BRAIN_MEMORY_ACTIVATION_GATE") == gate.ENFORCE
 
 
-def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
+def is_scratch(memory: Memory, *, now: datetime.datetime | None = None) -> bool:
+    """Whether `memory` is its owner's scratch: working memory in its own store (read by no other
+    agent), expiring within the working TTL (BRAIN_SHORT_TERM_TTL), superseding nothing but its
+    owner's own scratch. Scratch goes into force without review; promoted to a longer tier it is
+    a new write, which review decides."""
+    if (memory.tier, memory.store) != (Memory.WORKING, SELF):
+        return False
+    ttl = datetime.timedelta(hours=settings.BRAIN_SHORT_TERM_TTL_HOURS)
+    if memory.expires_at is None or memory.expires_at > (now or timezone.now()) + ttl:
+        return False
+    older = memory.supersedes if memory.supersedes_id else None
+    return older is None or (
+        older.owner_id == memory.owner_id and (older.tier, older.store) == (Memory.WORKING, SELF)
+    )
+
+
+def route_goes_active(
+    *, actor: Principal, memory: Memory, route: str, now: datetime.datetime | None = None
+) -> bool:
     """Whether a memory arriving by `route` goes into force without a review:
-    a trusted agent's API write, a write by a reviewer or admin, Dreaming stage B, a reviewer's
-    approval, an import into a trusted agent's memory, the distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on, and an entry block by the
-    base layer's rule (people and trusted agents)."""
+    a trusted agent's API write, any agent's scratch (`is_scratch`), a write by a reviewer or
+    admin, Dreaming stage B, a reviewer's approval, an import into a trusted agent's memory, the
+    distiller when BRAIN_DISTILLER_AUTO_ACTIVATE is on, and an entry block by the base layer's
+    rule (people and trusted agents)."""
     if route in (REVIEW, DREAMING):
         return True
     if route == ENTRY_BLOCK:
@@ -87,10 +111,10 @@ def route_goes_active(*, actor: Principal, memory: Memory, route: str) -> bool:
         return bool(setting_get("BRAIN_DISTILLER_AUTO_ACTIVATE"))
     if route == API_WRITE:
         if actor.is_agent:
-            return bool(actor.agent.trusted)
+            return bool(actor.agent.trusted) or is_scratch(memory, now=now)
         return actor.is_reviewer
     if route == IMPORT:  # what the agent would write itself: a trusted agent's goes active
         return bool(memory.owner.trusted)
-    if route == AGENT_STATE:  # the owner's own working memory, read by no one else (writers: check_write)
-        return (memory.tier, memory.store) == ("working", "self")
+    if route == AGENT_STATE:  # state is scratch (state_write_check refuses anything else)
+        return is_scratch(memory, now=now)
     raise ValueError(f"unknown activation route {route!r}")

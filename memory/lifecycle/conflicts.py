@@ -214,7 +214,8 @@ def contradictions_sweep(linger_seconds: float = 0) -> int:
         events = AuditEvent.objects.filter(
             Q(action="memory.written", data__status__in=Memory.LIVE, data__route=API_WRITE)
             | Q(action="memory.approved", data__status=Memory.ACTIVE, data__went_active_together=True)
-        ).order_by("pk")
+        ).exclude(action="memory.written", data__tier=Memory.WORKING)  # scratch is no claim
+        events = events.order_by("pk")
         if last:
             events = events.filter(pk__gt=last["upto"])
         else:

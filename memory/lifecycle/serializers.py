@@ -8,7 +8,7 @@ from knowledge import access
 from knowledge.models import Memory, MemorySource
 from knowledge.principal import Principal
 from knowledge.stores import SELF
-from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer
+from knowledge.web import BoundedJSONField, StrictCharField, StrictSerializer, times_fields, times_out
 from memory.lifecycle import queue
 from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE
 from memory.lifecycle.write import MAX_TEXT
@@ -254,6 +254,7 @@ class MemorySerializer(serializers.Serializer):
     stale = serializers.BooleanField()
     stale_reason = serializers.CharField()
     pinned = serializers.BooleanField()
+    held_from, held_until, learned_at = times_fields().values()
     valid_from = serializers.DateTimeField(allow_null=True)
     valid_to = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True)
@@ -387,6 +388,7 @@ def memory_out(memory: Memory, sources=None, *, reader: Principal, shown: Shown 
         "stale": memory.stale,
         "stale_reason": memory.stale_reason,
         "pinned": memory.pinned,
+        **times_out(memory),
         "valid_from": _dt(memory.valid_from),
         "valid_to": _dt(memory.valid_to),
         "expires_at": _dt(memory.expires_at),

@@ -340,10 +340,16 @@ def memory_write(
             status = activation_carry_out(
                 actor=actor, memory=memory, route=route, activation=activation, now=now
             )
-            if route == API_WRITE and status in Memory.LIVE and not memory.key:
+            if (
+                route == API_WRITE
+                and status in Memory.LIVE
+                and not memory.key
+                and memory.tier != Memory.WORKING
+            ):
                 # a trusted write that contradicts active memories stays active; the relation
                 # finder marks the pairs in the background (contradictions_mark_later: a sweep),
-                # which also puts a queued write's undecided pairs to the model, if there is one
+                # which also puts a queued write's undecided pairs to the model, if there is one;
+                # working memory is scratch, not a claim to weigh
                 transaction.on_commit(contradictions_mark_later)
             memory_written_audit(
                 actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data

@@ -7,6 +7,7 @@ from knowledge import access
 from knowledge.errors import Invalid, NotFound, Refused
 from knowledge.models import Conversation, Entry, Episode, Memory, Message
 from knowledge.principal import Principal
+from knowledge.web import times_out
 from memory.links.selectors import memory_links
 
 KINDS = ("message", "thread", "episode", "entry", "memory", "conversation")
@@ -23,6 +24,7 @@ def message_out(m: Message, channels: dict | None = None) -> dict:
         "speaker": m.speaker_name,
         "ts": m.ts,
         "text": m.text,
+        **times_out(m),
     }
 
 
@@ -161,6 +163,7 @@ class Browser:
             "store": m.store,
             "owner": m.owner.name,
             "entry": m.entry_id,
+            **times_out(m),
             "valid_from": m.valid_from,
             "valid_to": m.valid_to,
             "expires_at": m.expires_at,

@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from knowledge.models import Memory
 from knowledge.tokens import count_tokens, truncate_to_tokens
+from knowledge.web import times_out
 from memory.history.section import history_section
 from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, item_cap, memory_text
@@ -58,7 +59,7 @@ def item_label(cand: Candidate) -> str:
         # when it held first (its own time: valid_from, else when it was written), then when Brain
         # learned it when that was another day (an import, an approval days later)
         label = f"memory {obj.pk or 'new'} · {obj.tier}"
-        held = obj.valid_from or obj.created_at
+        held = obj.held_from
         if held is not None:
             label += f" · held {held:%Y-%m-%d}"
         if obj.valid_to and obj.valid_to <= timezone.now():
@@ -216,7 +217,9 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
         if not text or used + tokens > budget:
             continue
         chosen_text.append(rendered)
-        chosen_items.append({"kind": MEMORY, "id": memory.pk, "tokens": tokens, "forced": True})
+        chosen_items.append(
+            {"kind": MEMORY, "id": memory.pk, **times_out(memory), "tokens": tokens, "forced": True}
+        )
         used += tokens
     for score, cand, item, rendered, tokens, parts in scored:
         if len(chosen_items) >= MAX_RECALLED_ITEMS:
@@ -230,6 +233,7 @@ def _recalled(scope, q, budget, now, params, exclude_memory_ids, include_memorie
             {
                 "kind": cand.kind,
                 "id": cand.id,
+                **times_out(cand.obj),
                 "tokens": tokens,
                 "score": round(score, 6),
                 **parts,

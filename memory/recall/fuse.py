@@ -35,7 +35,8 @@ class Candidate:
     decay: float = 1.0
     rerank: float | None = None
     score: float = 0.0
-    stamp: tuple = (None, None, None, None)  # as RouteHit.stamp: (time, tier, valid_to, confidence)
+    # as RouteHit.stamp: (time, tier, valid_to, confidence, held)
+    stamp: tuple = (None, None, None, None, None)
     obj: object = None  # the row, loaded only for candidates that may be shown
     # An episode's message hits (message id -> {"score": its fused contribution, "routes": …}):
     # a message hit covered by an episode counts towards that episode (see fuse).
@@ -84,7 +85,13 @@ class Candidate:
     @classmethod
     def for_memory(cls, memory, **kw) -> "Candidate":
         """A candidate made from a memory row (e.g. one the eval gate forces into context)."""
-        stamp = (_epoch(memory.updated_at), memory.tier, _epoch(memory.valid_to), memory.confidence)
+        stamp = (
+            _epoch(memory.updated_at),
+            memory.tier,
+            _epoch(memory.valid_to),
+            memory.confidence,
+            _epoch(memory.held_from),
+        )
         return cls(kind=MEMORY, id=memory.pk or 0, obj=memory, stamp=stamp, **kw)
 
 
@@ -258,16 +265,14 @@ def decay_factor(cand: Candidate, now: datetime, params: RecallParams) -> float:
 
 
 def when_factor(cand: Candidate, window: Window | None, params: RecallParams) -> float:
-    """1 + `when_boost` for a message or episode whose time is in the window the query names
-    (widened by `when_slack_days` either side: people speak of a day shortly after it), else 1.
-    Knowledge is not weighed: a memory's time is its last edit, not the time it speaks of."""
-    if window is None or cand.kind not in (MESSAGE, EPISODE):
+    """1 + `when_boost` for a message, episode or memory whose time is in the window the query
+    names (widened by `when_slack_days` either side: people speak of a day shortly after it),
+    else 1. A memory's time is when it held (valid_from, else when it was written), not its last
+    edit; an entry has none of its own."""
+    if window is None or cand.kind not in (MESSAGE, EPISODE, MEMORY):
         return 1.0
-    return (
-        1.0 + params.when_boost
-        if window.holds(cand.stamp[0], params.when_slack_days * SECONDS_PER_DAY)
-        else 1.0
-    )
+    when = cand.stamp[4] if cand.kind == MEMORY else cand.stamp[0]
+    return 1.0 + params.when_boost if window.holds(when, params.when_slack_days * SECONDS_PER_DAY) else 1.0
 
 
 def apply_decay(

@@ -1,5 +1,6 @@
 """The JSON shape of a memory_search (the API and the recall playground show the same thing)."""
 
+from knowledge.web import times_out
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE
 from memory.recall.search import SearchOutcome, channel_names
 
@@ -15,6 +16,7 @@ def result_out(item, channels: dict[int, str]) -> dict:
         "kind": cand.kind,
         "id": cand.id,
         "text": item.text,
+        **times_out(obj),
         "tokens": item.tokens,
         "score": round(cand.score, 6),
         "fused": round(cand.fused, 6),

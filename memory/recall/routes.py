@@ -48,9 +48,10 @@ class RouteHit:
     score: float  # the route's own score: BM25, or cosine similarity
     quality: float = 1.0  # how well the hit matches, 0..1: matched share of the query's idf, or cosine
     # What decay needs, read in the route's own query so non-winners are never loaded:
-    # (time, tier, valid_to, confidence) — time is updated_at, ts or end_ts; times are epoch
-    # seconds (hundreds per search: cheaper to read than timestamps).
-    stamp: tuple = (None, None, None, None)
+    # (time, tier, valid_to, confidence, held) — time is updated_at, ts or end_ts; held is when a
+    # memory held (valid_from, else created_at); times are epoch seconds (hundreds per search:
+    # cheaper to read than timestamps).
+    stamp: tuple = (None, None, None, None, None)
     # A message's covering episode (Message.episode), read with it: fusion counts the message
     # and its episode as one candidate.
     episode: int | None = None
@@ -66,10 +67,11 @@ def _epoch_sql(column: str) -> str:
 # The stamp columns of each kind, for a table referenced by its bare name.
 STAMP = {
     MEMORY: f"{_epoch_sql('knowledge_memory.updated_at')}, knowledge_memory.tier, "
-    f"{_epoch_sql('knowledge_memory.valid_to')}, knowledge_memory.confidence",
-    ENTRY: f"{_epoch_sql('knowledge_entry.updated_at')}, NULL, NULL, NULL",
-    MESSAGE: f"{_epoch_sql('knowledge_message.ts')}, NULL, NULL, NULL",
-    EPISODE: f"{_epoch_sql('knowledge_episode.end_ts')}, NULL, NULL, NULL",
+    f"{_epoch_sql('knowledge_memory.valid_to')}, knowledge_memory.confidence, "
+    f"{_epoch_sql('COALESCE(knowledge_memory.valid_from, knowledge_memory.created_at)')}",
+    ENTRY: f"{_epoch_sql('knowledge_entry.updated_at')}, NULL, NULL, NULL, NULL",
+    MESSAGE: f"{_epoch_sql('knowledge_message.ts')}, NULL, NULL, NULL, NULL",
+    EPISODE: f"{_epoch_sql('knowledge_episode.end_ts')}, NULL, NULL, NULL, NULL",
 }
 # After the stamp: the covering episode of a message (NULL for other kinds).
 COVER = {MEMORY: "NULL", ENTRY: "NULL", MESSAGE: "knowledge_message.episode_id", EPISODE: "NULL"}
@@ -80,7 +82,7 @@ SPEAKER = {MEMORY: "NULL", ENTRY: "NULL", MESSAGE: "knowledge_message.speaker_na
 def _keyword_hits(kind: str, rows, total_idf: float) -> list[RouteHit]:
     """Rows of (id, BM25 score, matched idf, *stamp, covering episode, speaker)."""
     return [
-        RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:7]), r[7], r[8] or "")
+        RouteHit(kind, r[0], float(r[1]), float(r[2]) / total_idf, tuple(r[3:8]), r[8], r[9] or "")
         for r in rows
     ]
 
@@ -512,7 +514,7 @@ def _nearest(kind: str, where: str, params: list, inp: RouteInput, *, scope: tup
     (rows,) = yield [(sql, args)]
     rows.sort(key=lambda r: (r[1], r[0]))  # relaxed order: re-sort by distance (ties by id)
     return [
-        RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:6]), r[6], r[7] or "")
+        RouteHit(kind, r[0], 1.0 - float(r[1]), max(0.0, 1.0 - float(r[1])), tuple(r[2:7]), r[7], r[8] or "")
         for r in rows
     ]
 

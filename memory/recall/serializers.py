@@ -8,7 +8,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
-from knowledge.web import SLUG, StrictCharField, StrictSerializer
+from knowledge.web import SLUG, StrictCharField, StrictSerializer, times_fields
 from memory.history.section import DEFAULT_TURNS, MAX_TURNS
 from memory.recall import ROUTES
 from memory.recall.browse import KINDS
@@ -87,6 +87,7 @@ SearchResultOut = inline_serializer(
         "kind": serializers.ChoiceField(choices=RESULT_KINDS),
         "id": serializers.IntegerField(),
         "text": serializers.CharField(help_text="What the agent reads: the hit with its expansion."),
+        **times_fields(),
         "tokens": serializers.IntegerField(),
         "score": serializers.FloatField(),
         "fused": serializers.FloatField(),
@@ -95,7 +96,11 @@ SearchResultOut = inline_serializer(
         "routes": serializers.DictField(
             child=SearchRouteHitSerializer(), help_text="Rank and score in each route that found it."
         ),
-        "time": serializers.DateTimeField(allow_null=True),
+        "time": serializers.DateTimeField(
+            allow_null=True,
+            help_text="What recall's age decay reads: a message's ts, an episode's end, a memory's or "
+            "entry's last change. When it held is held_from / held_until.",
+        ),
         "store": serializers.CharField(**_KIND_FIELD),
         "owner": serializers.CharField(**_KIND_FIELD),
         "tier": serializers.CharField(required=False, help_text="Memories only."),
@@ -182,6 +187,7 @@ class BrowseMessageSerializer(serializers.Serializer):
     speaker = serializers.CharField()
     ts = serializers.DateTimeField()
     text = serializers.CharField()
+    held_from, held_until, learned_at = times_fields().values()
 
 
 class BrowsedMessageSerializer(serializers.Serializer):
@@ -255,6 +261,7 @@ class BrowsedMemorySerializer(serializers.Serializer):
     store = serializers.CharField()
     owner = serializers.CharField()
     entry = serializers.IntegerField(allow_null=True)
+    held_from, held_until, learned_at = times_fields().values()
     valid_from = serializers.DateTimeField(allow_null=True)
     valid_to = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True)
@@ -371,6 +378,7 @@ ContextItemOut = inline_serializer(
     {
         "kind": serializers.ChoiceField(choices=RESULT_KINDS),
         "id": serializers.IntegerField(),
+        **times_fields(),
         "tokens": serializers.IntegerField(),
         "forced": serializers.BooleanField(required=False, help_text="Put first by the caller (the gate)."),
         "score": serializers.FloatField(required=False),

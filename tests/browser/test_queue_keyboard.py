@@ -361,3 +361,25 @@ def test_a_mixed_queue_of_thirty_is_worked_through_without_the_mouse(page, world
     assert (invoices.text, invoices.version) == ("Invoices go out on the 2nd.", 2)
     assert Memory.objects.get(pk=dup.pk).status_reason == f"duplicate of #{priya.pk}"
     assert list(Memory.objects.filter(status="queued").values_list("pk", flat=True)) == [later.pk]
+
+
+def test_typing_on_a_filter_picks_only_an_option_that_starts_with_it(page, world):
+    """Typing "cu" on the Category filter never picks "contact": with no category starting "cu"
+    the filter stays as it was; once there is one ("customer") it is the one picked."""
+    factory.make_queued_memory(world.copilot, "Alice's phone is 555-0100.", category="contact")
+    login(page, "rita")
+    page.goto("/review/")
+    category = page.locator("#queue-filters select[name=category]")
+    category.focus()
+    page.keyboard.type("cu")
+    page.wait_for_timeout(1200)  # longer than the pause after which a typed choice applies
+    expect(category).to_have_value("")
+    assert "category=" not in page.url
+
+    factory.make_queued_memory(world.copilot, "Bob's account is on the gold plan.", category="customer")
+    page.goto("/review/")
+    page.locator("#queue-filters select[name=category]").focus()
+    page.keyboard.type("cu")
+    page.wait_for_url(re.compile(r"category=customer"))
+    expect(page.locator("#queue-filters select[name=category]")).to_have_value("customer")
+    expect(page.locator("#queue-items article.qitem")).to_have_count(1)

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from knowledge.models import Memory as MemoryRow
+from tests import factory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -178,11 +179,19 @@ def test_items_are_brain_memories_with_provenance_and_review(live_server, world,
     }
     assert memory.category == "langgraph" and memory.value == {"text": "VPN 5.2.1 fixes E4012"}
 
-    # An untrusted agent's writes wait for review; the agent sees its own pending item.
+    # An untrusted agent's writes wait for review, and until approved get and search return
+    # what was in force before: nothing, then the first value while the second waits.
     copilot = BrainStore(Brain(live_server.url, world.tokens["copilot"]))
     copilot.put(("notes",), "n1", {"text": "pending"})
     assert copilot.memory(("notes",), "n1").status == "queued"
+    assert copilot.get(("notes",), "n1") is None
+    assert copilot.search(("notes",)) == []
+    factory.set_state([copilot.memory(("notes",), "n1").id], status="active")
     assert copilot.get(("notes",), "n1").value == {"text": "pending"}
+    copilot.put(("notes",), "n1", {"text": "second"})
+    assert copilot.memory(("notes",), "n1").status == "queued"
+    assert copilot.get(("notes",), "n1").value == {"text": "pending"}
+    assert [i.value for i in copilot.search(("notes",))] == [{"text": "pending"}]
     # Stores stay Brain's: scribe does not see copilot's own items.
     assert store.get(("notes",), "n1") is None
     # A namespace can be routed to another Brain scope.

@@ -17,8 +17,8 @@ How LangGraph's items map onto Brain's memories:
 - A new put of the same key writes a new memory that supersedes the last one (Brain keeps the
   history); a delete retires the item's live memories (`DELETE /api/memory/{id}`): they leave
   recall at once, no tombstone memory is written, and an admin can still restore or erase them. An untrusted agent's
-  writes wait for review in Brain: until then `get` and `search` show the agent its own pending
-  write (status `queued`), as it would see it once approved.
+  writes wait for review in Brain: until approved, `get` and `search` return what was in force
+  before (or nothing), as Brain's recall does; a new put of the key replaces the pending write.
 - Machine state: items of a namespace whose first label is in `state` (or every namespace, with
   `state=True`) are the graph's own working state — counters, cursors, scratch values it reads
   back itself. They are written with Brain's `state` flag: the agent's own working memory in its
@@ -65,7 +65,8 @@ from brain_client.models import Memory
 
 PREFIX = "langgraph"
 CATEGORY = "langgraph"
-LIVE = ("active", "queued")  # what an item is, to the agent that wrote it
+LIVE = ("active", "queued")  # what a new put supersedes and a delete retires
+SHOWN = ("active",)  # what get and search return: a write waiting for review is not there yet
 WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -210,7 +211,7 @@ class BrainStore(BaseStore):
         newest: dict[str, Memory] = {}
         first: dict[str, str] = {}
         for m in self._versions(**filters):  # newest first
-            if m.status in LIVE:
+            if m.status in SHOWN:
                 newest.setdefault(m.key, m)
             if m.status in LIVE or m.status == "superseded":
                 first[m.key] = m.created_at
@@ -231,11 +232,11 @@ class BrainStore(BaseStore):
 
     def _get(self, op: GetOp) -> Item | None:
         rows = self._versions(key=memory_key(op.namespace, op.key), store=self.scope_for(op.namespace))
-        live = [m for m in rows if m.status in LIVE]
-        if not live or live[0].value is None:
+        shown = [m for m in rows if m.status in SHOWN]
+        if not shown or shown[0].value is None:
             return None
         kept = [m for m in rows if m.status in LIVE or m.status == "superseded"]
-        return self._item(live[0], kept[-1].created_at)
+        return self._item(shown[0], kept[-1].created_at)
 
     def _text(self, value: Mapping[str, Any], index: list[str] | None) -> str:
         paths = index if index is not None else self.index

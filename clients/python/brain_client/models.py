@@ -54,6 +54,9 @@ class Memory(Model):
     stale: bool
     stale_reason: str
     pinned: bool
+    held_from: str | None  # when it held: valid_from, else when it was written
+    held_until: str | None  # valid_to
+    learned_at: str  # when Brain learned it: created_at
     valid_from: str | None
     valid_to: str | None
     expires_at: str | None

@@ -135,3 +135,35 @@ def test_a_reviewer_opens_every_guide_but_edits_none(client, world):
     assert page.status_code == 200 and b"Curation guide of scribe" in page.content
     assert b"Edit the curation guide" not in page.content and b"Only admins edit" in page.content
     assert client.get("/knowledge/guide/nobody").status_code == 404
+
+
+def test_the_guide_form_reads_thresholds_as_the_guide_shows_them(client, world):
+    """The guide shows thresholds as `name value` lines; its form takes them back that way (and
+    still as JSON), and refuses a bad line by its number, saving nothing."""
+    client.force_login(world.admin)
+    form = {"domain_types": "", "taxonomy": "", "update_rules": "", "version": "0"}
+    saved = client.post(
+        "/knowledge/guide/copilot",
+        {**form, "page_thresholds": "min_mentions_for_entry 3\n\nmax_blocks 30\nmin_score 0.5"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="guide",
+    )
+    assert b"Curation guide saved (version 1)" in saved.content
+    guide = CurationGuide.objects.get(owner=world.copilot)
+    assert guide.page_thresholds == {"min_mentions_for_entry": 3, "max_blocks": 30, "min_score": 0.5}
+    # the edit form offers them back as the same lines
+    import re
+
+    shown = re.search(
+        r'<textarea name="page_thresholds"[^>]*>\n?(.*?)</textarea>', saved.content.decode(), re.S
+    )
+    assert set(shown.group(1).splitlines()) == {"min_mentions_for_entry 3", "max_blocks 30", "min_score 0.5"}
+    bad = client.post(
+        "/knowledge/guide/copilot",
+        {**form, "page_thresholds": "max_blocks 30\nmax_blocks lots\nspare", "version": "1"},
+        follow=True,
+    )
+    body = bad.content.decode()
+    assert "Line 2 (max_blocks lots): lots is not a number." in body
+    assert "Line 3 (spare): write a name and a number, like min_blocks 3." in body
+    assert CurationGuide.objects.get(owner=world.copilot).version == 1

@@ -119,6 +119,38 @@ def test_an_agent_token_from_the_tokens_page_and_a_bad_request_writes_nothing(wo
     assert _api(ok.context["new_token"]).get("/api/me").json()["name"] == "copilot"
 
 
+def test_an_admin_makes_a_reviewers_token_shown_once_and_kept_as_a_hash(world):
+    client = _console(world.admin)
+    before = ApiToken.objects.count()
+    bad = client.post("/people/tokens/", {"kind": "person", "person": ""})
+    assert bad.status_code == 400 and "Choose the reviewer or admin" in bad.content.decode()
+    nobody = client.post("/people/tokens/", {"kind": "person", "person": "no-such-user"})
+    assert nobody.status_code == 400 and ApiToken.objects.count() == before
+    page = client.get("/people/tokens/").content.decode()
+    assert f'<option value="{world.reviewer.username}">' in page
+
+    made = client.post(
+        "/people/tokens/", {"kind": "person", "person": world.reviewer.username, "label": "script"}
+    )
+    assert made.status_code == 200
+    raw = made.context["new_token"]
+    assert raw in made.content.decode() and f"reviewer {world.reviewer.username}" in made.content.decode()
+    token = ApiToken.objects.get(user=world.reviewer, label="script")
+    assert (
+        raw not in (token.key_hash, token.prefix) and token.key_hash != raw and raw.startswith(token.prefix)
+    )
+    assert raw not in client.get("/people/tokens/").content.decode()  # shown once
+    me = _api(raw).get("/api/me").json()
+    assert (me["kind"], me["name"], me["role"]) == ("person", world.reviewer.username, "reviewer")
+    assert _api(raw).get("/api/memory?status=queued").status_code == 200  # a reviewer's API
+    assert AuditEvent.objects.filter(action="token.created", object_ids=[str(token.pk)]).exists()
+    # a deactivated person cannot be chosen
+    world.reviewer.is_active = False
+    world.reviewer.save(update_fields=["is_active"])
+    gone = client.post("/people/tokens/", {"kind": "person", "person": world.reviewer.username})
+    assert gone.status_code == 400 and ApiToken.objects.count() == before + 1
+
+
 def test_a_person_changes_their_own_password(world):
     client = _console(world.reviewer)
     wrong = client.post(

@@ -338,7 +338,8 @@ def _aged(memory, days: float):
 def _tier_author_age_world(world):
     """Five queued memories that differ in tier, author and how long they have waited."""
     fresh = mem0(world, "Alice likes green tea")  # semantic, by import_mem0, today
-    working = factory.make_queued_memory(world.copilot, "step 3 of the run", tier="working")  # by copilot
+    # by copilot; a working note in its own store would be scratch, active at once
+    working = factory.make_queued_memory(world.copilot, "step 3 of the run", tier="working", store="shared")
     episode = _aged(factory.make_queued_memory(world.copilot, "the call went well", tier="episodic"), 3)
     month = _aged(factory.make_queued_memory(world.copilot, "VPN-4012 needs client 5.2"), 12)
     ancient = _aged(mem0(world, "Bob moved to Oslo", person="bob"), 45)

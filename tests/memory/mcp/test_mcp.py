@@ -171,6 +171,26 @@ async def _journey(client: Client, world, setup) -> None:
     )
     assert written["status"] == "queued"  # copilot is untrusted: its writes wait for review
     assert await _db(lambda: Memory.objects.filter(pk=written["id"], owner=world.copilot).exists())
+    # as the REST API does, a write takes `state`, `event_id` and `conversation`
+    assert {"state", "event_id", "conversation"} <= set(tools["memory_write"].input_schema["properties"])
+    state = _ok(
+        await client.call_tool(
+            "memory_write",
+            {
+                "scope": "agent",
+                "text": "cursor at ticket 7",
+                "state": True,
+                "event_id": "run-1/7",
+                "conversation": cid,
+            },
+        )
+    )
+    assert (state["status"], state["tier"], state["event_id"], state["conversation"]) == (
+        "active",
+        "working",
+        "run-1/7",
+        cid,
+    )
 
     found = _ok(await client.call_tool("memory_search", {"q": "E4012 VPN", "conversation": cid, "k": 5}))
     assert any("E4012" in r.get("text", "") for r in found["results"])

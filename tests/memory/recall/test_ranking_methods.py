@@ -125,7 +125,7 @@ def test_a_reply_borrows_weight_from_the_turn_it_answers(world):
 
 
 def candidate(kind, pk, when, fused):
-    return Candidate(kind=kind, id=pk, fused=fused, stamp=(when, None, None, None))
+    return Candidate(kind=kind, id=pk, fused=fused, stamp=(when, None, None, None, None))
 
 
 def test_support_comes_from_hits_close_in_time_and_never_from_knowledge():

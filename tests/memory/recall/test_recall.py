@@ -645,3 +645,36 @@ def test_outside_a_transaction_the_vector_routes_run_on_a_connection_of_their_ow
     assert [(c.kind, c.id) for c in apart.candidates] == [(c.kind, c.id) for c in together.candidates]
     S.close_helper_connections()
     assert not S._helper_connections
+
+
+def test_a_named_time_weighs_memories_by_when_they_held_not_when_they_were_learned(world):
+    """Two memories written today about a badge swap; one held from 2025-03-02 (an import keeps
+    it), the other from 2024-06-10. "before April 2025" and "after 2025" rank the one that held
+    then first; a memory learned in the window but held outside it gains nothing."""
+    conv = factory.make_conversation(world.copilot, world.general)
+    march = factory.make_memory(
+        world.copilot,
+        "Badge swap at door 4: the reader was replaced",
+        store="shared",
+        valid_from=NOW.replace(2025, 3, 2),
+    )
+    june = factory.make_memory(
+        world.copilot,
+        "Badge swap at door 4: the reader was renewed",
+        store="shared",
+        valid_from=NOW.replace(2024, 6, 10),
+    )
+    factory.embed_all()
+    client = world.client("copilot")
+
+    def order(q):
+        result = search(client, conversation=conv.pk, q=q)
+        ids = [r["id"] for r in result["results"] if r["kind"] == "memory"]
+        held = {r["id"]: r["held_from"][:10] for r in result["results"] if r["kind"] == "memory"}
+        assert held == {march.pk: "2025-03-02", june.pk: "2024-06-10"}
+        return ids
+
+    assert order("badge swap door 4 in March 2025") == [march.pk, june.pk]
+    assert order("badge swap door 4 in June 2024") == [june.pk, march.pk]
+    assert order("badge swap door 4 before 1 January 2025") == [june.pk, march.pk]
+    assert order("badge swap door 4 after 1 January 2025") == [march.pk, june.pk]
