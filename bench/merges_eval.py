@@ -82,6 +82,25 @@ def print_figures(title: str, items: list[dict], verdicts) -> None:
         )
 
 
+def figure_rows(where: str, items: list[dict], verdicts) -> list[list]:
+    """The rows docs/PERFORMANCE.md shows (bench/results.py) for one set of verdicts."""
+    f = figures(items, verdicts)
+    faithful = f.get("faithful", (0, 0))
+    bad = [f.get(label, (0, 0)) for label in BAD]
+    total, good = sum(t for t, _ in bad), sum(g for _, g in bad)
+    per = ", ".join(f"{label} {f.get(label, (0, 0))[1]}/{f.get(label, (0, 0))[0]}" for label in BAD)
+    return [
+        [
+            f"faithful accepted, {where}",
+            100 * faithful[1] / max(faithful[0], 1),
+            "%",
+            "≥ 90 %",
+            f"{faithful[1]} of {faithful[0]}",
+        ],
+        [f"drops/inverts/swaps/invents refused, {where}", 100 * good / max(total, 1), "%", "≥ 90 %", per],
+    ]
+
+
 def cross_validate(items: list[dict]):
     grid = [dict(zip(GRID, values, strict=True)) for values in product(*GRID.values())]
     table = [judge(items, params) for params in grid]
@@ -110,6 +129,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cv", action="store_true", help="choose the thresholds leaving one domain out")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    load_before = round(os.getloadavg()[0], 2)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
     import django
 
@@ -123,6 +143,16 @@ def main(argv=None) -> int:
         for domain, params in chosen.items():
             print(f"    {domain:22} {params}")
         print("  chosen on all:", overall)
+        if args.file == MERGES:
+            from bench import results
+
+            results.record(
+                "merges-cv",
+                title="Merges and summaries keep every claim (merges.jsonl), leave one domain out",
+                command="python -m bench merges --cv",
+                rows=figure_rows("out of domain", items, outside) + figure_rows("in domain", items, inside),
+                load_before=load_before,
+            )
         return 0
     verdicts = judge(items)
     for item, (ok, why) in zip(items, verdicts, strict=True):

@@ -237,6 +237,26 @@ def report(
     return s
 
 
+def figures(where: str, pairs: list[dict], predicted: list[str]) -> list[list]:
+    """The rows docs/PERFORMANCE.md shows (bench/results.py) for one set of predictions."""
+    s = scores(pairs, predicted)
+    flagged, total = lookalikes(pairs, predicted)
+    rows = []
+    for label, target in (("contradiction", "P ≥ .90, R ≥ .60"), ("duplicate", "P ≥ .90, R ≥ .70")):
+        x = s[label]
+        rows.append(
+            [
+                f"{label}, {where}",
+                f"P {x['precision']:.2f} / R {x['recall']:.2f}",
+                "",
+                target,
+                f"tp {x['tp']}, fp {x['fp']}, fn {x['fn']}",
+            ]
+        )
+    rows.append([f"look-alikes flagged, {where}", f"{flagged} of {total}", "", "≤ 5 %", ""])
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=Path, action="append", help="a pairs file (default: both dev sets)")
@@ -247,6 +267,7 @@ def main(argv=None) -> None:
     pairs = [p for path in args.pairs for p in load(path)]
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
+    load_before = round(os.getloadavg()[0], 2)
     if args.cv:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
         import django
@@ -274,6 +295,16 @@ def main(argv=None) -> None:
             )
         }
         report(f"the module's thresholds {module}, on all pairs", pairs, predict(pairs))
+        if args.pairs == list(PAIRS):
+            from bench import results
+
+            results.record(
+                "relations-cv",
+                title="Relations on the labelled pairs, leave one domain out",
+                command="python -m bench.relations_eval --cv",
+                rows=figures("out of domain", pairs, outside) + figures("in domain", pairs, inside),
+                load_before=load_before,
+            )
         return
     os.environ.setdefault("BRAIN_BENCH_DATABASE", "brain_bench_relations")
     os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
@@ -291,6 +322,16 @@ def main(argv=None) -> None:
         report(f"through the API ({len(pairs)} pairs)", pairs, predicted, args.show, domains=True)
         load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"  load average {load_avg}")
+        if args.pairs == list(PAIRS):
+            from bench import results
+
+            results.record(
+                "relations-api",
+                title="Relations through the API (a trusted agent writes a, an untrusted one b)",
+                command="python -m bench.relations_eval",
+                rows=figures("through the API", pairs, predicted),
+                load_before=load_before,
+            )
     finally:
         _disconnect()
 
