@@ -127,6 +127,7 @@ class SearchResults(Model):
     results: list[dict[str, Any]]
     reranker: str = ""
     embedding_ms: float | None = None
+    left_out: int = 0  # results below the relevance floor that were left out
 
 
 @dataclass(kw_only=True)
