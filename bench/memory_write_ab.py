@@ -25,6 +25,7 @@ def main(argv: list[str]) -> int:
     base_commit = argv[0] if argv else "9e112a0"
     rounds = int(argv[1]) if len(argv) > 1 else 4
     sys.path.insert(0, str(ROOT))
+    load_before = round(os.getloadavg()[0], 2)
     os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
     from bench.__main__ import fresh_database
 
@@ -68,11 +69,30 @@ def main(argv: list[str]) -> int:
                             flush=True,
                         )
             print()
+            rows = []
             for kind in ("trusted", "untrusted"):
                 this, base = (statistics.median(results[(name, kind)]) for name in servers)
                 print(
                     f"{kind:9} median: this tree {this:.1f} · base {base:.1f} writes/s ({(this / base - 1) * 100:+.1f} %)"
                 )
+                rows.append(
+                    [
+                        f"POST /api/memory, {kind}: this tree against {base_commit}",
+                        (this / base - 1) * 100,
+                        "%",
+                        "within 5 %",
+                        f"medians of {rounds} alternated rounds: {this:.1f} against {base:.1f} writes/s",
+                    ]
+                )
+            from bench import results as written
+
+            written.record(
+                "memory_write_ab",
+                title="Write throughput against an earlier commit, alternated in one run",
+                command=f"python -m bench.memory_write_ab {base_commit} {rounds}",
+                rows=rows,
+                load_before=load_before,
+            )
         finally:
             for server, _ in servers.values():
                 server.terminate()
