@@ -25,7 +25,9 @@ def main(argv: list[str]) -> int:
     base_commit = argv[0] if argv else "9e112a0"
     rounds = int(argv[1]) if len(argv) > 1 else 4
     sys.path.insert(0, str(ROOT))
-    load_before = round(os.getloadavg()[0], 2)
+    from bench import results as written
+
+    load_before = written.load()
     os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
     from bench.__main__ import fresh_database
 
@@ -84,8 +86,6 @@ def main(argv: list[str]) -> int:
                         f"medians of {rounds} alternated rounds: {this:.1f} against {base:.1f} writes/s",
                     ]
                 )
-            from bench import results as written
-
             written.record(
                 "memory_write_ab",
                 title="Write throughput against an earlier commit, alternated in one run",

@@ -129,7 +129,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cv", action="store_true", help="choose the thresholds leaving one domain out")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    load_before = round(os.getloadavg()[0], 2)
+    from bench import results
+
+    load_before = results.load()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
     import django
 
@@ -144,8 +146,6 @@ def main(argv=None) -> int:
             print(f"    {domain:22} {params}")
         print("  chosen on all:", overall)
         if args.file == MERGES:
-            from bench import results
-
             results.record(
                 "merges-cv",
                 title="Merges and summaries keep every claim (merges.jsonl), leave one domain out",

@@ -267,7 +267,9 @@ def main(argv=None) -> None:
     pairs = [p for path in args.pairs for p in load(path)]
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
-    load_before = round(os.getloadavg()[0], 2)
+    from bench import results
+
+    load_before = results.load()
     if args.cv:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brainsite.settings")
         import django
@@ -296,8 +298,6 @@ def main(argv=None) -> None:
         }
         report(f"the module's thresholds {module}, on all pairs", pairs, predict(pairs))
         if args.pairs == list(PAIRS):
-            from bench import results
-
             results.record(
                 "relations-cv",
                 title="Relations on the labelled pairs, leave one domain out",
@@ -323,8 +323,6 @@ def main(argv=None) -> None:
         load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"  load average {load_avg}")
         if args.pairs == list(PAIRS):
-            from bench import results
-
             results.record(
                 "relations-api",
                 title="Relations through the API (a trusted agent writes a, an untrusted one b)",

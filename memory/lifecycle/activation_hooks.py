@@ -79,20 +79,26 @@ def gate_checks_stored_memory() -> bool:
     return setting_get("BRAIN_MEMORY_ACTIVATION_GATE") == gate.ENFORCE
 
 
+def working_ttl() -> datetime.timedelta:
+    """How long working memory lives (BRAIN_SHORT_TERM_TTL_HOURS)."""
+    return datetime.timedelta(hours=settings.BRAIN_SHORT_TERM_TTL_HOURS)
+
+
+def is_own_scratch(older: Memory, owner_id: int) -> bool:
+    """Whether `older` is working memory in the own store of the agent `owner_id`."""
+    return older.owner_id == owner_id and (older.tier, older.store) == (Memory.WORKING, SELF)
+
+
 def is_scratch(memory: Memory, *, now: datetime.datetime | None = None) -> bool:
     """Whether `memory` is its owner's scratch: working memory in its own store (read by no other
-    agent), expiring within the working TTL (BRAIN_SHORT_TERM_TTL), superseding nothing but its
-    owner's own scratch. Scratch goes into force without review; promoted to a longer tier it is
-    a new write, which review decides."""
-    if (memory.tier, memory.store) != (Memory.WORKING, SELF):
+    agent), expiring within the working TTL, superseding nothing but its owner's own scratch.
+    Scratch goes into force without review; promoted to a longer tier it is a new write, which
+    review decides."""
+    if not is_own_scratch(memory, memory.owner_id):
         return False
-    ttl = datetime.timedelta(hours=settings.BRAIN_SHORT_TERM_TTL_HOURS)
-    if memory.expires_at is None or memory.expires_at > (now or timezone.now()) + ttl:
+    if memory.expires_at is None or memory.expires_at > (now or timezone.now()) + working_ttl():
         return False
-    older = memory.supersedes if memory.supersedes_id else None
-    return older is None or (
-        older.owner_id == memory.owner_id and (older.tier, older.store) == (Memory.WORKING, SELF)
-    )
+    return not memory.supersedes_id or is_own_scratch(memory.supersedes, memory.owner_id)
 
 
 def route_goes_active(

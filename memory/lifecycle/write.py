@@ -20,16 +20,12 @@ from knowledge.memories.rows import memory_content_errors, memory_row_new, memor
 from knowledge.models import Agent, Conversation, Memory
 from knowledge.principal import Principal
 from memory.lifecycle.activation import activation_carry_out, memory_activate
-from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE, IMPORT
+from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE, IMPORT, is_own_scratch, working_ttl
 from memory.lifecycle.common import QUEUE_NEW, memory_lock
 from memory.lifecycle.conflicts import MemoryConflict, contradictions_mark_later, policy_violation_record
 from memory.lifecycle.duplicates import exact_duplicate_for_write
 
 MAX_TEXT = MAX_MEMORY_TEXT
-
-
-def _short_term_ttl() -> datetime.timedelta:
-    return datetime.timedelta(hours=settings.BRAIN_SHORT_TERM_TTL_HOURS)
 
 
 def _author_of(actor: Principal) -> tuple[str, str]:
@@ -148,15 +144,13 @@ def state_write_check(
     and expires within the working TTL. Raises Invalid naming the field otherwise."""
     errors = {}
     if supersedes is not None and (
-        supersedes.owner_id != owner.pk
-        or (supersedes.store, supersedes.tier) != (access.SELF, Memory.WORKING)
-        or supersedes.status not in Memory.LIVE
+        not is_own_scratch(supersedes, owner.pk) or supersedes.status not in Memory.LIVE
     ):
         errors["supersedes"] = [
             "A state write supersedes only the agent's own state (working memory in its own store); "
             "write without state to replace a fact, and a reviewer will decide."
         ]
-    if expires_at is not None and expires_at > now + _short_term_ttl():
+    if expires_at is not None and expires_at > now + working_ttl():
         errors["expires_at"] = [
             f"State expires within {settings.BRAIN_SHORT_TERM_TTL_HOURS} hours (the working TTL)."
         ]
@@ -220,7 +214,7 @@ def memory_row_for_write(
     actor unless another author is named; a short-term memory expires after BRAIN_SHORT_TERM_TTL
     hours unless given `expires_at`."""
     if tier in Memory.SHORT_TERM_TIERS and expires_at is None:
-        expires_at = now + _short_term_ttl()
+        expires_at = now + working_ttl()
     kind, name = _author_of(actor)
     return memory_row_new(
         owner=owner,
