@@ -145,6 +145,8 @@ def _take(plan: Plan, *, actor: Principal, reason: str) -> Erasure:
         _sources_scrub(cursor, plan)
         _revisions_scrub(cursor, "memory", plan.memories)
         _revisions_scrub(cursor, "entry", plan.entries)
+        _audit_reasons_scrub(cursor, "memory", plan.memories)
+        _audit_reasons_scrub(cursor, "entry", plan.entries)
         cursor.execute(
             "UPDATE knowledge_webhookdelivery SET body = '{}', last_error = 'erased', "
             "state = CASE WHEN state IN ('pending', 'sending') THEN 'failed' ELSE state END "
@@ -295,6 +297,18 @@ def _sources_scrub(cursor, plan: Plan) -> None:
         "OR (kind = 'memory' AND ref = ANY(%s)) OR (kind = 'entry' AND ref = ANY(%s)) "
         "OR (kind = 'material' AND split_part(ref, '#', 1) = ANY(%s))",
         [refs, conversations, memories, [str(i) for i in plan.entries], sorted(plan.material_refs)],
+    )
+
+
+def _audit_reasons_scrub(cursor, object_type: str, ids) -> None:
+    """The reasons audit events gave about an erased row (a reviewer's words may quote it) go;
+    the events stay, with their ids, counts and times."""
+    if not ids:
+        return
+    cursor.execute(
+        "UPDATE knowledge_auditevent SET reason = '' "
+        "WHERE object_type = %s AND reason <> '' AND object_ids ?| %s::text[]",
+        [object_type, [str(i) for i in ids]],
     )
 
 

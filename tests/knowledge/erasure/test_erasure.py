@@ -445,3 +445,23 @@ def test_an_agent_import_of_an_older_export_does_not_bring_an_erased_memory_back
     assert list(Entry.objects.filter(owner__name="scribe-restored").values_list("name", flat=True)) == [
         "Office"
     ]
+
+
+def test_erasing_a_memory_clears_the_reasons_the_audit_trail_gave_about_it(world):
+    memory = factory.make_memory(world.copilot, f"The alarm code is {TOKEN}", store="shared")
+    other = factory.make_memory(world.copilot, "The alarm rings at seven", store="shared")
+    reasons = {memory.pk: f"not {TOKEN} any more", other.pk: "it rings at eight now"}
+    for pk, reason in reasons.items():
+        done = world.client("copilot").delete(f"/api/memory/{pk}", QUERY_STRING=f"reason={reason}")
+        assert done.status_code == 200, done.content
+    assert "knowledge_auditevent.reason" in database_rows_holding(TOKEN)
+
+    response = _erase(world, {"memory": memory.pk, "reason": "a code was pasted"})
+
+    assert response.status_code == 201, response.content
+    assert database_rows_holding(TOKEN) == []
+    retired = AuditEvent.objects.filter(action="memory.revoked").order_by("pk")
+    assert [(e.object_ids, e.reason) for e in retired] == [
+        ([str(memory.pk)], ""),  # the event stays, by its ids; its words go
+        ([str(other.pk)], "it rings at eight now"),
+    ]
