@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # quality check or a minute of load rather than a figure that changes from run to run; and
 # recall at 1M messages (`make bench-large`: about an hour and several GB, outside CI).
 # `ingest` (10,000 messages, about 4 minutes) is part of `make bench`.
-OPT_IN = {"stage_a_recall", "load", "recall_large", "peers"}
+OPT_IN = {"stage_a_recall", "load", "recall_large", "peers", "recall_learned"}
 # The throw-away database; BRAIN_BENCH_DATABASE lets two benchmarks run side by side.
 BENCH_DATABASE = os.environ.get("BRAIN_BENCH_DATABASE", "brain_bench")
 # The migrated, empty database each benchmark starts from (a copy of it, made in a second).
