@@ -16,7 +16,7 @@ from knowledge.events.services import webhook_create, webhooks_fanout
 from knowledge.models import WebhookDelivery
 from knowledge.principal import Principal
 from knowledge.principals import services
-from memory.lifecycle.write import memory_write
+from memory.lifecycle.write import WriteRequest, memory_write
 
 WRITES = 3_000
 PAGE = 100
@@ -68,7 +68,10 @@ def run(report):
     for i in range(WRITES):
         owner = mine if i % 2 == 0 else other
         memory_write(
-            actor=ACTOR, owner=owner, store="self", text=gen.message(), run_id=f"run-{i // 50}", turn=i
+            actor=ACTOR,
+            request=WriteRequest(
+                owner=owner, store="self", text=gen.message(), run_id=f"run-{i // 50}", turn=i
+            ),
         )
     write_ms = (time.perf_counter() - t0) * 1000 / WRITES
     _settle()

@@ -33,7 +33,7 @@ from knowledge.principal import Principal
 from memory.lifecycle.activation import memory_activate_stored
 from memory.lifecycle.activation_hooks import DISTILLER
 from memory.lifecycle.conflicts import MemoryConflict
-from memory.lifecycle.write import memory_write
+from memory.lifecycle.write import WriteRequest, memory_write
 
 ACTOR = Principal.system("distiller")
 STUCK_AFTER = timedelta(minutes=30)
@@ -264,20 +264,22 @@ def _write(run, conversation, proposals: list[dict], *, usage_id, note: str = ""
             # refuses stays queued with the reason
             memory = memory_write(
                 actor=ACTOR,
-                owner=conversation.agent,
-                store=conversation.write_store,
-                text=text,
-                sources=source,
-                tier=tier,
-                category=proposal["category"],
-                key=proposal.get("key", ""),
-                confidence=proposal.get("confidence", 0.8),
-                conversation=conversation,
+                request=WriteRequest(
+                    owner=conversation.agent,
+                    store=conversation.write_store,
+                    text=text,
+                    sources=source,
+                    tier=tier,
+                    category=proposal["category"],
+                    key=proposal.get("key", ""),
+                    confidence=proposal.get("confidence", 0.8),
+                    conversation=conversation,
+                    author_kind="distiller",
+                    author_name="distiller",
+                    audit_data={"conversation": conversation.pk, "author": "distiller"},
+                    version_reason=f"distilled from conversation {conversation.pk}",
+                ),
                 route=DISTILLER,
-                author_kind="distiller",
-                author_name="distiller",
-                audit_data={"conversation": conversation.pk, "author": "distiller"},
-                version_reason=f"distilled from conversation {conversation.pk}",
                 refused_stays_queued=True,
             )
             created.append(memory)

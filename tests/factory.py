@@ -46,35 +46,24 @@ def make_conversation(agent, channel, thread=""):
     return conversations.conversation_start(actor=SYSTEM, agent=agent, channel=channel, thread=thread)
 
 
-def make_memory(owner, text=None, *, store="self", actor=None, route="api_write", **fields):
+def make_memory(owner, text=None, *, store="self", actor=None, route="api_write", now=None, **fields):
     """A memory written through the real write service. By default the system actor writes it,
-    so it is active at once; pass actor=Principal.for_agent(agent) for the agent's own route."""
-    from memory.lifecycle.write import memory_write
+    so it is active at once; pass actor=Principal.for_agent(agent) for the agent's own route.
+    `fields` are the write request's (memory.lifecycle.write.WriteRequest)."""
+    from memory.lifecycle.write import WriteRequest, memory_write
 
-    return memory_write(
-        actor=actor or SYSTEM,
-        owner=owner,
-        store=store,
-        text=text or f"memory {next(_seq)}",
-        route=route,
-        **fields,
-    )
+    request = WriteRequest(owner=owner, store=store, text=text or f"memory {next(_seq)}", **fields)
+    return memory_write(actor=actor or SYSTEM, request=request, route=route, now=now)
 
 
-def make_queued_memory(owner, text=None, *, store="self", **fields):
+def make_queued_memory(owner, text=None, *, store="self", now=None, **fields):
     """A memory waiting for review: an untrusted agent's own write, or for a trusted agent a
     distiller proposal (auto-activation is off by default)."""
-    from memory.lifecycle.write import memory_write
+    from memory.lifecycle.write import WriteRequest, memory_write
 
     actor, route = (SYSTEM, "distiller") if owner.trusted else (Principal.for_agent(owner), "api_write")
-    return memory_write(
-        actor=actor,
-        owner=owner,
-        store=store,
-        text=text or f"queued memory {next(_seq)}",
-        route=route,
-        **fields,
-    )
+    request = WriteRequest(owner=owner, store=store, text=text or f"queued memory {next(_seq)}", **fields)
+    return memory_write(actor=actor, request=request, route=route, now=now)
 
 
 def make_entry(owner, *, name=None, store="shared", actor=None, blocks=(), **fields):

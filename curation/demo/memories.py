@@ -8,7 +8,7 @@ from django.utils import timezone
 from knowledge.models import Memory
 from knowledge.principal import Principal
 from memory.lifecycle import common, expiry, operate, review
-from memory.lifecycle.write import memory_write
+from memory.lifecycle.write import WriteRequest, memory_write
 
 MARKER = "demo:"
 
@@ -23,9 +23,10 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
     now = timezone.now()
     n = [0]
 
-    def mem(who, owner, text, **fields):
+    def mem(who, owner, text, now=None, **fields):
         n[0] += 1
-        return memory_write(actor=who, owner=owner, text=text, event_id=f"{MARKER}{n[0]}", **fields)
+        request = WriteRequest(owner=owner, text=text, event_id=f"{MARKER}{n[0]}", **fields)
+        return memory_write(actor=who, request=request, now=now)
 
     # Active long-term memories, some with sources, one pinned.
     vpn_old = mem(
@@ -127,14 +128,16 @@ def seed_memories(*, actor: Principal, agents: dict, write=None) -> int:
     )
     memory_write(
         actor=Principal.system("distiller"),
-        owner=copilot,
-        store="shared",
-        text="Acme wants support updates by e-mail only from now on.",
-        key="customer.acme.contact",
-        value={"preferredChannel": "email"},
+        request=WriteRequest(
+            owner=copilot,
+            store="shared",
+            text="Acme wants support updates by e-mail only from now on.",
+            key="customer.acme.contact",
+            value={"preferredChannel": "email"},
+            sources=[{"kind": "record", "ref": "chat/conversation/demo-311"}],
+            event_id=f"{MARKER}distilled",
+        ),
         route="distiller",
-        sources=[{"kind": "record", "ref": "chat/conversation/demo-311"}],
-        event_id=f"{MARKER}distilled",
     )
     requeued = mem(
         scribe_actor,

@@ -143,7 +143,9 @@ def memory_collection(request):
     if request.method == "POST":
         data = validated(MemoryWriteSerializer, request.data, principal=principal)
         route = write_route(data)
-        memory = write.memory_write(actor=principal, route=route, **names.write_named(principal, data))
+        memory = write.memory_write(
+            actor=principal, request=write.WriteRequest(**names.write_named(principal, data)), route=route
+        )
         created = not getattr(memory, "duplicate_of", None)
         return Response(
             memory_out(memory, reader=principal),

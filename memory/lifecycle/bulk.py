@@ -30,6 +30,7 @@ from memory.lifecycle.activation import activation_carry_out, activation_reads_m
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.duplicates import exact_duplicate_for_write, exact_duplicates_for_writes
 from memory.lifecycle.write import (
+    WriteRequest,
     duplicate_answers,
     duplicate_corroborate,
     memory_row_for_write,
@@ -54,10 +55,16 @@ class ItemRefused(Exception):
 @dataclass
 class _Write:
     index: int
-    store: str
-    fields: dict  # memory_write's keyword arguments for this memory
-    sources: list
+    request: WriteRequest  # checked: its text is the one stored
     answers_duplicate: bool
+
+    @property
+    def store(self) -> str:
+        return self.request.store
+
+    @property
+    def sources(self) -> list:
+        return list(self.request.sources)
 
 
 def memory_write_many(
@@ -70,8 +77,8 @@ def memory_write_many(
     chunk: int = CHUNK,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Memory]:
-    """memory_write for each of `items` (dicts of memory_write's keyword arguments: text, sources,
-    tier, key, value, …), all owned by `owner`, in `store` unless an item names its own `store`
+    """memory_write for each of `items` (dicts of WriteRequest's fields but the owner: text,
+    sources, tier, key, value, …), all owned by `owner`, in `store` unless an item names its own `store`
     (an import of many people's memories: one batch across their private stores), in order.
     Returns, for each, the memory
     written (queued or active) or, for an agent's exact duplicate, the live memory it repeats
@@ -84,23 +91,16 @@ def memory_write_many(
     ItemRefused raised; earlier chunks stay (a writer that can re-run skips what it wrote)."""
     writes = []
     for index, item in enumerate(items):
-        fields = {"text": "", **item}
-        sources = list(fields.pop("sources", ()))
-        into = fields.pop("store", store)
         try:
-            fields["text"] = memory_write_check(
-                actor=actor,
-                owner=owner,
-                store=into,
-                sources=sources,
-                **{k: fields[k] for k in _CHECKED if k in fields},
+            request = memory_write_check(
+                actor=actor, request=WriteRequest(owner=owner, **{"store": store, **item})
             )
         except DomainError as exc:
             raise ItemRefused(index, exc) from None
         answers = duplicate_answers(
-            actor=actor, supersedes=fields.get("supersedes"), attach=fields.get("attach"), route=route
+            actor=actor, supersedes=request.supersedes, attach=request.attach, route=route
         )
-        writes.append(_Write(index, into, fields, sources, answers))
+        writes.append(_Write(index, request, answers))
 
     written: list[Memory] = []
     unplanned = _never_analyzed()
@@ -132,19 +132,6 @@ def _analyze() -> None:
         cursor.execute(f"ANALYZE {connection.ops.quote_name(Memory._meta.db_table)}")
 
 
-_CHECKED = (
-    "text",
-    "key",
-    "value",
-    "tier",
-    "valid_from",
-    "valid_to",
-    "expires_at",
-    "conversation",
-    "supersedes",
-)
-
-
 class _Chunk:
     """One transaction's worth of writes."""
 
@@ -171,15 +158,7 @@ class _Chunk:
         return [self.out[w.index] for w in writes]
 
     def _row(self, w: _Write) -> Memory:
-        fields = {k: v for k, v in w.fields.items() if k not in ("attach", "audit_data")}
-        return memory_row_for_write(
-            actor=self.actor,
-            owner=self.owner,
-            store=w.store,
-            now=self.now,
-            **fields,
-            **(w.fields.get("attach") or {}),
-        )
+        return memory_row_for_write(actor=self.actor, request=w.request, now=self.now)
 
     def _write_set(self, writes: list[_Write], rows: list[Memory]) -> None:
         if not writes:
@@ -216,7 +195,7 @@ class _Chunk:
 
     def _hold(self, w: _Write, row: Memory) -> None:
         activation = memory_activate(actor=self.actor, memory=row, route=self.route, now=self.now)
-        self.held.append((NewRow(row, activation, w.sources), w.fields.get("audit_data")))
+        self.held.append((NewRow(row, activation, w.sources), w.request.audit_data))
         self.out[w.index] = row
 
     def _store_held(self) -> None:
@@ -245,13 +224,7 @@ class _Chunk:
     def _write_alone(self, w: _Write) -> None:
         try:
             self.out[w.index] = memory_write(
-                actor=self.actor,
-                owner=self.owner,
-                store=w.store,
-                sources=w.sources,
-                route=self.route,
-                now=self.now,
-                **w.fields,
+                actor=self.actor, request=w.request, route=self.route, now=self.now
             )
         except DomainError as exc:
             raise ItemRefused(w.index, exc) from None

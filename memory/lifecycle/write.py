@@ -5,7 +5,9 @@ and its `memory.written` event."""
 
 import datetime
 import json
-from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -98,42 +100,80 @@ def memory_written_audit(
     )
 
 
-def memory_write_check(
-    *,
-    actor: Principal,
-    owner: Agent,
-    store: str,
-    text: str,
-    key: str = "",
-    value=None,
-    tier: str = Memory.SEMANTIC,
-    valid_from: datetime.datetime | None = None,
-    valid_to: datetime.datetime | None = None,
-    expires_at: datetime.datetime | None = None,
-    conversation: Conversation | None = None,
-    supersedes: Memory | None = None,
-    sources: list[dict] = (),
-) -> str:
+@dataclass(frozen=True)
+class WriteRequest:
+    """One new memory as a writer asks for it, whatever the route (the API and MCP, the
+    distiller, skills, an import, Dreaming): the owner and store it goes into, its text and
+    fields, the sources it cites, what it supersedes, and how it is recorded — its author where
+    not the actor (`author_kind`, `author_name`), what `attach` sets on the row (a skill overlay's
+    `skill` and `position`, a precomputed `embedding`), `audit_data` added to its memory.written
+    event and `version_reason`, its first version's reason. Who writes it and by which route are
+    memory_write's arguments."""
+
+    owner: Agent
+    store: str
+    text: str = ""
+    sources: Sequence[dict] = ()
+    tier: str = Memory.SEMANTIC
+    category: str = ""
+    key: str = ""
+    value: Any = None
+    confidence: float = 1.0
+    supersedes: Memory | None = None
+    valid_from: datetime.datetime | None = None
+    valid_to: datetime.datetime | None = None
+    expires_at: datetime.datetime | None = None
+    run_id: str = ""
+    turn: int | None = None
+    event_id: str = ""
+    conversation: Conversation | None = None
+    author_kind: str = ""
+    author_name: str = ""
+    attach: dict | None = None
+    audit_data: dict | None = None
+    version_reason: str = ""
+
+
+# the request's fields a new row takes as they are (memory_row_for_write)
+_ROW_FIELDS = (
+    "category",
+    "key",
+    "value",
+    "confidence",
+    "supersedes",
+    "valid_from",
+    "valid_to",
+    "run_id",
+    "turn",
+    "event_id",
+    "conversation",
+)
+
+
+def memory_write_check(*, actor: Principal, request: WriteRequest) -> WriteRequest:
     """The checks a new memory passes before anything is written, whoever writes it (memory_write,
     and memory_write_many for each of its memories before the first is stored): the actor may write
     there, the fields' rules, the memory it supersedes and the sources it cites. Raises Refused or
-    Invalid; returns the text to store (derived from key and value when none is given)."""
-    access.check_write(actor, owner=owner, store=store)
+    Invalid; returns the request with the text to store (derived from key and value when none is
+    given)."""
+    access.check_write(actor, owner=request.owner, store=request.store)
     text, errors = _write_rules(
-        owner=owner,
-        text=text,
-        key=key,
-        value=value,
-        tier=tier,
-        valid_from=valid_from,
-        valid_to=valid_to,
-        expires_at=expires_at,
-        conversation=conversation,
+        owner=request.owner,
+        text=request.text,
+        key=request.key,
+        value=request.value,
+        tier=request.tier,
+        valid_from=request.valid_from,
+        valid_to=request.valid_to,
+        expires_at=request.expires_at,
+        conversation=request.conversation,
     )
     if errors:
         raise Invalid(errors)
-    _check_references(actor=actor, owner=owner, supersedes=supersedes, sources=list(sources))
-    return text
+    _check_references(
+        actor=actor, owner=request.owner, supersedes=request.supersedes, sources=list(request.sources)
+    )
+    return replace(request, text=text)
 
 
 def state_write_check(
@@ -197,127 +237,68 @@ def duplicate_corroborate(*, actor: Principal, memory: Memory, sources: list[dic
     return memory
 
 
-def memory_row_for_write(
-    *,
-    actor: Principal,
-    owner: Agent,
-    store: str,
-    text: str,
-    now: datetime.datetime,
-    tier: str = Memory.SEMANTIC,
-    expires_at: datetime.datetime | None = None,
-    author_kind: str = "",
-    author_name: str = "",
-    **fields,
-) -> Memory:
-    """The new, unsaved, queued row of a write, as memory_activate expects it: authored by the
-    actor unless another author is named; a short-term memory expires after BRAIN_SHORT_TERM_TTL
-    hours unless given `expires_at`."""
-    if tier in Memory.SHORT_TERM_TIERS and expires_at is None:
+def memory_row_for_write(*, actor: Principal, request: WriteRequest, now: datetime.datetime) -> Memory:
+    """The new, unsaved, queued row of a checked write request, as memory_activate expects it:
+    authored by the actor unless the request names another author; a short-term memory expires
+    after BRAIN_SHORT_TERM_TTL hours unless the request gives `expires_at`."""
+    expires_at = request.expires_at
+    if request.tier in Memory.SHORT_TERM_TIERS and expires_at is None:
         expires_at = now + working_ttl()
     kind, name = _author_of(actor)
     return memory_row_new(
-        owner=owner,
-        store=store,
-        text=text,
-        author_kind=author_kind or kind,
-        author_name=author_name or name,
+        owner=request.owner,
+        store=request.store,
+        text=request.text,
+        author_kind=request.author_kind or kind,
+        author_name=request.author_name or name,
         status=Memory.QUEUED,
         queue_reason=QUEUE_NEW,
-        tier=tier,
+        tier=request.tier,
         expires_at=expires_at,
-        **fields,
+        **{name: getattr(request, name) for name in _ROW_FIELDS},
+        **(request.attach or {}),
     )
 
 
 def memory_write(
     *,
     actor: Principal,
-    owner: Agent,
-    store: str,
-    text: str = "",
-    sources: Iterable[dict] = (),
-    tier: str = Memory.SEMANTIC,
-    category: str = "",
-    key: str = "",
-    value=None,
-    confidence: float = 1.0,
-    supersedes: Memory | None = None,
-    valid_from: datetime.datetime | None = None,
-    valid_to: datetime.datetime | None = None,
-    expires_at: datetime.datetime | None = None,
-    run_id: str = "",
-    turn: int | None = None,
-    event_id: str = "",
-    conversation: Conversation | None = None,
+    request: WriteRequest,
     route: str = API_WRITE,
-    author_kind: str = "",
-    author_name: str = "",
     now: datetime.datetime | None = None,
-    attach: dict | None = None,
-    audit_data: dict | None = None,
-    version_reason: str = "",
     refused_stays_queued: bool = False,
 ) -> Memory:
-    """Write a memory owned by `owner` into `store` and pass it through memory_activate: it comes
-    back `queued` (awaiting review) or `active`. Short-term tiers get `expires_at` (default TTL
-    BRAIN_SHORT_TERM_TTL hours). Raises Refused when `actor` may not write there and
-    MemoryConflict (after auditing memory.policy_violation) when strict anti-drift refuses it;
-    then nothing is written. `attach` sets the fields that attach the memory to something
-    (a skill overlay's `skill` and `position`, a precomputed `embedding`); `audit_data` is added
-    to the memory.written event and `version_reason` is the first version's reason. With
-    `refused_stays_queued` (the distiller: a proposal is never lost) a memory strict anti-drift
-    refuses is stored queued, its status reason naming what it contradicts, instead of refused."""
-    sources = list(sources)
-    text = memory_write_check(
-        actor=actor,
-        owner=owner,
-        store=store,
-        text=text,
-        key=key,
-        value=value,
-        tier=tier,
-        valid_from=valid_from,
-        valid_to=valid_to,
-        expires_at=expires_at,
-        conversation=conversation,
-        supersedes=supersedes,
-        sources=sources,
+    """Write the memory `request` asks for (owned by its `owner`, in its `store`) by `route` and
+    pass it through memory_activate: it comes back `queued` (awaiting review) or `active`.
+    Short-term tiers get `expires_at` (default TTL BRAIN_SHORT_TERM_TTL hours). Raises Refused
+    when `actor` may not write there and MemoryConflict (after auditing memory.policy_violation)
+    when strict anti-drift refuses it; then nothing is written. With `refused_stays_queued` (the
+    distiller: a proposal is never lost) a memory strict anti-drift refuses is stored queued, its
+    status reason naming what it contradicts, instead of refused."""
+    request = memory_write_check(actor=actor, request=request)
+    owner, store, supersedes, sources = (
+        request.owner,
+        request.store,
+        request.supersedes,
+        list(request.sources),
     )
     if route == AGENT_STATE:
         state_write_check(
-            owner=owner, supersedes=supersedes, expires_at=expires_at, now=now or timezone.now()
+            owner=owner, supersedes=supersedes, expires_at=request.expires_at, now=now or timezone.now()
         )
-    if duplicate_answers(actor=actor, supersedes=supersedes, attach=attach, route=route):
+    if duplicate_answers(actor=actor, supersedes=supersedes, attach=request.attach, route=route):
         existing = exact_duplicate_for_write(
-            owner=owner, store=store, tier=tier, text=text, key=key, value=value
+            owner=owner,
+            store=store,
+            tier=request.tier,
+            text=request.text,
+            key=request.key,
+            value=request.value,
         )
         if existing is not None:
             return duplicate_corroborate(actor=actor, memory=existing, sources=sources)
     now = now or timezone.now()
-    memory = memory_row_for_write(
-        actor=actor,
-        owner=owner,
-        store=store,
-        text=text,
-        now=now,
-        author_kind=author_kind,
-        author_name=author_name,
-        tier=tier,
-        category=category,
-        key=key,
-        value=value,
-        confidence=confidence,
-        supersedes=supersedes,
-        valid_from=valid_from,
-        valid_to=valid_to,
-        expires_at=expires_at,
-        run_id=run_id,
-        turn=turn,
-        event_id=event_id,
-        conversation=conversation,
-        **(attach or {}),
-    )
+    memory = memory_row_for_write(actor=actor, request=request, now=now)
     try:
         with transaction.atomic():
             # decide, then store through the one entrance of new rows, then carry out
@@ -330,7 +311,7 @@ def memory_write(
                 activation = Activation.held(
                     status_reason=f"contradicts active memories {exc.conflicts_with}"
                 )
-            memory_rows_activate(rows=[NewRow(memory, activation, sources, version_reason)])
+            memory_rows_activate(rows=[NewRow(memory, activation, sources, request.version_reason)])
             status = activation_carry_out(
                 actor=actor, memory=memory, route=route, activation=activation, now=now
             )
@@ -346,7 +327,12 @@ def memory_write(
                 # working memory is scratch, not a claim to weigh
                 transaction.on_commit(contradictions_mark_later)
             memory_written_audit(
-                actor=actor, memory=memory, status=status, route=route, sources=len(sources), data=audit_data
+                actor=actor,
+                memory=memory,
+                status=status,
+                route=route,
+                sources=len(sources),
+                data=request.audit_data,
             )
     except MemoryConflict as exc:
         policy_violation_record(
@@ -354,7 +340,7 @@ def memory_write(
             owner=owner,
             store=store,
             memory_id=None,
-            content_hash=Memory.hash_content(text, key, value),
+            content_hash=Memory.hash_content(request.text, request.key, request.value),
             route=route,
             conflicts=exc.conflicts_with,
         )

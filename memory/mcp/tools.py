@@ -107,7 +107,9 @@ def memory_write_tool(principal: Principal, args: dict) -> dict:
     data = validated(MemoryWriteSerializer, args, principal=principal)
     route = write_route(data)
     return memory_out(
-        write.memory_write(actor=principal, route=route, **names.write_named(principal, data)),
+        write.memory_write(
+            actor=principal, request=write.WriteRequest(**names.write_named(principal, data)), route=route
+        ),
         reader=principal,
     )
 

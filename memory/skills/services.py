@@ -23,7 +23,7 @@ from knowledge.memories.rows import memory_row_state, memory_text_revise
 from knowledge.models import Agent, AgentSkill, Conversation, Memory, Message, Skill, TaskOutcome
 from knowledge.principal import ADMIN, Principal
 from memory.lifecycle.activation_hooks import API_WRITE
-from memory.lifecycle.write import memory_write
+from memory.lifecycle.write import WriteRequest, memory_write
 from memory.matching.relations import CONTRADICTION, classify
 from memory.matching.terms import key_terms, overlap
 from memory.skills.selectors import lesson_tokens, overlay_budget_tokens
@@ -356,18 +356,20 @@ def lesson_add(
             attach.update(embedding=vector, embedding_model=embeddings.model_name())
         lesson = memory_write(
             actor=actor,
-            owner=agent,
-            store=LESSON_STORE,
-            text=text,
-            sources=sources,
-            tier=Memory.PROCEDURAL,
-            category=LESSON_CATEGORY,
-            supersedes=old,
+            request=WriteRequest(
+                owner=agent,
+                store=LESSON_STORE,
+                text=text,
+                sources=sources,
+                tier=Memory.PROCEDURAL,
+                category=LESSON_CATEGORY,
+                supersedes=old,
+                author_kind=author_kind,
+                author_name=author_name,
+                attach=attach,
+                audit_data={"skill": skill.name, "lesson": True, "revises": revises},
+            ),
             route=route,
-            author_kind=author_kind,
-            author_name=author_name,
-            attach=attach,
-            audit_data={"skill": skill.name, "lesson": True, "revises": revises},
         )
         _touch(
             link,

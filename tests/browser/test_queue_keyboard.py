@@ -181,17 +181,19 @@ def test_one_persons_import_is_approved_as_a_batch_in_a_few_keys(page, world, ho
     the link opens the confirmation as a page of its own, whose Enter must decide the same."""
     from knowledge.models import AuditEvent
     from knowledge.principal import Principal
-    from memory.lifecycle.write import memory_write
+    from memory.lifecycle.write import WriteRequest, memory_write
 
     def mem0(i, person):
         return memory_write(
             actor=Principal.system("import_mem0"),
-            owner=world.copilot,
-            store=f"private:{person}",
-            text=f"{person} fact {i}",
+            request=WriteRequest(
+                owner=world.copilot,
+                store=f"private:{person}",
+                text=f"{person} fact {i}",
+                category="mem0",
+                sources=[{"kind": "record", "ref": f"mem0:{person}-{i}"}],
+            ),
             route="import",
-            category="mem0",
-            sources=[{"kind": "record", "ref": f"mem0:{person}-{i}"}],
         )
 
     alice = [mem0(i, "alice") for i in range(12)]

@@ -280,7 +280,7 @@ def test_a_dry_run_says_where_everything_lands_and_writes_nothing(world, tmp_pat
 def test_a_rerun_with_another_mapping_moves_nothing_unless_rescoped(world, tmp_path):
     """A second mapping says where the earlier import put each memory and leaves it there;
     --rescope (dry run first) moves it, with what superseded it there, in one audited step."""
-    from memory.lifecycle.write import memory_write
+    from memory.lifecycle.write import WriteRequest, memory_write
 
     path = tmp_path / "people.json"
     path.write_text(
@@ -290,10 +290,9 @@ def test_a_rerun_with_another_mapping_moves_nothing_unless_rescoped(world, tmp_p
     standup = Memory.objects.get(text="Team standup is at 9")
     later = memory_write(
         actor=Principal.system("test"),
-        owner=world.scribe,
-        store="private:carol",
-        text="Team standup is at 9:30",
-        supersedes=standup,
+        request=WriteRequest(
+            owner=world.scribe, store="private:carol", text="Team standup is at 9:30", supersedes=standup
+        ),
     )
     assert later.status == Memory.ACTIVE
     before = (AuditEvent.objects.count(), Person.objects.count())

@@ -15,7 +15,7 @@ from knowledge.models import AuditEvent, Memory
 from knowledge.principal import Principal
 from memory.imports.mem0 import Mem0Memory, mem0_import
 from memory.lifecycle.bulk import ItemRefused, memory_write_many
-from memory.lifecycle.write import memory_write
+from memory.lifecycle.write import WriteRequest, memory_write
 from tests import factory
 
 pytestmark = pytest.mark.django_db
@@ -130,7 +130,7 @@ def test_many_at_once_writes_what_one_by_one_writes(world, name):
                 answers = memory_write_many(actor=actor, owner=agent, store="self", items=_items(), chunk=4)
             else:
                 answers = [
-                    memory_write(actor=actor, owner=agent, store="self", **{"text": "", **item})
+                    memory_write(actor=actor, request=WriteRequest(owner=agent, store="self", **item))
                     for item in _items()
                 ]
             outcomes.append(_outcome(agent, answers, *since))

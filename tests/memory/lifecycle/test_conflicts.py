@@ -15,7 +15,7 @@ from knowledge.principals.services import setting_set
 from memory.consolidation.common import PlanConflict, merged_memories_activate
 from memory.consolidation.find import Findings, find_conflicts_across_owners
 from memory.lifecycle import selectors
-from memory.lifecycle.write import memory_write
+from memory.lifecycle.write import WriteRequest, memory_write
 from tests import factory
 
 KEY = "customer.acme.contact"
@@ -191,11 +191,7 @@ def test_dreaming_stage_b_writes_that_conflict_wait_for_a_reviewer(world):
     slack(world)
     memory = memory_write(
         actor=Principal.system("dreaming"),
-        owner=world.scribe,
-        store="shared",
-        text="phone",
-        key=KEY,
-        value="phone",
+        request=WriteRequest(owner=world.scribe, store="shared", text="phone", key=KEY, value="phone"),
         route="dreaming",
     )
     assert (memory.status, memory.queue_reason) == ("queued", "conflict")

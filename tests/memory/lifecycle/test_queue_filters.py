@@ -23,16 +23,18 @@ def rita(client, world):
 def mem0(world, text, person="alice"):
     """A memory as the Mem0 import writes it for an untrusted agent: queued, in the person's
     private store, category mem0, citing its Mem0 record, authored by the importer."""
-    from memory.lifecycle.write import memory_write
+    from memory.lifecycle.write import WriteRequest, memory_write
 
     return memory_write(
         actor=Principal.system("import_mem0"),
-        owner=world.copilot,
-        store=f"private:{person}",
-        text=text,
+        request=WriteRequest(
+            owner=world.copilot,
+            store=f"private:{person}",
+            text=text,
+            category="mem0",
+            sources=[{"kind": "record", "ref": f"mem0:{abs(hash(text))}"}],
+        ),
         route="import",
-        category="mem0",
-        sources=[{"kind": "record", "ref": f"mem0:{abs(hash(text))}"}],
     )
 
 

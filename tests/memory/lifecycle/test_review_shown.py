@@ -10,16 +10,18 @@ from tests.openapi import response_schema, validate
 
 
 def mem0(world, text, person="alice"):
-    from memory.lifecycle.write import memory_write
+    from memory.lifecycle.write import WriteRequest, memory_write
 
     return memory_write(
         actor=Principal.system("import_mem0"),
-        owner=world.copilot,
-        store=f"private:{person}",
-        text=text,
+        request=WriteRequest(
+            owner=world.copilot,
+            store=f"private:{person}",
+            text=text,
+            category="mem0",
+            sources=[{"kind": "record", "ref": f"mem0:{abs(hash(text))}"}],
+        ),
         route="import",
-        category="mem0",
-        sources=[{"kind": "record", "ref": f"mem0:{abs(hash(text))}"}],
     )
 
 

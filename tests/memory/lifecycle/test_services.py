@@ -33,19 +33,25 @@ HOUR = datetime.timedelta(hours=1)
 def test_distiller_memories_wait_for_review_unless_auto_activation_is_on(world):
     distiller = Principal.system("distiller")
     queued = write.memory_write(
-        actor=distiller, owner=world.copilot, store="shared", text="a", route="distiller"
+        actor=distiller,
+        request=write.WriteRequest(owner=world.copilot, store="shared", text="a"),
+        route="distiller",
     )
     assert (queued.status, queued.queue_reason) == (Memory.QUEUED, "new")
     setting_set(actor=factory.SYSTEM, name="BRAIN_DISTILLER_AUTO_ACTIVATE", value=True)
     active = write.memory_write(
-        actor=distiller, owner=world.copilot, store="shared", text="b", route="distiller"
+        actor=distiller,
+        request=write.WriteRequest(owner=world.copilot, store="shared", text="b"),
+        route="distiller",
     )
     assert active.status == Memory.ACTIVE
 
 
 def test_dreaming_writes_go_active_at_once(world):
     memory = write.memory_write(
-        actor=Principal.system("dreaming"), owner=world.copilot, store="self", text="x", route="dreaming"
+        actor=Principal.system("dreaming"),
+        request=write.WriteRequest(owner=world.copilot, store="self", text="x"),
+        route="dreaming",
     )
     assert memory.status == Memory.ACTIVE
 
