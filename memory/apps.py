@@ -7,11 +7,11 @@ class MemoryConfig(AppConfig):
 
     def ready(self):
         from knowledge.memories.activation import activation_register
-        from memory.lifecycle.activation import activation_carry_out, memory_activate
+        from memory.lifecycle.activation import activate
         from memory.skills.restore import register
 
         register()
-        activation_register(decide=memory_activate, carry_out=activation_carry_out)
+        activation_register(activate=activate)
 
         from memory import jobs
 

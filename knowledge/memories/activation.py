@@ -10,10 +10,11 @@ memories and entry blocks all enter here. What an activation then does to other 
 (retiring what it supersedes, the gate's check) is carried out by the lifecycle layer, through
 the row functions of this package.
 
-Entry blocks are written by the base layer (`knowledge.entries`), below the activation function:
-the memory app registers the decision and its carrying-out here at start-up
-(`activation_register`), and `memory_row_activate` / `memory_row_activate_stored` chain the
-three steps for them. Every other route calls the lifecycle layer, which calls down only."""
+Every route chains decide, store and carry out in one place, `memory.lifecycle.activation.activate`.
+Entry blocks are written by the base layer (`knowledge.entries`), below it: the memory app
+registers that chain here at start-up (`activation_register`), and `memory_row_activate` /
+`memory_row_activate_stored` call it for them. Every other route calls the lifecycle layer, which
+calls down only."""
 
 import datetime
 from collections.abc import Callable
@@ -64,11 +65,12 @@ class Activation:
 @dataclass
 class NewRow:
     """One new memory for `memory_rows_activate`: the unsaved row (`memory_row_new`), its
-    sources ({"kind", "ref", optional "state" or "recorded"}), the decision made for it, and
-    the reason of its first version."""
+    sources ({"kind", "ref", optional "state" or "recorded"}), the decision made for it (None
+    until the activation chain decides it), and the reason of its first version. The chain
+    carries a stored row the same way, with its memory and decision only."""
 
     memory: Memory
-    activation: Activation
+    activation: Activation | None = None
     sources: list = field(default_factory=list)
     reason: str = ""
 
@@ -98,8 +100,7 @@ def _people_hold(stores: set[str]) -> None:
 
 # --- the base layer's route (entry blocks) -------------------------------------------------------
 
-_decide: Callable[..., Activation] | None = None
-_carry_out: Callable[..., str] | None = None
+_activate: Callable[..., list[str]] | None = None
 
 
 def entry_block_goes_active(actor) -> bool:
@@ -108,39 +109,33 @@ def entry_block_goes_active(actor) -> bool:
     return not (actor.is_agent and not actor.agent.trusted)
 
 
-def activation_register(*, decide: Callable[..., Activation], carry_out: Callable[..., str]) -> None:
-    """Set the activation function and its carrying-out (the memory app, once, when ready)."""
-    global _decide, _carry_out
-    _decide, _carry_out = decide, carry_out
+def activation_register(*, activate: Callable[..., list[str]]) -> None:
+    """Set the activation chain, `memory.lifecycle.activation.activate` (the memory app, once,
+    when ready)."""
+    global _activate
+    _activate = activate
 
 
-def _registered() -> tuple[Callable[..., Activation], Callable[..., str]]:
-    if _decide is None or _carry_out is None:
+def _registered() -> Callable[..., list[str]]:
+    if _activate is None:
         raise ImproperlyConfigured("No activation function is registered (is the memory app installed?).")
-    return _decide, _carry_out
+    return _activate
 
 
 def memory_row_activate(
     *, actor, memory: Memory, route: str, sources=(), now=None, reason: str = ""
 ) -> Memory:
-    """An entry block's new row: decided by the activation function, stored through
+    """An entry block's new row through the activation chain: decided, stored through
     memory_rows_activate, then carried out; it comes back active or queued (`memory.status`).
     Runs inside the caller's transaction; the caller audits the new row."""
-    decide, carry_out = _registered()
-    activation = decide(actor=actor, memory=memory, route=route, now=now)
-    memory_rows_activate(rows=[NewRow(memory, activation, list(sources), reason)])
-    carry_out(actor=actor, memory=memory, route=route, activation=activation, now=now)
+    _registered()(actor=actor, route=route, rows=[NewRow(memory, None, list(sources), reason)], now=now)
     return memory
 
 
 def memory_row_activate_stored(*, actor, memory: Memory, route: str) -> Memory:
-    """Pass a stored, queued, row-locked entry block through the activation function (a queued
+    """Pass a stored, queued, row-locked entry block through the activation chain (a queued
     block that a person or trusted agent corrects goes into force this way)."""
-    decide, carry_out = _registered()
-    activation = decide(actor=actor, memory=memory, route=route)
-    if activation.stored_state:
-        memory_row_state(memory, **activation.stored_state)
-    carry_out(actor=actor, memory=memory, route=route, activation=activation)
+    _registered()(actor=actor, route=route, rows=[NewRow(memory)], stored=True)
     return memory
 
 

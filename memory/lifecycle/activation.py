@@ -1,16 +1,18 @@
 """THE activation function, `memory_activate`: every route by which a memory may go into force
 passes here, with one set of checks. It decides and stores nothing (an `Activation`);
 `knowledge.memories.activation.memory_rows_activate` stores new rows with the decision and
-`activation_carry_out` does what it decided to other memories. Registered with
+`activation_carry_out` does what it decided to other memories. `activate` is the one place the
+three are chained, for one row or many, new or stored; it is registered with
 knowledge.memories.activation at start-up, so entry blocks reach it from the base layer."""
 
 import datetime
+from collections.abc import Callable
 
 from django.db import connection
 from django.utils import timezone
 
-from knowledge.memories.activation import ENTRY_BLOCK, Activation
-from knowledge.memories.rows import memory_row_state
+from knowledge.memories.activation import ENTRY_BLOCK, Activation, NewRow, memory_rows_activate
+from knowledge.memories.rows import memory_row_state, memory_rows_state
 from knowledge.models import Memory
 from knowledge.principal import Principal
 from memory.lifecycle.activation_hooks import (
@@ -75,9 +77,9 @@ def memory_activate(
     6. going active: status, validity start (entry blocks keep the validity their writer gave),
        and what it retires: the memory it names and the conflict decision's.
 
-    It reads and decides; it stores nothing. The decision is stored with a new row by
-    `knowledge.memories.activation.memory_rows_activate` (or, for a stored row, by
-    memory_activate_stored) and carried out by activation_carry_out.
+    It reads and decides; it stores nothing. `activate` chains it: the decision is stored with a
+    new row by `knowledge.memories.activation.memory_rows_activate` (or on a stored row) and
+    carried out by activation_carry_out.
 
     The only bypasses, on purpose, each putting back exactly what was rather than deciding
     anything new: audit restore (knowledge/restore/) and consolidation plan revert put back an
@@ -177,6 +179,60 @@ def activation_carry_out(
     return Memory.ACTIVE
 
 
+def activate(
+    *,
+    actor: Principal,
+    route: str,
+    rows: list[NewRow],
+    now: datetime.datetime | None = None,
+    stored: bool = False,
+    decide: Callable[[Memory], Activation | None] | None = None,
+    then: Callable[[NewRow, str], None] | None = None,
+) -> list[str]:
+    """THE chain from the activation function to what it decided, composed here and nowhere
+    else: decide each row (memory_activate, or `decide` where a route says more — a conflict
+    decision, a refusal kept queued; None leaves that row out), store what was decided — new rows
+    through the one entrance memory_rows_activate, stored row-locked ones (`stored`) in one
+    UPDATE per decided state — then carry each out (activation_carry_out), calling `then(row,
+    status)` after each. Every row is decided before the first is stored, so a writer of many
+    passes together only rows whose decisions read no other memory (activation_reads_memories).
+    Runs in the caller's transaction; returns the statuses of the rows decided, in order."""
+    decided = []
+    for row in rows:
+        if decide is None:
+            row.activation = memory_activate(actor=actor, memory=row.memory, route=route, now=now)
+        else:
+            row.activation = decide(row.memory)
+        if row.activation is not None:
+            decided.append(row)
+    if stored:
+        _states_store(decided, now=now or timezone.now())
+    else:
+        memory_rows_activate(rows=decided)
+    statuses = []
+    for row in decided:
+        status = activation_carry_out(
+            actor=actor, memory=row.memory, route=route, activation=row.activation, now=now
+        )
+        if then is not None:
+            then(row, status)
+        statuses.append(status)
+    return statuses
+
+
+def _states_store(rows: list[NewRow], *, now: datetime.datetime) -> None:
+    """The decided states of stored rows: one UPDATE per state (a batch's memories that go
+    active start now alike)."""
+    states: dict[tuple, list[Memory]] = {}
+    for row in rows:
+        if row.activation.stored_state:
+            states.setdefault(tuple(row.activation.stored_state.items()), []).append(row.memory)
+    for state, memories in states.items():
+        for memory in memories:
+            memory_row_state(memory, save=False, updated_at=now, **dict(state))
+        memory_rows_state([m.pk for m in memories], now=now, **dict(state))
+
+
 def memory_activate_stored(
     *,
     actor: Principal,
@@ -187,15 +243,20 @@ def memory_activate_stored(
     boundary: datetime.datetime | None = None,
 ) -> str:
     """memory_activate for a stored, queued, row-locked memory (a reviewer's approval, a merged
-    memory at plan apply, a distilled memory passed again): decide, store the decision on the
-    row, carry it out. Returns the status afterwards (active or queued)."""
+    memory at plan apply, a distilled memory passed again): `activate` deciding with `decision`
+    and `boundary`. Returns the status afterwards (active or queued)."""
     now = now or timezone.now()
-    activation = memory_activate(
-        actor=actor, memory=memory, route=route, now=now, decision=decision, boundary=boundary
+    [status] = activate(
+        actor=actor,
+        route=route,
+        rows=[NewRow(memory)],
+        now=now,
+        stored=True,
+        decide=lambda m: memory_activate(
+            actor=actor, memory=m, route=route, now=now, decision=decision, boundary=boundary
+        ),
     )
-    if activation.stored_state:
-        memory_row_state(memory, **activation.stored_state)
-    return activation_carry_out(actor=actor, memory=memory, route=route, activation=activation, now=now)
+    return status
 
 
 def may_retire_without_review(*, actor: Principal, memory: Memory, route: str) -> bool:

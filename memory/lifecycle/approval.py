@@ -25,11 +25,11 @@ from django.utils import timezone
 
 from knowledge.audit.services import snapshot
 from knowledge.errors import Conflict, DomainError, Invalid
-from knowledge.memories.activation import Activation
+from knowledge.memories.activation import Activation, NewRow
 from knowledge.memories.rows import memory_row_revise, memory_row_state, memory_rows_state
 from knowledge.models import Memory
 from knowledge.principal import Principal
-from memory.lifecycle.activation import activation_carry_out, memory_activate
+from memory.lifecycle.activation import activate, memory_activate
 from memory.lifecycle.activation_hooks import REVIEW
 from memory.lifecycle.common import (
     MemoryNotFound,
@@ -211,15 +211,17 @@ def _prepare(actor: Principal, ask: Ask, memory: Memory, reason: str) -> _Approv
 def _activate(actor: Principal, approvals: list[_Approval], now, failed: dict) -> None:
     """Decide `approvals` together: the keyless ones' contradictions in one pass of the relation
     finder (a keyless contradiction needs the decision a keyed conflict needs:
-    conflicting_active reads memory.contradicted), memory_activate for each, the decided state
-    stored in one UPDATE, then carried out (the gate, what each retires). Sets each decided
-    approval's `status`; the others go to `failed`."""
+    conflicting_active reads memory.contradicted), then the activation chain (`activate`):
+    memory_activate for each with the reviewer's decision, the decided states stored in one
+    UPDATE, then carried out (the gate, what each retires). Sets each decided approval's
+    `became`; the others go to `failed`."""
     if not approvals:
         return
     contradicted = contradicted_active_for([a.memory for a in approvals])
-    decided = []
-    for approval in approvals:
-        memory, ask = approval.memory, approval.ask
+    by_memory = {a.memory.pk: a for a in approvals}
+
+    def decide(memory: Memory) -> Activation | None:
+        approval, ask = by_memory[memory.pk], by_memory[memory.pk].ask
         memory.contradicted = contradicted[memory.pk]
         try:
             approval.activation = memory_activate(
@@ -232,27 +234,18 @@ def _activate(actor: Principal, approvals: list[_Approval], now, failed: dict) -
             )
         except SKIPPED as exc:
             failed[memory.pk] = exc
-            continue
+            return None
         touched = [*approval.activation.retire, *approval.activation.close]
         unseen = [i for i in touched if ask.shown is not None and i not in ask.shown]
         if unseen:
             failed[memory.pk] = NotShown(memory, unseen)
-            continue
-        decided.append(approval)
-    # the decided states, one UPDATE each (one for a batch: its memories start now alike)
-    states: dict[tuple, list[Memory]] = {}
-    for approval in decided:
-        if approval.activation.stored_state:
-            states.setdefault(tuple(approval.activation.stored_state.items()), []).append(approval.memory)
-    for state, memories in states.items():
-        for memory in memories:
-            memory_row_state(memory, save=False, updated_at=now, **dict(state))
-        memory_rows_state([m.pk for m in memories], now=now, **dict(state))
-    for approval in decided:
-        approval.became = activation_carry_out(
-            actor=actor, memory=approval.memory, route=REVIEW, activation=approval.activation, now=now
-        )
-        if approval.became == Memory.ACTIVE and approval.ask.decision and approval.memory.contradicted:
+            return None
+        return approval.activation
+
+    def then(row: NewRow, status: str) -> None:
+        approval = by_memory[row.memory.pk]
+        approval.became = status
+        if status == Memory.ACTIVE and approval.ask.decision and approval.memory.contradicted:
             # the reviewer decided the contradictions the finder hinted: confirmed hints
             hints_confirm(
                 actor=actor,
@@ -261,6 +254,16 @@ def _activate(actor: Principal, approvals: list[_Approval], now, failed: dict) -
                     for c in approval.memory.contradicted
                 ],
             )
+
+    activate(
+        actor=actor,
+        route=REVIEW,
+        rows=[NewRow(a.memory) for a in approvals],
+        now=now,
+        stored=True,
+        decide=decide,
+        then=then,
+    )
 
 
 def memories_reject(

@@ -6,9 +6,10 @@ memory: review for untrusted agents, the gate, trusted writes going active) and 
 `memory.written` event (`memory_written_audit`); what changes is how many statements carry them.
 
 How a batch is cut: memories whose activation reads nothing but the memory itself (no key, no
-`supersedes`, no enforcing gate: `activation_reads_memories`) are decided one by one and held
-back, then stored together (`memory_rows_activate`: three statements) with their events
-(`audit_held`: two). Before a memory whose activation reads other memories, or one that repeats
+`supersedes`, no enforcing gate: `activation_reads_memories`) are held back, then passed
+together through the one activation chain (`activate`: each decided, all stored by
+`memory_rows_activate` in three statements, each carried out) with their events (`audit_held`:
+two). Before a memory whose activation reads other memories, or one that repeats
 a memory of its own batch, the held ones are stored, and that memory is written exactly as
 memory_write writes it — so every decision sees what earlier memories of the batch wrote, as it
 would have had each been written alone. Near duplicates are not a write rule (the review queue
@@ -23,10 +24,10 @@ from django.utils import timezone
 
 from knowledge.audit.services import audit_held
 from knowledge.errors import DomainError
-from knowledge.memories.activation import NewRow, memory_rows_activate
+from knowledge.memories.activation import NewRow
 from knowledge.models import Agent, Memory
 from knowledge.principal import Principal
-from memory.lifecycle.activation import activation_carry_out, activation_reads_memories, memory_activate
+from memory.lifecycle.activation import activate, activation_reads_memories
 from memory.lifecycle.activation_hooks import API_WRITE
 from memory.lifecycle.duplicates import exact_duplicate_for_write, exact_duplicates_for_writes
 from memory.lifecycle.write import (
@@ -138,7 +139,7 @@ class _Chunk:
     def __init__(self, actor: Principal, owner: Agent, route: str):
         self.actor, self.owner, self.route = actor, owner, route
         self.now = timezone.now()
-        self.held: list[tuple[NewRow, dict | None]] = []  # decided, not stored yet
+        self.held: list[tuple[NewRow, dict | None]] = []  # to decide and store together
         self.out: dict[int, Memory] = {}
 
     def write(self, writes: list[_Write]) -> list[Memory]:
@@ -194,31 +195,32 @@ class _Chunk:
             self._hold(w, row)
 
     def _hold(self, w: _Write, row: Memory) -> None:
-        activation = memory_activate(actor=self.actor, memory=row, route=self.route, now=self.now)
-        self.held.append((NewRow(row, activation, w.sources), w.request.audit_data))
+        self.held.append((NewRow(row, None, w.sources), w.request.audit_data))
         self.out[w.index] = row
 
     def _store_held(self) -> None:
         if not self.held:
             return
-        memory_rows_activate(rows=[new for new, _ in self.held])
+        data = {id(new): audit_data for new, audit_data in self.held}
+
+        def audit(new: NewRow, status: str) -> None:
+            memory_written_audit(
+                actor=self.actor,
+                memory=new.memory,
+                status=status,
+                route=self.route,
+                sources=len(new.sources),
+                data=data[id(new)],
+            )
+
         with audit_held():
-            for new, data in self.held:
-                status = activation_carry_out(
-                    actor=self.actor,
-                    memory=new.memory,
-                    route=self.route,
-                    activation=new.activation,
-                    now=self.now,
-                )
-                memory_written_audit(
-                    actor=self.actor,
-                    memory=new.memory,
-                    status=status,
-                    route=self.route,
-                    sources=len(new.sources),
-                    data=data,
-                )
+            activate(
+                actor=self.actor,
+                route=self.route,
+                rows=[new for new, _ in self.held],
+                now=self.now,
+                then=audit,
+            )
         self.held = []
 
     def _write_alone(self, w: _Write) -> None:

@@ -17,11 +17,11 @@ from knowledge import access
 from knowledge.audit.services import audit_record, snapshot
 from knowledge.errors import Invalid, Refused
 from knowledge.limits import MAX_MEMORY_TEXT
-from knowledge.memories.activation import Activation, NewRow, memory_rows_activate
+from knowledge.memories.activation import Activation, NewRow
 from knowledge.memories.rows import memory_content_errors, memory_row_new, memory_sources_add
 from knowledge.models import Agent, Conversation, Memory
 from knowledge.principal import Principal
-from memory.lifecycle.activation import activation_carry_out, memory_activate
+from memory.lifecycle.activation import activate, memory_activate
 from memory.lifecycle.activation_hooks import AGENT_STATE, API_WRITE, IMPORT, is_own_scratch, working_ttl
 from memory.lifecycle.common import QUEUE_NEW, memory_lock
 from memory.lifecycle.conflicts import MemoryConflict, contradictions_mark_later, policy_violation_record
@@ -301,19 +301,14 @@ def memory_write(
     memory = memory_row_for_write(actor=actor, request=request, now=now)
     try:
         with transaction.atomic():
-            # decide, then store through the one entrance of new rows, then carry out
-            try:
-                activation = memory_activate(actor=actor, memory=memory, route=route, now=now)
-            except MemoryConflict as exc:
-                if not refused_stays_queued:
-                    raise
-                # anti-drift refused it: the proposal is stored as it is, saying why
-                activation = Activation.held(
-                    status_reason=f"contradicts active memories {exc.conflicts_with}"
-                )
-            memory_rows_activate(rows=[NewRow(memory, activation, sources, request.version_reason)])
-            status = activation_carry_out(
-                actor=actor, memory=memory, route=route, activation=activation, now=now
+            [status] = activate(
+                actor=actor,
+                route=route,
+                rows=[NewRow(memory, None, sources, request.version_reason)],
+                now=now,
+                decide=_held_when_refused(actor=actor, route=route, now=now)
+                if refused_stays_queued
+                else None,
             )
             if (
                 route == API_WRITE
@@ -347,6 +342,19 @@ def memory_write(
         raise
     memory.source_list = [{"kind": s["kind"], "ref": s["ref"]} for s in _unique_sources(sources)]
     return memory
+
+
+def _held_when_refused(*, actor: Principal, route: str, now: datetime.datetime):
+    """The decision of a write whose refusal is kept (the distiller: a proposal is never lost):
+    memory_activate's, or, where strict anti-drift refuses it, queued as it is, saying why."""
+
+    def decide(memory: Memory) -> Activation:
+        try:
+            return memory_activate(actor=actor, memory=memory, route=route, now=now)
+        except MemoryConflict as exc:
+            return Activation.held(status_reason=f"contradicts active memories {exc.conflicts_with}")
+
+    return decide
 
 
 def _check_references(*, actor: Principal, owner: Agent, supersedes: Memory | None, sources: list[dict]):

@@ -407,17 +407,17 @@ def test_revising_a_memory_to_the_text_it_has_is_refused_as_nothing_changed(worl
 
 
 def test_the_api_write_walk_never_calls_back_up_from_the_base_layer(world, monkeypatch):
-    """POST /api/memory decides in the lifecycle layer, stores through knowledge.memories and
-    carries out in the lifecycle layer: the activation the base layer holds for entry blocks is
-    never called, not even for a write that supersedes another (its decision retires one)."""
+    """POST /api/memory runs the activation chain in the lifecycle layer (decides there, stores
+    through knowledge.memories, carries out there): the chain the base layer holds for entry
+    blocks is never called, not even for a write that supersedes another (its decision retires
+    one)."""
     from knowledge.memories import activation
 
     def climbed(**kwargs):
         raise AssertionError("the write walk called back up through knowledge.memories.activation")
 
     old = write(world, "scribe", {"text": "Alice likes barbecue"}).json()
-    monkeypatch.setattr(activation, "_decide", climbed)
-    monkeypatch.setattr(activation, "_carry_out", climbed)
+    monkeypatch.setattr(activation, "_activate", climbed)
     new = write(world, "scribe", {"text": "Alice is vegetarian", "supersedes": old["id"]})
     queued = write(world, "copilot", {"text": "Bob is on call on Fridays"})
     assert (new.status_code, new.json()["status"]) == (201, "active")
