@@ -260,195 +260,55 @@ def model_call(
     """Make one governed chat-completions call and return its reply (validated against `schema`
     when one is given). Raises ModelUnavailable (ModelPromptTooLong when it does not fit the
     context: nothing sent), ModelOutputInvalid (ModelReplyCut for a reply stopped at its budget);
-    either way a usage row and a log line say what happened, and the caller must write nothing."""
+    either way a usage row and a log line say what happened, and the caller must write nothing.
+    The stages: admit (configured, fits the context, within budget), build the request, send it
+    (the endpoint's slot, bounded retries), read the answer, judge the reply."""
     if agent is not None:  # budgets and the profile as they are now, not as the caller loaded them
         agent = Agent.objects.get(pk=agent.pk)
     resolved = profile_resolve(profile, agent=agent)
-    actor_label = _actor_label(actor)
-    if resolved.missing:
-        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="unconfigured")
-        raise ModelUnavailable(resolved.missing)
-    prompt_text = json.dumps(messages, ensure_ascii=False)
     fitted = prompt_estimate(messages)
-    estimate = estimate_tokens(prompt_text) + max_tokens
-    if fitted + max_tokens > resolved.context_tokens:
-        reason = (
-            f"too long for the model: the prompt (about {fitted} tokens) and the reply budget "
-            f"({max_tokens}) exceed profile {resolved.name}'s context of {resolved.context_tokens} tokens"
-        )
-        usage_id, _ = _reserve(resolved, agent, actor=actor_label, purpose=purpose, estimate=0, refuse=reason)
-        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="too_long", usage=usage_id)
-        raise ModelPromptTooLong(reason, usage_id=usage_id, context=resolved.context_tokens, prompt=fitted)
-    usage_id, refusal = _reserve(resolved, agent, actor=actor_label, purpose=purpose, estimate=estimate)
-    if refusal:
-        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="refused", usage=usage_id)
-        raise ModelUnavailable(refusal, usage_id=usage_id)
-
-    structured = resolved.structured_output if schema is not None else ""
-    body = {"model": resolved.model, "messages": messages, "temperature": temperature}
-    body[settings.BRAIN_MODEL_TOKEN_FIELD or "max_tokens"] = max_tokens
-    if schema is not None:
-        body["response_format"] = response_format(purpose, schema, structured)
-    headers = {"Content-Type": "application/json"}
-    if resolved.api_key:
-        headers["Authorization"] = f"Bearer {resolved.api_key}"
-    url = f"{resolved.base_url}/chat/completions"
-    backoff = settings.BRAIN_MODEL_RETRY_BACKOFF_SECONDS
-    attempts, last_error, outcome = 0, "", ModelUsage.ERROR
-    payload, outage = None, True  # outage: no answer that says anything about the request
-    slot = contextlib.ExitStack()  # the endpoint's slot, held until the call has its answer
-    try:
-        waited = slot.enter_context(endpoint_slot(resolved.base_url))
-    except NoFreeSlot as exc:
-        _finish(usage_id, outcome=ModelUsage.ERROR, total_tokens=0, error=str(exc))
-        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="busy", usage=usage_id)
-        raise ModelUnreachable(str(exc), usage_id=usage_id)
-    started = time.monotonic()  # the call's own time and timeout start once it has a slot
-    with slot, httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
-        attempt = 0
-        while attempt <= resolved.max_retries:
-            attempts += 1
-            retry_after = 0.0
-            streamed = None
-            try:
-                if settings.BRAIN_MODEL_STREAM:  # a call given up on is closed, and the server stops
-                    response, streamed = post_streamed(
-                        client, url, body=body, headers=headers, seconds=resolved.timeout_seconds
-                    )
-                else:
-                    response = client.post(url, json=body, headers=headers)
-            except httpx.TimeoutException:
-                # No second request: the server may still be computing the first (it would do
-                # the work twice). The job's own retry (a sweep, a back-off) asks again later.
-                outcome, last_error = ModelUsage.TIMEOUT, f"no answer within {resolved.timeout_seconds:g} s"
-                break
-            except httpx.HTTPError as exc:
-                outcome, last_error = (
-                    ModelUsage.ERROR,
-                    f"cannot reach the endpoint: {type(exc).__name__}: {exc}",
-                )
-            else:
-                if response.status_code == 200:
-                    try:
-                        payload = streamed if streamed is not None else response.json()
-                    except ValueError:
-                        outcome, last_error = (
-                            ModelUsage.ERROR,
-                            "the endpoint answered with a body that is not JSON",
-                        )
-                    break
-                outcome = ModelUsage.ERROR
-                last_error = f"HTTP {response.status_code}: {response.text[:300]}"
-                outage = response.status_code >= 500 or response.status_code in (408, 429)
-                if (
-                    response.status_code in (400, 422, 500)
-                    and structured in FALLBACK
-                    and resolved.structured_setting == "auto"
-                    and SCHEMA_REFUSAL_RE.search(response.text)
-                    and not CONTEXT_RE.search(response.text)
-                ):
-                    # This server does not take this form of structured output: found out once,
-                    # kept, and this call asked again the next way (a different request, not a
-                    # repeat): json_schema → json_object with a schema → json_object.
-                    refused, structured = structured, FALLBACK[structured]
-                    body["response_format"] = response_format(purpose, schema, structured)
-                    endpoint_record(
-                        resolved,
-                        structured_output=structured,
-                        structured_note=f"{refused} refused ({timezone.now():%Y-%m-%d %H:%M} UTC): "
-                        f"{response.text[:200]}",
-                    )
-                    continue
-                if response.status_code == 400 and (match := CONTEXT_RE.search(response.text)):
-                    found = int(match.group(1) or match.group(2))
-                    if 256 <= found < resolved.context_tokens:
-                        endpoint_record(resolved, context_tokens=found)
-                if response.status_code not in RETRY_STATUSES:
-                    break
-                try:
-                    retry_after = float(response.headers.get("Retry-After", "0"))
-                except ValueError:
-                    retry_after = 0.0
-            if attempt < resolved.max_retries and backoff > 0:
-                time.sleep(min(max(backoff * 2**attempt, retry_after), MAX_BACKOFF_SECONDS))
-            attempt += 1
-    latency_ms = int((time.monotonic() - started) * 1000)
-    waited_ms = int(waited * 1000)
+    usage_id = _admit(
+        resolved,
+        agent,
+        actor=_actor_label(actor),
+        purpose=purpose,
+        messages=messages,
+        fitted=fitted,
+        max_tokens=max_tokens,
+    )
+    request = _request(
+        resolved,
+        purpose=purpose,
+        messages=messages,
+        schema=schema,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
+    sent = _send(resolved, request, usage_id=usage_id)
     logged = dict(
         purpose=purpose,
         profile=resolved.name,
         model=resolved.model,
-        ms=latency_ms,
-        attempts=attempts,
-        waited_ms=waited_ms,
+        ms=sent.latency_ms,
+        attempts=sent.attempts,
+        waited_ms=sent.waited_ms,
     )
-
-    if payload is None:
-        reason = f"failing: {last_error}" + (f" (after {attempts} attempts)" if attempts > 1 else "")
-        _finish(
-            usage_id,
-            outcome=outcome,
-            attempts=attempts,
-            latency_ms=latency_ms,
-            waited_ms=waited_ms,
-            total_tokens=0,
-            error=reason,
-        )
-        _log(outcome=outcome, usage=usage_id, **logged)
-        raise (ModelUnreachable if outage else ModelUnavailable)(reason, usage_id=usage_id)
-
-    try:
-        choice = payload["choices"][0]
-        text = choice["message"]["content"]
-        if not isinstance(text, str):
-            raise TypeError
-    except (KeyError, IndexError, TypeError):
-        reason = "the endpoint's answer has no choices[0].message.content"
-        _finish(
-            usage_id,
-            outcome=ModelUsage.ERROR,
-            attempts=attempts,
-            latency_ms=latency_ms,
-            waited_ms=waited_ms,
-            error=reason,
-        )
-        _log(outcome=ModelUsage.ERROR, usage=usage_id, **logged)
-        raise ModelUnavailable(f"failing: {reason}", usage_id=usage_id)
-    usage = payload.get("usage") or {}
+    choice, text = _answer(sent, usage_id=usage_id, logged=logged)
+    usage = sent.payload.get("usage") or {}
     prompt_tokens = int(usage.get("prompt_tokens") or fitted)  # a stream may not say
     completion_tokens = int(usage.get("completion_tokens") or estimate_tokens(text))
     spent = dict(
-        attempts=attempts,
-        latency_ms=latency_ms,
-        waited_ms=waited_ms,
+        attempts=sent.attempts,
+        latency_ms=sent.latency_ms,
+        waited_ms=sent.waited_ms,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         total_tokens=int(usage.get("total_tokens") or prompt_tokens + completion_tokens),
     )
     logged.update(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, usage=usage_id)
     if choice.get("finish_reason") == "length":
-        reason = f"the reply was cut off at its budget of {max_tokens} tokens (finish_reason length)"
-        if usage.get("completion_tokens") and completion_tokens < max_tokens:
-            # The server trimmed the budget to what its context had left (llama-cpp-python does,
-            # silently): say the budget it used, and its context is the prompt and that budget.
-            reason = (
-                f"the reply was cut off after {completion_tokens} tokens: the server trimmed the "
-                f"budget of {max_tokens} to fit its context (finish_reason length)"
-            )
-            found = prompt_tokens + completion_tokens
-            if 256 <= found < resolved.context_tokens:
-                endpoint_record(resolved, context_tokens=found)
-        _finish(usage_id, outcome=ModelUsage.CUT, error=reason, **spent)
-        _log(outcome=ModelUsage.CUT, **logged)
-        raise ModelReplyCut(f"cut reply: {reason}", usage_id=usage_id, text=text)
-    data = None
-    if schema is not None:
-        try:
-            data = parse_structured(text, schema)
-        except ValueError as exc:
-            _finish(usage_id, outcome=ModelUsage.INVALID, error=str(exc), **spent)
-            _log(outcome=ModelUsage.INVALID, **logged)
-            raise ModelOutputInvalid(f"invalid model output: {exc}", usage_id=usage_id, text=text)
+        _cut(resolved, text, usage, max_tokens=max_tokens, usage_id=usage_id, spent=spent, logged=logged)
+    data = None if schema is None else _validated(text, schema, usage_id=usage_id, spent=spent, logged=logged)
     _finish(usage_id, outcome=ModelUsage.OK, **spent)
     _log(outcome=ModelUsage.OK, **logged)
     return ModelReply(
@@ -460,8 +320,238 @@ def model_call(
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         usage_ids=[usage_id],
-        schema_sent=structured,
+        schema_sent=request.structured,
     )
+
+
+def _admit(
+    resolved, agent, *, actor: str, purpose: str, messages: list[dict], fitted: int, max_tokens: int
+) -> int:
+    """The governor's word before anything is sent: the profile is configured, the prompt
+    (`fitted` tokens) and the reply budget fit its context, and both budgets have room. Returns
+    the usage row reserved for the call; raises ModelUnavailable (ModelPromptTooLong) otherwise,
+    the refusal logged and, past the first check, recorded."""
+    if resolved.missing:
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="unconfigured")
+        raise ModelUnavailable(resolved.missing)
+    if fitted + max_tokens > resolved.context_tokens:
+        reason = (
+            f"too long for the model: the prompt (about {fitted} tokens) and the reply budget "
+            f"({max_tokens}) exceed profile {resolved.name}'s context of {resolved.context_tokens} tokens"
+        )
+        usage_id, _ = _reserve(resolved, agent, actor=actor, purpose=purpose, estimate=0, refuse=reason)
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="too_long", usage=usage_id)
+        raise ModelPromptTooLong(reason, usage_id=usage_id, context=resolved.context_tokens, prompt=fitted)
+    estimate = estimate_tokens(json.dumps(messages, ensure_ascii=False)) + max_tokens
+    usage_id, refusal = _reserve(resolved, agent, actor=actor, purpose=purpose, estimate=estimate)
+    if refusal:
+        _log(purpose=purpose, profile=resolved.name, model=resolved.model, outcome="refused", usage=usage_id)
+        raise ModelUnavailable(refusal, usage_id=usage_id)
+    return usage_id
+
+
+@dataclass
+class _Request:
+    """A chat-completions request as sent: `structured` is the form of structured output it
+    asks for ("" without a schema), which a server that refuses it moves down (`_reshaped`)."""
+
+    purpose: str
+    url: str
+    headers: dict
+    body: dict
+    schema: dict | None
+    structured: str
+
+
+def _request(
+    resolved, *, purpose: str, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float
+) -> _Request:
+    """The request for the profile's endpoint, with the job's schema as structured output."""
+    structured = resolved.structured_output if schema is not None else ""
+    body = {"model": resolved.model, "messages": messages, "temperature": temperature}
+    body[settings.BRAIN_MODEL_TOKEN_FIELD or "max_tokens"] = max_tokens
+    if schema is not None:
+        body["response_format"] = response_format(purpose, schema, structured)
+    headers = {"Content-Type": "application/json"}
+    if resolved.api_key:
+        headers["Authorization"] = f"Bearer {resolved.api_key}"
+    return _Request(purpose, f"{resolved.base_url}/chat/completions", headers, body, schema, structured)
+
+
+@dataclass
+class _Sent:
+    """What sending came to: the answer's JSON (`payload`, None when there was none) or the
+    outcome and error that say why; `outage` while no answer said anything about the request."""
+
+    payload: dict | None = None
+    outcome: str = ModelUsage.ERROR
+    error: str = ""
+    outage: bool = True
+    attempts: int = 0
+    latency_ms: int = 0
+    waited_ms: int = 0
+
+
+_DONE, _RETRY, _RESHAPED = "done", "retry", "reshaped"  # what follows one attempt
+
+
+def _send(resolved, request: _Request, *, usage_id: int) -> _Sent:
+    """Send `request` holding one of the endpoint's slots (none free: ModelUnreachable, recorded),
+    with up to max_retries retries of an error worth retrying, backing off between them; a
+    request reshaped for the server's structured output is asked again at once."""
+    slot = contextlib.ExitStack()  # the endpoint's slot, held until the call has its answer
+    try:
+        waited = slot.enter_context(endpoint_slot(resolved.base_url))
+    except NoFreeSlot as exc:
+        _finish(usage_id, outcome=ModelUsage.ERROR, total_tokens=0, error=str(exc))
+        _log(
+            purpose=request.purpose,
+            profile=resolved.name,
+            model=resolved.model,
+            outcome="busy",
+            usage=usage_id,
+        )
+        raise ModelUnreachable(str(exc), usage_id=usage_id)
+    sent = _Sent(waited_ms=int(waited * 1000))
+    backoff = settings.BRAIN_MODEL_RETRY_BACKOFF_SECONDS
+    started = time.monotonic()  # the call's own time and timeout start once it has a slot
+    with slot, httpx.Client(timeout=httpx.Timeout(resolved.timeout_seconds), verify=_tls_context()) as client:
+        attempt = 0
+        while attempt <= resolved.max_retries:
+            sent.attempts += 1
+            then, retry_after = _attempt(client, resolved, request, sent)
+            if then == _DONE:
+                break
+            if then == _RESHAPED:
+                continue
+            if attempt < resolved.max_retries and backoff > 0:
+                time.sleep(min(max(backoff * 2**attempt, retry_after), MAX_BACKOFF_SECONDS))
+            attempt += 1
+    sent.latency_ms = int((time.monotonic() - started) * 1000)
+    return sent
+
+
+def _attempt(client: httpx.Client, resolved, request: _Request, sent: _Sent) -> tuple[str, float]:
+    """One POST of `request`, what it came to recorded in `sent`. Returns what follows (done,
+    retry, reshaped) and the seconds the server asked to wait before a retry."""
+    streamed = None
+    try:
+        if settings.BRAIN_MODEL_STREAM:  # a call given up on is closed, and the server stops
+            response, streamed = post_streamed(
+                client,
+                request.url,
+                body=request.body,
+                headers=request.headers,
+                seconds=resolved.timeout_seconds,
+            )
+        else:
+            response = client.post(request.url, json=request.body, headers=request.headers)
+    except httpx.TimeoutException:
+        # No second request: the server may still be computing the first (it would do
+        # the work twice). The job's own retry (a sweep, a back-off) asks again later.
+        sent.outcome, sent.error = ModelUsage.TIMEOUT, f"no answer within {resolved.timeout_seconds:g} s"
+        return _DONE, 0.0
+    except httpx.HTTPError as exc:
+        sent.outcome, sent.error = ModelUsage.ERROR, f"cannot reach the endpoint: {type(exc).__name__}: {exc}"
+        return _RETRY, 0.0
+    if response.status_code == 200:
+        try:
+            sent.payload = streamed if streamed is not None else response.json()
+        except ValueError:
+            sent.outcome, sent.error = ModelUsage.ERROR, "the endpoint answered with a body that is not JSON"
+        return _DONE, 0.0
+    sent.outcome = ModelUsage.ERROR
+    sent.error = f"HTTP {response.status_code}: {response.text[:300]}"
+    sent.outage = response.status_code >= 500 or response.status_code in (408, 429)
+    if _reshaped(resolved, request, response):
+        return _RESHAPED, 0.0
+    if response.status_code == 400 and (match := CONTEXT_RE.search(response.text)):
+        found = int(match.group(1) or match.group(2))
+        if 256 <= found < resolved.context_tokens:
+            endpoint_record(resolved, context_tokens=found)
+    if response.status_code not in RETRY_STATUSES:
+        return _DONE, 0.0
+    try:
+        return _RETRY, float(response.headers.get("Retry-After", "0"))
+    except ValueError:
+        return _RETRY, 0.0
+
+
+def _reshaped(resolved, request: _Request, response: httpx.Response) -> bool:
+    """Whether the server refused this form of structured output, and the request now asks the
+    next form: found out once, kept, and this call asked again the next way (a different
+    request, not a repeat): json_schema → json_object with a schema → json_object."""
+    if not (
+        response.status_code in (400, 422, 500)
+        and request.structured in FALLBACK
+        and resolved.structured_setting == "auto"
+        and SCHEMA_REFUSAL_RE.search(response.text)
+        and not CONTEXT_RE.search(response.text)
+    ):
+        return False
+    refused, request.structured = request.structured, FALLBACK[request.structured]
+    request.body["response_format"] = response_format(request.purpose, request.schema, request.structured)
+    endpoint_record(
+        resolved,
+        structured_output=request.structured,
+        structured_note=f"{refused} refused ({timezone.now():%Y-%m-%d %H:%M} UTC): {response.text[:200]}",
+    )
+    return True
+
+
+def _answer(sent: _Sent, *, usage_id: int, logged: dict) -> tuple[dict, str]:
+    """The answer's first choice and its text; with none (no answer, or one without
+    choices[0].message.content) the call fails, recorded: ModelUnreachable while it was an
+    outage, else ModelUnavailable."""
+    timing = dict(attempts=sent.attempts, latency_ms=sent.latency_ms, waited_ms=sent.waited_ms)
+    if sent.payload is None:
+        reason = f"failing: {sent.error}" + (
+            f" (after {sent.attempts} attempts)" if sent.attempts > 1 else ""
+        )
+        _finish(usage_id, outcome=sent.outcome, total_tokens=0, error=reason, **timing)
+        _log(outcome=sent.outcome, usage=usage_id, **logged)
+        raise (ModelUnreachable if sent.outage else ModelUnavailable)(reason, usage_id=usage_id)
+    try:
+        choice = sent.payload["choices"][0]
+        text = choice["message"]["content"]
+        if not isinstance(text, str):
+            raise TypeError
+    except (KeyError, IndexError, TypeError):
+        reason = "the endpoint's answer has no choices[0].message.content"
+        _finish(usage_id, outcome=ModelUsage.ERROR, error=reason, **timing)
+        _log(outcome=ModelUsage.ERROR, usage=usage_id, **logged)
+        raise ModelUnavailable(f"failing: {reason}", usage_id=usage_id)
+    return choice, text
+
+
+def _cut(resolved, text: str, usage: dict, *, max_tokens: int, usage_id: int, spent: dict, logged: dict):
+    """A reply stopped at its budget (finish_reason length): recorded as cut, ModelReplyCut."""
+    completion_tokens = spent["completion_tokens"]
+    reason = f"the reply was cut off at its budget of {max_tokens} tokens (finish_reason length)"
+    if usage.get("completion_tokens") and completion_tokens < max_tokens:
+        # The server trimmed the budget to what its context had left (llama-cpp-python does,
+        # silently): say the budget it used, and its context is the prompt and that budget.
+        reason = (
+            f"the reply was cut off after {completion_tokens} tokens: the server trimmed the "
+            f"budget of {max_tokens} to fit its context (finish_reason length)"
+        )
+        found = spent["prompt_tokens"] + completion_tokens
+        if 256 <= found < resolved.context_tokens:
+            endpoint_record(resolved, context_tokens=found)
+    _finish(usage_id, outcome=ModelUsage.CUT, error=reason, **spent)
+    _log(outcome=ModelUsage.CUT, **logged)
+    raise ModelReplyCut(f"cut reply: {reason}", usage_id=usage_id, text=text)
+
+
+def _validated(text: str, schema: dict, *, usage_id: int, spent: dict, logged: dict) -> Any:
+    """The reply's JSON, validated against the job's schema; else recorded as invalid,
+    ModelOutputInvalid."""
+    try:
+        return parse_structured(text, schema)
+    except ValueError as exc:
+        _finish(usage_id, outcome=ModelUsage.INVALID, error=str(exc), **spent)
+        _log(outcome=ModelUsage.INVALID, **logged)
+        raise ModelOutputInvalid(f"invalid model output: {exc}", usage_id=usage_id, text=text)
 
 
 def reply_budget(want: int, profile: str | None = None, *, agent: Agent | None = None) -> int:
