@@ -1,7 +1,8 @@
 """What both Dreaming stages share about a run: its actor, claiming a cursor (a stage A channel's,
-a stage B agent's) for one run, counting the run's model calls, ending it with the cursor's
-back-off, whether a cursor is held now, queueing a manual run, and the run list."""
+a stage B agent's) for one run, counting the run's model calls, ending it (`run_through`: done,
+failed or deferred) with the cursor's back-off, whether a cursor is held now, queueing a manual run, and the run list."""
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -104,6 +105,46 @@ class RunDeferred(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class RunFailed(Exception):
+    """The run's work failed with `reason` (a model failure, an invalid reply, a database error):
+    what failed was not written, and the run ends failed."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def run_through(
+    run: DreamingRun,
+    cursor_model,
+    cursor_pk: int,
+    work: Callable[[], str],
+    *,
+    down: str,
+    resume: str,
+    deferrals: int,
+) -> DreamingRun:
+    """Do a run's `work` and end the run by how it went, the one ending of both stages: done,
+    with the reason `work` returns; failed with a RunFailed's reason (the cursor's back-off
+    counts it); deferred when the model server is `down` or stops answering (RunDeferred:
+    run_defer, `resume` asked to run it again); an unexpected error ends it failed as an internal
+    error and is raised again."""
+    try:
+        if down:
+            raise RunDeferred(down)
+        reason = work()
+    except RunFailed as exc:
+        return run_finish(run, cursor_model, cursor_pk, DreamingRun.FAILED, exc.reason)
+    except RunDeferred as exc:
+        return run_defer(run, cursor_model, cursor_pk, exc.reason, resume=resume, deferrals=deferrals)
+    except Exception as exc:
+        run_finish(
+            run, cursor_model, cursor_pk, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+        )
+        raise
+    return run_finish(run, cursor_model, cursor_pk, DreamingRun.DONE, reason)
 
 
 def run_defer(

@@ -3,6 +3,7 @@ each one transaction with its audit events. All or nothing: if any memory change
 was made (or applied), PlanConflict and nothing is written."""
 
 import json
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -168,6 +169,74 @@ def _audit_by_store(action: str, *, actor, plan, stamp: str, revert: bool, merge
     )
 
 
+@dataclass(frozen=True)
+class _Way:
+    """Applying or reverting a plan: the state it starts from, what it says when the plan is in
+    another one or a memory changed meanwhile, and its two audit events (the plan's, and one per
+    owner/store with every memory's revision)."""
+
+    takes: str
+    only: str  # "only <this>." when the plan is in another state
+    since: str  # "... changed since plan N <since>"
+    then: str  # what to do about the changed memories
+    action: str
+    per_store: str
+    revert: bool
+
+
+_APPLY = _Way(
+    takes=ConsolidationPlan.PROPOSED,
+    only="a proposed plan can be applied",
+    since="was made",
+    then="discard it and run consolidation again",
+    action="memory.consolidation.apply",
+    per_store="memory.consolidation.applied",
+    revert=False,
+)
+_REVERT = _Way(
+    takes=ConsolidationPlan.APPLIED,
+    only="an applied plan can be reverted",
+    since="was applied",
+    then="undo those changes first",
+    action="memory.consolidation.revert",
+    per_store="memory.consolidation.reverted",
+    revert=True,
+)
+
+
+def _plan_locked(way: _Way, plan_id: int) -> ConsolidationPlan:
+    """The plan, row-locked, in the state `way` starts from, with every memory it names locked
+    and as `way` expects it (before the apply; as the apply left it, to revert). PlanConflict
+    otherwise."""
+    plan = _lock_plan(plan_id)
+    if plan.state != way.takes:
+        raise PlanConflict(f"Plan {plan.pk} is {plan.state}; only {way.only}.", state=plan.state)
+    _lock_memories(plan)
+    changed = _changed(plan, stamp=plan.applied_at.isoformat() if way.revert else None)
+    if changed:
+        raise PlanConflict(
+            f"{len(changed)} memories changed since plan {plan.pk} {way.since} (#"
+            + ", #".join(map(str, changed[:10]))
+            + f"); {way.then}.",
+            changed=changed,
+        )
+    return plan
+
+
+def _plan_audit(way: _Way, *, actor, plan, stamp: str, counts: dict, merged) -> None:
+    """The plan's event with its `counts`, then the per-store events with every revision."""
+    audit_record(
+        way.action,
+        actor=actor,
+        store=plan.store,
+        owner=plan.owner.name if plan.owner_id else "",
+        object_type="consolidation_plan",
+        object_ids=[plan.pk],
+        counts=counts,
+    )
+    _audit_by_store(way.per_store, actor=actor, plan=plan, stamp=stamp, revert=way.revert, merged=merged)
+
+
 def _merged_items(plan) -> list[ConsolidationItem]:
     return list(plan.items.filter(role=ConsolidationItem.MERGED).select_related("group").order_by("id"))
 
@@ -186,20 +255,7 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
     now = now or timezone.now()
     stamp = now.isoformat()
     with transaction.atomic():
-        plan = _lock_plan(plan_id)
-        if plan.state != ConsolidationPlan.PROPOSED:
-            raise PlanConflict(
-                f"Plan {plan.pk} is {plan.state}; only a proposed plan can be applied.", state=plan.state
-            )
-        _lock_memories(plan)
-        changed = _changed(plan, stamp=None)
-        if changed:
-            raise PlanConflict(
-                f"{len(changed)} memories changed since plan {plan.pk} was made (#"
-                + ", #".join(map(str, changed[:10]))
-                + "); discard it and run consolidation again.",
-                changed=changed,
-            )
+        plan = _plan_locked(_APPLY, plan_id)
         superseded = memories_patch(_ORIGINALS, {"plan": plan.pk, "stamp": stamp})
 
         # Duplicates: the kept memory carries the provenance of every copy folded into it. The
@@ -262,13 +318,11 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
         plan.added_sources = sorted(a[0] for a in added)
         plan.error = ""
         plan.save(update_fields=["state", "applied_by", "applied_at", "added_sources", "error"])
-        audit_record(
-            "memory.consolidation.apply",
+        _plan_audit(
+            _APPLY,
             actor=actor,
-            store=plan.store,
-            owner=plan.owner.name if plan.owner_id else "",
-            object_type="consolidation_plan",
-            object_ids=[plan.pk],
+            plan=plan,
+            stamp=stamp,
             counts={
                 "groups": plan.groups.count(),
                 "memories": superseded + len(merged),
@@ -276,13 +330,6 @@ def plan_apply(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
                 "sources_merged": len(added),
                 "links": links,
             },
-        )
-        _audit_by_store(
-            "memory.consolidation.applied",
-            actor=actor,
-            plan=plan,
-            stamp=stamp,
-            revert=False,
             merged=[(i, i.before["memory"], fresh[i.memory_id]) for i in merged],
         )
     return plan
@@ -294,21 +341,8 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
     (invalidated, rows kept). All or nothing: a memory changed since the apply → PlanConflict."""
     now = now or timezone.now()
     with transaction.atomic():
-        plan = _lock_plan(plan_id)
-        if plan.state != ConsolidationPlan.APPLIED:
-            raise PlanConflict(
-                f"Plan {plan.pk} is {plan.state}; only an applied plan can be reverted.", state=plan.state
-            )
+        plan = _plan_locked(_REVERT, plan_id)
         stamp = plan.applied_at.isoformat()
-        _lock_memories(plan)
-        changed = _changed(plan, stamp=stamp)
-        if changed:
-            raise PlanConflict(
-                f"{len(changed)} memories changed since plan {plan.pk} was applied (#"
-                + ", #".join(map(str, changed[:10]))
-                + "); undo those changes first.",
-                changed=changed,
-            )
         restored = memories_put_back(_ORIGINALS, {"plan": plan.pk, "stamp": stamp})
         removed = (
             _sql(f"DELETE FROM {T_SOURCE} WHERE id = ANY(%s)", [plan.added_sources])
@@ -327,26 +361,17 @@ def plan_revert(*, actor, plan_id: int, now=None) -> ConsolidationPlan:
         fresh = _fresh_snapshots(merged)
         plan.state, plan.reverted_by, plan.reverted_at = ConsolidationPlan.REVERTED, actor_label(actor), now
         plan.save(update_fields=["state", "reverted_by", "reverted_at"])
-        audit_record(
-            "memory.consolidation.revert",
+        _plan_audit(
+            _REVERT,
             actor=actor,
-            store=plan.store,
-            owner=plan.owner.name if plan.owner_id else "",
-            object_type="consolidation_plan",
-            object_ids=[plan.pk],
+            plan=plan,
+            stamp=stamp,
             counts={
                 "restored": restored,
                 "retired": len(merged),
                 "sources_removed": removed,
                 "links_removed": unlinked,
             },
-        )
-        _audit_by_store(
-            "memory.consolidation.reverted",
-            actor=actor,
-            plan=plan,
-            stamp=stamp,
-            revert=True,
             merged=[(i, {**i.before["memory"], **(i.after or {})}, fresh[i.memory_id]) for i in merged],
         )
     return plan

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 
-from curation.dreaming.runs import ACTOR, RunDeferred, run_count_call, run_defer, run_finish, run_open
+from curation.dreaming.runs import ACTOR, RunDeferred, RunFailed, run_count_call, run_open, run_through
 from curation.dreaming.stage_a import rules
 from curation.dreaming.stage_a.selectors import Batch, batch_next
 from curation.models import DreamingRun, StageACursor
@@ -32,16 +32,6 @@ SHRINK_AFTER_FAILURES = 4
 
 class ChannelBusy(Conflict):
     """Another run holds the channel; nothing was started."""
-
-
-class BatchFailed(Exception):
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
-    return run_finish(run, StageACursor, run.channel_id, state, reason)
 
 
 def stage_a_run(
@@ -68,33 +58,27 @@ def stage_a_run(
     if cursor is None:
         return run
     started = time.monotonic()
-    try:
-        if down:
-            raise RunDeferred(down)
+
+    def read() -> str:
         while True:
             cursor = StageACursor.objects.get(pk=channel.pk)
             budget = settings.BRAIN_DREAMING_BATCH_TOKENS // 2 ** min(cursor.failures, SHRINK_AFTER_FAILURES)
             batch = _fitted(channel, cursor, max(budget, 1))
             if not batch.messages:
-                break
+                return ""
             batch = _batch(run, channel, cursor, batch)
             if not batch.full or time.monotonic() - started > max_seconds:
-                break
-    except BatchFailed as exc:
-        return _finish(run, DreamingRun.FAILED, exc.reason)
-    except RunDeferred as exc:
-        return run_defer(
-            run,
-            StageACursor,
-            channel.pk,
-            exc.reason,
-            resume="curation.dreaming.tasks.stage_a_channel",
-            deferrals=deferrals,
-        )
-    except Exception as exc:
-        _finish(run, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}")
-        raise
-    return _finish(run, DreamingRun.DONE)
+                return ""
+
+    return run_through(
+        run,
+        StageACursor,
+        channel.pk,
+        read,
+        down=down,
+        resume="curation.dreaming.tasks.stage_a_channel",
+        deferrals=deferrals,
+    )
 
 
 def _cited(data: dict) -> set[int]:
@@ -169,14 +153,14 @@ def _batch(run: DreamingRun, channel: Channel, cursor: StageACursor, batch: Batc
             run_count_call(run, usage_id)
         if outage(exc):  # not the batch's fault: the same batch is read again later
             raise RunDeferred(exc.reason) from None
-        raise BatchFailed(exc.reason) from None
+        raise RunFailed(exc.reason) from None
     for usage_id in reply.usage_ids:
         run_count_call(run, usage_id)
     cut = rules.check(reply.data, batch_ids=used.ids, full=used.full)
     try:
         _write(run, channel, cursor, used, cut, usage_id=reply.usage_id)
     except DatabaseError as exc:
-        raise BatchFailed(f"database error, nothing written: {exc}".strip()) from None
+        raise RunFailed(f"database error, nothing written: {exc}".strip()) from None
     return used
 
 
@@ -185,9 +169,9 @@ def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: rules.C
     with transaction.atomic():
         cursor = StageACursor.objects.select_for_update().get(pk=channel.pk)
         if cursor.run_id != run.pk:
-            raise BatchFailed("another run took the channel over; this batch was not written")
+            raise RunFailed("another run took the channel over; this batch was not written")
         if (cursor.message_ts, cursor.message_id) != (cursor_before.message_ts, cursor_before.message_id):
-            raise BatchFailed("the cursor moved while the model was reading; this batch was not written")
+            raise RunFailed("the cursor moved while the model was reading; this batch was not written")
         episodes = []
         for e in cut.episodes:
             members = [by_id[i] for i in e["messages"]]
@@ -227,7 +211,7 @@ def _write(run, channel, cursor_before: StageACursor, batch: Batch, cut: rules.C
                     [message_ids, episode_ids, channel.pk],
                 )
                 if cur.rowcount != len(message_ids):
-                    raise BatchFailed(
+                    raise RunFailed(
                         "some of the batch's messages are already in an episode; nothing was written"
                     )
         Episode.evidence.through.objects.bulk_create(links)

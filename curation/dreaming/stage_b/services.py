@@ -15,7 +15,7 @@ import uuid
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from curation.dreaming.runs import ACTOR, RunDeferred, run_count_call, run_defer, run_finish, run_open
+from curation.dreaming.runs import ACTOR, RunDeferred, RunFailed, run_count_call, run_open, run_through
 from curation.dreaming.stage_b import operations, rules
 from curation.dreaming.stage_b.selectors import open_picked, scan_lines, scan_read
 from curation.models import DreamingRun, StageBCursor
@@ -32,16 +32,6 @@ REFUSALS = (DomainError,)  # a service said no: drop the operation, keep the res
 
 class AgentBusy(Conflict):
     """Another stage B run holds the agent; nothing was started."""
-
-
-class RunFailed(Exception):
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _finish(run: DreamingRun, state: str, reason: str = "") -> DreamingRun:
-    return run_finish(run, StageBCursor, run.agent_id, state, reason)
 
 
 def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "", deferrals: int = 0) -> DreamingRun:
@@ -64,25 +54,15 @@ def stage_b_run(*, agent: Agent, trigger: str, started_by: str = "", deferrals: 
     )
     if cursor is None:
         return run
-    try:
-        if down:
-            raise RunDeferred(down)
-        reason = _curate(run, agent, cursor)
-    except RunFailed as exc:
-        return _finish(run, DreamingRun.FAILED, exc.reason)
-    except RunDeferred as exc:
-        return run_defer(
-            run,
-            StageBCursor,
-            agent.pk,
-            exc.reason,
-            resume="curation.dreaming.tasks.stage_b_agent",
-            deferrals=deferrals,
-        )
-    except Exception as exc:
-        _finish(run, DreamingRun.FAILED, f"internal error: {type(exc).__name__}: {exc}")
-        raise
-    return _finish(run, DreamingRun.DONE, reason)
+    return run_through(
+        run,
+        StageBCursor,
+        agent.pk,
+        lambda: _curate(run, agent, cursor),
+        down=down,
+        resume="curation.dreaming.tasks.stage_b_agent",
+        deferrals=deferrals,
+    )
 
 
 def _call(
