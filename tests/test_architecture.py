@@ -678,9 +678,9 @@ def test_make_lint_refuses_an_upward_import_planted_in_a_copy(tmp_path, module, 
 
 
 # Where a request's names arrive: these modules turn a name into a row only through
-# knowledge/names.py (re-exported by knowledge/access.py) or an access `*_get_for`, so an unknown
-# name gets one answer and visibility is decided once. A lookup by name of their own is a second
-# resolver.
+# knowledge/names.py (imported from there; knowledge/access.py re-exports none of it) or an access
+# `*_get_for`, so an unknown name gets one answer and visibility is decided once. A lookup by name
+# of their own is a second resolver.
 NAME_EDGE_MODULES = ("views.py", "api.py", "serializers.py", "forms.py")
 
 
