@@ -194,9 +194,11 @@ def activate(
     decision, a refusal kept queued; None leaves that row out), store what was decided — new rows
     through the one entrance memory_rows_activate, stored row-locked ones (`stored`) in one
     UPDATE per decided state — then carry each out (activation_carry_out), calling `then(row,
-    status)` after each. Every row is decided before the first is stored, so a writer of many
-    passes together only rows whose decisions read no other memory (activation_reads_memories).
-    Runs in the caller's transaction; returns the statuses of the rows decided, in order."""
+    status)` after each. Every row is decided before the first is stored, all against the same
+    state: a writer of many passes a row whose decision must see what an earlier one did after
+    that one (the bulk write cuts at activation_reads_memories; an approval decides keyed
+    memories one by one). Runs in the caller's transaction; returns the statuses of the rows
+    decided, in order."""
     decided = []
     for row in rows:
         if decide is None:

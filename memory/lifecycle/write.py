@@ -276,12 +276,8 @@ def memory_write(
     distiller: a proposal is never lost) a memory strict anti-drift refuses is stored queued, its
     status reason naming what it contradicts, instead of refused."""
     request = memory_write_check(actor=actor, request=request)
-    owner, store, supersedes, sources = (
-        request.owner,
-        request.store,
-        request.supersedes,
-        list(request.sources),
-    )
+    owner, store, supersedes = request.owner, request.store, request.supersedes
+    sources = list(request.sources)
     if route == AGENT_STATE:
         state_write_check(
             owner=owner, supersedes=supersedes, expires_at=request.expires_at, now=now or timezone.now()
