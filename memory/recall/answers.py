@@ -10,6 +10,7 @@ from memory.recall import ROUTES, memory_search, resolve_scope
 from memory.recall.browse import Browser
 from memory.recall.context import context_compile
 from memory.recall.present import outcome_out
+from memory.recall.search import query_vector_soon
 
 
 def scope_from(principal: Principal, v: dict):
@@ -24,14 +25,18 @@ def scope_from(principal: Principal, v: dict):
 
 @replica_reads
 def search_timed(principal: Principal, v: dict) -> tuple[dict, dict[str, float]]:
-    """Run memory_search from validated `SearchIn` data: its JSON body and where its time went."""
+    """Run memory_search from validated `SearchIn` data: its JSON body and where its time went.
+    The query is embedded while the scope is resolved (a refused search discards its vector)."""
+    routes = tuple(v.get("routes") or ROUTES)
+    query = query_vector_soon(v["q"], routes)
     outcome = memory_search(
         scope_from(principal, v),
         q=v["q"],
         k=v["k"],
         budget_tokens=v["budget_tokens"],
         now=v.get("now"),
-        routes=tuple(v.get("routes") or ROUTES),
+        routes=routes,
+        query=query,
     )
     return outcome_out(outcome), outcome.stages
 

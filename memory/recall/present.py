@@ -54,7 +54,7 @@ def outcome_out(outcome: SearchOutcome) -> dict:
     channel_ids = [
         i.candidate.obj.channel_id for i in outcome.items if i.candidate.kind in (MESSAGE, EPISODE)
     ]
-    channels = channel_names(channel_ids)
+    channels = channel_names(channel_ids, outcome.scope)
     return {
         "query": outcome.q,
         "now": outcome.now,

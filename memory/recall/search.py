@@ -104,6 +104,21 @@ class QueryVector:
     ms: float
 
 
+# Query vectors started before a search knows its scope (query_vector_soon). A pool of its own:
+# a helper task of _VECTOR_THREADS waits for one, so sharing that pool could leave every worker
+# waiting for an embedding queued behind them.
+_QUERY_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-query")
+
+
+def query_vector_soon(q: str, routes=ROUTES) -> Future | None:
+    """Start embedding `q` now, on a thread of its own, when a route of `routes` needs the
+    vector: the embedding needs only the words, so a caller starts it before it resolves the
+    scope and hands the future to memory_search (`query=`). None when no vector route is asked."""
+    if not any(r in VECTOR_ROUTES for r in routes):
+        return None
+    return _QUERY_THREADS.submit(_query_vector, q)
+
+
 def _query_vector(q: str) -> QueryVector:
     start = time.perf_counter()
     try:
@@ -135,27 +150,43 @@ def helper_routes(scope: RecallScope, vector_routes: list[str]) -> list[str]:
     return vector_routes
 
 
-def _vector_side(inp: R.RouteInput, routes: list[str], vector_ready: Future, alias: str) -> tuple[dict, dict]:
-    """On a helper thread: the query vector (handed over through `vector_ready` as soon as it is
-    known), then `routes` on this thread's own connection to `alias`, the database the search
-    reads from (checked first the way a request checks its connection: closed when broken or too
-    old)."""
+def _vector_side(
+    inp: R.RouteInput, routes: list[str], vector_ready: Future, alias: str, started: Future | None
+) -> tuple[dict, dict]:
+    """On a helper thread: the query vector (the one `started` computes, else embedded here;
+    handed over through `vector_ready` as soon as it is known), then `routes` on this thread's
+    own connection to `alias`, the database the search reads from (checked first the way a
+    request checks its connection: closed when broken or too old)."""
     with reads_on(alias):
-        return _vector_side_here(inp, routes, vector_ready)
+        return _vector_side_here(inp, routes, vector_ready, started)
 
 
-def _vector_side_here(inp: R.RouteInput, routes: list[str], vector_ready: Future) -> tuple[dict, dict]:
+def _vector_side_here(
+    inp: R.RouteInput, routes: list[str], vector_ready: Future, started: Future | None
+) -> tuple[dict, dict]:
+    if started is not None and routes:
+        _helper_connection_checked()  # while another thread computes the vector
     try:
-        query = _query_vector(inp.q)
+        query = started.result() if started is not None else _query_vector(inp.q)
     except BaseException as exc:
         vector_ready.set_exception(exc)
         raise
     vector_ready.set_result(query)
     if not routes or query.vector is None:
         return {}, {}
-    close_old_connections()
-    _helper_connections.add(read_connection())
+    if started is None:
+        _helper_connection_checked()
     return _run_vector_routes(inp, routes, query)
+
+
+def _helper_connection_checked() -> None:
+    """This thread's connection, checked the way a request checks its own (closed when broken or
+    too old; with CONN_HEALTH_CHECKS, a round trip of its own, so it is done ahead where it can
+    be)."""
+    close_old_connections()
+    helper = read_connection()
+    _helper_connections.add(helper)
+    helper.close_if_health_check_failed()
 
 
 def _run_vector_routes(inp: R.RouteInput, routes: list[str], query: QueryVector) -> tuple[dict, dict]:
@@ -187,9 +218,11 @@ def recall_candidates(
     exclude_memory_ids=(),
     routes=ROUTES,
     hydrate_top: int = 40,
+    query: Future | None = None,
 ) -> Ranking:
     """Run the routes in `scope`, fuse and decay; load the rows of the best `hydrate_top`
-    candidates (and those a reranker sees). `limit` is each route's list length."""
+    candidates (and those a reranker sees). `limit` is each route's list length; `query`, the
+    query vector already on its way (query_vector_soon), if any."""
     now = now or timezone.now()
     limit = max(limit or params.route_limit, 1)
     inp = R.RouteInput(
@@ -209,20 +242,20 @@ def recall_candidates(
     helper = helper_routes(scope, vector_routes) if vector_routes and not connection.in_atomic_block else []
     vector_ready: Future = Future()
     pending = (
-        _VECTOR_THREADS.submit(_vector_side, inp, helper, vector_ready, read_alias())
+        _VECTOR_THREADS.submit(_vector_side, inp, helper, vector_ready, read_alias(), query)
         if vector_routes
         else None
     )
-    query = QueryVector(None, "", "not asked", 0.0)
+    vector = QueryVector(None, "", "not asked", 0.0)
     try:
         rankings, spent = R.run_batched(
             {r: ROUTE_FUNCTIONS[r](inp) for r in asked if r not in VECTOR_ROUTES}, ROUTE_SETTINGS
         )
         if pending:
-            query = vector_ready.result()
+            vector = vector_ready.result()
             here = [r for r in vector_routes if r not in helper]
-            if query.vector is not None and here:
-                found, took = _run_vector_routes(inp, here, query)
+            if vector.vector is not None and here:
+                found, took = _run_vector_routes(inp, here, vector)
                 rankings.update(found)
                 spent.update(took)
     finally:
@@ -241,7 +274,7 @@ def recall_candidates(
         elif route not in routes:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": "not asked"}
         else:
-            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": query.reason}
+            info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": vector.reason}
     fusion_start = time.perf_counter()
     candidates = rank(rankings, q, now, params)
     hop_ms = 0.0
@@ -271,7 +304,7 @@ def recall_candidates(
         candidates=candidates,
         routes=info,
         reranker=reranker,
-        embed_ms=round(query.ms, 2),
+        embed_ms=round(vector.ms, 2),
         fusion_ms=(time.perf_counter() - fusion_start) * 1000 - hop_ms,
     )
 
@@ -286,9 +319,11 @@ def memory_search(
     params: RecallParams = DEFAULT_PARAMS,
     exclude_memory_ids=(),
     routes=ROUTES,
+    query: Future | None = None,
 ) -> SearchOutcome:
     """The results an agent gets for `q`: at most `k` items whose texts together count at most
-    `budget_tokens` tokens (knowledge.tokens), best first."""
+    `budget_tokens` tokens (knowledge.tokens), best first. `query`: the vector of `q` already on
+    its way (query_vector_soon), if the caller started it."""
     started = time.perf_counter()
     now = now or timezone.now()
     k = max(1, min(k, MAX_K))
@@ -301,6 +336,7 @@ def memory_search(
         exclude_memory_ids=exclude_memory_ids,
         routes=routes,
         hydrate_top=2 * k + HYDRATE_SPARE,
+        query=query,
     )
     pack_start = time.perf_counter()
     ranking.candidates = correct_candidates(ranking.candidates, scope=scope, upto=2 * k)
@@ -348,5 +384,14 @@ def search_stages(ranking: Ranking, *, pack_ms: float, total_ms: float) -> dict[
     return stages
 
 
-def channel_names(channel_ids) -> dict[int, str]:
-    return dict(Channel.objects.filter(pk__in=set(channel_ids)).values_list("pk", "name"))
+def channel_names(channel_ids, scope: RecallScope | None = None) -> dict[int, str]:
+    """The names of `channel_ids`; the scope's own channel (most results of a search in a
+    conversation are in it) is taken from the row the scope already holds, and a statement is
+    sent only for other channels."""
+    names: dict[int, str] = {}
+    if scope is not None and scope.conversation.channel_id:
+        names[scope.conversation.channel_id] = scope.channel.name
+    missing = set(channel_ids) - names.keys()
+    if missing:
+        names.update(Channel.objects.filter(pk__in=missing).values_list("pk", "name"))
+    return names
