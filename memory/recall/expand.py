@@ -15,7 +15,7 @@ from knowledge.models import Memory, Message
 from knowledge.tokens import count_tokens, truncate_to_tokens
 from memory.links.selectors import memory_links
 from memory.recall.fuse import Candidate
-from memory.recall.load import hydrate
+from memory.recall.load import hydrate, hydration
 from memory.recall.params import RecallParams
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
 from memory.recall.scope import NothingVisible
@@ -107,28 +107,37 @@ class Expander:
         linked = memory_links(memory, visible_q=self.scope.knowledge_q & Q(status=Memory.ACTIVE))
         return linked[: self.params.link_neighbours]
 
-    def prefetch(self, candidates: list[Candidate]) -> None:
+    def prefetch(self, candidates: list[Candidate], *, rows_of: list[Candidate] = ()) -> None:
         """Load the context of every message and episode candidate not prefetched yet: their
-        threads, lone messages' neighbours and episodes' messages, in one round trip."""
-        hydrate(candidates)
-        candidates = [c for c in candidates if c.obj is not None and c.key not in self.context]
-        threads = {(c.obj.channel_id, c.obj.thread) for c in candidates if c.kind == MESSAGE and c.obj.thread}
-        lone = [c.id for c in candidates if c.kind == MESSAGE and not c.obj.thread]
-        episodes = [c.id for c in candidates if c.kind == EPISODE]
+        threads, lone messages' neighbours and episodes' messages, in one round trip, which also
+        loads the rows of the candidates (and of `rows_of`) not loaded yet (load.hydration). The
+        statements find a message's thread from its id, so a row not loaded yet costs no round
+        trip of its own."""
+        rows, attach = hydration([*rows_of, *candidates])
+        todo = [c for c in candidates if c.key not in self.context and c.kind in (MESSAGE, EPISODE)]
+        said = [c for c in todo if c.kind == MESSAGE]
+        # Before its row is read, a message may be in a thread or alone: both statements ask.
+        threaded = [c.id for c in said if c.obj is None or c.obj.thread]
+        lone = [c.id for c in said if c.obj is None or not c.obj.thread]
+        episodes = [c.id for c in todo if c.kind == EPISODE]
         asked = {}
-        if threads:
-            channels, names = zip(*threads, strict=True)
+        if threaded:
             asked["threads"] = self._visible_sql(
-                "(knowledge_message.channel_id, knowledge_message.thread) IN "
-                "(SELECT * FROM unnest(%s::bigint[], %s::text[]))",
-                [list(channels), list(names)],
+                "(knowledge_message.channel_id, knowledge_message.thread) IN (SELECT h.channel_id, "
+                "h.thread FROM knowledge_message h WHERE h.id = ANY(%s) AND h.thread <> '')",
+                [threaded],
             )
         if lone:
             asked["nearby"] = self._nearby_sql(lone)
         if episodes:
             asked["episodes"] = self._visible_sql("knowledge_message.episode_id = ANY(%s)", [episodes])
         asked = {name: statement for name, statement in asked.items() if statement is not None}
-        found = dict(zip(asked, execute_all(list(asked.values())), strict=True)) if asked else {}
+        if not rows and not asked:
+            return
+        results = execute_all(rows + list(asked.values()))
+        attach(results[: len(rows)])
+        found = dict(zip(asked, results[len(rows) :], strict=True))
+        candidates = [c for c in todo if c.obj is not None]
         by_thread: dict[tuple[int, str], list[ContextMessage]] = {}
         for row in found.get("threads", []):
             m = ContextMessage._make(row)
@@ -168,7 +177,8 @@ class Expander:
 
     def _nearby_sql(self, hit_ids: list[int]) -> tuple[str, list] | None:
         """The statement reading each lone hit (first column) with up to `nearby_messages`
-        neighbours either side in its channel's main timeline."""
+        neighbours either side in its channel's main timeline (hits in a thread are passed
+        over)."""
         try:
             where, params = self.scope.where(Message)
         except NothingVisible:
@@ -183,7 +193,7 @@ class Expander:
         )
         sql = (
             f"SELECT h.hit, n.* FROM unnest(%s::bigint[]) AS h(hit) "
-            f"JOIN knowledge_message hm ON hm.id = h.hit CROSS JOIN LATERAL ("
+            f"JOIN knowledge_message hm ON hm.id = h.hit AND hm.thread = '' CROSS JOIN LATERAL ("
             f"{side.format(cols=cols, where=where, op='<', order='DESC')} UNION ALL "
             f"(SELECT {cols} FROM knowledge_message WHERE knowledge_message.id = hm.id) UNION ALL "
             f"{side.format(cols=cols, where=where, op='>', order='ASC')}) n"

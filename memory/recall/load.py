@@ -6,6 +6,8 @@ the models (knowledge.rowsql): compiling the ORM queries and building the relate
 more CPU than reading the rows. Columns never shown (vectors, tsvectors, an entry's search
 columns) stay deferred."""
 
+from collections.abc import Callable
+
 from knowledge import rowsql
 from knowledge.models import Agent, Entry, Episode, Memory, Message
 from memory.recall.routes import ENTRY, EPISODE, MEMORY, MESSAGE, execute_all
@@ -74,19 +76,28 @@ def hydrate(candidates) -> None:
     """Attach each candidate's row (one statement per kind, all in one round trip, only for
     those not loaded yet). A row deleted meanwhile leaves `obj` None; callers skip such
     candidates."""
+    statements, attach = hydration(candidates)
+    if statements:
+        attach(execute_all(statements))
+
+
+def hydration(candidates) -> tuple[list, Callable[[list], None]]:
+    """The statements `hydrate` sends (one per kind of the candidates not loaded yet), and the
+    function attaching the rows they return: a caller may send them with statements of its own."""
     wanted: dict[str, list[int]] = {}
     for c in candidates:
         if c.obj is None:
             wanted.setdefault(c.kind, []).append(c.id)
-    if not wanted:
-        return
     loads = [(kind, *LOADERS[kind](ids)) for kind, ids in wanted.items()]
-    results = execute_all([statement for _, statement, _ in loads])
-    rows = {}
-    for (kind, _, build), found in zip(loads, results, strict=True):
-        for row in found:
-            obj = build(row)
-            rows[(kind, obj.pk)] = obj
-    for c in candidates:
-        if c.obj is None:
-            c.obj = rows.get(c.key)
+
+    def attach(results: list) -> None:
+        rows = {}
+        for (kind, _, build), found in zip(loads, results, strict=True):
+            for row in found:
+                obj = build(row)
+                rows[(kind, obj.pk)] = obj
+        for c in candidates:
+            if c.obj is None:
+                c.obj = rows.get(c.key)
+
+    return [statement for _, statement, _ in loads], attach

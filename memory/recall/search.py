@@ -219,10 +219,13 @@ def recall_candidates(
     routes=ROUTES,
     hydrate_top: int = 40,
     query: Future | None = None,
+    expander: Expander | None = None,
+    expand_top: int = 0,
 ) -> Ranking:
     """Run the routes in `scope`, fuse and decay; load the rows of the best `hydrate_top`
     candidates (and those a reranker sees). `limit` is each route's list length; `query`, the
-    query vector already on its way (query_vector_soon), if any."""
+    query vector already on its way (query_vector_soon), if any; `expander`, when given, reads
+    the context of the first `expand_top` candidates with the rows (without a reranker)."""
     now = now or timezone.now()
     limit = max(limit or params.route_limit, 1)
     inp = R.RouteInput(
@@ -297,7 +300,12 @@ def recall_candidates(
         reason = "off: hop_weight 0" if params.hop_weight <= 0 else "not asked"
         for route in HOP_ROUTES:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": reason}
-    hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
+    shown = candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)]
+    if expander is not None and not get_reranker():
+        # The context of the candidates that may be shown, read with their rows in one round trip.
+        expander.prefetch(may_show(shown, params, upto=expand_top), rows_of=shown)
+    else:
+        hydrate(shown)
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
         rankings=rankings,
@@ -327,6 +335,7 @@ def memory_search(
     started = time.perf_counter()
     now = now or timezone.now()
     k = max(1, min(k, MAX_K))
+    expander = Expander(scope, now, params)
     ranking = recall_candidates(
         scope,
         q=q,
@@ -337,12 +346,13 @@ def memory_search(
         routes=routes,
         hydrate_top=2 * k + HYDRATE_SPARE,
         query=query,
+        expander=expander,
+        expand_top=2 * k,
     )
     pack_start = time.perf_counter()
     ranking.candidates = correct_candidates(ranking.candidates, scope=scope, upto=2 * k)
     ranking.candidates, left_out = above_floor(ranking.candidates, params, upto=k)
-    expander = Expander(scope, now, params)
-    expander.prefetch(ranking.candidates[: 2 * k])
+    expander.prefetch(ranking.candidates[: 2 * k])  # read with the rows, unless a reranker ran
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
     done = time.perf_counter()
     metrics.recall_observe(
@@ -363,6 +373,20 @@ def memory_search(
         left_out=left_out,
         stages=search_stages(ranking, pack_ms=(done - pack_start) * 1000, total_ms=(done - started) * 1000),
     )
+
+
+def may_show(candidates: list[Candidate], params: RecallParams, *, upto: int) -> list[Candidate]:
+    """The candidates among which memory_search's first `upto` will be, before their rows are
+    read: dropping copies and conflicts (correct_candidates) takes only memories out of the first
+    `upto`, so those are among the first `upto` + the memories there; the relevance floor
+    (above_floor) cuts only a tail, and at least what falls below the floor of the best
+    candidate that is not a memory (one that is never dropped)."""
+    window = candidates[: upto + sum(c.kind == R.MEMORY for c in candidates[:upto])]
+    kept = [c.score for c in window if c.kind != R.MEMORY]
+    if params.relevance_floor > 0 and kept:
+        floor = params.relevance_floor * max(kept)
+        window = [c for c in window if c.score >= floor]
+    return window
 
 
 def above_floor(candidates: list, params: RecallParams, *, upto: int) -> tuple[list, int]:
