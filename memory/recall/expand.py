@@ -220,6 +220,8 @@ class Expander:
         if cand.kind == ENTRY:
             return _plain(cand, entry_text(cand.obj), cap)
         if cand.kind == MESSAGE:
+            if not bare and cand.key not in self.context:
+                self.prefetch([cand])
             context = self.context.get(cand.key) or [cand.obj]
             if cand.obj.thread and len(context) > self.params.thread_messages:
                 # A long thread: the hit and the messages nearest to it.

@@ -224,8 +224,9 @@ def recall_candidates(
 ) -> Ranking:
     """Run the routes in `scope`, fuse and decay; load the rows of the best `hydrate_top`
     candidates (and those a reranker sees). `limit` is each route's list length; `query`, the
-    query vector already on its way (query_vector_soon), if any; `expander`, when given, reads
-    the context of the first `expand_top` candidates with the rows (without a reranker)."""
+    query vector already on its way (query_vector_soon), if any. With an `expander` and no
+    reranker, only the rows memory_search's `expand_top` items may need are read, with their
+    context (may_show)."""
     now = now or timezone.now()
     limit = max(limit or params.route_limit, 1)
     inp = R.RouteInput(
@@ -300,12 +301,12 @@ def recall_candidates(
         reason = "off: hop_weight 0" if params.hop_weight <= 0 else "not asked"
         for route in HOP_ROUTES:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": reason}
-    shown = candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)]
     if expander is not None and not get_reranker():
-        # The context of the candidates that may be shown, read with their rows in one round trip.
-        expander.prefetch(may_show(shown, params, upto=expand_top), rows_of=shown)
+        # The rows and the context of what the answer may show, in one round trip.
+        window, memories = may_show(candidates, params, k=expand_top)
+        expander.prefetch(window, rows_of=memories)
     else:
-        hydrate(shown)
+        hydrate(candidates[: max(hydrate_top, params.rerank_top if get_reranker() else 0)])
     candidates, reranker = apply_reranker(q, candidates, params)
     return Ranking(
         rankings=rankings,
@@ -347,12 +348,12 @@ def memory_search(
         hydrate_top=2 * k + HYDRATE_SPARE,
         query=query,
         expander=expander,
-        expand_top=2 * k,
+        expand_top=k,
     )
     pack_start = time.perf_counter()
     ranking.candidates = correct_candidates(ranking.candidates, scope=scope, upto=2 * k)
     ranking.candidates, left_out = above_floor(ranking.candidates, params, upto=k)
-    expander.prefetch(ranking.candidates[: 2 * k])  # read with the rows, unless a reranker ran
+    expander.prefetch(ranking.candidates[:k])  # read with the rows already, unless a reranker ran
     items = pack(ranking.candidates, expander, k=k, budget_tokens=budget_tokens, params=params)
     done = time.perf_counter()
     metrics.recall_observe(
@@ -375,18 +376,20 @@ def memory_search(
     )
 
 
-def may_show(candidates: list[Candidate], params: RecallParams, *, upto: int) -> list[Candidate]:
-    """The candidates among which memory_search's first `upto` will be, before their rows are
-    read: dropping copies and conflicts (correct_candidates) takes only memories out of the first
-    `upto`, so those are among the first `upto` + the memories there; the relevance floor
-    (above_floor) cuts only a tail, and at least what falls below the floor of the best
-    candidate that is not a memory (one that is never dropped)."""
-    window = candidates[: upto + sum(c.kind == R.MEMORY for c in candidates[:upto])]
+def may_show(candidates: list[Candidate], params: RecallParams, *, k: int) -> tuple[list, list]:
+    """Before any row is read: the candidates among which memory_search's k items will be, and
+    the memories correct_candidates reads. It looks at the first 2k and takes only memories out,
+    so the first k left are among the first k + the memories there; the relevance floor
+    (above_floor) cuts only a tail, and at least what falls below the floor of the best candidate
+    that is not a memory (one never taken out). pack shows the first k (an item is missing only
+    when its row is gone or not even its hit fits; Expander.item then reads what it needs)."""
+    memories = [c for c in candidates[: 2 * k] if c.kind == R.MEMORY]
+    window = candidates[: k + len(memories)]
     kept = [c.score for c in window if c.kind != R.MEMORY]
     if params.relevance_floor > 0 and kept:
         floor = params.relevance_floor * max(kept)
         window = [c for c in window if c.score >= floor]
-    return window
+    return window, memories
 
 
 def above_floor(candidates: list, params: RecallParams, *, upto: int) -> tuple[list, int]:
