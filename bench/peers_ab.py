@@ -8,6 +8,9 @@ each round to both, in an order shuffled per question, so both versions meet the
     python -m bench.peers_ab seed
     python -m bench.peers_ab ab --old /tmp/main-checkout [--rounds 2]
 
+BRAIN_PEERS_AB_DATABASE and BRAIN_PEERS_AB_CASES point it at another kept world and its questions
+(a JSON list of {agent, conversation, q, now}).
+
 Prints p50/p95 over HTTP of each side with the load average around the run, the Server-Timing
 p50 of each stage, and whether both sides answered every question with the same results (kind,
 id, order). Round r asks each question with r trailing spaces: the same words, but not a query
@@ -26,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = os.environ.get("BRAIN_PEERS_AB_DATABASE", "brain_peers_ab")
-CASES = ROOT / "var" / "peers_ab_cases.json"
+CASES = Path(os.environ.get("BRAIN_PEERS_AB_CASES", ROOT / "var" / "peers_ab_cases.json"))
 WARMUP = 20
 
 
@@ -67,14 +70,16 @@ def seed() -> None:
     print(f"  {len(cases)} questions written to {CASES.relative_to(ROOT)}")
 
 
-def _server(root: Path, port: int) -> subprocess.Popen:
-    """A server as bench_peers starts Brain's, but running the code of checkout `root`."""
+def _server(root: Path, port: int, extra_env: dict | None = None) -> subprocess.Popen:
+    """A server as bench_peers starts Brain's, but running the code of checkout `root` (and with
+    `extra_env` set)."""
     import httpx
 
     from bench.bench_memory_write import _database_url
 
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "brainsite.settings", "DATABASE_URL": _database_url()}
     env["BRAIN_LOG_LEVEL"] = "ERROR"
+    env.update(extra_env or {})
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "brainsite.asgi:application", "--worker-class"]
         + ["uvicorn_worker.UvicornWorker", "--bind", f"127.0.0.1:{port}", "--workers", "3"]
@@ -103,7 +108,7 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def ab(old: Path, rounds: int, seed: int, limit: int) -> dict:
+def ab(old: Path, rounds: int, seed: int, limit: int, envs: dict | None = None) -> dict:
     _setup()
     import httpx
 
@@ -112,13 +117,14 @@ def ab(old: Path, rounds: int, seed: int, limit: int) -> dict:
     from knowledge.principals import services
 
     cases = json.loads(CASES.read_text())[: limit or None]
-    raw = services.token_create(actor=ACTOR, agent=agent("locomo-reader"))
+    name = cases[0]["agent"]  # every case asks as the same agent
+    raw = services.token_create(actor=ACTOR, agent=agent(name))
     sides = {"old": old.resolve(), "new": ROOT}
     servers, clients = {}, {}
     try:
         for name, root in sides.items():
             port = _free_port()
-            servers[name] = _server(root, port)
+            servers[name] = _server(root, port, (envs or {}).get(name))
             clients[name] = httpx.Client(
                 base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {raw}"}, timeout=60
             )
@@ -131,7 +137,7 @@ def ab(old: Path, rounds: int, seed: int, limit: int) -> dict:
         for r in range(rounds):
             work += [(c, c["q"] + " " * r, False) for c in cases]
         for case, q, warm in work:
-            body = {"agent": "locomo-reader", "conversation": case["conversation"], "q": q, "k": 10}
+            body = {"agent": name, "conversation": case["conversation"], "q": q, "k": 10}
             body["now"] = case["now"]
             order = list(sides)
             rng.shuffle(order)
@@ -175,11 +181,17 @@ def main(argv: list[str]) -> int:
     timing.add_argument("--rounds", type=int, default=1)
     timing.add_argument("--seed", type=int, default=61)
     timing.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    timing.add_argument("--old-env", action="append", default=[], help="KEY=VALUE for the old side's server")
+    timing.add_argument("--new-env", action="append", default=[], help="KEY=VALUE for the new side's server")
     args = parser.parse_args(argv)
     if args.command == "seed":
         seed()
     else:
-        print(json.dumps(ab(args.old, args.rounds, args.seed, args.limit)), flush=True)
+        envs = {
+            side: dict(kv.split("=", 1) for kv in pairs)
+            for side, pairs in (("old", args.old_env), ("new", args.new_env))
+        }
+        print(json.dumps(ab(args.old, args.rounds, args.seed, args.limit, envs)), flush=True)
     return 0
 
 
