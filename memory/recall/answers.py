@@ -1,6 +1,8 @@
 """What a recall call answers — search, context, browse — from validated input, for the REST API
 and the MCP server alike (siblings over this module, neither importing the other)."""
 
+import time
+
 from knowledge import names
 from knowledge.errors import NotFound
 from knowledge.models import Agent, Conversation
@@ -25,12 +27,16 @@ def scope_from(principal: Principal, v: dict):
 
 @replica_reads
 def search_timed(principal: Principal, v: dict) -> tuple[dict, dict[str, float]]:
-    """Run memory_search from validated `SearchIn` data: its JSON body and where its time went.
-    The query is embedded while the scope is resolved (a refused search discards its vector)."""
+    """Run memory_search from validated `SearchIn` data: its JSON body and where its time went
+    (`scope`, resolving the names and the scope, first). The query is embedded meanwhile (a
+    refused search discards its vector)."""
     routes = tuple(v.get("routes") or ROUTES)
     query = query_vector_soon(v["q"], routes)
+    started = time.perf_counter()
+    scope = scope_from(principal, v)
+    resolved = (time.perf_counter() - started) * 1000
     outcome = memory_search(
-        scope_from(principal, v),
+        scope,
         q=v["q"],
         k=v["k"],
         budget_tokens=v["budget_tokens"],
@@ -38,7 +44,7 @@ def search_timed(principal: Principal, v: dict) -> tuple[dict, dict[str, float]]
         routes=routes,
         query=query,
     )
-    return outcome_out(outcome), outcome.stages
+    return outcome_out(outcome), {"scope": resolved, **outcome.stages}
 
 
 def search_for(principal: Principal, v: dict) -> dict:
