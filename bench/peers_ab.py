@@ -117,8 +117,8 @@ def ab(old: Path, rounds: int, seed: int, limit: int, envs: dict | None = None) 
     from knowledge.principals import services
 
     cases = json.loads(CASES.read_text())[: limit or None]
-    name = cases[0]["agent"]  # every case asks as the same agent
-    raw = services.token_create(actor=ACTOR, agent=agent(name))
+    reader = cases[0]["agent"]  # every case asks as the same agent
+    raw = services.token_create(actor=ACTOR, agent=agent(reader))
     sides = {"old": old.resolve(), "new": ROOT}
     servers, clients = {}, {}
     try:
@@ -137,7 +137,7 @@ def ab(old: Path, rounds: int, seed: int, limit: int, envs: dict | None = None) 
         for r in range(rounds):
             work += [(c, c["q"] + " " * r, False) for c in cases]
         for case, q, warm in work:
-            body = {"agent": name, "conversation": case["conversation"], "q": q, "k": 10}
+            body = {"agent": reader, "conversation": case["conversation"], "q": q, "k": 10}
             body["now"] = case["now"]
             order = list(sides)
             rng.shuffle(order)
