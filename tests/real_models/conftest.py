@@ -69,8 +69,10 @@ class Server:
                 str(context),
                 "--seed",
                 str(SEED),
+                # One thread: two on this machine's two cores fell from ~60 to ~6 tokens/s
+                # whenever anything else ran (a 1,024-token reply then outlived the timeout).
                 "--n_threads",
-                "2",
+                "1",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
