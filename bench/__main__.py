@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
 
     def report(name, value, unit, target="", note=""):
         rows.append((name, value, unit, target, note))
-        print(f"  {name}: {value:,.1f} {unit}  (target {target}) {note}", flush=True)
+        print(f"  {name}: {results.shown(value, unit)}  (target {target}) {note}", flush=True)
 
     for n, name in enumerate(wanted):
         if n:
@@ -122,10 +122,16 @@ def main(argv: list[str]) -> int:
         print(f"   ({time.perf_counter() - start:.0f} s)", flush=True)
         if len(rows) > first:
             title = (module.__doc__ or name).strip().split("\n\n")[0].split(". ")[0].replace("\n", " ")
+            # The settings the run was given are part of its command (BENCH_INGEST_MESSAGES=…).
+            given = [
+                f"{k}={v}"
+                for k, v in sorted(os.environ.items())
+                if k.startswith(("BRAIN_BENCH_", "BENCH_")) and k != "BRAIN_BENCH_DATABASE"
+            ]
             written = results.record(
-                name,
+                getattr(module, "RESULTS_NAME", name),
                 title=title,
-                command=f"python -m bench {name}",
+                command=" ".join([*given, f"python -m bench {name}"]),
                 rows=rows[first:],
                 load_before=load_before,
             )
@@ -135,10 +141,14 @@ def main(argv: list[str]) -> int:
     _admin([f"DROP DATABASE IF EXISTS {MIGRATED}"])
     table = ["| benchmark | result | target | note |", "|---|---|---|---|"]
     for name, value, unit, target, note in rows:
-        table.append(f"| {name} | {value:,.1f} {unit} | {target} | {note} |")
+        table.append(f"| {name} | {results.shown(value, unit)} | {target} | {note} |")
     print()
     print("\n".join(table))
     print("\n`python -m bench render` rebuilds docs/PERFORMANCE.md from the figures written.")
+    failed = [name for name, value, *_ in rows if value == "FAIL"]
+    if failed:
+        print("FAILED: " + "; ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 

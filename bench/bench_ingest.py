@@ -26,6 +26,8 @@ from bench.model_alone import model_alone
 from bench.textgen import TextGen
 
 MESSAGES = int(os.environ.get("BENCH_INGEST_MESSAGES", "10000"))
+# `make bench` runs the default; `make bench-large` a longer prefix, recorded beside it.
+RESULTS_NAME = "ingest" if MESSAGES == 10_000 else f"ingest-{MESSAGES // 1000}k"
 CHANNELS = 10
 POST_BATCH = 500
 SAMPLE = 1500  # texts the model alone embeds, before and after

@@ -326,14 +326,16 @@ def http_figures(report, copilot, gen, rng, label: str, n: int = QUERIES) -> dic
     questions = [question(gen) for _ in range(n)]
     out = {}
     for k, count in ((10, n), (50, n // 2)):
+        before = os.getloadavg()[0]
         timings, sizes = _http_timings(raw, conversations, questions, rng, k, count)
         out[k] = (statistics.median(timings), _pct(timings, 0.95), _pct(timings, 0.99))
+        load = f"load average {before:.2f} → {os.getloadavg()[0]:.2f}"
         report(
             f"{label}memory_search latency p95, k={k} (HTTP)",
             out[k][1],
             "ms",
             note=f"p50 {out[k][0]:.1f} ms, p99 {out[k][2]:.0f} ms, {len(timings)} searches over HTTP, one "
-            f"keep-alive client, `make run`'s server; response {statistics.mean(sizes) / 1000:.1f} kB",
+            f"keep-alive client, `make run`'s server; response {statistics.mean(sizes) / 1000:.1f} kB; {load}",
         )
     return out
 

@@ -61,7 +61,7 @@ def record(name: str, *, title: str, command: str, rows: list, load_before: floa
     return path
 
 
-def _value(value, unit: str) -> str:
+def shown(value, unit: str) -> str:
     if isinstance(value, (int, float)):
         return f"{value:,.1f} {unit}".strip()
     return f"{value} {unit}".strip()
@@ -81,7 +81,7 @@ def render() -> str:
         )
         out.append("| figure | result | target | note |\n|---|---|---|---|")
         for figure, value, unit, target, note in run["rows"]:
-            cells = [figure, _value(value, unit), target, note]
+            cells = [figure, shown(value, unit), target, note]
             out.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
         out.append("")
     return "\n".join(out)

@@ -1,7 +1,9 @@
 """Read your writes, every time (issue 49): several clients write and search at once against the
 live server, and every memory or message written is found by its own words on the next search,
 by the keyword route at once and by the vector route as soon as the backlog has embedded it — in
-a DM, in a private store, and in a shared channel among many near-identical messages."""
+a DM, in a private store, and in a shared channel among many near-identical messages. And the
+same where the scope is over the exact-search limit, so the vector route answers through the
+HNSW index (issue 61; `make bench-large` probes it at 1,000,000 messages)."""
 
 import random
 import threading
@@ -9,10 +11,15 @@ import uuid
 
 import httpx
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
+from bench.vector_path import HNSW_INDEXES, vector_path
 from knowledge.embeddings.backlog import run_backlog
 from knowledge.models import Channel, Memory, MessageVector
+from knowledge.principal import Principal
+from memory.recall import resolve_scope
+from memory.recall import routes as R
+from memory.recall.params import VECTOR_EPISODES, VECTOR_KNOWLEDGE
 from tests import factory
 
 pytestmark = pytest.mark.django_db(transaction=True)  # real commits, as on a server
@@ -147,3 +154,86 @@ def test_every_write_is_found_by_its_own_words_on_the_next_search(world, places,
     if errors:
         raise errors[0]
     assert failures == []
+
+
+def fill_over_the_limit(channel, owner, n: int) -> None:
+    """`n` messages in `channel` and `n` memories in the shared store, inserted set-wise with a
+    random unit vector each of the current models: a scope over EXACT_MAX_ROWS in seconds, with
+    tables large enough that the planner reads the HNSW index for the nearest rows (at a few
+    hundred rows it sorts them instead)."""
+    from bench.recall_seed import bulk_memories
+    from knowledge.embeddings import embedder as embeddings
+
+    (first,) = factory.post_messages(channel, [{"speaker": "bob", "text": "filler note 0"}])
+    bulk_memories([{"owner": owner, "store": "shared", "text": f"filler memory {i}"} for i in range(n)])
+    random_unit = (
+        "l2_normalize((SELECT array_agg(random() - 0.5) FROM generate_series(1, %s) WHERE {} > 0)::vector)"
+    )
+    dims = len(embeddings.embed_query("filler"))
+    # The HNSW indexes are built again once the rows are in (one build instead of thousands of
+    # inserts), in the same transaction: a failure leaves them as they were.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(HNSW_INDEXES)])
+        definitions = [row[0] for row in cursor.fetchall()]
+        cursor.execute("DROP INDEX " + ", ".join(HNSW_INDEXES))
+        cursor.execute(
+            "INSERT INTO knowledge_message (channel_id, thread, store, speaker_person_id, speaker_name, text, ts, "
+            "external_id, posted_by, learn, created_at) SELECT channel_id, '', store, speaker_person_id, "
+            "speaker_name, 'filler note ' || g, ts, 'filler-' || g, posted_by, learn, now() "
+            "FROM knowledge_message, generate_series(1, %s) g WHERE id = %s",
+            [n, first],
+        )
+        cursor.execute(
+            "INSERT INTO knowledge_messagevector (message_id, model, embedding) SELECT m.id, %s, "
+            + random_unit.format("m.id")
+            + " FROM knowledge_message m WHERE m.channel_id = %s",
+            [embeddings.message_model_name(), dims, channel.pk],
+        )
+        cursor.execute(
+            "UPDATE knowledge_memory m SET embedding = "
+            + random_unit.format("m.id")
+            + ", embedding_model = %s WHERE m.owner_id = %s AND m.embedding_model = ''",
+            [dims, embeddings.model_name(), owner.pk],
+        )
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred check may wait on the tables indexed
+        for definition in definitions:
+            cursor.execute(definition)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_message, knowledge_messagevector, knowledge_memory")
+
+
+def test_a_write_is_found_through_hnsw_when_the_scope_is_over_the_exact_limit(
+    world, places, live_server, monkeypatch
+):
+    """A scope over EXACT_MAX_ROWS (messages of a channel, memories of a store) is searched
+    through the HNSW index with iterative scans, and a write is found there by the vector route
+    once embedded. The statement's own plan (EXPLAIN ANALYZE, bench.vector_path) shows which
+    part answered, so a search that fell back to the exact part, or a plan that sorted instead
+    of reading the index, fails the test."""
+    rng = random.Random(61)
+    fill_over_the_limit(world.general, world.scribe, R.EXACT_MAX_ROWS + 300)
+    conversation = places["shared"]
+    scope = resolve_scope(Principal.for_agent(world.scribe), agent=world.scribe, conversation=conversation)
+    me = Agent(live_server.url, world.tokens["scribe"], "scribe")
+    try:
+        token = f"zq{uuid.uuid4().hex[:10]}"
+        texts = {"memory": sentence(rng, token), "message": sentence(rng, token)}
+        ids = {
+            "memory": me.post("/api/memory", {"scope": "shared", "text": texts["memory"]})["id"],
+            "message": me.post(
+                "/api/messages", {"channel": world.general.name, "speaker": "alice", "text": texts["message"]}
+            )["id"],
+        }
+        routes = {"memory": VECTOR_KNOWLEDGE, "message": VECTOR_EPISODES}
+        for kind, pk in ids.items():
+            embed_until(kind, pk)
+            assert me.found(conversation.pk, texts[kind], [routes[kind]], kind, pk), (
+                f"{kind} missed through HNSW"
+            )
+            assert vector_path(scope, routes[kind], texts[kind]) == "hnsw"
+        # The witness tells the paths apart: with the limit above these scopes, the exact part answers.
+        monkeypatch.setattr(R, "EXACT_MAX_ROWS", 100_000)
+        for kind in ids:
+            assert vector_path(scope, routes[kind], texts[kind]) == "exact"
+    finally:
+        me.http.close()
