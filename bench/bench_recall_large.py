@@ -20,6 +20,7 @@ BRAIN_BENCH_LARGE_MESSAGES (default 1,000,000) ends at another size; BRAIN_BENCH
 import os
 import random
 import time
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.db import connection
@@ -36,6 +37,7 @@ from knowledge.models import Channel, Conversation, Memory, Person
 from knowledge.principal import Principal
 from knowledge.principals import services
 from memory.recall import resolve_scope
+from memory.recall import routes as R
 from memory.recall.params import VECTOR_EPISODES, VECTOR_KNOWLEDGE
 from memory.recall.routes import vector_literal
 
@@ -192,6 +194,16 @@ class Clock:
         return sum(s for _, s in own), "; ".join(f"{n} {s:,.0f} s" for n, s in own)
 
 
+@contextmanager
+def _newest_rows(n: int):
+    kept = R.NEWEST_ROWS
+    R.NEWEST_ROWS = n
+    try:
+        yield
+    finally:
+        R.NEWEST_ROWS = kept
+
+
 def _read_your_writes(report, copilot, integration, channels, gen, rng) -> bool:
     """At the largest size: a trusted agent writes memories into the shared store and the
     integration posts messages into a shared channel, through the API, two of each: one in the
@@ -232,8 +244,11 @@ def _read_your_writes(report, copilot, integration, channels, gen, rng) -> bool:
         response = searcher.post("/api/memory/search", body, format="json")
         assert response.status_code == 200, response.content[:300]
         found = any(r["kind"] == kind and r["id"] == ids[kind, style] for r in response.json()["results"])
-        outcome[f"{kind} {style}"] = (found, vector_path(scope, route, text))
-    passed = all(found and path == "hnsw" for found, path in outcome.values())
+        path, _ = vector_path(scope, route, text)
+        with _newest_rows(0):  # the index part alone: would the graph have found it?
+            _, alone = vector_path(scope, route, text)
+        outcome[f"{kind} {style}"] = (found, path, ids[kind, style] in alone)
+    passed = all(found and path == "hnsw" for found, path, _ in outcome.values())
     print(f"   read-your-writes on the HNSW path: {'PASS' if passed else 'FAIL'} {outcome}", flush=True)
     report(
         f"at {TOTAL // 1000:,}k messages: read your writes through HNSW",
@@ -243,8 +258,12 @@ def _read_your_writes(report, copilot, integration, channels, gen, rng) -> bool:
         note="memories (trusted agent, shared store) and messages (shared channel) written through the API, "
         f"embedded by the backlog ({embed_ms:,.0f} ms), then one vector-route search each from a conversation "
         "in that channel: "
-        + ", ".join(f"{k} {'found' if f else 'MISSED'} via {p}" for k, (f, p) in outcome.items())
-        + " (the part of the statement that answered, by EXPLAIN ANALYZE)",
+        + ", ".join(
+            f"{k} {'found' if f else 'MISSED'} via {p} (by the index alone: {'yes' if a else 'no'})"
+            for k, (f, p, a) in outcome.items()
+        )
+        + " (the part of the statement that answered, by EXPLAIN ANALYZE; without the newest rows "
+        "searched exactly, routes.NEWEST_ROWS)",
     )
     return passed
 
@@ -326,5 +345,4 @@ def run(report):
                 note=f"{figures[top][k][1]:.1f} / {figures[base][k][1]:.1f} ms (p50 {figures[top][k][0]:.1f} / "
                 f"{figures[base][k][0]:.1f} ms), one world grown from {base:,} to {top:,} messages",
             )
-    if not _read_your_writes(report, copilot, integration, channels, gen, rng):
-        raise SystemExit("read-your-writes at the largest size: FAIL")
+    _read_your_writes(report, copilot, integration, channels, gen, rng)  # a FAIL row: `bench` exits 1

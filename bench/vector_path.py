@@ -24,10 +24,11 @@ def _nodes(node: dict):
         yield from _nodes(child)
 
 
-def vector_path(scope, route: str, q: str, limit: int = 10) -> str:
-    """'hnsw' when the index part of `route`'s statement returned the rows and an HNSW index scan
-    in it read rows, 'exact' when the exact part answered, 'none' when neither returned a row.
-    For vector_episodes, the message statement is the one judged."""
+def vector_path(scope, route: str, q: str, limit: int = 10) -> tuple[str, list[int]]:
+    """('hnsw', ids) when the index part of `route`'s statement returned its rows and an HNSW
+    index scan in it read rows, ('exact', ids) when the exact part answered, ('none', []) when
+    neither did; `ids` are the rows the statement returned. For vector_episodes, the message
+    statement is the one judged."""
     inp = R.RouteInput(
         q=q,
         now=timezone.now(),
@@ -43,12 +44,15 @@ def vector_path(scope, route: str, q: str, limit: int = 10) -> str:
     ((sql, args),) = statements
     with transaction.atomic(), connection.cursor() as cursor:  # SET LOCAL needs a transaction
         cursor.execute(ROUTE_SETTINGS + "; " + R.search_settings(inp.ef_search))
+        cursor.execute(sql, args)
+        ids = [row[0] for row in cursor.fetchall()]
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, args)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     top = plan[0]["Plan"]
-    index_part, exact_part = (p["Actual Rows"] for p in top["Plans"] if p["Parent Relationship"] == "Member")
+    members = [p["Actual Rows"] for p in top["Plans"] if p["Parent Relationship"] == "Member"]
+    index_part, exact_part = members[0], members[-1]  # between them, the newest rows (routes.NEWEST_ROWS)
     hnsw_read = any(n.get("Index Name") in HNSW_INDEXES and n.get("Actual Rows", 0) > 0 for n in _nodes(top))
     if index_part and hnsw_read:
-        return "hnsw"
-    return "exact" if exact_part else "none"
+        return "hnsw", ids
+    return ("exact", ids) if exact_part else ("none", [])

@@ -157,25 +157,34 @@ def test_every_write_is_found_by_its_own_words_on_the_next_search(world, places,
 
 
 def fill_over_the_limit(channel, owner, n: int) -> None:
-    """`n` messages in `channel` and `n` memories in the shared store, inserted set-wise with a
-    random unit vector each of the current models: a scope over EXACT_MAX_ROWS in seconds, with
-    tables large enough that the planner reads the HNSW index for the nearest rows (at a few
-    hundred rows it sorts them instead)."""
+    """`n` messages in `channel` and `n` memories in the shared store, inserted set-wise, each
+    with a vector copied with noise from one of 40 really embedded chat texts — the shape of
+    `make bench-large`'s world: a scope over EXACT_MAX_ROWS in seconds, tables large enough that
+    the planner reads the HNSW index for the nearest rows (at a few hundred rows it sorts them)."""
     from bench.recall_seed import bulk_memories
+    from bench.textgen import TextGen
     from knowledge.embeddings import embedder as embeddings
+    from memory.recall.routes import vector_literal
 
     (first,) = factory.post_messages(channel, [{"speaker": "bob", "text": "filler note 0"}])
     bulk_memories([{"owner": owner, "store": "shared", "text": f"filler memory {i}"} for i in range(n)])
-    random_unit = (
-        "l2_normalize((SELECT array_agg(random() - 0.5) FROM generate_series(1, %s) WHERE {} > 0)::vector)"
+    gen = TextGen(61)
+    bases = [vector_literal(v) for v in embeddings.embed_texts([gen.message() for _ in range(40)])]
+    noisy = (
+        "l2_normalize((SELECT array_agg(x + (random() - 0.5) * 0.02 ORDER BY k) "
+        "FROM unnest(b.embedding::real[]) WITH ORDINALITY u(x, k) WHERE {} > 0)::vector)"
     )
-    dims = len(embeddings.embed_query("filler"))
     # The HNSW indexes are built again once the rows are in (one build instead of thousands of
     # inserts), in the same transaction: a failure leaves them as they were.
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(HNSW_INDEXES)])
         definitions = [row[0] for row in cursor.fetchall()]
         cursor.execute("DROP INDEX " + ", ".join(HNSW_INDEXES))
+        cursor.execute(
+            "CREATE TEMP TABLE base ON COMMIT DROP AS SELECT n - 1 AS n, embedding "
+            "FROM unnest(%s::vector[]) WITH ORDINALITY u(embedding, n)",
+            [bases],
+        )
         cursor.execute(
             "INSERT INTO knowledge_message (channel_id, thread, store, speaker_person_id, speaker_name, text, ts, "
             "external_id, posted_by, learn, created_at) SELECT channel_id, '', store, speaker_person_id, "
@@ -185,15 +194,16 @@ def fill_over_the_limit(channel, owner, n: int) -> None:
         )
         cursor.execute(
             "INSERT INTO knowledge_messagevector (message_id, model, embedding) SELECT m.id, %s, "
-            + random_unit.format("m.id")
-            + " FROM knowledge_message m WHERE m.channel_id = %s",
-            [embeddings.message_model_name(), dims, channel.pk],
+            + noisy.format("m.id")
+            + " FROM knowledge_message m JOIN base b ON b.n = mod(m.id, 40) WHERE m.channel_id = %s",
+            [embeddings.message_model_name(), channel.pk],
         )
         cursor.execute(
             "UPDATE knowledge_memory m SET embedding = "
-            + random_unit.format("m.id")
-            + ", embedding_model = %s WHERE m.owner_id = %s AND m.embedding_model = ''",
-            [dims, embeddings.model_name(), owner.pk],
+            + noisy.format("m.id")
+            + ", embedding_model = %s FROM base b WHERE b.n = mod(m.id, 40) AND m.owner_id = %s "
+            "AND m.embedding_model = ''",
+            [embeddings.model_name(), owner.pk],
         )
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred check may wait on the tables indexed
         for definition in definitions:
@@ -230,10 +240,10 @@ def test_a_write_is_found_through_hnsw_when_the_scope_is_over_the_exact_limit(
             assert me.found(conversation.pk, texts[kind], [routes[kind]], kind, pk), (
                 f"{kind} missed through HNSW"
             )
-            assert vector_path(scope, routes[kind], texts[kind]) == "hnsw"
+            assert vector_path(scope, routes[kind], texts[kind])[0] == "hnsw"
         # The witness tells the paths apart: with the limit above these scopes, the exact part answers.
         monkeypatch.setattr(R, "EXACT_MAX_ROWS", 100_000)
         for kind in ids:
-            assert vector_path(scope, routes[kind], texts[kind]) == "exact"
+            assert vector_path(scope, routes[kind], texts[kind])[0] == "exact"
     finally:
         me.http.close()
