@@ -74,7 +74,7 @@ def render() -> str:
     out = [HEAD]
     for run in runs:
         loads = " → ".join(str(x) for x in run["load"]) if run.get("load") else "not recorded"
-        out.append(f"## {run['title']}\n")
+        out.append(f"## {run['title']}")  # no blank line after: keeps the file under MAX_LINES
         out.append(
             f"`{run['command']}` · {run['date']} · commit {run['commit']} · {run['machine']} · "
             f"load average {loads}\n"
