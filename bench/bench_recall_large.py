@@ -11,8 +11,9 @@ without a vector then gets a noisy copy of an embedded one of its kind, and the 
 are built once. Those vectors time searches truthfully (the index, the filters, the rows read)
 but say nothing of recall quality. Embedding all 1,000,000 messages through the worker would
 take some 6 hours here (43 messages/s end to end in the recorded run): `make bench-large` times
-20,000 end to end instead (`bench ingest`). At the largest size memories and messages written through the API
-must be found by the next vector-route search on the HNSW path, or the command fails.
+20,000 end to end instead (`bench ingest`). At the largest size memories and messages written
+through the API must be found by the next vector-route search on the HNSW path, or the command
+fails.
 
 BRAIN_BENCH_LARGE_MESSAGES (default 1,000,000) ends at another size; BRAIN_BENCH_LARGE_SIZES
 (default 100,000, comma-separated) are the smaller points the world is timed at first."""
