@@ -67,23 +67,46 @@ def shown(value, unit: str) -> str:
     return f"{value} {unit}".strip()
 
 
+def _table(run: dict) -> list[str]:
+    loads = " → ".join(str(x) for x in run["load"]) if run.get("load") else "not recorded"
+    out = [
+        f"## {run['title']}",  # no blank line after: keeps the file short
+        f"`{run['command']}` · {run['date']} · commit {run['commit']} · {run['machine']} · "
+        f"load average {loads}\n",
+        "| figure | result | target | note |\n|---|---|---|---|",
+    ]
+    for figure, value, unit, target, note in run["rows"]:
+        cells = [figure, shown(value, unit), target, note]
+        out.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
+    out.append("")
+    return out
+
+
+def _lines(parts: list[str]) -> int:
+    """The file's lines as the suite counts them."""
+    return "\n".join(parts).count("\n")
+
+
 def render() -> str:
-    """PERFORMANCE.md: the head, then one table per results file, newest run first."""
+    """PERFORMANCE.md: the head, then one table per results file, newest run first. A table that
+    would take the file over MAX_LINES is listed a line (title, command, date, file) at the end
+    instead: its figures stay in its JSON file."""
     runs = [json.loads(p.read_text()) | {"name": p.stem} for p in sorted(RESULTS.glob("*.json"))]
     runs.sort(key=lambda r: (r["date"], r["name"]), reverse=True)
-    out = [HEAD]
-    for run in runs:
-        loads = " → ".join(str(x) for x in run["load"]) if run.get("load") else "not recorded"
-        out.append(f"## {run['title']}")  # no blank line after: keeps the file under MAX_LINES
-        out.append(
-            f"`{run['command']}` · {run['date']} · commit {run['commit']} · {run['machine']} · "
-            f"load average {loads}\n"
-        )
-        out.append("| figure | result | target | note |\n|---|---|---|---|")
-        for figure, value, unit, target, note in run["rows"]:
-            cells = [figure, shown(value, unit), target, note]
-            out.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
-        out.append("")
+    out, older = [HEAD], []
+    for n, run in enumerate(runs):
+        table = _table(run)
+        listed = len(older) + len(runs) - n - 1  # at most: those listed and every older one
+        listing = 2 + listed if listed else 0  # the heading, a line each, the blank end
+        if _lines(out + table) + listing <= MAX_LINES:
+            out += table
+        else:
+            older.append(
+                f"- {run['title']} `{run['command']}` · {run['date']} · "
+                f"[{run['name']}.json](perf-results/{run['name']}.json)"
+            )
+    if older:
+        out += ["## Older runs (their figures are in the files)", *older, ""]
     return "\n".join(out)
 
 
