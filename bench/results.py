@@ -106,7 +106,7 @@ def render() -> str:
                 f"[{run['name']}.json](perf-results/{run['name']}.json)"
             )
     if older:
-        out += ["## Older runs (their figures are in the files)", *older, ""]
+        out += ["## Runs that did not fit here (their figures are in the files)", *older, ""]
     return "\n".join(out)
 
 
