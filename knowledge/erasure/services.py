@@ -302,12 +302,13 @@ def _sources_scrub(cursor, plan: Plan) -> None:
 
 def _audit_reasons_scrub(cursor, object_type: str, ids) -> None:
     """The reasons audit events gave about an erased row (a reviewer's words may quote it) go;
-    the events stay, with their ids, counts and times."""
+    the events stay, with their ids, counts and times. An erasure's own events keep the admin's
+    reason, as the ledger does."""
     if not ids:
         return
     cursor.execute(
-        "UPDATE knowledge_auditevent SET reason = '' "
-        "WHERE object_type = %s AND reason <> '' AND object_ids ?| %s::text[]",
+        "UPDATE knowledge_auditevent SET reason = '' WHERE object_type = %s AND reason <> '' "
+        "AND object_ids ?| %s::text[] AND action NOT LIKE 'erasure.%%'",
         [object_type, [str(i) for i in ids]],
     )
 
@@ -357,6 +358,8 @@ def erasure_ledger_reapply(*, actor: Principal) -> dict[str, int]:
             _sources_scrub(cursor, plan)
             _revisions_scrub(cursor, "memory", refs["memory"])
             _revisions_scrub(cursor, "entry", refs["entry"])
+            _audit_reasons_scrub(cursor, "memory", refs["memory"])
+            _audit_reasons_scrub(cursor, "entry", refs["entry"])
         channels = sorted(
             set(Message.objects.filter(pk__in=refs["message"]).values_list("channel_id", flat=True))
         )

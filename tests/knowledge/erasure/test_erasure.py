@@ -465,3 +465,5 @@ def test_erasing_a_memory_clears_the_reasons_the_audit_trail_gave_about_it(world
         ([str(memory.pk)], ""),  # the event stays, by its ids; its words go
         ([str(other.pk)], "it rings at eight now"),
     ]
+    erasure_ledger_reapply(actor=ADMIN)  # as after a restore: the erasure's own reason stays
+    assert AuditEvent.objects.get(action="erasure.applied").reason == "a code was pasted"
