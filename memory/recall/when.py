@@ -32,8 +32,26 @@ MONTHS = {
     )
     for name in names
 }
-NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
-UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
+WEEKDAYS = {
+    name: i
+    for i, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "a couple of": 2,
+    "a couple": 2,
+    "a few": 3,
+    "few": 3,
+    "several": 3,
+}
+UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "month": 30, "year": 365}
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
@@ -49,11 +67,29 @@ _DATE_FORMS = [
     rf"\b{_YEAR}\b",
 ]
 _DATES = [re.compile(f, re.IGNORECASE) for f in _DATE_FORMS]
-_SPAN = r"(?P<n>\d+|a couple of|an?|one|two|three|four|five|six)\s+(?P<unit>day|week|month|year)s?"
+_SPAN = (
+    r"(?P<n>\d+|a couple of|a couple|a few|few|several|an?|one|two|three|four|five|six)\s+"
+    r"(?P<unit>hour|day|week|month|year)s?"
+)
 _AGO = re.compile(rf"\b{_SPAN}\s+ago\b", re.IGNORECASE)
 _RELATIVE = re.compile(
-    r"\b(?P<which>yesterday|today|tonight|(?:last|this|past)\s+(?:week(?:end)?|month|year))\b", re.IGNORECASE
+    r"\b(?P<which>day\s+before\s+yesterday|yesterday|today|tonight|last\s+night|"
+    r"this\s+(?:morning|afternoon|evening)|(?:last|this|past)\s+(?:week(?:end)?|month|year))\b",
+    re.IGNORECASE,
 )
+# A weekday, alone or after "last"/"this"/"past" ("on Friday", "last Tuesday"); a plural
+# ("on Mondays") names a habit, not a day.
+_WEEKDAY = re.compile(
+    r"(?:\b(?P<rel>last|this|past)\s+)?\b(?P<weekday>" + "|".join(WEEKDAYS) + r")\b", re.IGNORECASE
+)
+# A day of the month alone ("on the 6th"), where the words after it do not make it something
+# else ("on the 3rd floor"): the end of the question, a stop, or a word that goes on with a time.
+_ORDINAL = re.compile(
+    r"\bon\s+the\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b"
+    r"(?=\s*(?:$|[?.!,;:)]|(?:at|in|and|or|when|while|around|morning|afternoon|evening|night)\b))",
+    re.IGNORECASE,
+)
+_WEEK_OF = re.compile(r"\bweek\s+of\s*(?:the\s+)?$", re.IGNORECASE)
 # "before"/"after" in front of a date, optionally with a span: "the week before 27 June".
 _BOUND = re.compile(
     rf"(?:\b(?:the\s+)?(?:{_SPAN.replace('?P<n>', '?P<bn>').replace('?P<unit>', '?P<bunit>')}|"
@@ -142,12 +178,49 @@ def _date_span(match: re.Match, before: str, now: datetime) -> tuple[datetime, d
     return _month_window(year, month, now)
 
 
+def _weekday(q: str, now: datetime) -> datetime | None:
+    """The midnight of the weekday `q` names: its latest occurrence not after `now` (today
+    included), or before today after "last"/"past". "this" with a weekday still to come this
+    week names the future, which no message's time is in: None; so does "the Friday after …", a
+    day counted from something other than now."""
+    match = _WEEKDAY.search(q)
+    if match is None or re.search(r"\bthe\s+$", q[: match.start()], re.IGNORECASE):
+        return None
+    back = (now.weekday() - WEEKDAYS[match.group("weekday").lower()]) % 7
+    rel = (match.group("rel") or "").lower()
+    if rel in ("last", "past") and back == 0:
+        back = 7
+    if rel == "this" and back > now.weekday():
+        return None
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight - timedelta(days=back)
+
+
+def _day_of_month(q: str, now: datetime) -> datetime | None:
+    """The midnight of the day of the month `q` names alone ("on the 6th"): its latest
+    occurrence not after `now`, skipping months too short for it."""
+    match = _ORDINAL.search(q)
+    if match is None:
+        return None
+    day = int(match.group("day"))
+    if not 1 <= day <= 31:
+        return None
+    year, month = now.year, now.month
+    if day > now.day:
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+    for _ in range(12):
+        if day <= monthrange(year, month)[1]:
+            return now.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+    return None
+
+
 @lru_cache(maxsize=1024)
 def query_window(q: str, now: datetime) -> Window | None:
     """The window of time `q` names, or None. The first calendar date wins; "before"/"after" in
     front of it open the window on one side (narrowed to a span when one is given: "the week
-    before"); relative expressions ("yesterday", "last week", "three days ago") count from
-    `now`."""
+    before"), "the week of" widens it to that week; relative expressions ("three days ago", a
+    weekday, "on the 6th", "the day before yesterday", "last week") count from `now`."""
     match = _first_date(q)
     if match:
         before = q[: match.start()]
@@ -156,6 +229,9 @@ def query_window(q: str, now: datetime) -> Window | None:
             start, end = span
             bound = _BOUND.search(before)
             if bound is None:
+                if _WEEK_OF.search(before) and end - start == timedelta(days=1):
+                    start -= timedelta(days=start.weekday())  # "the week of 3 March": its Monday on
+                    end = start + timedelta(days=7)
                 return Window(start.timestamp(), end.timestamp())
             side = bound.group("side").lower()
             length = None
@@ -174,6 +250,9 @@ def query_window(q: str, now: datetime) -> Window | None:
         centre = now - timedelta(days=days)
         half = timedelta(days=max(1.0, days / 4))
         return Window((centre - half).timestamp(), (centre + half).timestamp())
+    day = _weekday(q, now) or _day_of_month(q, now)
+    if day is not None:
+        return Window(day.timestamp(), (day + timedelta(days=1)).timestamp())
     rel = _RELATIVE.search(q)
     if rel:
         which = " ".join(rel.group("which").lower().split())
@@ -182,6 +261,11 @@ def query_window(q: str, now: datetime) -> Window | None:
             "today": (midnight, now),
             "tonight": (midnight, now),
             "yesterday": (midnight - timedelta(days=1), midnight),
+            "day before yesterday": (midnight - timedelta(days=2), midnight - timedelta(days=1)),
+            "last night": (midnight - timedelta(hours=12), midnight + timedelta(hours=6)),
+            "this morning": (midnight, now),
+            "this afternoon": (midnight, now),
+            "this evening": (midnight, now),
             "this week": (midnight - timedelta(days=midnight.weekday()), now),
             "last week": (
                 midnight - timedelta(days=midnight.weekday() + 7),

@@ -39,6 +39,21 @@ def days(q: str, now: datetime = NOW):
         ("what failed yesterday", ("2023-10-19", "2023-10-20")),
         ("last month's invoices", ("2023-09-01", "2023-10-01")),
         ("the call two weeks ago", ("2023-10-03", "2023-10-10")),
+        ("the leak a few days ago", ("2023-10-16", "2023-10-18")),
+        ("what did she say the day before yesterday", ("2023-10-18", "2023-10-19")),
+        ("what did jonas say last night", ("2023-10-19", "2023-10-20")),
+        # a weekday is its latest occurrence not after now (today, a Friday, included)
+        ("what did Tom say last Tuesday?", ("2023-10-17", "2023-10-18")),
+        ("what happened on friday", ("2023-10-20", "2023-10-21")),
+        ("what did we decide last Friday", ("2023-10-13", "2023-10-14")),
+        ("what did we say at monday's standup", ("2023-10-16", "2023-10-17")),
+        ("what broke this Wednesday", ("2023-10-18", "2023-10-19")),
+        # a day of the month alone: the latest such day, skipping months too short for it
+        ("what did Leo say on the 6th?", ("2023-10-06", "2023-10-07")),
+        ("who called on the 25th", ("2023-09-25", "2023-09-26")),
+        ("what was paid on the 31st", ("2023-08-31", "2023-09-01")),
+        # the week of a date: Monday to Monday
+        ("what shipped in the week of July 5, 2023", ("2023-07-03", "2023-07-10")),
     ],
 )
 def test_a_named_time_is_read_as_a_window(q, expected):
@@ -53,6 +68,13 @@ def test_a_named_time_is_read_as_a_window(q, expected):
         "what did Melanie realize after the charity race?",
         "when is the standup",
         "error E4012 on host db-2023x",
+        "who lives on the 3rd floor",
+        "she got it on the 2nd attempt",
+        "on Mondays we do the standup",
+        # a weekday still to come this week is the future: no message is in it
+        "what are we doing this Sunday",
+        # a weekday counted from something else
+        "what are they doing on the Friday after she got the job",
     ],
 )
 def test_words_that_only_look_like_times_name_none(q):
