@@ -51,7 +51,8 @@ def _turns(sample: dict):
 
 def load(samples=None) -> tuple[list[Case], dict]:
     """Post every conversation through the API and return the evaluation cases, plus a label map:
-    message id -> (external_id, session label)."""
+    message id -> (external_id, session label). Each turn names its own speaker, so a
+    conversation may have any number of them (speaker_a / speaker_b are not read)."""
     data = samples if samples is not None else json.loads(PATH.read_text())
     bot = agent("locomo-reader")
     integration = Integration.objects.filter(name="locomo").first() or services.integration_create(
