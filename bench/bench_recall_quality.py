@@ -80,12 +80,20 @@ def own_cases(world) -> tuple[list[Case], object]:
     return cases, lambda label: session.get(label, label)
 
 
+def nothing_to_find(ranking: str, m: dict) -> bool:
+    """A knowledge route alone in a set of messages only (the chat sets, LoCoMo): it finds
+    nothing; the printed table shows its zeros, the report leaves its rows out."""
+    return ranking.startswith(("keyword_knowledge", "vector_knowledge")) and not any(m.values())
+
+
 def evaluate(name: str, evaluation: Evaluation, report) -> dict:
     rows = {f"{route} alone": m for route, m in evaluation.route_metrics().items()}
     rows[FUSED] = evaluation.fused_metrics()
     rows[ITEMS] = evaluation.item_metrics()
     n = len(evaluation.cases)
     for ranking, m in rows.items():
+        if nothing_to_find(ranking, m):
+            continue
         for metric in ("any@1", "any@10", "session@5"):
             target = ""
             if ranking == FUSED and metric == "any@10":
@@ -114,8 +122,8 @@ def evaluate_compact(name: str, evaluation: Evaluation, report) -> dict:
         return f"any@1 {m['any@1'] * 100:.1f} %, session@5 {m['session@5'] * 100:.1f} %; {count} questions"
 
     for ranking, m in rows.items():
-        if ranking.startswith(("keyword_knowledge", "vector_knowledge")) and not any(m.values()):
-            continue  # a set of messages only: the knowledge routes find nothing
+        if nothing_to_find(ranking, m):
+            continue
         target = "≥ every route" if ranking == FUSED else ""
         report(f"{name} any@10 {ranking}", m["any@10"] * 100, "%", target=target, note=note(m, n))
     for kind, m in evaluation.by_type().items():
