@@ -64,7 +64,15 @@ def seed() -> None:
         analyze()
     CASES.write_text(
         json.dumps(
-            [{"conversation": c.scope.conversation.pk, "q": c.q, "now": c.now.isoformat()} for c in cases]
+            [
+                {
+                    "agent": c.scope.agent.name,
+                    "conversation": c.scope.conversation.pk,
+                    "q": c.q,
+                    "now": c.now.isoformat(),
+                }
+                for c in cases
+            ]
         )
     )
     print(f"  {len(cases)} questions written to {CASES.relative_to(ROOT)}")
