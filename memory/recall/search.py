@@ -21,7 +21,7 @@ from knowledge.replica import read_alias, read_connection, reads_on
 from memory.recall import routes as R
 from memory.recall.correct import correct_candidates
 from memory.recall.expand import Expander, Item, pack
-from memory.recall.fuse import Candidate, apply_reranker, get_reranker, rank
+from memory.recall.fuse import Candidate, Fusion, apply_reranker, get_reranker
 from memory.recall.hop import second_hop
 from memory.recall.load import hydrate
 from memory.recall.params import (
@@ -280,7 +280,10 @@ def recall_candidates(
         else:
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": vector.reason}
     fusion_start = time.perf_counter()
-    candidates = rank(rankings, q, now, params)
+    fusion = Fusion(q, now, params)
+    for route, hits in rankings.items():
+        fusion.add(route, hits)
+    candidates = fusion.ranked()
     hop_ms = 0.0
     if params.hop_weight > 0 and set(asked) == set(ROUTES):
         hop_start = time.perf_counter()
@@ -295,8 +298,11 @@ def recall_candidates(
                 "reason": hop.reason,
             }
         if hop.rankings:
+            # Added to what was fused: the ranking `fuse.rank` gives for all five lists.
             rankings.update(hop.rankings)
-            candidates = rank(rankings, q, now, params)
+            for route, hits in hop.rankings.items():
+                fusion.add(route, hits)
+            candidates = fusion.ranked()
     else:
         reason = "off: hop_weight 0" if params.hop_weight <= 0 else "not asked"
         for route in HOP_ROUTES:
