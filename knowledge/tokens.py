@@ -19,11 +19,12 @@ count_tokens(a) + count_tokens(b)`, which is how sections and results are summed
 import re
 
 _PIECE = re.compile(r"[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
-# The same pieces, one kind at a time: counting with findall is several times faster than
-# walking the pieces one match at a time (recall counts every candidate's text).
-_LETTERS = re.compile(r"[A-Za-z]+")
-_DIGITS = re.compile(r"[0-9]+")
-_OTHER = re.compile(r"[^\sA-Za-z0-9]")
+# What counts as one token: at most 4 letters, at most 3 digits, or one other visible character.
+# Matched greedily, a run of n letters is ceil(n / 4) matches (and of n digits ceil(n / 3)), so
+# the count is the number of matches: one findall instead of a sum over every run (the same
+# counts, tested against the pieces). Recall counts about a hundred lines per search; on 3,000
+# LoCoMo lines, 25.2 → 12.9 µs a line.
+_TOKEN = re.compile(r"[A-Za-z]{1,4}|[0-9]{1,3}|[^\sA-Za-z0-9]")
 ELLIPSIS = "…"
 
 
@@ -40,11 +41,7 @@ def count_tokens(text: str | None) -> int:
     """The number of tokens `text` is counted as in every Brain budget."""
     if not text:
         return 0
-    return (
-        sum((len(run) + 3) // 4 for run in _LETTERS.findall(text))
-        + sum((len(run) + 2) // 3 for run in _DIGITS.findall(text))
-        + len(_OTHER.findall(text))
-    )
+    return len(_TOKEN.findall(text))
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:

@@ -143,10 +143,12 @@ def test_count_tokens_equals_the_sum_over_its_pieces():
     from knowledge.tokens import _PIECE, _piece_tokens
 
     rng = random.Random(7)
-    alphabet = "abcXYZ0123456789 \n\t.,;:!?-_'\"éüßж中文🙂"
-    for _ in range(500):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
-        assert count_tokens(text) == sum(_piece_tokens(m.group()) for m in _PIECE.finditer(text)), text
+    mixed = "abcXYZ0123456789 \n\t.,;:!?-_'\"éüßж中文🙂"
+    runs = "aaaaaaaaaaZZZZZZ0000000000 -é"  # long runs of letters and of digits
+    for alphabet in (mixed, runs):
+        for _ in range(500):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+            assert count_tokens(text) == sum(_piece_tokens(m.group()) for m in _PIECE.finditer(text)), text
 
 
 def test_a_repeated_query_is_embedded_once_per_configuration(embedding_server):
