@@ -119,8 +119,9 @@ class Fusion:
     A search ranks twice: after the four routes, and after the second hop's list is added. The
     sums and the decay of what was fused before are kept, so the second ranking adds one list
     instead of fusing all five again, and is the ranking `rank` gives for the five lists at once
-    (the sums are taken in the same order; tested). Same run against fusing everything again,
-    382 LoCoMo dev questions, in-process: ranking CPU per search 1.8 → 0.7 ms."""
+    (the sums are taken in the same order; tested). On the inputs of the 382 LoCoMo dev
+    questions' rankings, recorded, CPU per search (both rankings, best of 5): 1.83 ms fusing
+    everything twice, 1.24 ms so."""
 
     def __init__(self, q: str, now: datetime, params: RecallParams):
         self.q, self.params = q, params
