@@ -8,9 +8,11 @@ API views, serializers, forms and MCP tools look no row up by name themselves
 
 from typing import NamedTuple
 
+from knowledge import rowsql
 from knowledge.errors import Invalid, NotFound
 from knowledge.models import Agent, Channel, Conversation, Integration, Memory, Person, Skill
 from knowledge.principal import Principal
+from knowledge.replica import read_connection
 from knowledge.stores import parse_scope
 
 
@@ -86,7 +88,7 @@ def scope_for(
         if agent_row is None:
             errors[agent_field] = [f"Unknown agent {agent}."]
     if conversation and not errors:
-        conversation_row = Conversation.objects.select_related("channel").filter(pk=conversation).first()
+        conversation_row = _conversation_with_channel(conversation)
         if conversation_row is None:
             raise NotFound("No Conversation matches the given query.")
         if agent_row is not None and conversation_row.agent_id == agent_row.pk:
@@ -98,6 +100,27 @@ def scope_for(
     if errors:
         raise Invalid(errors)
     return Named(agent_row, conversation_row, channel_row)
+
+
+def _conversation_with_channel(pk: int) -> Conversation | None:
+    """The conversation `pk` with its channel, as select_related("channel") builds them, or None.
+    Plain SQL from the models (knowledge.rowsql), on the connection reads go to: every search
+    resolves its conversation here, and the ORM's compilation of the query was most of its cost
+    (in-process, 500 lookups, load 4: 0.85 ms of CPU each through the ORM, 0.19 ms so)."""
+    width = rowsql.width(Conversation)
+    sql = (
+        f"SELECT {rowsql.columns(Conversation, 't')}, {rowsql.columns(Channel, 'c')} "
+        f"FROM {Conversation._meta.db_table} t JOIN {Channel._meta.db_table} c ON c.id = t.channel_id "
+        f"WHERE t.id = %s"
+    )
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    conversation = rowsql.from_row(Conversation, row[:width])
+    conversation.channel = rowsql.from_row(Channel, row[width:])
+    return conversation
 
 
 def _acting_agent(principal: Principal, name: str | None, errors: dict) -> Agent | None:

@@ -7,6 +7,7 @@ from django.test import Client, RequestFactory
 
 from knowledge import access, names
 from knowledge.errors import Conflict, Gone, Invalid, NotFound, Refused
+from knowledge.models import Conversation
 from knowledge.principal import ADMIN, REVIEWER, Principal
 from knowledge.web import console_error, limit_offset
 from tests import factory
@@ -40,6 +41,28 @@ def test_scope_for_gives_an_agent_its_own_row_and_its_conversation(world, django
     named = names.scope_for(principal, agent="copilot", conversation=conversation.pk, channel="general")
     assert named.conversation.pk == conversation.pk and named.conversation.agent is world.copilot
     assert named.channel.pk == world.general.pk
+
+
+def test_scope_for_reads_a_conversation_and_its_channel_as_the_orm_does(world, django_assert_num_queries):
+    conversation = factory.make_conversation(world.copilot, world.general)
+    conversation.finished_at = conversation.started_at
+    conversation.save()
+    orm = Conversation.objects.select_related("channel").get(pk=conversation.pk)
+    with django_assert_num_queries(1):
+        named = names.scope_for(
+            Principal.for_agent(world.copilot), agent="copilot", conversation=conversation.pk
+        )
+        assert named.conversation.channel.name == "general"
+
+    def fields(obj):
+        return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+    assert fields(named.conversation) == fields(orm) and fields(named.conversation.channel) == fields(
+        orm.channel
+    )
+    assert named.conversation.read_stores == orm.read_stores and isinstance(
+        named.conversation.read_stores, list
+    )
 
 
 def test_another_agents_conversation_is_refused_in_one_sentence(world):
