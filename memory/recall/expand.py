@@ -6,7 +6,7 @@ cut to a per-candidate cap (nearest messages to the hit first), hits are placed 
 context, and context is shown once. Tokens are counted with `knowledge.tokens.count_tokens`, on exactly the text returned."""
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from django.db.models import Q
@@ -24,7 +24,10 @@ from memory.recall.scope import NothingVisible
 class ContextMessage(NamedTuple):
     """A message shown around a hit, with what expansion uses: a plain row, not a model
     instance (a search reads dozens, and building Message instances cost more than the query).
-    The hit itself stays a Message; both read the same way."""
+    The hit itself stays a Message; both read the same way. Its time is read as epoch seconds
+    (`context_message`): a search reads about a hundred of these rows, and the driver's
+    timestamp loader took 6.7 µs a row, the epoch and `fromtimestamp` 1.3 µs (in-process, every
+    message of the LoCoMo dev world); the same instant to the microsecond (tested)."""
 
     id: int
     channel_id: int
@@ -36,7 +39,18 @@ class ContextMessage(NamedTuple):
     episode_id: int | None
 
 
-CONTEXT_COLUMNS = ", ".join(f"knowledge_message.{name}" for name in ContextMessage._fields)
+CONTEXT_COLUMNS = ", ".join(
+    "date_part('epoch', knowledge_message.ts)" if name == "ts" else f"knowledge_message.{name}"
+    for name in ContextMessage._fields
+)
+
+
+def context_message(row) -> ContextMessage:
+    """A ContextMessage from a row of CONTEXT_COLUMNS."""
+    pk, channel_id, thread, speaker_name, text, ts, external_id, episode_id = row
+    return ContextMessage(
+        pk, channel_id, thread, speaker_name, text, datetime.fromtimestamp(ts, UTC), external_id, episode_id
+    )
 
 
 @dataclass
@@ -140,16 +154,16 @@ class Expander:
         candidates = [c for c in todo if c.obj is not None]
         by_thread: dict[tuple[int, str], list[ContextMessage]] = {}
         for row in found.get("threads", []):
-            m = ContextMessage._make(row)
+            m = context_message(row)
             by_thread.setdefault((m.channel_id, m.thread), []).append(m)
         nearby: dict[int, list[ContextMessage]] = {}
         for hit, *row in found.get("nearby", []):
-            nearby.setdefault(hit, []).append(ContextMessage._make(row))
+            nearby.setdefault(hit, []).append(context_message(row))
         for messages in nearby.values():
             messages.sort(key=lambda m: (m.ts, m.id))
         by_episode: dict[int, list[ContextMessage]] = {}
         for row in found.get("episodes", []):
-            m = ContextMessage._make(row)
+            m = context_message(row)
             by_episode.setdefault(m.episode_id, []).append(m)
         for c in candidates:
             if c.kind == MESSAGE:

@@ -585,17 +585,22 @@ def test_a_search_through_the_api_takes_a_bounded_number_of_queries(
 
 
 def test_result_times_are_the_rows_own_to_the_microsecond(world):
-    """Routes read times as epoch seconds (cheaper than timestamps); what a result shows must
-    still be the row's exact time, and an ended validity still marks a memory as history."""
+    """Routes and expansion read times as epoch seconds (cheaper than timestamps); what a result
+    shows, its context included, must still be the rows' exact times, and an ended validity still
+    marks a memory as history."""
     from datetime import datetime
 
     from rest_framework.fields import DateTimeField
 
     conv = factory.make_conversation(world.copilot, world.general)
     ts = NOW - timedelta(days=3, microseconds=123457)
-    (message_id,) = factory.post_messages(
+    reply_ts = ts + timedelta(seconds=41, microseconds=999999)  # shown as context of the hit
+    message_id, reply_id = factory.post_messages(
         world.general,
-        [{"speaker": "alice", "text": "The badge reader at gate K7 rejects new cards", "ts": ts}],
+        [
+            {"speaker": "alice", "text": "The badge reader at gate K7 rejects new cards", "ts": ts},
+            {"speaker": "bob", "text": "Facilities know, a new one is ordered", "ts": reply_ts},
+        ],
     )
     ended = factory.make_memory_row(
         world.copilot, "Gate K7 badge reader was replaced in spring", valid_to=NOW - timedelta(days=1)
@@ -606,6 +611,12 @@ def test_result_times_are_the_rows_own_to_the_microsecond(world):
     by_id = {(r["kind"], r["id"]): r for r in result["results"]}
     shown = datetime.fromisoformat(by_id[("message", message_id)]["time"])
     assert shown == ts
+    (alone,) = search(world.client("copilot"), conversation=conv.pk, q="rejects new cards", k=1)["results"]
+    assert (alone["kind"], alone["id"]) == ("message", message_id)  # with its reply as context
+    assert {m["id"]: datetime.fromisoformat(m["ts"]) for m in alone["messages"]} == {
+        message_id: ts,
+        reply_id: reply_ts,
+    }
     ended.refresh_from_db()
     assert datetime.fromisoformat(by_id[("memory", ended.pk)]["time"]) == ended.updated_at
     assert by_id[("memory", ended.pk)]["valid_to"] == DateTimeField().to_representation(ended.valid_to)
