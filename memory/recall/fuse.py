@@ -190,9 +190,10 @@ class Fusion:
         time (`when_factor`; 1 when the query names none) and of a named speaker
         (`speaker_factor`). A candidate's decay does not change with what is added later (unless
         an episode's own hit changes its time), so it is computed once."""
+        fused = self._fused
+        for key, cand in self.candidates.items():
+            cand.fused = fused[key]
         candidates = list(self.candidates.values())
-        for cand in candidates:
-            cand.fused = self._fused[cand.key]
         add_support(candidates, self.params)
         params = self.params
         if params.speaker_boost > 0:
@@ -200,10 +201,10 @@ class Fusion:
             self._named |= named_speakers(self.q, new)
             self._asked |= new
         known = self._decay
-        for cand in candidates:
-            decay = known.get(cand.key)
+        for key, cand in self.candidates.items():
+            decay = known.get(key)
             if decay is None:
-                decay = known[cand.key] = (
+                decay = known[key] = (
                     decay_factor(cand, self.now_s, params)
                     * when_factor(cand, self.window, params)
                     * speaker_factor(cand, self._named, params)

@@ -96,12 +96,14 @@ ROUTE_SETTINGS = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather
 
 @dataclass
 class QueryVector:
-    """The query vector (None when there is none: `reason` says why) and how long it took."""
+    """The query vector (None when there is none: `reason` says why) and how long it took; with
+    its pgvector literal, made once on the thread that embeds (both vector sides use it)."""
 
     vector: object
     model: str
     reason: str
     ms: float
+    literal: str | None = None
 
 
 # Query vectors started before a search knows its scope (query_vector_soon). A pool of its own:
@@ -125,7 +127,8 @@ def _query_vector(q: str) -> QueryVector:
         if not embeddings.enabled():
             return QueryVector(None, "", "off: BRAIN_EMBEDDINGS=none", 0.0)
         vector = embeddings.embed_query(q)
-        return QueryVector(vector, embeddings.model_name(), "", (time.perf_counter() - start) * 1000)
+        ms = (time.perf_counter() - start) * 1000
+        return QueryVector(vector, embeddings.model_name(), "", ms, R.vector_literal(vector))
     except embeddings.EmbeddingError as exc:
         return QueryVector(None, "", f"unavailable: {exc}", (time.perf_counter() - start) * 1000)
 
@@ -190,7 +193,7 @@ def _helper_connection_checked() -> None:
 
 
 def _run_vector_routes(inp: R.RouteInput, routes: list[str], query: QueryVector) -> tuple[dict, dict]:
-    vinp = replace(inp, vector=query.vector, embedding_model=query.model)
+    vinp = replace(inp, vector=query.vector, embedding_model=query.model, _vector_sql=query.literal)
     return R.run_batched(
         {r: ROUTE_FUNCTIONS[r](vinp) for r in routes},
         ROUTE_SETTINGS + "; " + R.search_settings(vinp.ef_search),
