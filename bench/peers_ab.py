@@ -14,7 +14,13 @@ BRAIN_PEERS_AB_DATABASE and BRAIN_PEERS_AB_CASES point it at another kept world 
 Prints p50/p95 over HTTP of each side with the load average around the run, the Server-Timing
 p50 of each stage, and whether both sides answered every question with the same results (kind,
 id, order). Round r asks each question with r trailing spaces: the same words, but not a query
-vector a server remembers from an earlier round."""
+vector a server remembers from an earlier round.
+
+    python -m bench.peers_ab cpu --old /tmp/main-checkout [--rounds 2]
+
+asks every question in-process instead (Django's test client, a process per side and round, the
+sides alternating) and prints the CPU of the request's thread per search (p50, mean), which load
+changes less than wall time, with the wall p50 and whether the answers were the same."""
 
 import argparse
 import json
@@ -180,6 +186,80 @@ def ab(old: Path, rounds: int, seed: int, limit: int, envs: dict | None = None) 
     return out
 
 
+# One side of `cpu`: run in a checkout's own directory (its code), every question asked once through
+# Django's test client in this process; prints the request thread's CPU and wall time per search.
+_CPU_SIDE = """
+import json, os, statistics, sys, time
+sys.path.insert(0, os.getcwd())
+os.environ["DJANGO_SETTINGS_MODULE"] = "brainsite.settings_bench"
+import brainsite.settings_bench as bench_settings
+bench_settings.DATABASES["default"]["NAME"] = os.environ["PEERS_AB_DATABASE"]
+bench_settings.DATABASES["default"]["CONN_MAX_AGE"] = None
+import django
+django.setup()
+from django.test import Client
+cases = json.loads(open(os.environ["PEERS_AB_CASES"]).read())
+client = Client(HTTP_AUTHORIZATION="Bearer " + os.environ["PEERS_AB_TOKEN"], HTTP_HOST="127.0.0.1")
+cpu, wall, answers = [], [], []
+for n, case in enumerate(cases[:20] + cases):
+    body = {"agent": case["agent"], "conversation": case["conversation"], "k": 10, "now": case["now"]}
+    body["q"] = case["q"] + (" (warm-up)" if n < 20 else "")
+    c0, w0 = time.thread_time(), time.perf_counter()
+    response = client.post("/api/memory/search", data=json.dumps(body), content_type="application/json")
+    c1, w1 = time.thread_time(), time.perf_counter()
+    assert response.status_code == 200, response.content[:300]
+    if n >= 20:
+        cpu.append((c1 - c0) * 1000)
+        wall.append((w1 - w0) * 1000)
+        answers.append([(x["kind"], x["id"]) for x in response.json()["results"]])
+print(json.dumps({"cpu": cpu, "wall": wall, "answers": answers}))
+"""
+
+
+def cpu(old: Path, rounds: int, limit: int) -> dict:
+    """The request thread's CPU per search (time.thread_time) of each checkout, in-process: what
+    load changes less than wall time. Each round runs every question once per side, the sides'
+    order alternating round by round."""
+    _setup()
+    from bench.bench_memory_write import _database_url
+    from bench.recall_seed import ACTOR, agent
+    from knowledge.principals import services
+
+    cases = json.loads(CASES.read_text())[: limit or None]
+    picked = ROOT / "var" / "peers_ab_cpu_cases.json"
+    picked.write_text(json.dumps(cases))
+    env = {**os.environ, "DATABASE_URL": _database_url(), "BRAIN_LOG_LEVEL": "ERROR"}
+    env.update(PEERS_AB_DATABASE=DB_NAME, PEERS_AB_CASES=str(picked))
+    env["PEERS_AB_TOKEN"] = services.token_create(actor=ACTOR, agent=agent(cases[0]["agent"]))
+    sides = {"old": old.resolve(), "new": ROOT}
+    found: dict = {name: {"cpu": [], "wall": [], "answers": []} for name in sides}
+    before = _load()
+    for r in range(rounds):
+        for name in list(sides) if r % 2 == 0 else list(sides)[::-1]:
+            ran = subprocess.run(
+                [sys.executable, "-c", _CPU_SIDE], cwd=sides[name], env=env, capture_output=True, text=True
+            )
+            if ran.returncode != 0:
+                raise RuntimeError(f"the {name} side failed: {ran.stderr[-2000:]}")
+            out = json.loads(ran.stdout.strip().splitlines()[-1])
+            for key in found[name]:
+                found[name][key] += out[key]
+    after = _load()
+    same = sum(a == b for a, b in zip(found["old"]["answers"], found["new"]["answers"], strict=True))
+    result = {
+        "load_before": before,
+        "load_after": after,
+        "identical": f"{same} of {len(found['new']['answers'])}",
+    }
+    for name in sides:
+        result[name] = {
+            "cpu_p50": round(statistics.median(found[name]["cpu"]), 2),
+            "cpu_mean": round(statistics.mean(found[name]["cpu"]), 2),
+            "wall_p50": round(statistics.median(found[name]["wall"]), 1),
+        }
+    return result
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.peers_ab")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -191,9 +271,15 @@ def main(argv: list[str]) -> int:
     timing.add_argument("--limit", type=int, default=0, help="only the first N questions")
     timing.add_argument("--old-env", action="append", default=[], help="KEY=VALUE for the old side's server")
     timing.add_argument("--new-env", action="append", default=[], help="KEY=VALUE for the new side's server")
+    in_process = sub.add_parser("cpu")
+    in_process.add_argument("--old", type=Path, required=True, help="the other checkout (its code)")
+    in_process.add_argument("--rounds", type=int, default=2)
+    in_process.add_argument("--limit", type=int, default=0, help="only the first N questions")
     args = parser.parse_args(argv)
     if args.command == "seed":
         seed()
+    elif args.command == "cpu":
+        print(json.dumps(cpu(args.old, args.rounds, args.limit)), flush=True)
     else:
         envs = {
             side: dict(kv.split("=", 1) for kv in pairs)
