@@ -27,7 +27,8 @@ class ContextMessage(NamedTuple):
     The hit itself stays a Message; both read the same way. Its time is read as epoch seconds
     (`context_message`): a search reads about a hundred of these rows, and the driver's
     timestamp loader took 6.7 µs a row, the epoch and `fromtimestamp` 1.3 µs (in-process, every
-    message of the LoCoMo dev world); the same instant to the microsecond (tested)."""
+    message of the LoCoMo dev world); the same instant to the microsecond (tested). Rows are read
+    in the fusion stage: its same-run A/B is in fuse.Fusion's docstring."""
 
     id: int
     channel_id: int
