@@ -19,7 +19,7 @@ HOP_ROUTES = (HOP_MESSAGES,)
 
 @dataclass(frozen=True)
 class RecallParams:
-    # Fusion (memory.recall.fuse.fuse): "wsum", a weighted sum of min-max normalised route
+    # Fusion (memory.recall.fuse.Fusion): "wsum", a weighted sum of min-max normalised route
     # scores, or "rrf", weighted reciprocal-rank fusion: sum over routes of weight / (rrf_k + rank).
     fusion: str = "wsum"
     # How "wsum" normalises a route's scores: "max" (score / the route's best) or "minmax".
