@@ -100,10 +100,17 @@ def _locked(kind: str, row):
     if isinstance(row, AgentStore):
         Agent.objects.select_for_update().filter(pk=row.agent.pk).first()
         return row
-    row = type(row)._base_manager.select_for_update().get(pk=row.pk)
     if kind == Erasure.PERSON:
-        list(Channel.objects.select_for_update().filter(kind=Channel.KIND_DM, person=row).values_list("pk"))
-    return row
+        # The person's DM channels before the person: a message into a DM takes the same two rows
+        # in that order when it commits (its deferred foreign-key checks: channel, then speaker),
+        # and the other order deadlocked with such a commit landing between the two locks.
+        list(
+            Channel.objects.select_for_update()
+            .filter(kind=Channel.KIND_DM, person_id=row.pk)
+            .order_by("pk")
+            .values_list("pk")
+        )
+    return type(row)._base_manager.select_for_update().get(pk=row.pk)
 
 
 def _refuse_empty(kind: str, row, plan: Plan) -> None:

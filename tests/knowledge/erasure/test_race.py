@@ -2,6 +2,7 @@
 either erased whole (no copy of its text anywhere) or kept whole — never half-erased."""
 
 import threading
+import time
 
 import pytest
 from django.db import close_old_connections, connection
@@ -106,3 +107,58 @@ def test_forgetting_a_person_waits_for_a_memory_being_written_to_their_store_and
     assert errors == []
     assert Memory.objects.get(pk=made[0].pk).status == "erased"
     assert database_rows_holding("racetokenmem") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_committing_while_a_person_is_being_locked_for_erasure_deadlocks_neither(world):
+    """A message into a person's DM checks its foreign keys when it commits (Django's are
+    deferred): the channel's row first, then the speaker's. The erasure locks the same two rows;
+    taken in the other order, a commit landing between the erasure's two locks deadlocked (one
+    side failed with "deadlock detected"). Here the message commits exactly then: the erasure
+    pauses after its first lock until the commit has had time to block."""
+    from django.db import transaction
+
+    inserted, commit_now = threading.Event(), threading.Event()
+    errors = []
+
+    def writer():
+        try:
+            with transaction.atomic():
+                factory.post_messages(world.dm_alice, [{"speaker": "alice", "text": "racetokenlock late"}])
+                inserted.set()
+                commit_now.wait(20)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            inserted.set()
+        finally:
+            connection.close()
+
+    def pause_after_first_lock(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "FOR UPDATE" in sql and not commit_now.is_set():
+            commit_now.set()
+            time.sleep(2.5)  # longer than PostgreSQL's deadlock_timeout (1 s): the commit blocks first
+        return result
+
+    def eraser():
+        try:
+            with connection.execute_wrapper(pause_after_first_lock):
+                erasure_apply(actor=ADMIN, kind="person", ref="alice", reason="race")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    factory.post_messages(world.dm_alice, [{"speaker": "alice", "text": "racetokenlock said before"}])
+    threads = [threading.Thread(target=writer)]
+    threads[0].start()
+    assert inserted.wait(20)
+    threads.append(threading.Thread(target=eraser))
+    threads[1].start()
+    for thread in threads:
+        thread.join(30)
+
+    assert errors == []
+    assert database_rows_holding("racetokenlock said") == []
+    # The late message committed after the erasure: kept whole, as any message said afterwards.
+    assert Message.objects.filter(text="racetokenlock late").count() == 1
