@@ -203,9 +203,10 @@ def _api_timings(client, conversations, questions, rng, k: int, n: int):
     return timings, routes, sizes
 
 
-def _http_timings(raw: str, conversations, questions, rng, k: int, n: int):
+def _http_timings(raw: str, conversations, questions, rng, k: int, n: int, stages: dict | None = None):
     """The same searches over HTTP, one keep-alive client, against the server `make run` starts
-    (gunicorn with the uvicorn worker, the ASGI router, Django's thread pool) on this database."""
+    (gunicorn with the uvicorn worker, the ASGI router, Django's thread pool) on this database.
+    `stages`, when given, receives each search's Server-Timing stages (name → list of ms)."""
     import httpx
 
     from bench.bench_load import _start_server
@@ -232,6 +233,10 @@ def _http_timings(raw: str, conversations, questions, rng, k: int, n: int):
                 if i >= 20:  # after the warm-up of every web process
                     timings.append(spent)
                     sizes.append(len(response.content))
+                    if stages is not None:
+                        for part in response.headers["Server-Timing"].split(", "):
+                            name, dur = part.split(";dur=")
+                            stages.setdefault(name, []).append(float(dur))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -324,18 +329,22 @@ def http_figures(report, copilot, gen, rng, label: str, n: int = QUERIES) -> dic
     raw = _token(agent=copilot)
     conversations = list(Conversation.objects.filter(agent=copilot).select_related("channel"))
     questions = [question(gen) for _ in range(n)]
-    out = {}
+    out: dict = {"stages": {}}
     for k, count in ((10, n), (50, n // 2)):
         before = os.getloadavg()[0]
-        timings, sizes = _http_timings(raw, conversations, questions, rng, k, count)
+        stages: dict[str, list[float]] = {}
+        timings, sizes = _http_timings(raw, conversations, questions, rng, k, count, stages)
         out[k] = (statistics.median(timings), _pct(timings, 0.95), _pct(timings, 0.99))
+        out["stages"][k] = {name: (statistics.median(v), _pct(sorted(v), 0.95)) for name, v in stages.items()}
         load = f"load average {before:.2f} → {os.getloadavg()[0]:.2f}"
         report(
             f"{label}memory_search latency p95, k={k} (HTTP)",
             out[k][1],
             "ms",
             note=f"p50 {out[k][0]:.1f} ms, p99 {out[k][2]:.0f} ms, {len(timings)} searches over HTTP, one "
-            f"keep-alive client, `make run`'s server; response {statistics.mean(sizes) / 1000:.1f} kB; {load}",
+            f"keep-alive client, `make run`'s server; response {statistics.mean(sizes) / 1000:.1f} kB; {load}; "
+            "Server-Timing p50 / p95 ms: "
+            + ", ".join(f"{name} {p50:.1f} / {p95:.1f}" for name, (p50, p95) in out["stages"][k].items()),
         )
     return out
 

@@ -269,6 +269,14 @@ def _read_your_writes(report, copilot, integration, channels, gen, rng) -> bool:
     return passed
 
 
+def _stage_growth(top: dict, base: dict) -> str:
+    """Each Server-Timing stage's p95 at both sizes, the stages that grew most first."""
+    names = sorted(top, key=lambda n: base.get(n, (0, 0))[1] - top[n][1])
+    return ", ".join(
+        f"{n} {top[n][1]:.1f} / {base[n][1]:.1f}" if n in base else f"{n} {top[n][1]:.1f} / –" for n in names
+    )
+
+
 def run(report):
     rng = random.Random(2027)
     gen = TextGen(2027)
@@ -344,6 +352,8 @@ def run(report):
                 "×",
                 target="≤ 1.3" if k == 10 else "",
                 note=f"{figures[top][k][1]:.1f} / {figures[base][k][1]:.1f} ms (p50 {figures[top][k][0]:.1f} / "
-                f"{figures[base][k][0]:.1f} ms), one world grown from {base:,} to {top:,} messages",
+                f"{figures[base][k][0]:.1f} ms), one world grown from {base:,} to {top:,} messages; "
+                "Server-Timing p95 by stage, ms at the larger / the smaller size: "
+                + _stage_growth(figures[top]["stages"][k], figures[base]["stages"][k]),
             )
     _read_your_writes(report, copilot, integration, channels, gen, rng)  # a FAIL row: `bench` exits 1
