@@ -71,13 +71,65 @@ def test_the_window_holds_the_own_channel_and_enough_newest_days():
     common = Selection([_term("billing", 8_000, 10_000)])  # 8,000 expected: a quarter suffices
     keys = window.window_keys(common, days, 10_000, 7, NOW).split(" | ")
     assert keys[0] == "'~c7'"
-    assert keys[1:] == [f"'~d{today - d}'" for d in range(25)]  # 2,500 × 8,000 / 10,000 = 2,000
+    assert _days_of(keys[1:]) == [today - d for d in range(25)]  # 2,500 × 8,000 / 10,000 = 2,000
+    # Whole weeks by their week key: 25 days hold at least two whole weeks.
+    weeks = len([k for k in keys if k.startswith("'~w")])
+    assert weeks >= 2 and len(keys) == 1 + weeks + 25 - 7 * weeks
     assert window.window_keys(common, days, 10_000, None, NOW).split(" | ") == keys[1:]
     # Newest days that would be most of the corpus save too little: no narrowing.
     assert window.window_keys(Selection([_term("billing", 3_000, 10_000)]), days, 10_000, 7, NOW) == ""
     # Days after `now` (a search as of an earlier time) are not counted.
     later = [(str(today + 1), 5_000), *days]
-    assert window.window_keys(common, later, 15_000, 7, NOW).split(" | ")[1] == f"'~d{today}'"
+    assert max(_days_of(window.window_keys(common, later, 15_000, 7, NOW).split(" | ")[1:])) == today
+
+
+def _days_of(keys: list[str]) -> list[int]:
+    """The days the day and week keys of a window name, newest first."""
+    days = []
+    for key in keys:
+        number = int(key.strip("'")[2:])
+        if key.startswith("'~w"):
+            days += range(number * 7 + 6, number * 7 - 1, -1)
+        else:
+            assert key.startswith("'~d"), key
+            days.append(number)
+    return sorted(days, reverse=True)
+
+
+def test_a_week_key_is_used_only_for_a_week_the_window_holds_whole():
+    today = window.day_number(NOW)
+    sparse = [(str(today - d), 100) for d in range(0, 60, 2)]  # a day without messages between each
+    keys = window.window_keys(Selection([_term("billing", 8_000, 3_000)]), sparse, 3_000, None, NOW)
+    days = _days_of(keys.split(" | "))
+    oldest = min(days)
+    # Every day named lies in the window; every chosen day is named; days between hold nothing.
+    assert set(days) >= {today - d for d in range(0, 60, 2) if today - d >= oldest}
+    assert all(oldest <= day <= today for day in days)
+
+
+def test_week_keys_select_the_same_messages_as_the_day_keys(world):
+    """The index's week key of a message is its day's // 7 (migration 0031): a window written
+    with week keys reads exactly the rows its days' keys read."""
+    times = [NOW - timedelta(days=d, hours=h) for d in range(30) for h in (0, 7, 15)]
+    factory.post_messages(
+        world.general, [{"speaker": "bob", "text": "billing run", "ts": ts} for ts in times]
+    )
+    today = window.day_number(NOW)
+    chosen = list(range(today, today - 20, -1))
+    by_days = " | ".join(f"'~d{day}'" for day in chosen)
+    by_weeks = " | ".join(window.day_keys(chosen, today))
+    assert "~w" in by_weeks
+
+    def selected(keys: str) -> set[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id FROM knowledge_message WHERE brain_message_keys(search, channel_id, ts) @@ %s::tsquery",
+                [keys],
+            )
+            return {row[0] for row in cursor.fetchall()}
+
+    expected = {m.pk for m in Message.objects.all() if window.day_number(m.ts) in set(chosen)}
+    assert selected(by_days) == expected == selected(by_weeks) and 0 < len(expected) < len(times)
 
 
 def _message_plan(words, keys="") -> str:
