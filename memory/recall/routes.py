@@ -548,9 +548,19 @@ def vector_knowledge(inp: RouteInput):
     live, lparams = _live_memory_sql("knowledge_memory", inp)
     return (
         yield from _nearest(
-            MEMORY, f"({where}) AND {live}", [*wparams, *lparams], inp, scope=(where, wparams)
+            MEMORY, f"({where}) AND {live}", [*wparams, *lparams], inp, scope=memory_count_scope(inp.scope)
         )
     )
+
+
+def memory_count_scope(scope: RecallScope) -> tuple[str, list]:
+    """The memory visibility filter the vector route counts, naming the conversation's read
+    stores first (visibility chooses among exactly those, access.readable_q): the same rows, but
+    PostgreSQL skips through the (owner, store, status) index to them instead of filtering the
+    stores before them. At 1M, same run, alternating: the statement's mean 15.1-16.6 -> 10.4-11.8
+    ms (docs/perf-notes/2026-12-08-bench-large-stages.md)."""
+    where, params = scope.where(Memory)
+    return f"knowledge_memory.store = ANY(%s) AND ({where})", [list(scope.conversation.read_stores), *params]
 
 
 def vector_episodes(inp: RouteInput):

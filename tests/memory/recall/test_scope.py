@@ -67,3 +67,31 @@ def test_searches_in_two_scopes_recall_only_their_own_rows(world):
         )
         assert ("memory", secret.pk) in {i.candidate.key for i in in_dm.items}
         assert ("memory", secret.pk) not in {i.candidate.key for i in in_shared.items}
+
+
+def test_the_vector_routes_count_admits_exactly_the_rows_visibility_admits(world):
+    """The memory vector route counts its scope naming the read stores first
+    (routes.memory_count_scope): in a shared channel, a channel-only channel and a DM, that count
+    admits the same memories as the visibility filter alone, whoever owns them and whatever their
+    store."""
+    from django.db import connection
+
+    from memory.recall import routes as R
+
+    for owner in (world.copilot, world.scribe):
+        for store in ("shared", "self", "private:alice", "private:bob", "channel:support", "channel:other"):
+            factory.make_memory_row(owner, f"{owner.name} {store}", store=store)
+            factory.make_memory_row(owner, f"{owner.name} {store} queued", store=store, status="queued")
+    principal = Principal.for_agent(world.copilot)
+    for channel in (world.general, world.support, world.dm_alice):
+        scope = resolve_scope(
+            principal, agent=world.copilot, conversation=factory.make_conversation(world.copilot, channel)
+        )
+        where, params = scope.where(Memory)
+        named, named_params = R.memory_count_scope(scope)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM knowledge_memory WHERE {where}", params)
+            visible = {row[0] for row in cursor.fetchall()}
+            cursor.execute(f"SELECT id FROM knowledge_memory WHERE {named}", named_params)
+            counted = {row[0] for row in cursor.fetchall()}
+        assert counted == visible and len(visible) >= 4, channel.name
