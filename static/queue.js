@@ -117,6 +117,9 @@
     }
     if (typing(event.target) || (dialog && dialog.open)) return;
     const card = current();
+    // A card htmx has just swapped in keeps focus (same id) but its forms are bound only when the
+    // swap settles; a key pressed before that would submit a plain form and leave the page.
+    if (card && window.htmx) htmx.process(card);
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;

@@ -1,9 +1,30 @@
 import json
 import re
+from urllib.parse import urlsplit
 
 from django import template
 
+from knowledge.principals.views import safe_next
+
 register = template.Library()
+
+
+@register.filter
+def page_url(request) -> str:
+    """The page a form on this page sends the reviewer back to (its `next`): the page itself for
+    a GET; for a part rendered in answer to a POST (a card after a decision), the page the
+    decision was made on, which htmx names in HX-Current-URL and a plain form posted as `next`.
+    Never the POST's own URL, which answers no GET."""
+    if request.method == "GET":
+        return request.get_full_path()
+    current = request.htmx.current_url if getattr(request, "htmx", None) else ""
+    if current:
+        parts = urlsplit(current)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+    else:
+        target = request.POST.get("next", "")
+    return safe_next(request, target, "review-queue")
+
 
 STATUS_BADGES = {"active": "ok", "queued": "warn", "rejected": "bad", "invalidated": "bad"}
 

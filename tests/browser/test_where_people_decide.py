@@ -102,3 +102,28 @@ def test_a_bulk_approval_names_what_it_would_put_in_force_and_enter_leaves_those
         "queued",
         "queued",
     )
+
+
+def test_a_key_pressed_on_a_card_htmx_has_just_swapped_in_still_decides_in_place(page, world):
+    """htmx gives a swapped-in card focus at once (same id) but binds its forms only when the swap
+    settles, 20 ms later. A reviewer's "a" in between submitted the plain form, and the browser
+    left the queue for the card's POST URL (405). Here "a" is pressed inside that gap, from htmx's
+    own afterSwap event: the approval still goes through htmx and the queue stays."""
+    frozen = factory.make_memory(world.scribe, "Deploys are not allowed on Fridays.", store="shared")
+    allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
+    login(page, "adam")
+    page.goto("/review/")
+    card = page.locator(f"#memory-{allowed.pk}")
+    expect(card.locator(f'li[data-memory="{frozen.pk}"]')).to_have_count(1)
+    page.evaluate(
+        """(id) => document.body.addEventListener("htmx:afterSwap", () => {
+            const card = document.getElementById(id);
+            card.dispatchEvent(new KeyboardEvent("keydown", { key: "a", bubbles: true }));
+        }, { once: true })""",
+        f"memory-{allowed.pk}",
+    )
+    card.focus()
+    page.keyboard.press("u")
+    page.locator(f"#memory-{allowed.pk}.result").wait_for()
+    assert page.url.endswith("/review/")
+    assert Memory.objects.get(pk=allowed.pk).status == "active"

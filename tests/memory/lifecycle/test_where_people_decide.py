@@ -116,6 +116,33 @@ def test_a_hint_dismissed_as_unrelated_is_not_flagged_again_and_is_counted(rita,
     assert 'id="hint-verdicts"' in rita.get("/knowledge/status/").content.decode()
 
 
+def test_a_card_sent_back_after_a_decision_sends_its_forms_back_to_the_page_it_is_on(rita, world):
+    """A card re-rendered in answer to a POST (here: a hint dismissed) carries `next` for its
+    forms: the queue page the reviewer is on (htmx's HX-Current-URL, else the posted `next`),
+    never the POST's own URL, which a plain form's redirect would then GET (405)."""
+    priya = factory.make_memory(world.scribe, "Priya is on call this week.", store="shared")
+    dup = factory.make_queued_memory(
+        world.copilot, "priya is on call this week.", store="shared", tier="episodic"
+    )
+    nexts = lambda body: set(re.findall(r'name="next" value="([^"]*)"', card(body, dup)))  # noqa: E731
+    assert nexts(rita.get("/review/?store=shared").content.decode()) == {"/review/?store=shared"}
+    answer = rita.post(
+        f"/review/{dup.pk}/unrelated",
+        {"other": priya.pk, "hint": "exact-duplicate", "next": "/review/?store=shared"},
+        HTTP_HX_CURRENT_URL="http://testserver/review/?store=shared&amp;order=newest".replace("&amp;", "&"),
+        **HX,
+    )
+    assert "dismissed as unrelated" in answer.content.decode()
+    assert nexts(answer.content.decode()) == {"/review/?store=shared&amp;order=newest"}
+    factory.make_memory(world.scribe, "priya is on call this week!", store="shared")
+    answer = rita.post(
+        f"/review/{dup.pk}/unrelated",
+        {"other": priya.pk, "hint": "near-duplicate", "next": "//evil.test/"},
+        **HX,
+    )
+    assert nexts(answer.content.decode()) == {"/review/"}  # no page named that is on this site
+
+
 def test_a_dismissed_contradiction_needs_no_decision_and_replace_leaves_it(rita, world):
     frozen = factory.make_memory(world.scribe, "Deploys are not allowed on Fridays.", store="shared")
     allowed = factory.make_queued_memory(world.copilot, "Deploys are allowed on Fridays.", store="shared")
