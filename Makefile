@@ -75,7 +75,7 @@ bench: $(VENV_STAMP)
 # the 1M / 100k ratio and read-your-writes through HNSW at 1M; then 20,000 messages end to end
 # through the real server and worker, the rate every message really embedded (docs/PERFORMANCE.md).
 # About 40 minutes on 2 cores, outside CI: a 1,000,000-message ingest through the worker would take
-# some 6 hours here (43 messages/s end to end in the recorded run), so the world's messages past
+# about 3 hours here (98 messages/s end to end in the recorded run), so the world's messages past
 # the API prefix are inserted set-wise.
 bench-large: $(VENV_STAMP)
 	BRAIN_BENCH_LARGE_EMBED_SECONDS=120 $(PY) -m bench recall_large

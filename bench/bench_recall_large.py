@@ -10,7 +10,7 @@ statistics kept by the same generated column and trigger as any insert). The emb
 without a vector then gets a noisy copy of an embedded one of its kind, and the HNSW indexes
 are built once. Those vectors time searches truthfully (the index, the filters, the rows read)
 but say nothing of recall quality. Embedding all 1,000,000 messages through the worker would
-take some 6 hours here (43 messages/s end to end in the recorded run): `make bench-large` times
+take about 3 hours here (98 messages/s end to end in the recorded run): `make bench-large` times
 20,000 end to end instead (`bench ingest`). At the largest size memories and messages written
 through the API must be found by the next vector-route search on the HNSW path, or the command
 fails.
