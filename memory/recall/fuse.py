@@ -136,6 +136,11 @@ class Fusion:
         self._asked: set[str] = set()  # speakers named_speakers looked for in the question
         self._named: set[str] = set()  # those it found
 
+    def add_all(self, rankings: dict[str, list[RouteHit]]) -> None:
+        """Fuse every route's list of `rankings`, in their order."""
+        for route, hits in rankings.items():
+            self.add(route, hits)
+
     def add(self, route: str, hits: list[RouteHit]) -> None:
         """Fuse one route's list (best first) into the candidates."""
         params = self.params
@@ -264,8 +269,7 @@ def rank(rankings: dict[str, list[RouteHit]], q: str, now: datetime, params: Rec
     a named time ("in June", "on 7 July, 2023", "the week before …") weighing conversation hits
     that fall in it."""
     fusion = Fusion(q, now, params)
-    for route, hits in rankings.items():
-        fusion.add(route, hits)
+    fusion.add_all(rankings)
     return fusion.ranked()
 
 

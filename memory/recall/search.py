@@ -284,8 +284,7 @@ def recall_candidates(
             info[route] = {"ran": False, "hits": 0, "ms": 0.0, "reason": vector.reason}
     fusion_start = time.perf_counter()
     fusion = Fusion(q, now, params)
-    for route, hits in rankings.items():
-        fusion.add(route, hits)
+    fusion.add_all(rankings)
     candidates = fusion.ranked()
     hop_ms = 0.0
     if params.hop_weight > 0 and set(asked) == set(ROUTES):
@@ -303,8 +302,7 @@ def recall_candidates(
         if hop.rankings:
             # Added to what was fused: the ranking `fuse.rank` gives for all five lists.
             rankings.update(hop.rankings)
-            for route, hits in hop.rankings.items():
-                fusion.add(route, hits)
+            fusion.add_all(hop.rankings)
             candidates = fusion.ranked()
     else:
         reason = "off: hop_weight 0" if params.hop_weight <= 0 else "not asked"

@@ -206,10 +206,8 @@ def _day_of_month(q: str, now: datetime) -> datetime | None:
     if not 1 <= day <= 31:
         return None
     year, month = now.year, now.month
-    if day > now.day:
-        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
-    for _ in range(12):
-        if day <= monthrange(year, month)[1]:
+    for _ in range(13):
+        if day <= monthrange(year, month)[1] and (year, month, day) <= (now.year, now.month, now.day):
             return now.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)
         year, month = (year, month - 1) if month > 1 else (year - 1, 12)
     return None
